@@ -1,0 +1,39 @@
+# perfsuite developer entry points. `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# torch is pinned to the CPU build that lies on this project's machines; an unpinned torch
+# would download a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: setup demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Main job on the embedded default: train `digits` to 98% under instrumentation, then print
+# its roofline and write a shareable HTML report.
+demo: setup
+	@run_dir=$$($(BIN)/perfsuite run digits) && \
+	$(BIN)/perfsuite roofline "$$run_dir" && \
+	$(BIN)/perfsuite report "$$run_dir" -o reports/demo.html && \
+	echo "report: reports/demo.html"
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check . || true
+
+bench: setup
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

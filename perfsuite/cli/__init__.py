@@ -1,0 +1,73 @@
+"""The one command-line interface: `perfsuite <command> ...`.
+
+Each command lives in its own module under perfsuite.cli with a `register(subparsers)`
+function. Command modules must not import torch at module level: `perfsuite --help` and the
+analysis commands have to work, fast, on machines without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from perfsuite import __version__
+from perfsuite.cli.common import CLIError
+
+# (module, one-line summary); the order is the order of `perfsuite --help`.
+COMMANDS: list[str] = [
+    "perfsuite.cli.run_cmd",
+    "perfsuite.cli.peaks_cmd",
+    "perfsuite.cli.roofline_cmd",
+    "perfsuite.cli.report_cmd",
+    "perfsuite.cli.flops_cmd",
+    "perfsuite.cli.timeline_cmd",
+    "perfsuite.cli.counters_cmd",
+    "perfsuite.cli.stability_cmd",
+    "perfsuite.cli.thresholds_cmd",
+    "perfsuite.cli.cost_cmd",
+    "perfsuite.cli.import_cmd",
+    "perfsuite.cli.leaderboard_cmd",
+    "perfsuite.cli.validate_cmd",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perfsuite",
+        description=(
+            "Time-to-accuracy benchmarking and performance analysis for deep learning: "
+            "capture instrumented runs, then analyze the run records (roofline, timelines, "
+            "stability, thresholds, cost, leaderboards)."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"perfsuite {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for modname in COMMANDS:
+        try:
+            module = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:  # command not written yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from perfsuite.record import RecordError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (CLIError, RecordError) as exc:
+        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("perfsuite: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,73 @@
+"""Human formatting shared by the CLI and the report: SI prefixes, percentages, text tables.
+
+Formatting only changes how a number is shown; JSON output always carries the raw value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+def si(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """`si(2.5e12, "FLOP/s")` -> "2.50 TFLOP/s". None/NaN -> "n/a"."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    mag = abs(value)
+    for scale, prefix in _PREFIXES:
+        if mag >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
+    if mag == 0:
+        return f"0 {unit}".rstrip()
+    for scale, prefix in [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]:
+        if mag >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def pct(fraction: float | None, digits: int = 1) -> str:
+    """0.1234 -> "12.3%"."""
+    if fraction is None or (isinstance(fraction, float) and not math.isfinite(fraction)):
+        return "n/a"
+    return f"{100.0 * fraction:.{digits}f}%"
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as "1h02m03s", "4m05.2s" or "12.34 s"."""
+    if seconds is None or (isinstance(seconds, float) and not math.isfinite(seconds)):
+        return "n/a"
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{int(minutes)}m{sec:04.1f}s"
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours}h{minutes:02d}m{int(sec):02d}s"
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:
+    """A plain-text table. `align` is one char per column, "l" or "r" (default: numbers right)."""
+    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], len(c))
+    if align is None:
+        align = "".join(
+            "r" if rows and all(isinstance(r[i], (int, float)) for r in rows) else "l"
+            for i in range(len(headers))
+        )
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(widths[i]) if align[i] == "r" else v.ljust(widths[i])
+            for i, v in enumerate(values)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in cells)
+    return "\n".join(out)
