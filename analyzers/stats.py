@@ -1,0 +1,119 @@
+"""Small, shared statistics helpers for repeated-run analysis.
+
+One implementation of each summary statistic so that `stability`, `thresholds`, the MLPerf
+importer and the leaderboard agree on definitions (see docs/statistics.md). Inputs are plain
+sequences of floats; results are floats or None when a statistic is undefined for the input
+(e.g. a sample standard deviation of one value), never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 0
+
+
+def _finite(values: Sequence[float]) -> list[float]:
+    out = [float(v) for v in values]
+    for v in out:
+        if not math.isfinite(v):
+            raise ValueError(f"statistics need finite values, got {v!r}")
+    return out
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean; None for an empty sample."""
+    xs = _finite(values)
+    return math.fsum(xs) / len(xs) if xs else None
+
+
+def sample_std(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (n - 1 denominator, Bessel); None for fewer than 2 values."""
+    xs = _finite(values)
+    if len(xs) < 2:
+        return None
+    m = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def cov(values: Sequence[float]) -> float | None:
+    """Coefficient of variation = sample std / mean; None when std is undefined or mean is 0."""
+    s = sample_std(values)
+    m = mean(values)
+    if s is None or m is None or m == 0:
+        return None
+    return s / abs(m)
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval of the mean, deterministic for a given seed.
+
+    Draws `resamples` samples of size n with replacement (numpy PCG64 seeded with `seed`),
+    takes each one's mean, and returns the (1-c)/2 and (1+c)/2 quantiles of those means
+    (numpy's default linear interpolation). None for fewer than 2 values: one run says nothing
+    about spread.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    xs = np.asarray(_finite(values), dtype=float)
+    if xs.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, xs.size, size=(resamples, xs.size))
+    means = xs[idx].mean(axis=1)
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class OlympicMean:
+    """MLPerf-style olympic mean and why it is (un)defined.
+
+    `value` is None when undefined; `reason` then says why. `kept` are the values averaged.
+    """
+
+    value: float | None
+    n: int
+    failed: int
+    kept: tuple[float, ...]
+    reason: str | None = None
+
+
+def olympic_mean(values: Sequence[float | None]) -> OlympicMean:
+    """Drop the fastest and the slowest run, average the rest (MLPerf Training scoring).
+
+    A run that did not reach the target is passed as None (or +inf) and counts as the slowest,
+    so it is the one dropped. Rules (docs/statistics.md):
+    - fewer than 3 runs: undefined (dropping two leaves nothing meaningful to average);
+    - more than one failed run: undefined (MLPerf: the result is invalid), since a failed run
+      would remain among the averaged ones.
+    """
+    times: list[float] = []
+    failed = 0
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isinf(v) and v > 0):
+            failed += 1
+        else:
+            times.extend(_finite([v]))
+    n = len(times) + failed
+    if n < 3:
+        return OlympicMean(None, n, failed, (), f"needs at least 3 runs, got {n}")
+    if failed > 1:
+        return OlympicMean(
+            None, n, failed, (), f"{failed} runs did not reach the target; at most 1 may be dropped"
+        )
+    ordered = sorted(times)
+    # The slowest is the failed run when there is one; otherwise the largest time.
+    kept = ordered[1:] if failed else ordered[1:-1]
+    return OlympicMean(math.fsum(kept) / len(kept), n, failed, tuple(kept))
