@@ -1,0 +1,70 @@
+"""The measured-peaks cache: one JSON file so that a run does not re-measure every time.
+
+Layout: {"version": 1, "devices": {"<host>|<device name>": {"host", "device_name",
+"user": {key: value, "set_at"}, "measured": {"torch <v>|threads <n>": {"flops": {dtype:
+{...}}, "bandwidth": {...}}}}}}. Measurements are keyed by torch version and thread count
+because both change what a matrix product reaches; user-set values describe the device
+itself and are not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from perfsuite.record import write_json_atomic
+
+CACHE_VERSION = 1
+
+
+def cache_path() -> Path:
+    """`$PERFSUITE_CACHE_DIR/peaks.json`, else `~/.cache/perfsuite/peaks.json`."""
+    base = os.environ.get("PERFSUITE_CACHE_DIR")
+    root = Path(base) if base else Path.home() / ".cache" / "perfsuite"
+    return root / "peaks.json"
+
+
+def load_cache(path: Path | None = None) -> dict[str, Any]:
+    """The cache contents; a missing or unreadable file is an empty cache (it is only a cache)."""
+    path = path or cache_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"version": CACHE_VERSION, "devices": {}}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {"version": CACHE_VERSION, "devices": {}}
+    data.setdefault("devices", {})
+    return data
+
+
+def save_cache(data: dict[str, Any], path: Path | None = None) -> Path:
+    return write_json_atomic(path or cache_path(), data)
+
+
+def device_key(host: str, device_name: str) -> str:
+    return f"{host}|{device_name}"
+
+
+def env_key(torch_version: str | None, threads: int | None) -> str:
+    return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"
+
+
+def device_entry(data: dict[str, Any], host: str, device_name: str) -> dict[str, Any]:
+    """The cache entry of a device, created empty when absent."""
+    key = device_key(host, device_name)
+    entry = data["devices"].setdefault(key, {})
+    entry.setdefault("host", host)
+    entry.setdefault("device_name", device_name)
+    entry.setdefault("user", {})
+    entry.setdefault("measured", {})
+    return entry
+
+
+def measured_for(entry: dict[str, Any], env: str) -> dict[str, Any]:
+    """The measurements under one software environment, created empty when absent."""
+    m = entry["measured"].setdefault(env, {})
+    m.setdefault("flops", {})
+    m.setdefault("bandwidth", None)
+    return m
