@@ -1,0 +1,301 @@
+"""Run-to-run stability of time-to-accuracy, split into statistical and hardware variance.
+
+Repeated runs of one configuration differ for two reasons: the optimizer needs a different
+number of epochs to reach the threshold (statistical variance: seeds, data order), and each
+epoch takes a different time (hardware variance: clocks, contention). Summarizing epochs to
+threshold and time per epoch separately says which one dominates. Definitions and warning
+rules: docs/statistics.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers import stats
+from analyzers.tta import Crossing, first_crossing
+
+DEFAULT_MAX_COV = 0.05
+DEFAULT_MAX_CI_REL = 0.05
+# Below this many values the percentile bootstrap cannot see the tails (n=2 gives the range).
+MIN_RUNS_FOR_CI = 5
+
+
+# --------------------------------------------------------------------------- records -> runs
+def run_crossing(
+    record: dict[str, Any], metric: str | None = None, threshold: float | None = None
+) -> Crossing:
+    """Where one run reaches its threshold.
+
+    Without overrides this is the record's own `time_to_accuracy` (which for imported records
+    may have no curve behind it). With `metric` or `threshold` it is recomputed from the
+    evaluation curve with the one DAWNBench rule, `analyzers.tta.first_crossing`.
+    """
+    task = record.get("task") or {}
+    if metric is None and threshold is None:
+        tta = record.get("time_to_accuracy") or {}
+        reached = bool(tta.get("reached")) and tta.get("time_s") is not None
+        return Crossing(
+            str(tta.get("metric", task.get("metric"))),
+            float(tta.get("threshold", task.get("threshold"))),
+            reached,
+            float(tta["time_s"]) if reached else None,
+            tta.get("epoch") if reached else None,
+            tta.get("evaluation_index") if reached else None,
+        )
+    m = metric if metric is not None else str(task.get("metric"))
+    t = threshold if threshold is not None else float(task.get("threshold"))
+    return first_crossing(record.get("evaluations") or [], m, t)
+
+
+def hardware_label(record: dict[str, Any]) -> str:
+    """"NVIDIA V100 x8" style name of a record's hardware ("unknown hardware" when absent)."""
+    hw = record.get("hardware") or {}
+    name = hw.get("name") or hw.get("instance_type") or "unknown hardware"
+    count = hw.get("count")
+    return f"{name} x{count}" if isinstance(count, int) and count > 1 else str(name)
+
+
+def config_label(record: dict[str, Any]) -> str:
+    """task / model / hardware: what a group of comparable runs has in common."""
+    task = (record.get("task") or {}).get("name", "?")
+    return f"{task} / {record.get('model') or 'unknown model'} / {hardware_label(record)}"
+
+
+def group_key(record: dict[str, Any]) -> tuple[str, str]:
+    """(key, label) of the group a record belongs to.
+
+    Records with the same `group.id` (written by `perfsuite run --repeats N`) form one group.
+    Other records are grouped by (task name, metric, threshold, model, hardware name and
+    count), so that independent runs of one configuration are compared with each other only.
+    """
+    grp = record.get("group")
+    if grp and grp.get("id"):
+        return f"group:{grp['id']}", f"{grp['id']} ({config_label(record)})"
+    task = record.get("task") or {}
+    hw = record.get("hardware") or {}
+    parts = (
+        task.get("name"),
+        task.get("metric"),
+        task.get("threshold"),
+        record.get("model"),
+        hw.get("name"),
+        hw.get("count"),
+    )
+    key = "config:" + "|".join("" if p is None else str(p) for p in parts)
+    return key, config_label(record)
+
+
+def group_records(records: Iterable[dict[str, Any]]) -> list[tuple[str, str, list[dict]]]:
+    """[(key, label, records)] in first-seen order; records keep their input order."""
+    groups: dict[str, tuple[str, list[dict]]] = {}
+    for rec in records:
+        key, label = group_key(rec)
+        groups.setdefault(key, (label, []))[1].append(rec)
+    return [(k, label, recs) for k, (label, recs) in groups.items()]
+
+
+def epoch_times(record: dict[str, Any]) -> tuple[list[float], str | None]:
+    """Training seconds of each epoch and where they came from.
+
+    `throughput.epoch_times_s` when recorded ("throughput"); otherwise derived from the curve
+    ("curve"): each evaluation interval's train-time difference divided by its epoch difference
+    (seconds per epoch over that interval, the first interval starting at epoch 0, time 0).
+    """
+    recorded = (record.get("throughput") or {}).get("epoch_times_s")
+    if recorded:
+        return [float(x) for x in recorded], "throughput"
+    out: list[float] = []
+    prev_e, prev_t = 0.0, 0.0
+    for ev in record.get("evaluations") or []:
+        e, t = float(ev["epoch"]), float(ev["train_time_s"])
+        if e > prev_e:
+            out.append((t - prev_t) / (e - prev_e))
+            prev_e, prev_t = e, t
+    return out, ("curve" if out else None)
+
+
+# --------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Summary:
+    """Statistics of one sample of per-run values. None where undefined (see docs)."""
+
+    n: int
+    mean: float | None
+    std: float | None
+    cov: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_half_width_rel: float | None
+    min: float | None
+    max: float | None
+
+
+def summarize(values: Sequence[float], confidence: float = 0.95, seed: int = 0) -> Summary:
+    """Mean, sample std, CoV, bootstrap CI of the mean and its half-width relative to the mean."""
+    m = stats.mean(values)
+    ci = stats.bootstrap_ci(values, confidence=confidence, seed=seed)
+    rel = None
+    if ci is not None and m:
+        rel = (ci[1] - ci[0]) / 2 / abs(m)
+    return Summary(
+        n=len(values),
+        mean=m,
+        std=stats.sample_std(values),
+        cov=stats.cov(values),
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+        ci_half_width_rel=rel,
+        min=min(values) if values else None,
+        max=max(values) if values else None,
+    )
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One run: did it reach, when, after how many epochs, and its mean time per epoch."""
+
+    run_id: str
+    path: str | None
+    status: str
+    seed: Any
+    reached: bool
+    time_s: float | None
+    epochs: float | None
+    time_per_epoch_s: float | None
+    epoch_times_from: str | None
+
+
+@dataclass(frozen=True)
+class GroupStability:
+    """Stability statistics of one group of comparable runs."""
+
+    key: str
+    label: str
+    metric: str
+    threshold: float
+    runs: list[RunOutcome]
+    n_runs: int
+    n_reached: int
+    reached_fraction: float
+    time_to_accuracy: Summary
+    epochs_to_threshold: Summary
+    time_per_epoch: Summary
+    olympic_mean: stats.OlympicMean
+    warnings: list[str] = field(default_factory=list)
+
+
+def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
+    c = run_crossing(rec, metric, threshold)
+    times, origin = epoch_times(rec)
+    return RunOutcome(
+        run_id=str(rec.get("run_id")),
+        path=rec.get("_path"),
+        status=str(rec.get("status")),
+        seed=(rec.get("config") or {}).get("seed"),
+        reached=c.reached,
+        time_s=c.time_s,
+        epochs=None if c.epoch is None else float(c.epoch),
+        time_per_epoch_s=stats.mean(times) if times else None,
+        epoch_times_from=origin,
+    )
+
+
+def _spread_warnings(
+    name: str, s: Summary, max_cov: float, max_ci_rel: float, why: str
+) -> list[str]:
+    out = []
+    if s.cov is not None and s.cov > max_cov:
+        out.append(
+            f"{name}: CoV {s.cov:.1%} > {max_cov:.1%} (--max-cov): spread too wide to compare"
+            f" ({why})"
+        )
+    if s.ci_half_width_rel is not None and s.ci_half_width_rel > max_ci_rel:
+        out.append(
+            f"{name}: 95% CI half-width is {s.ci_half_width_rel:.1%} of the mean > "
+            f"{max_ci_rel:.1%} (--max-ci): too few runs or too much spread to compare ({why})"
+        )
+    return out
+
+
+def analyze_group(
+    key: str,
+    label: str,
+    records: Sequence[dict[str, Any]],
+    metric: str | None = None,
+    threshold: float | None = None,
+    max_cov: float = DEFAULT_MAX_COV,
+    max_ci_rel: float = DEFAULT_MAX_CI_REL,
+    seed: int = 0,
+) -> GroupStability:
+    """Statistics over one group's runs; see docs/statistics.md for every rule."""
+    runs = [_outcome(r, metric, threshold) for r in records]
+    first = run_crossing(records[0], metric, threshold)
+    reached = [r for r in runs if r.reached]
+    tta = summarize([r.time_s for r in reached if r.time_s is not None], seed=seed)
+    ept = summarize([r.epochs for r in reached if r.epochs is not None], seed=seed)
+    tpe = summarize([r.time_per_epoch_s for r in runs if r.time_per_epoch_s is not None], seed=seed)
+    olympic = stats.olympic_mean([r.time_s if r.reached else None for r in runs])
+
+    warnings: list[str] = []
+    thresholds = {run_crossing(r, metric, threshold).threshold for r in records}
+    metrics = {run_crossing(r, metric, threshold).metric for r in records}
+    if len(thresholds) > 1 or len(metrics) > 1:
+        warnings.append(
+            f"runs use different targets ({', '.join(sorted(metrics))} at "
+            f"{', '.join(str(t) for t in sorted(thresholds))}); pass --metric/--threshold"
+        )
+    if len(reached) < len(runs):
+        missed = len(runs) - len(reached)
+        warnings.append(f"{missed} of {len(runs)} runs did not reach the threshold")
+    running = sum(1 for r in runs if r.status == "running")
+    if running:
+        warnings.append(f"{running} run(s) still have status 'running' (counted as not reached)")
+    if len(reached) < 2:
+        warnings.append("fewer than 2 runs reached: no spread can be estimated")
+    elif len(reached) < MIN_RUNS_FOR_CI:
+        warnings.append(
+            f"only {len(reached)} runs reached: a bootstrap CI from fewer than "
+            f"{MIN_RUNS_FOR_CI} runs is too narrow to trust"
+        )
+    if olympic.value is None and olympic.reason:
+        warnings.append(f"olympic mean undefined: {olympic.reason}")
+    warnings += _spread_warnings("time to accuracy", tta, max_cov, max_ci_rel, "overall")
+    warnings += _spread_warnings(
+        "epochs to threshold", ept, max_cov, max_ci_rel, "statistical variance"
+    )
+    warnings += _spread_warnings("time per epoch", tpe, max_cov, max_ci_rel, "hardware variance")
+    return GroupStability(
+        key=key,
+        label=label,
+        metric=first.metric,
+        threshold=first.threshold,
+        runs=runs,
+        n_runs=len(runs),
+        n_reached=len(reached),
+        reached_fraction=len(reached) / len(runs),
+        time_to_accuracy=tta,
+        epochs_to_threshold=ept,
+        time_per_epoch=tpe,
+        olympic_mean=olympic,
+        warnings=warnings,
+    )
+
+
+def stability(
+    records: Sequence[dict[str, Any]],
+    metric: str | None = None,
+    threshold: float | None = None,
+    max_cov: float = DEFAULT_MAX_COV,
+    max_ci_rel: float = DEFAULT_MAX_CI_REL,
+    seed: int = 0,
+) -> list[GroupStability]:
+    """One GroupStability per group (see `group_key`), in first-seen order."""
+    if threshold is not None and not (0 <= threshold <= 1 and math.isfinite(threshold)):
+        raise ValueError(f"threshold must be a fraction in [0, 1], got {threshold}")
+    return [
+        analyze_group(k, label, recs, metric, threshold, max_cov, max_ci_rel, seed)
+        for k, label, recs in group_records(records)
+    ]

@@ -1,0 +1,123 @@
+"""`perfsuite stability`: how repeatable is time-to-accuracy over repeated runs?"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "stability",
+        help="run-to-run spread of time-to-accuracy (CoV, bootstrap CI, olympic mean)",
+        description=(
+            "Summarize repeated runs: time to accuracy and epochs to threshold per run; over "
+            "runs the mean, sample std, coefficient of variation, seeded bootstrap 95%% CI of "
+            "the mean, fraction reaching the threshold and the MLPerf olympic mean. Time per "
+            "epoch gets the same statistics, separating statistical variance (epochs) from "
+            "hardware variance (seconds per epoch). Runs sharing group.id form one group, "
+            "others are grouped by task, model and hardware. See docs/statistics.md."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
+    p.add_argument("--metric", help="metric to use instead of each record's task metric")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="threshold (fraction 0-1) recomputed from the curves instead of the recorded one",
+    )
+    p.add_argument(
+        "--max-cov",
+        type=float,
+        default=0.05,
+        help="warn when a coefficient of variation exceeds this fraction (default 0.05)",
+    )
+    p.add_argument(
+        "--max-ci",
+        type=float,
+        default=0.05,
+        help="warn when the 95%% CI half-width exceeds this fraction of the mean (default 0.05)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _row(name: str, s: Any, fmt: Any) -> list[str]:
+    from perfsuite.fmt import pct
+
+    ci = f"[{fmt(s.ci_low)}, {fmt(s.ci_high)}]" if s.ci_low is not None else "n/a"
+    return [name, str(s.n), fmt(s.mean), fmt(s.std), pct(s.cov), ci, fmt(s.min), fmt(s.max)]
+
+
+def _epochs(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def render(groups: list[Any]) -> str:
+    """Human text for the stability results (one block per group)."""
+    from perfsuite.fmt import duration, pct, table
+
+    blocks = []
+    for g in groups:
+        lines = [
+            f"== {g.label}: {g.metric} >= {g.threshold} "
+            f"({g.n_reached}/{g.n_runs} reached, {pct(g.reached_fraction, 0)})"
+        ]
+        rows = [
+            [
+                r.run_id,
+                "" if r.seed is None else str(r.seed),
+                duration(r.time_s) if r.reached else "DNR",
+                _epochs(r.epochs) if r.reached else "-",
+                duration(r.time_per_epoch_s),
+                r.epoch_times_from or "-",
+            ]
+            for r in g.runs
+        ]
+        lines.append(
+            table(
+                rows, ["run", "seed", "time to acc.", "epochs", "s/epoch", "epoch times"], "llrrrl"
+            )
+        )
+        lines.append("")
+        lines.append(
+            table(
+                [
+                    _row("time to accuracy", g.time_to_accuracy, duration),
+                    _row("epochs to threshold", g.epochs_to_threshold, _epochs),
+                    _row("time per epoch", g.time_per_epoch, duration),
+                ],
+                ["statistic", "n", "mean", "std", "CoV", "95% CI of mean", "min", "max"],
+                "lrrrrrrr",
+            )
+        )
+        om = g.olympic_mean
+        lines.append(
+            "olympic mean (drop fastest and slowest): "
+            + (duration(om.value) if om.value is not None else f"n/a ({om.reason})")
+        )
+        lines.extend(f"warning: {w}" for w in g.warnings)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzers.stability import stability
+    from perfsuite.record import load_records
+
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise CLIError(f"--threshold {args.threshold}: must be a fraction in [0, 1] (0.93, not 93)")
+    records = load_records(args.paths)
+    if not records:
+        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    groups = stability(
+        records, args.metric, args.threshold, args.max_cov, args.max_ci, seed=args.seed
+    )
+    if args.json:
+        print_json({"groups": groups})
+    else:
+        print(render(groups))
+    return 0
