@@ -89,7 +89,8 @@ def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
 
 
 def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = "quick",
-                   refresh: bool = False, progress: Any = None) -> dict[str, Any]:
+                   refresh: bool = False, bandwidth: bool = True,
+                   progress: Any = None) -> dict[str, Any]:
     """Measure (what is missing, or everything with refresh) and store it; the cache entry.
 
     `progress` is an optional callable(str) told what is being measured.
@@ -111,7 +112,7 @@ def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = 
                 progress(f"matmul {dt}")
             meas["flops"][dt] = _stored(_measure.measure_matmul(device, dt, mode), tv, threads)
             changed = True
-    if _needs(meas["bandwidth"], mode, refresh):
+    if bandwidth and _needs(meas["bandwidth"], mode, refresh):
         if progress:
             progress("copy bandwidth")
         meas["bandwidth"] = _stored(_measure.measure_bandwidth(device, mode), tv, threads)

@@ -1,0 +1,129 @@
+"""`perfsuite peaks`: measure, cache and show this machine's ceilings next to the spec table."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "peaks",
+        help="measure and cache peak FLOP/s and memory bandwidth (roofline ceilings)",
+        description=(
+            "Measure peak FLOP/s (large matrix product per dtype, 2*M*N*K/t) and memory "
+            "bandwidth (large copy, read+write bytes / t), cache them per host, device, torch "
+            "version and thread count, and print them next to the vendor spec where one "
+            "exists. CPUs have no spec table: name yours with --set."
+        ),
+    )
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--dtype", action="append", metavar="DTYPE",
+                   help="dtype to measure (repeatable; default: all measurable on the device: "
+                        "float32, bfloat16, float64; plus float16, tf32 on CUDA)")
+    p.add_argument("--quick", action="store_true",
+                   help="quick mode (a few seconds; what `perfsuite run` uses) instead of thorough")
+    p.add_argument("--refresh", action="store_true", help="re-measure even if cached")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="settings",
+                   help="store a user-named peak instead of measuring: DTYPE=FLOP/s or "
+                        "bandwidth=byte/s, e.g. --set float32=1.2e12 --set bandwidth=4e10")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _rows(result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str]) -> list[dict]:
+    from perfsuite.ceilings.table import spec_bandwidth, spec_flops
+
+    meas, user = result["measured"], result["user"]
+    rows = []
+    for dt in dtypes:
+        item = meas["flops"].get(dt) or {}
+        rows.append({"quantity": f"peak {dt}", "unit": "FLOP/s", "measured": item.get("value"),
+                     "mode": item.get("mode"), "detail": item.get("detail"),
+                     "user": user.get(dt), "spec": spec_flops(spec, dt)})
+    bw = meas.get("bandwidth") or {}
+    rows.append({"quantity": "memory bandwidth", "unit": "byte/s", "measured": bw.get("value"),
+                 "mode": bw.get("mode"), "detail": bw.get("detail"), "user": user.get("bandwidth"),
+                 "spec": spec_bandwidth(spec)})
+    for r in rows:
+        ref = r["spec"] or r["user"]
+        r["measured_over_spec"] = r["measured"] / ref if r["measured"] and ref else None
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from perfsuite import fmt
+    from perfsuite.ceilings import (
+        cache_path,
+        device_name,
+        match_spec,
+        measure_device,
+        normalize_device,
+        parse_setting,
+        set_user_values,
+    )
+    from perfsuite.ceilings.measure import measurable_dtypes
+    from perfsuite.ceilings.table import normalize_dtype
+
+    try:
+        device = normalize_device(args.device)
+        settings = dict(parse_setting(s) for s in args.settings or [])
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if device.startswith("cuda"):
+        try:
+            import torch
+        except ImportError:
+            raise CLIError("--device cuda needs torch, which is not installed") from None
+        if not torch.cuda.is_available():
+            raise CLIError(f"--device {args.device}: no CUDA device is available")
+    dtypes = [normalize_dtype(d) for d in (args.dtype or measurable_dtypes(device))]
+    bad = [d for d in dtypes if d not in measurable_dtypes(device)]
+    if bad and not settings:
+        raise CLIError(f"--dtype {bad[0]}: not measurable on {device} "
+                       f"(measurable: {', '.join(measurable_dtypes(device))})")
+    if settings:
+        set_user_values(device, settings)
+        status(f"stored {', '.join(sorted(settings))} for {device_name(device)} in {cache_path()}")
+        result = measure_device(device, [], bandwidth=False)  # read back, measures nothing new
+    else:
+        from tqdm import tqdm
+
+        mode = "quick" if args.quick else "thorough"
+        bar = tqdm([*dtypes, "bandwidth"], desc="peaks", unit="test", leave=False)
+        for dt in bar:
+            bar.set_postfix_str(dt)
+            if dt == "bandwidth":
+                result = measure_device(device, [], mode=mode, refresh=args.refresh)
+            else:
+                measure_device(device, [dt], mode=mode, refresh=args.refresh, bandwidth=False)
+        bar.close()
+    name = result["device_name"]
+    spec = match_spec(name) if device.startswith("cuda") else None
+    shown = [d for d in dtypes if d in measurable_dtypes(device)]
+    shown += [k for k in result["user"] if k not in ("bandwidth", "set_at") and k not in shown]
+    rows = _rows(result, spec, shown)
+    if args.json:
+        print_json({"device": device, "device_name": name, "host": result["host"],
+                    "env": result["env"], "cache": str(cache_path()),
+                    "spec_id": spec["id"] if spec else None,
+                    "spec_source": spec["source"] if spec else None, "rows": rows})
+        return 0
+    print(f"{name} ({device}) on {result['host']}, {result['env']}")
+    table_rows = [[r["quantity"], fmt.si(r["measured"], r["unit"]), r["mode"] or "",
+                   fmt.si(r["spec"], r["unit"]) if r["spec"] else "",
+                   fmt.si(r["user"], r["unit"]) if r["user"] else "",
+                   fmt.pct(r["measured_over_spec"]) if r["measured_over_spec"] else ""]
+                  for r in rows]
+    print(fmt.table(table_rows, ["ceiling", "measured", "mode", "spec", "user-set",
+                                 "measured/ref"], align="lllrrr"))
+    if spec:
+        print(f"spec: {spec['source']} (entry {spec['id']}; dense, no sparsity)")
+    elif device == "cpu":
+        print("spec: none for CPUs; name yours with --set DTYPE=FLOP/s --set bandwidth=byte/s")
+    else:
+        print("spec: this device is not in the spec table")
+    print(f"cache: {cache_path()}")
+    return 0

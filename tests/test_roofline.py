@@ -1,0 +1,181 @@
+"""Roofline arithmetic on records built by hand: every number checked exactly."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from analyzers.roofline import RooflineInputError, place, roofline
+from perfsuite.record import quantity
+
+APPROX = {"rel": 1e-12}
+
+
+def _record(make_record, bytes_per_step=1e8):
+    rec = make_record([(1, 10.0, 0.95)], run_id="roof1")
+    rec["work"] = {
+        "flops_per_step": quantity(2e9, "FLOP", "counted"),
+        "bytes_per_step": quantity(bytes_per_step, "byte", "modeled"),
+        "batch_size": 32,
+        "dtype": "float32",
+        "per_op": [
+            {"op": "aten::mm", "phase": "forward", "calls": 2, "flops": 1e9, "bytes": 1e7},
+            {"op": "aten::mm", "phase": "backward", "calls": 4, "flops": 6e8, "bytes": 2e7},
+            {"op": "aten::add_", "phase": "optimizer", "calls": 1, "flops": 1e6, "bytes": 3e7},
+            {"op": "aten::foo", "phase": "forward", "calls": 1, "flops": 4e8, "bytes": 1e7},
+        ],
+        "unknown_ops": [],
+    }
+    rec["throughput"] = {"step_time": quantity(0.1, "s", "measured")}
+    rec["timeline"] = {
+        "trace": None, "tool": "torch.profiler", "steps": 2,
+        "step_time": quantity(0.1, "s", "measured"),
+        "ops": [
+            {"op": "aten::mm", "calls": 12, "self_time_s": 0.01, "total_time_s": 0.12,
+             "device_time_s": 0.1},
+            {"op": "aten::add_", "calls": 2, "self_time_s": 0.015, "total_time_s": 0.02,
+             "device_time_s": None},
+            {"op": "aten::copy_", "calls": 4, "self_time_s": 0.006},
+        ],
+    }
+    rec["ceilings"] = {
+        "device": "Test CPU", "dtype": "float32",
+        "peak_flops": quantity(1e11, "FLOP/s", "measured", "matmul"),
+        "memory_bandwidth": quantity(1e10, "byte/s", "measured", "copy"),
+        "spec": None,
+    }
+    return rec
+
+
+def test_whole_run_compute_bound(make_record):
+    r = roofline(_record(make_record)).run
+    assert r.achieved_flops.value == pytest.approx(2e10, **APPROX)
+    assert r.achieved_bandwidth.value == pytest.approx(1e9, **APPROX)
+    assert r.intensity.value == pytest.approx(20.0, **APPROX)
+    assert r.ridge.value == pytest.approx(10.0, **APPROX)
+    assert r.bound == "compute"
+    assert r.attainable.value == pytest.approx(1e11, **APPROX)
+    assert r.frac_of_roof == pytest.approx(0.2, **APPROX)
+    assert r.frac_of_peak == pytest.approx(0.2, **APPROX)
+    assert r.flops_per_step.provenance == "counted"
+    assert r.bytes_per_step.provenance == "modeled"
+    assert r.step_time.provenance == "measured"
+    assert r.peak_flops.provenance == "measured"
+    assert r.achieved_flops.provenance == "derived"
+    assert r.achieved_flops.source == "counted FLOP / measured s"
+
+
+def test_whole_run_memory_bound(make_record):
+    r = roofline(_record(make_record, bytes_per_step=4e8)).run
+    assert r.intensity.value == pytest.approx(5.0, **APPROX)
+    assert r.bound == "memory"
+    assert r.attainable.value == pytest.approx(5e10, **APPROX)  # 5 FLOP/byte x 1e10 byte/s
+    assert r.frac_of_roof == pytest.approx(0.4, **APPROX)  # 2e10 / 5e10
+    assert r.frac_of_peak == pytest.approx(0.2, **APPROX)
+
+
+def test_ridge_point_itself_is_compute_bound():
+    p = place(10.0, 1.0, 1.0, 100.0, 10.0)  # intensity 10 == ridge 10
+    assert p.bound == "compute"
+    assert p.attainable == 100.0
+
+
+def test_per_op_join(make_record):
+    res = roofline(_record(make_record))
+    ops = {o.op: o for o in res.ops}
+    assert set(ops) == {"aten::mm", "aten::add_", "aten::copy_", "aten::foo"}
+    mm = ops["aten::mm"]
+    assert mm.status == "joined"
+    assert mm.time_kind == "device"
+    assert mm.time_s == pytest.approx(0.05, **APPROX)  # 0.1 s over 2 steps
+    assert mm.calls == pytest.approx(6.0)
+    assert mm.time_share == pytest.approx(0.5, **APPROX)
+    assert mm.placement.flops == pytest.approx(1.6e9)  # forward + backward
+    assert mm.placement.bytes == pytest.approx(3e7)
+    assert mm.placement.achieved_flops == pytest.approx(3.2e10, **APPROX)
+    assert mm.placement.bound == "compute"
+    assert mm.placement.frac_of_roof == pytest.approx(0.32, **APPROX)
+    add = ops["aten::add_"]
+    assert add.time_kind == "total"
+    assert add.time_s == pytest.approx(0.01, **APPROX)
+    assert add.placement.bound == "memory"
+    assert add.placement.frac_of_roof == pytest.approx(0.3, **APPROX)  # 3e9 / 1e10
+    assert ops["aten::copy_"].status == "no_flop_model"
+    assert ops["aten::copy_"].time_kind == "self"
+    assert ops["aten::copy_"].time_s == pytest.approx(0.003, **APPROX)
+    assert ops["aten::foo"].status == "no_time"
+    assert ops["aten::foo"].time_s is None
+    # per-op FLOPs (2.001e9) vs 2e9 per step: within 1%, no coverage note
+    assert not any("do not cover" in n for n in res.notes)
+    assert any("inclusive host times" in n for n in res.notes)
+
+
+def test_time_weighted_ranking(make_record):
+    res = roofline(_record(make_record))
+    assert [o.op for o in res.ranking] == ["aten::mm", "aten::add_"]
+    assert res.ranking[0].lost_time_s == pytest.approx(0.05 * 0.68, **APPROX)
+    assert res.ranking[1].lost_time_s == pytest.approx(0.01 * 0.7, **APPROX)
+    # make add_ much slower: it must now come first
+    rec = _record(make_record)
+    rec["timeline"]["ops"][1]["total_time_s"] = 2.0
+    res = roofline(rec)
+    assert [o.op for o in res.ranking] == ["aten::add_", "aten::mm"]
+
+
+def test_hierarchical_modeled_without_counters(make_record):
+    h = roofline(_record(make_record)).hierarchical
+    assert h.source == "modeled"
+    assert {p.name for p in h.points} == {"aten::mm", "aten::add_"}
+    assert all(p.level == "DRAM" and p.bytes_provenance == "modeled" for p in h.points)
+
+
+def test_hierarchical_with_counters(make_record):
+    rec = _record(make_record)
+    rec["ceilings"]["spec"] = {"l2_bandwidth": 5e10}
+    rec["counters"] = {
+        "tool": "ncu", "provenance": "measured", "window_steps": 2, "file": "c.json",
+        "kernels": [
+            {"name": "sgemm", "op": "aten::mm", "calls": 6, "time_s": 0.06, "flops": 1e9,
+             "flops_tensor": 2e9, "dram_bytes": 5e7, "l2_bytes": 2e8},
+            {"name": "sgemm2", "op": "aten::mm", "calls": 6, "time_s": 0.04, "flops": None,
+             "flops_tensor": None, "dram_bytes": None, "l2_bytes": None},
+            {"name": "elementwise", "op": None, "calls": 2, "time_s": 0.02, "flops": 1e6,
+             "flops_tensor": None, "dram_bytes": 6e7, "l2_bytes": None},
+        ],
+        "totals": {}, "metrics": [], "notes": [],
+    }
+    h = roofline(rec).hierarchical
+    assert h.source == "counters"
+    assert h.levels == {"DRAM": 1e10, "L2": 5e10}
+    pts = {(p.name, p.level): p for p in h.points}
+    assert set(pts) == {("aten::mm", "DRAM"), ("aten::mm", "L2"), ("elementwise", "DRAM")}
+    dram = pts[("aten::mm", "DRAM")].placement
+    assert dram.time_s == pytest.approx(0.1)
+    assert dram.intensity == pytest.approx(60.0, **APPROX)  # 3e9 / 5e7
+    assert dram.bound == "compute"
+    assert dram.frac_of_roof == pytest.approx(0.3, **APPROX)  # 3e10 / 1e11
+    l2 = pts[("aten::mm", "L2")].placement
+    assert l2.intensity == pytest.approx(15.0, **APPROX)
+    assert pts[("aten::mm", "L2")].ceiling_bandwidth == 5e10
+    assert pts[("elementwise", "DRAM")].placement.bound == "memory"
+    assert all(p.bytes_provenance == "measured" for p in h.points)
+
+
+def test_missing_ceilings_give_no_roof(make_record):
+    rec = _record(make_record)
+    rec["ceilings"] = None
+    res = roofline(rec)
+    assert res.run.achieved_flops.value == pytest.approx(2e10)
+    assert res.run.bound is None and res.run.frac_of_roof is None
+    assert res.ranking == []
+    assert "ceilings missing" in res.notes[0]
+
+
+def test_missing_flops_names_file_and_field(make_record):
+    rec = _record(make_record)
+    rec["_path"] = "runs/x/run.json"
+    rec["work"] = copy.deepcopy(rec["work"])
+    del rec["work"]["flops_per_step"]
+    with pytest.raises(RooflineInputError, match=r"runs/x/run.json: field work.flops_per_step"):
+        roofline(rec)
