@@ -8,8 +8,6 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import math
-import os
-import platform
 import re
 import socket
 from typing import Any
@@ -18,6 +16,7 @@ from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import measure as _measure
 from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_bandwidth, spec_flops
 from perfsuite.record import quantity
+from perfsuite.runner.environment import cpu_model
 
 USER_SOURCE = "user-set (perfsuite peaks --set)"
 BANDWIDTH_KEYS = ("bandwidth", "memory_bandwidth")
@@ -33,23 +32,11 @@ def normalize_device(device: str) -> str:
     raise ValueError(f"unknown device {device!r}; expected cpu, cuda or cuda:N")
 
 
-def cpu_name() -> str:
-    """CPU model from /proc/cpuinfo (Linux), else platform.processor(), else 'cpu'."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
 def device_name(device: str) -> str:
     """Human name: the CPU model, or the GPU name torch reports."""
     device = normalize_device(device)
     if device == "cpu":
-        return cpu_name()
+        return cpu_model() or "cpu"
     import torch
 
     return torch.cuda.get_device_name(int(device.split(":")[1]))
@@ -208,6 +195,3 @@ def ceilings_for(device: str, dtype: str, *, measure: bool = True,
         "spec": spec,
     }
 
-
-def host_cpu_count() -> int:
-    return os.cpu_count() or 1
