@@ -1,0 +1,107 @@
+"""`perfsuite thresholds`: time to several accuracy thresholds and where rankings change."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json
+
+
+def _fractions(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        msg = f"not a comma-separated list of numbers: {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if not values:
+        raise argparse.ArgumentTypeError("empty threshold list")
+    return values
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "thresholds",
+        help="time to accuracy at several thresholds, rankings and where they swap",
+        description=(
+            "From the recorded evaluation curves, compute the time to each threshold "
+            "(first evaluation with metric >= threshold), rank runs (or groups with --groups) "
+            "at each threshold, and list pairs whose order swaps between consecutive "
+            "thresholds. Runs that never reach a threshold rank last as DNR."
+        ),
+    )
+    p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
+    p.add_argument(
+        "--thresholds",
+        required=True,
+        type=_fractions,
+        metavar="T1,T2,...",
+        help="comma-separated thresholds as fractions, e.g. 0.90,0.91,0.92,0.93",
+    )
+    p.add_argument("--metric", help="metric to rank on (default: the records' common task metric)")
+    p.add_argument(
+        "--groups",
+        action="store_true",
+        help="rank groups of repeated runs (mean time over the group) instead of single runs",
+    )
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def render(res: Any) -> str:
+    """Human text: a run x threshold table, the ranking at each threshold, and the swaps."""
+    from perfsuite.fmt import duration, table
+
+    def cell(p: Any) -> str:
+        if p.time_s is not None:
+            return f"{duration(p.time_s)} (#{p.rank})"
+        return f"DNR ({p.reached_runs}/{p.runs} runs)" if p.runs > 1 else "DNR"
+
+    label = {e.name: e.label for e in res.entries}
+    by_name = {
+        e.name: [next(p for p in r.placings if p.name == e.name) for r in res.rankings]
+        for e in res.entries
+    }
+    headers = ["run" if res.by == "run" else "group"] + [
+        f"{res.metric}>={t:g}" for t in res.thresholds
+    ]
+    rows = [[e.label] + [cell(p) for p in by_name[e.name]] for e in res.entries]
+    out = [table(rows, headers, "l" + "r" * len(res.thresholds)), ""]
+    for r in res.rankings:
+        order = [label[p.name] for p in r.placings if p.rank is not None]
+        dnr = [label[p.name] for p in r.placings if p.rank is None]
+        line = f"{res.metric} >= {r.threshold:g}: " + (" < ".join(order) or "(none reached)")
+        out.append(line + (f"; DNR: {', '.join(dnr)}" if dnr else ""))
+    out.append("")
+    if res.swaps:
+        out.append("ranking changes:")
+        out.extend(
+            f"  {label[s.faster_before]} ahead of {label[s.faster_after]} at {s.from_threshold:g}, "
+            f"behind at {s.to_threshold:g}"
+            for s in res.swaps
+        )
+    else:
+        out.append("ranking changes: none")
+    out.extend(f"note: {n}" for n in res.notes)
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzers.thresholds import analyze_thresholds
+    from perfsuite.record import load_records
+
+    bad = [t for t in args.thresholds if not 0 <= t <= 1]
+    if bad:
+        raise CLIError(f"--thresholds {bad[0]:g}: must be fractions in [0, 1] (0.93, not 93)")
+    records = load_records(args.paths)
+    if not records:
+        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    try:
+        res = analyze_thresholds(records, args.thresholds, args.metric, by_group=args.groups)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.json:
+        print_json(res)
+    else:
+        print(render(res))
+    return 0

@@ -1,0 +1,101 @@
+"""Threshold analysis: times at several thresholds, ranks, DNR and ranking swaps."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyzers.thresholds import Placing, Ranking, _rank, analyze_thresholds, find_swaps
+from perfsuite.cli import main
+from perfsuite.record import write_record
+
+CURVES = {
+    # A: steady; B: slow start, reaches 0.93 first; C: fast start, plateaus below 0.92
+    "A": [(1, 10.0, 0.90), (2, 20.0, 0.92), (3, 30.0, 0.93)],
+    "B": [(1, 15.0, 0.89), (2, 25.0, 0.93)],
+    "C": [(1, 5.0, 0.905), (2, 10.0, 0.91), (3, 15.0, 0.915)],
+}
+TS = [0.93, 0.90, 0.91, 0.92]  # unsorted on purpose
+
+
+def _records(make_record):
+    return [make_record(c, run_id=name) for name, c in CURVES.items()]
+
+
+def _table(res):
+    return {
+        r.threshold: [(p.name, p.time_s, p.rank) for p in r.placings] for r in res.rankings
+    }
+
+
+def test_times_ranks_and_dnr(make_record):
+    res = analyze_thresholds(_records(make_record), TS)
+    assert res.metric == "top1" and res.thresholds == [0.90, 0.91, 0.92, 0.93]
+    assert _table(res) == {
+        0.90: [("C", 5.0, 1), ("A", 10.0, 2), ("B", 25.0, 3)],
+        0.91: [("C", 10.0, 1), ("A", 20.0, 2), ("B", 25.0, 3)],
+        0.92: [("A", 20.0, 1), ("B", 25.0, 2), ("C", None, None)],
+        0.93: [("B", 25.0, 1), ("A", 30.0, 2), ("C", None, None)],
+    }
+
+
+def test_swaps_between_consecutive_thresholds(make_record):
+    res = analyze_thresholds(_records(make_record), TS)
+    got = [(s.from_threshold, s.to_threshold, s.faster_before, s.faster_after) for s in res.swaps]
+    assert got == [
+        (0.91, 0.92, "C", "A"),  # C drops to DNR: was ahead of A ...
+        (0.91, 0.92, "C", "B"),  # ... and of B
+        (0.92, 0.93, "A", "B"),  # A ahead of B at 0.92, behind at 0.93
+    ]
+
+
+def test_ties_share_rank_and_both_dnr_is_not_a_swap():
+    ranked = _rank([("b", 5.0, 1, 1), ("a", 5.0, 1, 1), ("c", 7.0, 1, 1), ("d", None, 0, 1)])
+    assert [(p.name, p.rank) for p in ranked] == [("a", 1), ("b", 1), ("c", 3), ("d", None)]
+    r1 = Ranking(0.9, [Placing("x", 1.0, 1, 1, 1), Placing("y", 2.0, 2, 1, 1)])
+    r2 = Ranking(0.95, [Placing("x", None, None, 0, 1), Placing("y", None, None, 0, 1)])
+    r3 = Ranking(0.97, [Placing("x", 3.0, 1, 1, 1), Placing("y", 3.0, 1, 1, 1)])
+    assert find_swaps([r1, r2]) == [] and find_swaps([r1, r3]) == []
+
+
+def test_groups_use_mean_and_need_every_run(make_record):
+    def rec(gid, i, t, metric):
+        group = {"id": gid, "index": i, "size": 2}
+        return make_record([(1, t, metric)], run_id=f"{gid.lower()}{i}", group=group)
+
+    recs = [rec("G", 0, 10.0, 0.95), rec("G", 1, 14.0, 0.95)]
+    recs += [rec("H", 0, 11.0, 0.95), rec("H", 1, 9.0, 0.85)]
+    res = analyze_thresholds(recs, [0.8, 0.9], by_group=True)
+    assert [e.members for e in res.entries] == [["g0", "g1"], ["h0", "h1"]]
+    assert _table(res) == {
+        0.8: [("group:H", 10.0, 1), ("group:G", 12.0, 2)],
+        0.9: [("group:G", 12.0, 1), ("group:H", None, None)],  # h1 never reaches 0.9
+    }
+    assert res.rankings[1].placings[1].reached_runs == 1
+    assert [(s.faster_before, s.faster_after) for s in res.swaps] == [("group:H", "group:G")]
+
+
+def test_bad_input(make_record):
+    with pytest.raises(ValueError, match="not a fraction"):
+        analyze_thresholds(_records(make_record), [93])
+    mixed = [make_record([(1, 1.0, 0.9)]), make_record([(1, 1.0, 0.9)], metric="f1", run_id="q")]
+    with pytest.raises(ValueError, match="different metrics"):
+        analyze_thresholds(mixed, [0.9])
+    assert analyze_thresholds(mixed, [0.9], metric="f1").rankings[0].placings[0].name == "q"
+
+
+def test_cli(make_record, tmp_path, capsys):
+    for rec in _records(make_record):
+        write_record(tmp_path / rec["run_id"], rec)
+    args = ["thresholds", str(tmp_path), "--thresholds", "0.90,0.91,0.92,0.93"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [p["name"] for p in out["rankings"][3]["placings"]] == ["B", "A", "C"]
+    assert len(out["swaps"]) == 3
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "top1 >= 0.93: B < A; DNR: C" in text
+    assert "A ahead of B at 0.92, behind at 0.93" in text
+    assert main(["thresholds", str(tmp_path), "--thresholds", "90,93"]) == 2
+    assert "must be fractions in [0, 1]" in capsys.readouterr().err
