@@ -1,0 +1,124 @@
+"""Shared plumbing of the importers: one error type, lenient text/date reading, writing.
+
+Importers turn other benchmarks' result files into run records. They never guess silently:
+anything suspicious goes into the record's `flags` list (and the command's output).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ImportFailure(ValueError):
+    """A result file that cannot be imported; the message is one line naming file and field."""
+
+
+@dataclass
+class Imported:
+    """One imported run: its record, where it was written, and the figures worth printing."""
+
+    record: dict[str, Any]
+    summary: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def read_text(path: Path) -> str:
+    """File text without a UTF-8 BOM and with CRLF/CR line endings made LF."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ImportFailure(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ImportFailure(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def had_bom_or_crlf(path: Path) -> list[str]:
+    """Notes about byte-level oddities that were tolerated (for the record's flags)."""
+    raw = path.read_bytes()
+    notes = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        notes.append(f"{path.name}: UTF-8 byte-order mark ignored")
+    if b"\r\n" in raw:
+        notes.append(f"{path.name}: CRLF line endings")
+    return notes
+
+
+_DATE_FORMATS = (
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%Y.%m.%d",
+    "%m/%d/%Y",
+    "%d.%m.%Y",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%SZ",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%d %B %Y",
+)
+
+
+def parse_date(value: Any) -> tuple[str | None, str | None]:
+    """Leniently parse a date; returns (ISO date or datetime, note or None).
+
+    Accepts missing zero padding ("2018-4-9"), slashes, ISO datetimes and a few spelled-out
+    forms. The note says what was tolerated or why it failed; None when the input was clean.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, "timestamp missing"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # seconds (or milliseconds) since the epoch
+        secs = float(value) / (1000.0 if value > 1e11 else 1.0)
+        stamp = _dt.datetime.fromtimestamp(secs, _dt.timezone.utc)
+        return stamp.isoformat(timespec="seconds"), "timestamp given as a number (epoch seconds)"
+    text = str(value).strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            return _dt.date.fromisoformat(text).isoformat(), None
+        except ValueError:
+            return None, f"timestamp {text!r} is not a valid date; left out"
+    # pad single-digit fields so that "2018-4-9" parses
+    padded = re.sub(r"(?<!\d)(\d)(?!\d)", r"0\1", text)
+    for fmt in _DATE_FORMATS:
+        for candidate in (text, padded):
+            try:
+                parsed = _dt.datetime.strptime(candidate, fmt)
+            except ValueError:
+                continue
+            iso = parsed.isoformat() if "%H" in fmt else parsed.date().isoformat()
+            return iso, f"timestamp {text!r} is not YYYY-MM-DD; read as {iso}"
+    return None, f"timestamp {text!r} not understood; left out"
+
+
+def slug(text: str) -> str:
+    """A folder-safe id fragment."""
+    out = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+    return out or "entry"
+
+
+def find_files(paths: Iterable[str | Path], patterns: tuple[str, ...]) -> Iterator[Path]:
+    """Files given as is; folders searched recursively for `patterns` (sorted, deduplicated).
+
+    A folder without any match is an error: a typo in a path must not import nothing quietly.
+    """
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            yield p
+        elif p.is_dir():
+            found = sorted({q for pat in patterns for q in p.rglob(pat) if q.is_file()})
+            if not found:
+                raise ImportFailure(f"{p}: no {' or '.join(patterns)} files in this folder")
+            yield from found
+        else:
+            raise ImportFailure(f"{p}: no such file or folder")

@@ -1,0 +1,399 @@
+"""DAWNBench v1 entries -> run records.
+
+An entry is a JSON file (`version`, `author`, `framework`, `model`, `hardware`, `timestamp`,
+optional `costPerHour`, `misc`, ...) and, for training entries, a TSV with the same stem:
+`epoch hours <accuracy columns>` (hours cumulative; top-1/top-5 in percent, F1 a fraction).
+Inference entries carry `latency` (ms per item), `cost` (USD per item) and their accuracy.
+The task comes from the path (`CIFAR10/`, `ImageNet/`, `SQuAD/`, as in the public
+dawn-bench-entries repository) or, failing that, from the fields present.
+
+Time to accuracy is DAWNBench's: the hours of the first TSV row, in file order, at or above
+the threshold, computed by `analyzers.tta.first_crossing` on the converted curve.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzers.tta import crossing_dict, first_crossing
+from perfsuite.importers.common import (
+    Imported,
+    ImportFailure,
+    find_files,
+    had_bom_or_crlf,
+    parse_date,
+    read_text,
+    slug,
+)
+from perfsuite.record import new_record, quantity
+
+
+@dataclass(frozen=True)
+class Task:
+    """A DAWNBench task: its record name, the columns of its TSV and its threshold rule."""
+
+    name: str
+    dataset: str
+    metric: str  # record metric compared with the threshold
+    threshold: float  # fraction
+    columns: dict[str, str]  # TSV/JSON accuracy field -> record metric
+    percent: frozenset[str]  # fields given in percent
+
+
+TASKS: dict[str, Task] = {
+    "cifar10": Task(
+        "cifar10", "CIFAR10", "top1", 0.94, {"top1Accuracy": "top1"}, frozenset({"top1Accuracy"})
+    ),
+    "imagenet": Task(
+        "imagenet",
+        "ImageNet",
+        "top5",
+        0.93,
+        {"top1Accuracy": "top1", "top5Accuracy": "top5"},
+        frozenset({"top1Accuracy", "top5Accuracy"}),
+    ),
+    "squad": Task("squad", "SQuAD v1.1", "f1", 0.75, {"f1Score": "f1"}, frozenset()),
+}
+_PATH_NAMES = {
+    "cifar10": "cifar10",
+    "cifar-10": "cifar10",
+    "imagenet": "imagenet",
+    "squad": "squad",
+}
+REQUIRED_FIELDS = ("version", "author", "framework", "model", "hardware", "timestamp")
+
+
+def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Entry JSON files under `paths` (files, or folders searched recursively), sorted."""
+    return find_files(paths, ("*.json",))
+
+
+def detect_task(path: Path, entry: dict[str, Any], header: list[str] | None) -> Task:
+    """From a path component named like the task, else from the accuracy fields."""
+    for part in reversed(path.parts[:-1]):
+        key = _PATH_NAMES.get(part.lower())
+        if key:
+            return TASKS[key]
+    fields = set(entry) | set(header or [])
+    if "f1Score" in fields:
+        return TASKS["squad"]
+    if "top5Accuracy" in fields:
+        return TASKS["imagenet"]
+    if "top1Accuracy" in fields:
+        return TASKS["cifar10"]
+    raise ImportFailure(
+        f"{path}: field task: cannot tell CIFAR10/ImageNet/SQuAD from the path or the fields "
+        "(put the file under a CIFAR10/, ImageNet/ or SQuAD/ folder)"
+    )
+
+
+def _number(value: Any, where: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ImportFailure(f"{where}: {value!r} is not a number") from None
+    if not math.isfinite(out):
+        raise ImportFailure(f"{where}: {value!r} is not a finite number")
+    return out
+
+
+def read_tsv(path: Path, task: Task) -> tuple[list[dict[str, float]], list[str]]:
+    """Rows of a training TSV as {column: value}, read by header name; plus flags."""
+    flags = had_bom_or_crlf(path)
+    lines = read_text(path).split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    blank_inside = [i + 1 for i, ln in enumerate(lines) if not ln.strip()]
+    if blank_inside:
+        flags.append(f"{path.name}: blank line(s) {blank_inside} skipped")
+    lines = [ln for ln in lines if ln.strip()]
+    if not lines:
+        raise ImportFailure(f"{path}: field header: file is empty")
+    header = [h.strip() for h in lines[0].split("\t")]
+    need = ["epoch", "hours", *task.columns]
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise ImportFailure(
+            f"{path}: field {missing[0]}: column missing (header: {' '.join(header)})"
+        )
+    if header[: len(need)] != need:
+        flags.append(f"{path.name}: columns in unusual order ({' '.join(header)}); read by name")
+    rows = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        cells = [c.strip() for c in line.split("\t")]
+        if len(cells) < len(header):
+            raise ImportFailure(f"{path}: line {lineno}: field {header[len(cells)]}: missing value")
+        rows.append(
+            {c: _number(cells[header.index(c)], f"{path}: line {lineno}: field {c}") for c in need}
+        )
+    if not rows:
+        raise ImportFailure(f"{path}: field rows: header only, no evaluations")
+    return rows, flags
+
+
+def _scale_accuracy(
+    values: list[float], field: str, percent: bool, where: str
+) -> tuple[float, str | None]:
+    """The divisor turning `values` into fractions, and a flag when the unit looks wrong."""
+    top = max(values)
+    if percent and top <= 1.0:
+        return 1.0, (
+            f"{where}: {field} is a percent column but every value is <= 1.0 "
+            f"(max {top:g}); read as fractions"
+        )
+    if not percent and top > 1.0:
+        return 100.0, (
+            f"{where}: {field} should be a 0-1 fraction but values exceed 1 (max {top:g}); "
+            "read as percent"
+        )
+    return (100.0 if percent else 1.0), None
+
+
+def _curve(rows: list[dict[str, float]], task: Task, tsv: Path) -> tuple[list[dict], list[str]]:
+    """Evaluations (metrics as fractions, train_time_s = hours * 3600) and flags."""
+    flags: list[str] = []
+    divisors = {}
+    for col in task.columns:
+        divisors[col], note = _scale_accuracy(
+            [r[col] for r in rows], col, col in task.percent, tsv.name
+        )
+        if note:
+            flags.append(note)
+    evaluations = []
+    seen: set[float] = set()
+    prev_hours = -math.inf
+    for i, r in enumerate(rows):
+        if r["epoch"] in seen:
+            flags.append(f"{tsv.name}: epoch {r['epoch']:g} repeated (row {i + 1}); kept in order")
+        seen.add(r["epoch"])
+        if r["hours"] < prev_hours:
+            flags.append(f"{tsv.name}: hours decrease at row {i + 1} ({r['hours']:g})")
+        prev_hours = max(prev_hours, r["hours"])
+        if r["epoch"] < 0 or r["hours"] < 0:
+            raise ImportFailure(f"{tsv}: row {i + 1}: field epoch/hours: negative value")
+        # rounding removes float noise of the unit conversion (93.9 / 100 -> 0.939)
+        metrics = {m: round(r[col] / divisors[col], 12) for col, m in task.columns.items()}
+        for m, v in metrics.items():
+            if not 0.0 <= v <= 1.0:
+                raise ImportFailure(f"{tsv}: row {i + 1}: field {m}: {v:g} is outside [0, 1]")
+        train_time_s = round(r["hours"] * 3600.0, 6)
+        evaluations.append({"epoch": r["epoch"], "train_time_s": train_time_s, "metrics": metrics})
+    if any(not float(r["epoch"]).is_integer() for r in rows):
+        flags.append(f"{tsv.name}: fractional epochs")
+    return evaluations, flags
+
+
+def _hardware(text: Any) -> dict[str, Any]:
+    """The free-text hardware string, with the accelerator kind when it is named in it."""
+    name = None if text is None else str(text)
+    low = (name or "").lower()
+    if "tpu" in low:
+        acc = "tpu"
+    elif any(
+        k in low
+        for k in (
+            "gpu",
+            "v100",
+            "p100",
+            "k80",
+            "t4",
+            "a100",
+            "1080",
+            "2080",
+            "m60",
+            "titan",
+            "tesla",
+            "volta",
+        )
+    ):
+        acc = "cuda"
+    elif "cpu" in low or "xeon" in low:
+        acc = "cpu"
+    else:
+        acc = None
+    return {"name": name, "accelerator": acc, "count": None, "instance_type": None}
+
+
+def _misc(value: Any, name: str, flags: list[str]) -> Any:
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        flags.append(f"{name}: misc is a string, not an object; kept as text")
+        return value
+    flags.append(f"{name}: misc is a {type(value).__name__}; kept as is")
+    return value
+
+
+def load_entry(path: str | Path) -> Imported:
+    """One DAWNBench entry (JSON + TSV for training) as a run record."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFailure(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    if not isinstance(entry, dict):
+        raise ImportFailure(f"{path}: field (top level): expected a JSON object")
+    flags = had_bom_or_crlf(path)
+    missing = [f for f in REQUIRED_FIELDS if f not in entry]
+    if "model" in missing or "hardware" in missing:
+        raise ImportFailure(f"{path}: field {missing[0]}: required field missing")
+    flags += [f"{path.name}: field {f} missing" for f in missing]
+
+    inference = "latency" in entry or "inference" in (p.lower() for p in path.parts[:-1])
+    tsv = path.with_suffix(".tsv")
+    rows: list[dict[str, float]] = []
+    header = None
+    task = detect_task(path, entry, None) if inference or not tsv.exists() else None
+    if not inference:
+        if not tsv.exists():
+            raise ImportFailure(f"{path}: field tsv: training entry without {tsv.name}")
+        first = read_text(tsv).split("\n", 1)[0]
+        header = [h.strip() for h in first.split("\t")]
+        task = detect_task(path, entry, header)
+        rows, tsv_flags = read_tsv(tsv, task)
+        flags += tsv_flags
+    assert task is not None
+
+    run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(path.stem)}"
+    record = new_record(
+        run_id=run_id,
+        task={
+            "name": task.name,
+            "workload": None,
+            "metric": task.metric,
+            "threshold": task.threshold,
+            "dataset": task.dataset,
+        },
+        source_kind="dawnbench",
+    )
+    record["source"]["files"] = [str(path)] + ([] if inference else [str(tsv)])
+    record["source"]["entry_type"] = "inference" if inference else "training"
+    record["model"] = None if entry.get("model") is None else str(entry["model"])
+    record["framework"] = None if entry.get("framework") is None else str(entry["framework"])
+    record["hardware"] = _hardware(entry.get("hardware"))
+    date, note = parse_date(entry.get("timestamp"))
+    if note:
+        flags.append(f"{path.name}: {note}")
+    if date:
+        record["created_at"] = date
+    record["cost"] = _cost(entry, path, inference, flags)
+    record["extra"] = {
+        "dawnbench": {
+            k: entry.get(k)
+            for k in ("version", "author", "authorEmail", "codeURL", "commitHash")
+            if k in entry
+        }
+    }
+    record["extra"]["dawnbench"]["date"] = date
+    record["extra"]["dawnbench"]["misc"] = _misc(entry.get("misc"), path.name, flags)
+
+    summary: dict[str, Any] = {
+        "run_id": run_id,
+        "task": task.name,
+        "entry_type": record["source"]["entry_type"],
+        "file": str(path),
+    }
+    if inference:
+        _fill_inference(record, entry, task, path, flags, summary)
+    else:
+        evaluations, curve_flags = _curve(rows, task, tsv)
+        flags += curve_flags
+        record["evaluations"] = evaluations
+        crossing = first_crossing(evaluations, task.metric, task.threshold)
+        record["time_to_accuracy"] = crossing_dict(crossing, provenance="imported")
+        record["status"] = "reached" if crossing.reached else "not_reached"
+        if crossing.reached:
+            later = [e["metrics"][task.metric] for e in evaluations[crossing.evaluation_index :]]
+            if min(later) < task.threshold:
+                flags.append(
+                    f"{tsv.name}: {task.metric} falls back below {task.threshold:g} after first "
+                    f"reaching it (final {evaluations[-1]['metrics'][task.metric]:.4g}); "
+                    "time to accuracy uses the first crossing"
+                )
+        usd_h = record["cost"]["usd_per_hour"]["value"] if record["cost"] else None
+        summary.update(
+            {
+                "status": record["status"],
+                "metric": task.metric,
+                "threshold": task.threshold,
+                "time_to_accuracy_s": crossing.time_s,
+                "epoch": crossing.epoch,
+                "final": evaluations[-1]["metrics"][task.metric],
+                "cost_usd": (usd_h * crossing.time_s / 3600.0)
+                if (usd_h is not None and crossing.time_s is not None)
+                else None,
+            }
+        )
+    record["flags"] = flags
+    summary["flags"] = flags
+    return Imported(record, summary)
+
+
+def _cost(entry: dict[str, Any], path: Path, inference: bool, flags: list[str]) -> Any:
+    if "costPerHour" not in entry:
+        if not inference:
+            flags.append(f"{path.name}: costPerHour missing; no training cost")
+        return None
+    raw = entry["costPerHour"]
+    if raw is None:
+        flags.append(f"{path.name}: costPerHour is null; no training cost")
+        return None
+    value = _number(raw, f"{path}: field costPerHour")
+    if value < 0:
+        raise ImportFailure(f"{path}: field costPerHour: negative ({value:g})")
+    return {"usd_per_hour": quantity(value, "USD/h", "imported", f"DAWNBench entry {path.name}")}
+
+
+def _fill_inference(
+    record: dict[str, Any],
+    entry: dict[str, Any],
+    task: Task,
+    path: Path,
+    flags: list[str],
+    summary: dict[str, Any],
+) -> None:
+    """Latency (ms -> s), cost per item and the reported accuracy of an inference entry."""
+    if entry.get("latency") is None:
+        raise ImportFailure(f"{path}: field latency: required for an inference entry")
+    latency_s = _number(entry["latency"], f"{path}: field latency") / 1000.0
+    src = f"DAWNBench entry {path.name}"
+    inf: dict[str, Any] = {"latency": quantity(latency_s, "s", "imported", src), "metrics": {}}
+    if entry.get("cost") is not None:
+        inf["cost_per_item"] = quantity(
+            _number(entry["cost"], f"{path}: field cost"), "USD", "imported", src
+        )
+    else:
+        flags.append(
+            f"{path.name}: cost {'null' if 'cost' in entry else 'missing'}; no cost per item"
+        )
+    for col, metric in task.columns.items():
+        if entry.get(col) is None:
+            continue
+        value = _number(entry[col], f"{path}: field {col}")
+        div, note = _scale_accuracy([value], col, col in task.percent, path.name)
+        if note:
+            flags.append(note)
+        inf["metrics"][metric] = round(value / div, 12)
+    if task.metric not in inf["metrics"]:
+        flags.append(f"{path.name}: no {task.metric} accuracy reported")
+    record["inference"] = inf
+    acc = inf["metrics"].get(task.metric)
+    record["status"] = "reached" if acc is not None and acc >= task.threshold else "not_reached"
+    summary.update(
+        {
+            "status": record["status"],
+            "metric": task.metric,
+            "threshold": task.threshold,
+            "accuracy": acc,
+            "latency_s": latency_s,
+            "cost_per_item_usd": (inf.get("cost_per_item") or {}).get("value"),
+        }
+    )
