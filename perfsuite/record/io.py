@@ -75,6 +75,9 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_finite(obj), indent=indent, allow_nan=False, sort_keys=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; records are ordinary shared files
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -1,0 +1,37 @@
+"""`perfsuite validate RUN...`: check records against the schema (one line per problem)."""
+
+from __future__ import annotations
+
+import argparse
+
+from perfsuite.cli.common import add_json_flag, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="check run records against the run-record schema",
+        description="Load every run.json under the given files/folders and report problems.",
+    )
+    p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR")
+    add_json_flag(p)
+    p.set_defaults(func=_validate)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from perfsuite.record import RecordError, load_record
+    from perfsuite.record.io import find_records
+
+    results = []
+    for path in find_records(args.paths):
+        try:
+            rec = load_record(path)
+            results.append({"path": str(path), "ok": True, "status": rec["status"]})
+        except RecordError as exc:
+            results.append({"path": str(path), "ok": False, "error": str(exc)})
+    if args.json:
+        print_json(results)
+    else:
+        for r in results:
+            print(f"ok     {r['path']} ({r['status']})" if r["ok"] else f"error  {r['error']}")
+    return 0 if all(r["ok"] for r in results) else 1

@@ -1,0 +1,79 @@
+"""What the run ran on: host, CPU, GPUs, framework and library versions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+import sys
+from typing import Any
+
+from perfsuite import __version__
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo (Linux) or the platform module."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def gpu_names() -> list[str]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def collect_environment(device: str) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu_model": cpu_model(),
+        "cpu_count": usable_cpus(),
+        "torch_threads": torch.get_num_threads(),
+        "gpus": gpu_names(),
+        "device": device,
+        "frameworks": {"torch": torch.__version__},
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "perfsuite": __version__,
+    }
+    for mod in ("numpy", "sklearn", "psutil"):
+        with contextlib.suppress(ImportError):
+            env["frameworks"][mod] = __import__(mod).__version__
+    return env
+
+
+def hardware_section(env: dict[str, Any], device: str, instance_type: str | None) -> dict[str, Any]:
+    if device.startswith("cuda") and env["gpus"]:
+        index = int(device.split(":")[1]) if ":" in device else 0
+        return {
+            "name": env["gpus"][index],
+            "accelerator": "cuda",
+            "count": 1,
+            "instance_type": instance_type,
+        }
+    return {
+        "name": f"{env['cpu_model']} ({env['cpu_count']} CPUs)",
+        "accelerator": "cpu",
+        "count": 1,
+        "instance_type": instance_type,
+    }

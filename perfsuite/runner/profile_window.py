@@ -1,0 +1,131 @@
+"""One sampled kernel/op timeline window per run, through torch.profiler with a schedule.
+
+Only a few training steps are profiled (skip `wait`, `warmup` more, record `active`), so the
+cost stays small; the trace is saved gzipped as a Chrome-trace sidecar and per-op aggregates go
+into the record.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from perfsuite.record import quantity
+
+TRACE_NAME = "trace.json.gz"
+
+
+class ProfileWindow:
+    """Call `step()` after every training step; `result()` once the window has closed."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        device: str,
+        wait: int = 2,
+        warmup: int = 1,
+        active: int = 3,
+        experimental_config: Any = None,
+    ) -> None:
+        import torch
+
+        self.run_dir = run_dir
+        self.device = device
+        self.wait, self.warmup, self.active = wait, warmup, active
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.startswith("cuda"):
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        kwargs: dict[str, Any] = {}
+        if experimental_config is not None:
+            kwargs["experimental_config"] = experimental_config
+        self.prof = torch.profiler.profile(
+            activities=activities,
+            schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            record_shapes=True,
+            on_trace_ready=self._ready,
+            **kwargs,
+        )
+        self.steps_seen = 0
+        self.stamps: list[float] = []
+        self.ops: list[dict[str, Any]] = []
+        self.done = False
+        self.prof.start()
+
+    @property
+    def total_steps(self) -> int:
+        return self.wait + self.warmup + self.active
+
+    def _sync(self) -> None:
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.synchronize()
+
+    def step(self) -> None:
+        """Advance the schedule; stamps the boundaries of the active steps for step time."""
+        if self.done:
+            return
+        if self.steps_seen >= self.wait + self.warmup - 1:
+            self._sync()
+            self.stamps.append(time.perf_counter())
+        self.steps_seen += 1
+        self.prof.step()
+        if self.steps_seen >= self.total_steps:
+            self.close()
+
+    def close(self) -> None:
+        if not self.done:
+            self.done = True
+            self.prof.stop()
+
+    def _ready(self, prof: Any) -> None:
+        fd, tmp = tempfile.mkstemp(suffix=".json", dir=self.run_dir)
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(tmp)
+            target = self.run_dir / TRACE_NAME
+            with open(tmp, "rb") as src, gzip.open(str(target) + ".tmp", "wb", 6) as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(str(target) + ".tmp", target)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        for ev in prof.key_averages():
+            if ev.key.startswith("ProfilerStep"):
+                continue
+            device_us = getattr(ev, "self_device_time_total", None)
+            if device_us is None:
+                device_us = getattr(ev, "self_cuda_time_total", 0)
+            self.ops.append(
+                {
+                    "op": ev.key,
+                    "calls": int(ev.count),
+                    "self_time_s": ev.self_cpu_time_total / 1e6,
+                    "total_time_s": ev.cpu_time_total / 1e6,
+                    "device_time_s": (device_us / 1e6) if self.device.startswith("cuda") else None,
+                }
+            )
+        self.ops.sort(key=lambda o: -o["self_time_s"])
+
+    def result(self) -> dict[str, Any] | None:
+        """The record's `timeline` section, or None if the window never completed."""
+        if not self.ops:
+            return None
+        deltas = [b - a for a, b in zip(self.stamps, self.stamps[1:], strict=False)]
+        step_s = sum(deltas) / len(deltas) if deltas else None
+        return {
+            "trace": TRACE_NAME,
+            "tool": "torch.profiler",
+            "steps": self.active,
+            "step_time": quantity(
+                step_s,
+                "s",
+                "measured",
+                f"mean wall time of the {self.active} profiled steps (profiler on, perf_counter)",
+            ),
+            "ops": self.ops,
+        }

@@ -1,0 +1,118 @@
+"""`digits`: the embedded default workload. No download: scikit-learn ships the data.
+
+scikit-learn's 8x8 handwritten digits (1,797 real images, 10 classes). A fixed stratified split
+(seed 0, independent of the run seed) holds out 360 images so every run is judged on the same
+test set. Default target: 98% held-out top-1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from perfsuite.workloads.base import DataBundle, Recipe, Workload, shuffled_batches
+
+TEST_FRACTION = 0.2
+SPLIT_SEED = 0
+
+
+def split_indices(labels: Any, test_fraction: float = TEST_FRACTION, seed: int = SPLIT_SEED):
+    """Stratified split: the same fraction of every class goes to the test set."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        rng.shuffle(idx)
+        k = round(len(idx) * test_fraction)
+        test.extend(idx[:k])
+        train.extend(idx[k:])
+    return np.sort(np.array(train)), np.sort(np.array(test))
+
+
+def build_digits_cnn(width: int = 32, num_classes: int = 10) -> Any:
+    """Three 3x3 conv blocks (BN + ReLU), one 2x2 max-pool, global average pool, linear."""
+    from torch import nn
+
+    def block(cin: int, cout: int) -> list[Any]:
+        return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+
+    return nn.Sequential(
+        *block(1, width),
+        *block(width, 2 * width),
+        nn.MaxPool2d(2),
+        *block(2 * width, 4 * width),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(4 * width, num_classes),
+    )
+
+
+class DigitsWorkload(Workload):
+    name = "digits"
+    task = "digits"
+    metric = "top1"
+    default_threshold = 0.98
+    input_shape = (1, 8, 8)
+    num_classes = 10
+    dataset = "scikit-learn load_digits (1,797 8x8 images; 1,437 train / 360 test, stratified)"
+
+    def default_recipe(self, device: str = "cpu") -> Recipe:
+        return Recipe(
+            epochs=20,
+            batch_size=64,
+            lr=0.1,
+            weight_decay=5e-4,
+            label_smoothing=0.1,
+            warmup_fraction=0.2,
+            extra={"width": 32, "shift": 1},
+        )
+
+    def build_model(self, recipe: Recipe | None = None) -> Any:
+        width = int((recipe or self.default_recipe()).extra.get("width", 32))
+        return build_digits_cnn(width, self.num_classes)
+
+    def model_name(self, recipe: Recipe) -> str:
+        return f"digits CNN, width {recipe.extra.get('width', 32)}"
+
+    def load_data(self, data_dir: str | None, device: Any) -> DataBundle:
+        import numpy as np
+        import torch
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        images = digits.images.astype(np.float32) / 16.0
+        labels = digits.target.astype(np.int64)
+        train, test = split_indices(labels)
+        mean, std = images[train].mean(), images[train].std()
+        x = torch.from_numpy((images - mean) / std).unsqueeze(1)
+        y = torch.from_numpy(labels)
+        return DataBundle(
+            train_x=x[train].to(device),
+            train_y=y[train].to(device),
+            test_x=x[test].to(device),
+            test_y=y[test].to(device),
+            description=self.dataset,
+        )
+
+    def train_batches(
+        self, data: DataBundle, recipe: Recipe, generator: Any
+    ) -> Iterator[tuple[Any, Any]]:
+        import torch.nn.functional as F
+
+        shift = int(recipe.extra.get("shift", 1))
+        device = data.train_x.device
+        for idx in shuffled_batches(len(data.train_y), recipe.batch_size, generator, device):
+            x = data.train_x[idx]
+            if shift:
+                x = random_translate(F.pad(x, (shift,) * 4), shift, 8, generator)
+            yield x, data.train_y[idx]
+
+
+def random_translate(padded: Any, shift: int, size: int, generator: Any) -> Any:
+    """One random crop of `size` from a batch padded by `shift` (same offset for the batch)."""
+    import torch
+
+    dy, dx = torch.randint(0, 2 * shift + 1, (2,), generator=generator).tolist()
+    return padded[..., dy : dy + size, dx : dx + size]
