@@ -51,7 +51,7 @@ def run_crossing(
 
 
 def hardware_label(record: dict[str, Any]) -> str:
-    """"NVIDIA V100 x8" style name of a record's hardware ("unknown hardware" when absent)."""
+    """ "NVIDIA V100 x8" style name of a record's hardware ("unknown hardware" when absent)."""
     hw = record.get("hardware") or {}
     name = hw.get("name") or hw.get("instance_type") or "unknown hardware"
     count = hw.get("count")

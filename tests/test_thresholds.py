@@ -24,9 +24,7 @@ def _records(make_record):
 
 
 def _table(res):
-    return {
-        r.threshold: [(p.name, p.time_s, p.rank) for p in r.placings] for r in res.rankings
-    }
+    return {r.threshold: [(p.name, p.time_s, p.rank) for p in r.placings] for r in res.rankings}
 
 
 def test_times_ranks_and_dnr(make_record):

@@ -1,0 +1,148 @@
+"""Training and inference cost in USD, with where the hourly price came from.
+
+DAWNBench cost rules: training cost = time to accuracy (h) x price (USD/h); inference cost per
+10,000 items = latency (s per item, batch 1, items served one after another) x 10,000 / 3600
+x price (USD/h), unless the record carries its own imported cost per item. A price is never
+guessed: the record's own `cost.usd_per_hour`, else the price table entry for its instance
+type, else "unknown" and no cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfsuite.record import qvalue
+
+ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
+
+
+@dataclass(frozen=True)
+class Price:
+    """An hourly price and its origin: from = "record" | "price-table" | "unknown"."""
+
+    usd_per_hour: float | None
+    origin: str
+    provenance: str | None  # the quantity provenance: imported / spec / None when unknown
+    source: str
+    instance_type: str | None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One record's costs. None where an input is missing; `notes` says which."""
+
+    run_id: str
+    task: str
+    entry_type: str
+    instance_type: str | None
+    price: Price
+    reached: bool
+    training_time_s: float | None
+    training_cost_usd: float | None
+    training_cost_provenance: str | None
+    inference_latency_s: float | None
+    inference_cost_per_10k_usd: float | None
+    inference_cost_provenance: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def find_price(
+    record: Mapping[str, Any],
+    prices: Mapping[str, Mapping[str, Any]],
+    instance_type: str | None = None,
+) -> tuple[Price, list[str]]:
+    """The record's hourly price: its own, else the table's for its instance type, else unknown.
+
+    `instance_type` (from the command line) is only used for records that name none: a run's
+    measured time belongs to the hardware it ran on, so it is never re-priced as another one.
+    """
+    notes: list[str] = []
+    own = (record.get("cost") or {}).get("usd_per_hour")
+    recorded_type = (record.get("hardware") or {}).get("instance_type")
+    if instance_type and recorded_type and instance_type != recorded_type:
+        notes.append(f"--instance-type {instance_type} ignored: the record ran on {recorded_type}")
+    itype = recorded_type or instance_type
+    value = qvalue(own)
+    if value is not None:
+        src = own.get("source") or "the record's cost.usd_per_hour"
+        return Price(value, "record", own.get("provenance"), src, itype), notes
+    if itype and itype in prices:
+        entry = prices[itype]
+        if instance_type and not recorded_type:
+            notes.append(f"instance type {itype} given on the command line, not recorded")
+        price = Price(float(entry["usd_per_hour"]), "price-table", "spec", entry["source"], itype)
+        return price, notes
+    if itype:
+        notes.append(f"instance type {itype} is not in the price table; pass --prices FILE")
+    else:
+        notes.append("no price: the record has no cost and no hardware.instance_type")
+    return Price(None, "unknown", None, "unknown", itype), notes
+
+
+def training_cost_usd(time_s: float, usd_per_hour: float) -> float:
+    """Time to accuracy in hours times the hourly price."""
+    return time_s / 3600.0 * usd_per_hour
+
+
+def inference_cost_per_10k_usd(latency_s: float, usd_per_hour: float) -> float:
+    """Serving 10,000 items one at a time at batch-1 latency, at the hourly price."""
+    return latency_s * ITEMS / 3600.0 * usd_per_hour
+
+
+def cost_of(
+    record: Mapping[str, Any],
+    prices: Mapping[str, Mapping[str, Any]],
+    instance_type: str | None = None,
+) -> Cost:
+    """Training and inference cost of one record (see the module docstring for the rules)."""
+    price, notes = find_price(record, prices, instance_type)
+    task = record.get("task") or {}
+    entry_type = (record.get("source") or {}).get("entry_type") or "training"
+    tta = record.get("time_to_accuracy") or {}
+    reached = bool(tta.get("reached")) and tta.get("time_s") is not None
+    time_s = float(tta["time_s"]) if reached else None
+
+    train_cost = train_prov = None
+    if entry_type != "inference":
+        if not reached:
+            notes.append("did not reach the threshold: no training cost (DNC)")
+        elif price.usd_per_hour is not None:
+            train_cost = training_cost_usd(time_s, price.usd_per_hour)
+            train_prov = "derived"
+
+    inf = record.get("inference") or {}
+    latency = qvalue(inf.get("latency"))
+    per_item = qvalue(inf.get("cost_per_item"))
+    inf_cost = inf_prov = None
+    if per_item is not None:
+        inf_cost = per_item * ITEMS
+        inf_prov = (inf.get("cost_per_item") or {}).get("provenance") or "imported"
+    elif latency is not None and price.usd_per_hour is not None:
+        inf_cost = inference_cost_per_10k_usd(latency, price.usd_per_hour)
+        inf_prov = "derived"
+    return Cost(
+        run_id=str(record.get("run_id")),
+        task=str(task.get("name")),
+        entry_type=entry_type,
+        instance_type=price.instance_type,
+        price=price,
+        reached=reached,
+        training_time_s=time_s,
+        training_cost_usd=train_cost,
+        training_cost_provenance=train_prov,
+        inference_latency_s=latency,
+        inference_cost_per_10k_usd=inf_cost,
+        inference_cost_provenance=inf_prov,
+        notes=notes,
+    )
+
+
+def costs(
+    records: Sequence[Mapping[str, Any]],
+    prices: Mapping[str, Mapping[str, Any]],
+    instance_type: str | None = None,
+) -> list[Cost]:
+    """`cost_of` for every record, in input order."""
+    return [cost_of(r, prices, instance_type) for r in records]
