@@ -12,7 +12,7 @@ from perfsuite.record import quantity
 APPROX = {"rel": 1e-12}
 
 
-def _record(make_record, bytes_per_step=1e8):
+def build_record(make_record, bytes_per_step=1e8):
     rec = make_record([(1, 10.0, 0.95)], run_id="roof1")
     rec["work"] = {
         "flops_per_step": quantity(2e9, "FLOP", "counted"),
@@ -49,7 +49,7 @@ def _record(make_record, bytes_per_step=1e8):
 
 
 def test_whole_run_compute_bound(make_record):
-    r = roofline(_record(make_record)).run
+    r = roofline(build_record(make_record)).run
     assert r.achieved_flops.value == pytest.approx(2e10, **APPROX)
     assert r.achieved_bandwidth.value == pytest.approx(1e9, **APPROX)
     assert r.intensity.value == pytest.approx(20.0, **APPROX)
@@ -67,7 +67,7 @@ def test_whole_run_compute_bound(make_record):
 
 
 def test_whole_run_memory_bound(make_record):
-    r = roofline(_record(make_record, bytes_per_step=4e8)).run
+    r = roofline(build_record(make_record, bytes_per_step=4e8)).run
     assert r.intensity.value == pytest.approx(5.0, **APPROX)
     assert r.bound == "memory"
     assert r.attainable.value == pytest.approx(5e10, **APPROX)  # 5 FLOP/byte x 1e10 byte/s
@@ -82,7 +82,7 @@ def test_ridge_point_itself_is_compute_bound():
 
 
 def test_per_op_join(make_record):
-    res = roofline(_record(make_record))
+    res = roofline(build_record(make_record))
     ops = {o.op: o for o in res.ops}
     assert set(ops) == {"aten::mm", "aten::add_", "aten::copy_", "aten::foo"}
     mm = ops["aten::mm"]
@@ -112,26 +112,26 @@ def test_per_op_join(make_record):
 
 
 def test_time_weighted_ranking(make_record):
-    res = roofline(_record(make_record))
+    res = roofline(build_record(make_record))
     assert [o.op for o in res.ranking] == ["aten::mm", "aten::add_"]
     assert res.ranking[0].lost_time_s == pytest.approx(0.05 * 0.68, **APPROX)
     assert res.ranking[1].lost_time_s == pytest.approx(0.01 * 0.7, **APPROX)
     # make add_ much slower: it must now come first
-    rec = _record(make_record)
+    rec = build_record(make_record)
     rec["timeline"]["ops"][1]["total_time_s"] = 2.0
     res = roofline(rec)
     assert [o.op for o in res.ranking] == ["aten::add_", "aten::mm"]
 
 
 def test_hierarchical_modeled_without_counters(make_record):
-    h = roofline(_record(make_record)).hierarchical
+    h = roofline(build_record(make_record)).hierarchical
     assert h.source == "modeled"
     assert {p.name for p in h.points} == {"aten::mm", "aten::add_"}
     assert all(p.level == "DRAM" and p.bytes_provenance == "modeled" for p in h.points)
 
 
 def test_hierarchical_with_counters(make_record):
-    rec = _record(make_record)
+    rec = build_record(make_record)
     rec["ceilings"]["spec"] = {"l2_bandwidth": 5e10}
     rec["counters"] = {
         "tool": "ncu", "provenance": "measured", "window_steps": 2, "file": "c.json",
@@ -163,7 +163,7 @@ def test_hierarchical_with_counters(make_record):
 
 
 def test_missing_ceilings_give_no_roof(make_record):
-    rec = _record(make_record)
+    rec = build_record(make_record)
     rec["ceilings"] = None
     res = roofline(rec)
     assert res.run.achieved_flops.value == pytest.approx(2e10)
@@ -173,7 +173,7 @@ def test_missing_ceilings_give_no_roof(make_record):
 
 
 def test_missing_flops_names_file_and_field(make_record):
-    rec = _record(make_record)
+    rec = build_record(make_record)
     rec["_path"] = "runs/x/run.json"
     rec["work"] = copy.deepcopy(rec["work"])
     del rec["work"]["flops_per_step"]

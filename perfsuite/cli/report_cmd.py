@@ -1,0 +1,58 @@
+"""`perfsuite report RUN_JSON...`: one self-contained, shareable HTML file."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from perfsuite.cli.common import CLIError, status
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "report",
+        help="write one self-contained HTML report (summary, curves, roofline, ops, telemetry)",
+        description=(
+            "Write ONE self-contained HTML file (plotly.js embedded, no network needed) for one "
+            "or more runs: summary table, accuracy vs training time with the threshold, "
+            "roofline, per-op breakdown, telemetry time series, environment and config."
+        ),
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_JSON",
+                   help="run.json files or folders (folders are searched recursively)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="output file (default: reports/<run_id>.html, or "
+                        "reports/compare-N.html for N runs)")
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="ops shown per run in tables and bar charts (default 20)")
+    p.set_defaults(func=run)
+
+
+def default_output(records: list[dict[str, Any]]) -> Path:
+    if len(records) == 1:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", str(records[0]["run_id"])).lstrip(".") or "run"
+    else:
+        name = f"compare-{len(records)}"
+    return Path("reports") / f"{name}.html"
+
+
+def run(args: argparse.Namespace) -> int:
+    from perfsuite.record import load_records
+    from perfsuite.report import report_html
+
+    records = load_records(args.runs)
+    if not records:
+        raise CLIError(f"no run.json found under {', '.join(args.runs)}")
+    if args.top < 1:
+        raise CLIError("--top must be at least 1")
+    out = Path(args.output) if args.output else default_output(records)
+    status(f"building report for {len(records)} run(s)")
+    text = report_html(records, args.top)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    print(out)
+    return 0

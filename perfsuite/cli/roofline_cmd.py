@@ -1,0 +1,114 @@
+"""`perfsuite roofline RUN_JSON`: where a run and its ops sit under the device's roofs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "roofline",
+        help="roofline placement of a run and its ops, ranked by time lost below the roof",
+        description=(
+            "Place a run (counted FLOPs, modeled bytes, measured step time) under the device's "
+            "compute and memory roofs, join per-op FLOP models with profiled op times, and rank "
+            "ops by lost time = time x (1 - achieved/attainable). Field meanings: "
+            "docs/roofline.md."
+        ),
+    )
+    p.add_argument("run", metavar="RUN_JSON", help="a run.json or its run folder")
+    p.add_argument("--top", type=int, default=15, metavar="N",
+                   help="rows in the per-op table and the ranking (default 15)")
+    p.add_argument("--html", metavar="FILE", help="also write an interactive roofline page")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _fmt_labeled(v: Any) -> tuple[str, str]:
+    from perfsuite import fmt
+
+    return fmt.si(v.value, v.unit), v.provenance
+
+
+def _text(res: Any, util: Any, top: int) -> str:
+    from analyzers.roofline import EXPLAIN
+    from perfsuite import fmt
+
+    r = res.run
+    out = [f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})", ""]
+    rows = []
+    for key, meaning in EXPLAIN.items():
+        v = getattr(r, key)
+        if key == "bound":
+            shown, prov = v or "n/a", "derived"
+        elif key.startswith("frac"):
+            shown, prov = fmt.pct(v), "derived"
+        else:
+            shown, prov = _fmt_labeled(v)
+        rows.append([key, shown, prov, meaning])
+    out.append(fmt.table(rows, ["field", "value", "provenance", "meaning"], align="lrll"))
+    if util.run and (util.spec_peak or util.measured_peak):
+        out.append("")
+        out.append(f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
+                   f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
+                   f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
+                   f"{fmt.pct(util.run.of_spec_bandwidth)} of spec")
+    if util.clock:
+        c = util.clock
+        out.append(f"SM clock: mean {fmt.si(c.sm_clock_hz_mean, 'Hz')}, min "
+                   f"{fmt.si(c.sm_clock_hz_min, 'Hz')}, max spec "
+                   f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
+                   f"{', THROTTLED' if c.throttled else ''})")
+    if util.cpu:
+        out.append(f"CPU utilization: mean {util.cpu.util_pct_mean}%, max {util.cpu.util_pct_max}%")
+    if res.ops:
+        from perfsuite.report.build import OP_HEADERS, op_rows
+
+        out += ["", f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
+                    f"top {top} of {len(res.ops)} by time):",
+                fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrlrr")]
+    if res.ranking:
+        out += ["", "Where to look first (lost time = time x (1 - achieved/attainable)):",
+                fmt.table([[k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"),
+                            fmt.pct(o.placement.frac_of_roof), o.placement.bound]
+                           for k, o in enumerate(res.ranking[:top])],
+                          ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
+                          align="rlrrrl")]
+    h = res.hierarchical
+    out += ["", f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
+                + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items())]
+    notes = res.notes + h.notes + util.notes
+    if notes:
+        out += ["", "Notes:"] + [f"  - {n}" for n in notes]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzers.roofline import EXPLAIN, RooflineInputError, roofline
+    from analyzers.utilization import utilization
+    from perfsuite.record import load_record
+
+    if args.top < 1:
+        raise CLIError("--top must be at least 1")
+    rec = load_record(args.run)
+    try:
+        res = roofline(rec)
+    except RooflineInputError as exc:
+        raise CLIError(str(exc)) from None
+    util = utilization(rec)
+    if args.html:
+        from perfsuite.report import roofline_html
+
+        path = Path(args.html)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(roofline_html(rec, args.top), encoding="utf-8")
+        status(f"wrote {path}")
+    if args.json:
+        print_json({"roofline": res, "utilization": util, "explain": EXPLAIN})
+    else:
+        print(_text(res, util, args.top))
+    return 0
