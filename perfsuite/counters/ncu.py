@@ -19,7 +19,6 @@ base units. Ops come from an NVTX column when one is present (header containing 
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 from collections.abc import Sequence
@@ -114,13 +113,17 @@ def _op_from_nvtx(text: str) -> str | None:
     return _SEQ_RE.sub("", parts[-1]).strip() or None
 
 
-def _rows(path: Path) -> list[list[str]]:
+def _rows(path: Path) -> list[tuple[int, list[str]]]:
+    """(file line number, fields) of the CSV lines; other output lines are skipped."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise CountersError(f"{path}: file not found") from None
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    return [r for r in csv.reader(io.StringIO("\n".join(lines))) if r]
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.startswith('"'):
+            out.append((n, next(csv.reader([line]))))
+    return out
 
 
 def _nvtx_column(header: list[str]) -> int | None:
@@ -131,17 +134,17 @@ def _nvtx_column(header: list[str]) -> int | None:
     return None
 
 
-def _parse_raw(path: Path, rows: list[list[str]]) -> tuple[list[Launch], list[str]]:
-    header = rows[0]
+def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[Launch], list[str]]:
+    header = rows[0][1]
     body = rows[1:]
     units = [""] * len(header)
-    if body and body[0] and body[0][0] == "":
-        units, body = body[0], body[1:]
+    if body and body[0][1] and body[0][1][0] == "":
+        units, body = body[0][1], body[1:]
     kcol = header.index("Kernel Name")
     ncol = _nvtx_column(header)
     mcols = [i for i, h in enumerate(header) if h not in _ID_COLUMNS and i != ncol]
     launches = []
-    for n, row in enumerate(body, start=3):
+    for n, row in body:
         if len(row) != len(header):
             raise CountersError(f"{path}: line {n}: {len(row)} fields, header has {len(header)}")
         vals = {
@@ -156,13 +159,13 @@ def _parse_raw(path: Path, rows: list[list[str]]) -> tuple[list[Launch], list[st
     return launches, [header[i] for i in mcols]
 
 
-def _parse_details(path: Path, rows: list[list[str]]) -> tuple[list[Launch], list[str]]:
-    header = rows[0]
+def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[Launch], list[str]]:
+    header = rows[0][1]
     col = {h: i for i, h in enumerate(header)}
     ncol = _nvtx_column(header)
     by_id: dict[str, Launch] = {}
     metric_names: dict[str, None] = {}
-    for n, row in enumerate(rows[1:], start=2):
+    for n, row in rows[1:]:
         if len(row) != len(header):
             raise CountersError(f"{path}: line {n}: {len(row)} fields, header has {len(header)}")
         name = row[col["Metric Name"]]
@@ -190,12 +193,12 @@ def counters_from_ncu_csv(
     """The record's `counters` section (tool "ncu") from `ncu --csv` output (raw or details)."""
     p = Path(path)
     rows = _rows(p)
-    if not rows or "Kernel Name" not in rows[0]:
+    if not rows or "Kernel Name" not in rows[0][1]:
         raise CountersError(
             f"{p}: field Kernel Name: no ncu CSV header found (expected output of "
             "`ncu --csv --page raw ...`)"
         )
-    header = rows[0]
+    header = rows[0][1]
     if "Metric Name" in header and "Metric Value" in header:
         launches, metric_names = _parse_details(p, rows)
     else:

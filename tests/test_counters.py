@@ -1,0 +1,185 @@
+"""Measured GPU counters: metric formulas, the real A100 CUPTI trace, the CLI and --into."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+
+import pytest
+
+from perfsuite.counters import CountersError, counters_from_trace, default_metrics
+from perfsuite.counters.metrics import (
+    BASE_METRICS,
+    TENSOR_INST,
+    TENSOR_OPS_AMPERE,
+    TENSOR_OPS_HOPPER,
+    derive,
+)
+from tests.conftest import shared_path
+
+CUPTI_TRACE = "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz"
+S = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
+
+
+def test_flops_from_instruction_counts_hand_checked():
+    values = {
+        S.format("ffma"): 3.0,
+        S.format("fadd"): 5.0,
+        S.format("fmul"): 7.0,  # fp32: 2*3 + 5 + 7 = 18
+        S.format("dfma"): 1.0,  # fp64: 2*1 = 2 (add/mul absent count as 0)
+        S.format("hfma"): 2.0,
+        S.format("hadd"): 1.0,  # fp16: 2*2 + 1 = 5
+        "sm__ops_path_tensor_src_fp16_dst_fp32.sum": 4096.0,
+        "sm__ops_path_tensor_src_tf32_dst_fp32.sum": 1024.0,
+        "dram__bytes_read.sum": 100.0,
+        "dram__bytes_write.sum": 28.0,
+        "lts__t_bytes.sum": 512.0,
+    }
+    d = derive(values)
+    assert d["flops_by_precision"] == {"fp64": 2.0, "fp32": 18.0, "fp16": 5.0}
+    assert d["flops"] == 25.0
+    assert d["flops_tensor"] == 5120.0
+    assert d["dram_bytes"] == 128.0
+    assert d["l2_bytes"] == 512.0
+    assert d["tensor_inst"] is None
+
+
+def test_derive_marks_uncollected_as_none_not_zero():
+    d = derive({S.format("ffma"): 10.0, "dram__bytes.sum": 64.0})
+    assert d["flops_by_precision"] == {"fp64": None, "fp32": 20.0, "fp16": None}
+    assert d["flops"] == 20.0
+    assert d["flops_tensor"] is None
+    assert d["dram_bytes"] == 64.0  # dram__bytes.sum used when read/write are absent
+    assert d["l2_bytes"] is None
+
+
+def test_default_metrics_gated_by_compute_capability():
+    assert default_metrics(None) == BASE_METRICS
+    volta = default_metrics((7, 0))
+    assert TENSOR_INST in volta and not set(TENSOR_OPS_AMPERE) & set(volta)
+    ampere = default_metrics((8, 0))
+    assert set(TENSOR_OPS_AMPERE) <= set(ampere) and not set(TENSOR_OPS_HOPPER) & set(ampere)
+    assert set(TENSOR_OPS_HOPPER) <= set(default_metrics((9, 0)))
+    for m in ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"):
+        assert m in BASE_METRICS
+    assert len(BASE_METRICS) == 12 and len(set(BASE_METRICS)) == 12
+
+
+def test_profiler_experimental_config_builds_without_gpu():
+    torch = pytest.importorskip("torch")
+    from perfsuite.counters import profiler_experimental_config
+
+    cfg = profiler_experimental_config()
+    assert isinstance(cfg, torch.profiler._ExperimentalConfig)
+    cfg2 = profiler_experimental_config(["dram__bytes_read.sum"])
+    assert isinstance(cfg2, torch.profiler._ExperimentalConfig)
+
+
+def _independent(path):
+    """Per-kernel FLOP computed with plain json, separately from the package's reader."""
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    per_kernel = defaultdict(float)
+    calls = defaultdict(int)
+    for e in events:
+        if e.get("cat") != "cuda_profiler_range":
+            continue
+        a = e["args"]
+        fl = 0.0
+        for c in "fdh":
+            fl += 2 * a[S.format(c + "fma")] + a[S.format(c + "add")] + a[S.format(c + "mul")]
+        per_kernel[e["name"]] += fl
+        calls[e["name"]] += 1
+    return per_kernel, calls
+
+
+def test_real_cupti_trace_exact_totals():
+    path = shared_path("traces", CUPTI_TRACE)
+    sec = counters_from_trace(path, window_steps=4)
+    per_kernel, calls = _independent(path)
+    assert sec["tool"] == "cupti-profiler" and sec["provenance"] == "measured"
+    assert sec["window_steps"] == 4
+    # 2*39142369720 ffma + 964651656 fadd + 430063616 fmul + 2*275791872 hfma (dfma.. all 0)
+    assert sec["totals"]["flops"] == 80_231_038_456.0 == sum(per_kernel.values())
+    assert sec["totals"]["calls"] == 77
+    assert sec["totals"]["time_s"] is None  # synthetic range timestamps are not kernel times
+    assert sec["totals"]["flops_tensor"] is None
+    assert sec["totals"]["dram_bytes"] is None and sec["totals"]["l2_bytes"] is None
+    assert len(sec["metrics"]) == 9 and all(m.startswith("smsp__sass") for m in sec["metrics"])
+    by_name = defaultdict(float)
+    by_calls = defaultdict(int)
+    for k in sec["kernels"]:
+        by_name[k["name"]] += k["flops"]
+        by_calls[k["name"]] += k["calls"]
+    assert dict(by_name) == dict(per_kernel)
+    assert dict(by_calls) == dict(calls)
+    assert any("synthetic" in n for n in sec["notes"])
+
+
+def test_real_cupti_trace_op_attribution():
+    sec = counters_from_trace(shared_path("traces", CUPTI_TRACE))
+    ops = {k["name"]: k["op"] for k in sec["kernels"] if k["name"] != "__missing__"}
+    assert ops["ampere_sgemm_32x32_sliced1x4_tn"] == "aten::addmm"
+    assert ops["ampere_gcgemm_64x64_nt"] == "aten::cudnn_convolution"
+    clamp = [k for k in sec["kernels"] if "launch_clamp_scalar" in k["name"]]
+    assert [(k["op"], k["calls"]) for k in clamp] == [("aten::clamp_min_", 14)]
+    top = sec["kernels"][0]
+    assert (top["name"], top["calls"], top["flops"]) == (
+        "ampere_sgemm_32x32_sliced1x4_tn",
+        6,
+        30_160_191_488.0,
+    )
+
+
+def test_trace_without_counters_is_a_one_line_error():
+    path = shared_path("traces", "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    with pytest.raises(CountersError, match=r"cpu_only.*field traceEvents: no 'cuda_profiler"):
+        counters_from_trace(path)
+
+
+def test_empty_and_broken_json(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    with pytest.raises(CountersError, match=r"empty\.json: field traceEvents: missing"):
+        counters_from_trace(empty)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"traceEvents": [ {"ph": ')
+    with pytest.raises(CountersError, match=r"broken\.json: not a readable JSON trace"):
+        counters_from_trace(broken)
+
+
+def test_cli_into_round_trip_keeps_record_valid(tmp_path, make_record, capsys):
+    from perfsuite.cli import main
+    from perfsuite.record import load_record, quantity, write_record
+
+    trace = shared_path("traces", CUPTI_TRACE)
+    work = {"flops_per_step": quantity(1.5e9, "FLOP", "counted"), "batch_size": 128}
+    rec = make_record([(1, 10.0, 0.5)], work=work)
+    write_record(tmp_path, rec)
+    rc = main(["counters", str(trace), "--into", str(tmp_path), "--steps", "2", "--json"])
+    assert rc == 0
+    printed = json.loads(capsys.readouterr().out)
+    loaded = load_record(tmp_path)  # validates against the schema
+    sec = loaded["counters"]
+    assert sec["totals"]["flops"] == 80_231_038_456.0 == printed["totals"]["flops"]
+    assert sec["window_steps"] == 2
+    assert loaded["work"] == work  # counted numbers stay beside the measured ones
+    assert sec["file"].endswith(CUPTI_TRACE) and not sec["file"].startswith("/")
+    assert loaded["evaluations"] == rec["evaluations"]
+
+
+def test_cli_text_and_errors(tmp_path, capsys):
+    from perfsuite.cli import main
+
+    rc = main(["counters", str(shared_path("traces", CUPTI_TRACE)), "--top", "3", "--steps", "4"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "80.2 GFLOP" in out and "per step: FLOP 20.1 GFLOP" in out
+    assert "... 13 more kernels" in out
+    cpu = shared_path("traces", "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+    assert main(["counters", str(cpu)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("perfsuite: error: ") and "field traceEvents" in err[-1]
+    assert main(["counters", str(tmp_path / "nope.csv")]) == 2
+    assert "nope.csv: file not found" in capsys.readouterr().err
