@@ -28,28 +28,13 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _fmt_labeled(v: Any) -> tuple[str, str]:
-    from perfsuite import fmt
-
-    return fmt.si(v.value, v.unit), v.provenance
-
-
 def _text(res: Any, util: Any, top: int) -> str:
-    from analyzers.roofline import EXPLAIN
     from perfsuite import fmt
+    from perfsuite.report.build import OP_HEADERS, op_rows, run_rows
 
     r = res.run
     out = [f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})", ""]
-    rows = []
-    for key, meaning in EXPLAIN.items():
-        v = getattr(r, key)
-        if key == "bound":
-            shown, prov = v or "n/a", "derived"
-        elif key.startswith("frac"):
-            shown, prov = fmt.pct(v), "derived"
-        else:
-            shown, prov = _fmt_labeled(v)
-        rows.append([key, shown, prov, meaning])
+    rows = run_rows(res)
     out.append(fmt.table(rows, ["field", "value", "provenance", "meaning"], align="lrll"))
     if util.run and (util.spec_peak or util.measured_peak):
         out.append("")
@@ -66,8 +51,6 @@ def _text(res: Any, util: Any, top: int) -> str:
     if util.cpu:
         out.append(f"CPU utilization: mean {util.cpu.util_pct_mean}%, max {util.cpu.util_pct_max}%")
     if res.ops:
-        from perfsuite.report.build import OP_HEADERS, op_rows
-
         out += ["", f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
                     f"top {top} of {len(res.ops)} by time):",
                 fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrlrr")]

@@ -63,7 +63,8 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
     return h.figure(figures.curves_figure(curves, metric or "metric"), "fig-curves")
 
 
-def _run_block(res: Roofline) -> str:
+def run_rows(res: Roofline) -> list[list[str]]:
+    """Whole-run block as [field, value, provenance, meaning] rows (shared with the CLI)."""
     r = res.run
     rows = []
     for key in EXPLAIN:
@@ -75,7 +76,11 @@ def _run_block(res: Roofline) -> str:
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
-    return h.table(["field", "value", "provenance", "meaning"], rows,
+    return rows
+
+
+def _run_block(res: Roofline) -> str:
+    return h.table(["field", "value", "provenance", "meaning"], run_rows(res),
                    [False, True, False, False])
 
 
