@@ -1,0 +1,35 @@
+"""Analysis of PyTorch profiler (Kineto) Chrome traces: device temporal breakdown, idle-time
+attribution, kernel categories, operator -> kernel mapping, per-op roofline points.
+
+Torch-free: a trace from any machine (CUDA, ROCm, CPU-only) can be analyzed anywhere.
+"""
+
+from analyzers.timeline.analysis import analyze_file, analyze_trace
+from analyzers.timeline.model import (
+    CategoryTime,
+    DeviceTimeline,
+    IdleBreakdown,
+    KernelStat,
+    OpStat,
+    RooflinePoint,
+    StreamStats,
+    TimelineAnalysis,
+)
+from analyzers.timeline.reader import TraceData, TraceError, iter_events, read_trace
+
+__all__ = [
+    "CategoryTime",
+    "DeviceTimeline",
+    "IdleBreakdown",
+    "KernelStat",
+    "OpStat",
+    "RooflinePoint",
+    "StreamStats",
+    "TimelineAnalysis",
+    "TraceData",
+    "TraceError",
+    "analyze_file",
+    "analyze_trace",
+    "iter_events",
+    "read_trace",
+]

@@ -1,0 +1,69 @@
+"""What kind of work a device event or host range is: compute, memory, communication.
+
+Classification is by Kineto category first (gpu_memcpy / gpu_memset are memory whatever their
+name) and then by name, because communication kernels are ordinary `kernel` events.
+"""
+
+from __future__ import annotations
+
+import re
+
+COMPUTE = "compute"
+MEMCPY = "memcpy"
+MEMSET = "memset"
+COMMUNICATION = "communication"
+CATEGORIES = (COMPUTE, MEMCPY, MEMSET, COMMUNICATION)
+NON_COMPUTE = (MEMCPY, MEMSET, COMMUNICATION)
+
+# NCCL and its forks: ncclKernel_AllReduce_..., ncclDevKernel_Generic, ncclDevKernel_SendRecv,
+# rccl (ROCm keeps the nccl prefix, older builds use rccl), msccl; the `void ` prefix appears in
+# demangled names.
+_COMM_KERNEL = re.compile(r"^(?:void\s+)?(?:nccl|rccl|msccl)", re.IGNORECASE)
+_MEMCPY_NAME = re.compile(r"^(?:Memcpy|dma)", re.IGNORECASE)
+_MEMSET_NAME = re.compile(r"^Memset", re.IGNORECASE)
+
+# Host ranges that are collectives: `nccl:all_reduce`, `gloo:all_reduce`, c10d ops, the
+# profiler's `record_param_comms`.
+_COMM_RANGE = re.compile(r"^(?:nccl|rccl|gloo|mpi|ucc|c10d)[:_]|^record_param_comms$", re.I)
+
+# Host calls that block until the device (or a transfer) finishes.
+_SYNC_CALL = re.compile(
+    r"^(?:cuda|hip)(?:Stream|Device|Event|Ctx)Synchronize$"
+    r"|^cu(?:Stream|Ctx|Event)Synchronize$"
+    r"|^(?:cuda|hip)Memcpy(?:2D|3D|WithStream|ToSymbol|FromSymbol)?$"
+    r"|^(?:cuda|hip)Memset$"
+)
+# Host calls that submit device work.
+_LAUNCH_CALL = re.compile(r"Launch|Memcpy|Memset", re.I)
+
+
+def device_category(name: str, cat_code: int) -> str:
+    """Category of one device event; `cat_code` indexes reader.DEVICE_CAT_NAMES."""
+    if cat_code == 1:
+        return MEMCPY
+    if cat_code == 2:
+        return MEMSET
+    if _COMM_KERNEL.match(name):
+        return COMMUNICATION
+    if _MEMCPY_NAME.match(name):
+        return MEMCPY
+    if _MEMSET_NAME.match(name):
+        return MEMSET
+    return COMPUTE
+
+
+def is_comm_range(name: str) -> bool:
+    return _COMM_RANGE.match(name) is not None
+
+
+def is_sync_call(name: str) -> bool:
+    return _SYNC_CALL.match(name) is not None
+
+
+def is_launch_call(name: str) -> bool:
+    return _LAUNCH_CALL.search(name) is not None
+
+
+def is_step_annotation(name: str) -> bool:
+    """`ProfilerStep#12`: the profiler's per-iteration range."""
+    return name.startswith("ProfilerStep")

@@ -1,0 +1,252 @@
+"""Device timeline: temporal breakdown per device and attribution of idle gaps.
+
+Busy time is the union of events over all streams of a device (never a sum), idle time is
+the rest of the span from the first event's start to the last event's end (HTA's "kernel
+time" window). Each gap in the union is attributed through the correlation id of the event
+that ends it: was its launch call issued before the device went idle or not?
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from analyzers.timeline.categories import (
+    CATEGORIES,
+    COMMUNICATION,
+    COMPUTE,
+    device_category,
+    is_sync_call,
+)
+from analyzers.timeline.hostmap import HostMap
+from analyzers.timeline.intervals import CoverIndex, merge, union_length
+from analyzers.timeline.model import (
+    CategoryTime,
+    DeviceTimeline,
+    IdleBreakdown,
+    StreamStats,
+)
+from analyzers.timeline.reader import TraceData
+
+US = 1e-6  # trace time unit -> seconds
+
+
+class DeviceArrays:
+    """Device events of a trace as numpy arrays, with categories resolved once per name."""
+
+    def __init__(self, data: TraceData) -> None:
+        d = data.device
+        n = len(d.ts)
+        self.n = n
+        self.ts = np.frombuffer(d.ts, dtype=np.float64) if n else np.zeros(0)
+        self.dur = np.frombuffer(d.dur, dtype=np.float64) if n else np.zeros(0)
+        self.end = self.ts + self.dur
+        self.device = np.asarray(d.device, dtype=np.int64)
+        self.stream = np.asarray(d.stream, dtype=np.int64)
+        self.name = np.asarray(d.name, dtype=np.int64)
+        self.corr = np.asarray(d.corr, dtype=np.int64)
+        cat_code = np.asarray(d.cat, dtype=np.int64)
+        cache: dict[tuple[int, int], int] = {}
+        cats = np.empty(n, dtype=np.int64)
+        names = data.names.values
+        for i, (nm, cc) in enumerate(zip(self.name.tolist(), cat_code.tolist(), strict=True)):
+            key = (nm, cc)
+            c = cache.get(key)
+            if c is None:
+                c = cache[key] = CATEGORIES.index(device_category(names[nm], cc))
+            cats[i] = c
+        self.category = cats
+
+
+def _launch_times(data: TraceData, host: HostMap, corr: np.ndarray) -> np.ndarray:
+    """Start time of the runtime call that launched each event (NaN when not correlated)."""
+    rt_ts = data.runtime.ts
+    out = np.full(len(corr), np.nan)
+    lookup = host.corr_to_call
+    for i, c in enumerate(corr.tolist()):
+        r = lookup.get(c)
+        if r is not None:
+            out[i] = rt_ts[r]
+    return out
+
+
+def _sync_covers(data: TraceData) -> dict[int, CoverIndex]:
+    """Per host thread: the union of its blocking runtime calls."""
+    rt = data.runtime
+    names = data.names.values
+    sync_names = {i for i in set(rt.name) if is_sync_call(names[i])}
+    spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for i, nm in enumerate(rt.name):
+        if nm in sync_names:
+            spans[rt.thread[i]].append((rt.ts[i], rt.ts[i] + rt.dur[i]))
+    return {
+        th: CoverIndex(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
+        for th, iv in spans.items()
+    }
+
+
+def _idle(
+    data: TraceData,
+    host: HostMap,
+    ts: np.ndarray,
+    end: np.ndarray,
+    corr: np.ndarray,
+    launch: np.ndarray,
+    syncs: dict[int, CoverIndex],
+) -> IdleBreakdown:
+    starts, ends, first = merge(ts, end)
+    out = IdleBreakdown()
+    if len(starts) < 2:
+        return out
+    gap_a, gap_b = ends[:-1], starts[1:]
+    nxt = first[1:]
+    out.gaps = int(np.count_nonzero(gap_b > gap_a))
+    lookup = host.corr_to_call
+    rt_thread = data.runtime.thread
+    for a, b, k in zip(gap_a.tolist(), gap_b.tolist(), nxt.tolist(), strict=True):
+        length = b - a
+        if length <= 0:
+            continue
+        out.idle_s += length
+        t_launch = launch[k]
+        if t_launch != t_launch:  # NaN: no correlated launch
+            out.unattributed_s += length
+            continue
+        wait = min(max(t_launch - a, 0.0), length)
+        out.host_wait_s += wait
+        out.queued_s += length - wait
+        if wait > 0:
+            cover = syncs.get(rt_thread[lookup[int(corr[k])]])
+            if cover is not None:
+                out.host_sync_s += cover.covered(a, a + wait)
+    for f in ("idle_s", "host_wait_s", "host_sync_s", "queued_s", "unattributed_s"):
+        setattr(out, f, getattr(out, f) * US)
+    return out
+
+
+def _streams(
+    stream: np.ndarray, ts: np.ndarray, end: np.ndarray, launch: np.ndarray
+) -> list[StreamStats]:
+    out = []
+    for s in np.unique(stream).tolist():
+        m = stream == s
+        s_ts, s_end, s_launch = ts[m], end[m], launch[m]
+        order = np.argsort(s_ts, kind="stable")
+        s_ts, s_end, s_launch = s_ts[order], s_end[order], s_launch[order]
+        busy = union_length(s_ts, s_end)
+        span = float(s_end.max() - s_ts.min())
+        prev_end = s_end[:-1]
+        gap = s_ts[1:] - prev_end
+        host = s_launch[1:] > prev_end  # NaN compares False
+        out.append(
+            StreamStats(
+                stream=int(s),
+                events=int(m.sum()),
+                total_s=float((s_end - s_ts).sum()) * US,
+                busy_s=busy * US,
+                idle_s=(span - busy) * US,
+                host_wait_s=float(gap[host].sum()) * US,
+            )
+        )
+    return out
+
+
+def device_timelines(
+    data: TraceData, host: HostMap, arrays: DeviceArrays, only_device: int | None = None
+) -> list[DeviceTimeline]:
+    """One DeviceTimeline per device id (kernel `args.device`, else the event's pid)."""
+    if arrays.n == 0:
+        return []
+    launch = _launch_times(data, host, arrays.corr)
+    syncs = _sync_covers(data)
+    props = {
+        p.get("id"): p.get("name")
+        for p in (data.metadata.get("deviceProperties") or [])
+        if isinstance(p, dict)
+    }
+    sync_by_dev: dict[int, list[float]] = defaultdict(list)
+    for dev, _stream, _ts, dur in data.syncs:
+        sync_by_dev[dev].append(dur)
+    out = []
+    for dev in np.unique(arrays.device).tolist():
+        if only_device is not None and dev != only_device:
+            continue
+        m = arrays.device == dev
+        ts, end, cat = arrays.ts[m], arrays.end[m], arrays.category[m]
+        span = float(end.max() - ts.min())
+        busy = union_length(ts, end)
+        unions = {}
+        categories = []
+        for ci, cname in enumerate(CATEGORIES):
+            cm = cat == ci
+            unions[cname] = union_length(ts[cm], end[cm])
+            if cm.any():
+                categories.append(
+                    CategoryTime(
+                        cname,
+                        int(cm.sum()),
+                        float((end[cm] - ts[cm]).sum()) * US,
+                        unions[cname] * US,
+                    )
+                )
+        both = (cat == CATEGORIES.index(COMPUTE)) | (cat == CATEGORIES.index(COMMUNICATION))
+        overlap = unions[COMPUTE] + unions[COMMUNICATION] - union_length(ts[both], end[both])
+        out.append(
+            DeviceTimeline(
+                device=int(dev),
+                name=props.get(dev),
+                events=int(m.sum()),
+                span_s=span * US,
+                busy_s=busy * US,
+                busy_compute_s=unions[COMPUTE] * US,
+                busy_non_compute_s=(busy - unions[COMPUTE]) * US,
+                idle_s=(span - busy) * US,
+                compute_comm_overlap_s=max(overlap, 0.0) * US,
+                categories=categories,
+                idle=_idle(data, host, ts, end, arrays.corr[m], launch[m], syncs),
+                streams=_streams(arrays.stream[m], ts, end, launch[m]),
+                sync_records=len(sync_by_dev.get(dev, [])),
+                sync_total_s=sum(sync_by_dev.get(dev, [])) * US,
+            )
+        )
+    return out
+
+
+def combine(devices: list[DeviceTimeline]) -> DeviceTimeline | None:
+    """All devices summed (device = -1): totals, not a union across devices."""
+    if not devices:
+        return None
+    cats: dict[str, list[float]] = {}
+    idle = IdleBreakdown()
+    for d in devices:
+        for c in d.categories:
+            acc = cats.setdefault(c.category, [0, 0.0, 0.0])
+            acc[0] += c.count
+            acc[1] += c.total_s
+            acc[2] += c.busy_s
+        for f in ("idle_s", "gaps", "host_wait_s", "host_sync_s", "queued_s"):
+            setattr(idle, f, getattr(idle, f) + getattr(d.idle, f))
+        idle.unattributed_s += d.idle.unattributed_s
+
+    def total(attr: str) -> float:
+        return sum(getattr(d, attr) for d in devices)
+
+    return DeviceTimeline(
+        device=-1,
+        name=None,
+        events=int(total("events")),
+        span_s=total("span_s"),
+        busy_s=total("busy_s"),
+        busy_compute_s=total("busy_compute_s"),
+        busy_non_compute_s=total("busy_non_compute_s"),
+        idle_s=total("idle_s"),
+        compute_comm_overlap_s=total("compute_comm_overlap_s"),
+        categories=[
+            CategoryTime(c, int(v[0]), v[1], v[2]) for c in CATEGORIES if (v := cats.get(c))
+        ],
+        idle=idle,
+        streams=[],
+        sync_records=int(total("sync_records")),
+        sync_total_s=total("sync_total_s"),
+    )

@@ -1,0 +1,327 @@
+"""Streaming reader for Chrome-trace JSON written by the PyTorch profiler (Kineto).
+
+Traces of real jobs reach hundreds of MB, so events are streamed with ijson (its C backend,
+yajl2_c, when installed) and only the few fields the analysis needs are kept, in typed arrays
+rather than one dict per event. Accepts plain or gzipped files, `{"traceEvents": [...], ...}`
+objects and bare top-level lists. Times stay in the trace's unit (microseconds).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import ijson
+
+# Kineto categories that are work on a device stream (older traces use the capitalised names).
+DEVICE_CATS = {
+    "kernel": 0,
+    "Kernel": 0,
+    "gpu_memcpy": 1,
+    "Memcpy": 1,
+    "gpu_memset": 2,
+    "Memset": 2,
+}
+DEVICE_CAT_NAMES = ("kernel", "gpu_memcpy", "gpu_memset")
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime"}
+# Host ranges: 0 = operator (cpu_op), 1 = annotation (record_function, ProfilerStep#N, nccl:...).
+RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
+SYNC_CAT = "cuda_sync"
+PROFILER_RANGE_CAT = "cuda_profiler_range"
+SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message is one line naming the file."""
+
+
+def _ijson_backend() -> Any:
+    """The fastest ijson backend available (yajl2_c is ~10x faster than pure Python)."""
+    try:
+        return ijson.get_backend("yajl2_c")
+    except ImportError:
+        return ijson
+
+
+class Interner:
+    """Strings (kernel and op names, thread keys) stored once, referred to by int id."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def __call__(self, value: Any) -> int:
+        i = self.ids.get(value)
+        if i is None:
+            i = self.ids[value] = len(self.values)
+            self.values.append(value)
+        return i
+
+
+@dataclass
+class DeviceEvents:
+    """Kernels, memcpys and memsets: one entry per event, parallel arrays."""
+
+    name: array = field(default_factory=lambda: array("l"))
+    cat: array = field(default_factory=lambda: array("b"))  # index into DEVICE_CAT_NAMES
+    device: array = field(default_factory=lambda: array("l"))
+    stream: array = field(default_factory=lambda: array("l"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    corr: array = field(default_factory=lambda: array("q"))  # -1 when absent
+
+
+@dataclass
+class RuntimeEvents:
+    """cudaLaunchKernel, hipMemcpyWithStream...: host calls, correlated to device events."""
+
+    name: array = field(default_factory=lambda: array("l"))
+    thread: array = field(default_factory=lambda: array("l"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    corr: array = field(default_factory=lambda: array("q"))
+
+
+@dataclass
+class RangeEvents:
+    """cpu_op and user_annotation ranges on host threads; `shape` indexes TraceData.shapes."""
+
+    name: array = field(default_factory=lambda: array("l"))
+    kind: array = field(default_factory=lambda: array("b"))
+    thread: array = field(default_factory=lambda: array("l"))
+    ts: array = field(default_factory=lambda: array("d"))
+    dur: array = field(default_factory=lambda: array("d"))
+    shape: array = field(default_factory=lambda: array("l"))  # -1 when no shapes recorded
+
+
+@dataclass
+class TraceData:
+    """Everything the analysis needs from one trace file, compactly."""
+
+    path: str
+    metadata: dict[str, Any]
+    names: Interner
+    threads: Interner  # (pid, tid) keys of host threads
+    shapes: Interner  # (Input Dims, Input type, Concrete Inputs) as a tuple of JSON-ish values
+    device: DeviceEvents
+    runtime: RuntimeEvents
+    ranges: RangeEvents
+    syncs: list[tuple[int, int, float, float]]  # (device, stream, ts, dur) of cuda_sync records
+    profiler_ranges: list[tuple[str, int, float, float, dict[str, Any]]]
+    events_total: int = 0
+    events_by_phase: dict[str, int] = field(default_factory=dict)
+    window: tuple[float, float] | None = None  # earliest ts, latest end over X events
+    backend: str = ""
+    bare_list: bool = False
+
+
+def _open(path: Path) -> BinaryIO:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
+    """Top-level keys before `traceEvents` (Kineto writes deviceProperties/distributedInfo
+    there), and the ijson prefix of the event list; None when there is no event list."""
+    meta: dict[str, Any] = {}
+    builder: Any = None
+    key = None
+    with _open(path) as fh:
+        try:
+            for prefix, event, value in backend.parse(fh, use_float=True):
+                if builder is not None:
+                    builder.event(event, value)
+                    if prefix == key and event in ("end_map", "end_array"):
+                        meta[key] = builder.value
+                        builder = None
+                    continue
+                if prefix == "" and event == "start_array":
+                    return meta, "item"
+                if prefix == "" and event in ("start_map", "end_map"):
+                    if event == "end_map":
+                        return meta, None
+                    continue
+                if prefix == "" and event == "map_key":
+                    key = value
+                    continue
+                if prefix == key and key is not None:
+                    if key == "traceEvents":
+                        return meta, ("traceEvents.item" if event == "start_array" else None)
+                    if event in ("start_map", "start_array"):
+                        builder = ijson.ObjectBuilder()
+                        builder.event(event, value)
+                    else:
+                        meta[key] = value
+                elif prefix == "":
+                    # a scalar top-level document
+                    return meta, None
+        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
+            raise TraceError(f"{path}: not valid JSON ({_short(exc)})") from None
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
+    return meta, None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) < 120 else text[:117] + "..."
+
+
+def _num(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _int(value: Any, default: int = -1) -> int:
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(str(value), 0)  # "0x0" streams in ROCm traces
+        except (TypeError, ValueError):
+            return default
+
+
+def _freeze(value: Any) -> Any:
+    """Lists to tuples so shape descriptions can be interned (hashable)."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Every raw event of a trace, streamed (for tools that want the dicts themselves)."""
+    p = Path(path)
+    backend = _ijson_backend()
+    _, prefix = _read_head(p, backend)
+    if prefix is None:
+        raise TraceError(f"{p}: field traceEvents: missing (not a Chrome/Kineto trace)")
+    with _open(p) as fh:
+        try:
+            yield from backend.items(fh, prefix, use_float=True)
+        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
+            raise TraceError(f"{p}: not valid JSON ({_short(exc)})") from None
+
+
+def read_trace(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+) -> TraceData:
+    """Stream one trace file into a TraceData. `progress(n)` is called every 65536 events."""
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: file not found")
+    backend = _ijson_backend()
+    meta, prefix = _read_head(p, backend)
+    if prefix is None:
+        raise TraceError(f"{p}: field traceEvents: missing (not a Chrome/Kineto trace)")
+    data = TraceData(
+        path=str(p),
+        metadata=meta,
+        names=Interner(),
+        threads=Interner(),
+        shapes=Interner(),
+        device=DeviceEvents(),
+        runtime=RuntimeEvents(),
+        ranges=RangeEvents(),
+        syncs=[],
+        profiler_ranges=[],
+        backend=getattr(backend, "backend_name", getattr(backend, "__name__", "?")),
+        bare_list=prefix == "item",
+    )
+    _fill(data, p, backend, prefix, progress)
+    return data
+
+
+def _fill(
+    data: TraceData,
+    p: Path,
+    backend: Any,
+    prefix: str,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """The hot loop: one pass over the events, dispatching on `cat`."""
+    dev, rt, rg = data.device, data.runtime, data.ranges
+    names, threads, shapes = data.names, data.threads, data.shapes
+    phases: dict[str, int] = {}
+    lo, hi = float("inf"), float("-inf")
+    n = 0
+    with _open(p) as fh:
+        try:
+            for ev in backend.items(fh, prefix, use_float=True):
+                n += 1
+                if progress is not None and not n & 0xFFFF:
+                    progress(n)
+                if not isinstance(ev, dict):
+                    raise TraceError(f"{p}: field traceEvents[{n - 1}]: expected an object")
+                ph = ev.get("ph")
+                phases[ph] = phases.get(ph, 0) + 1
+                if ph != "X":
+                    continue
+                cat = ev.get("cat")
+                ts = _num(ev.get("ts"), float("nan"))
+                dur = _num(ev.get("dur"))
+                if ts != ts:  # NaN: no usable timestamp
+                    continue
+                if ts < lo:
+                    lo = ts
+                if ts + dur > hi:
+                    hi = ts + dur
+                args = ev.get("args") or {}
+                code = DEVICE_CATS.get(cat)
+                if code is not None:
+                    dev.name.append(names(str(ev.get("name", ""))))
+                    dev.cat.append(code)
+                    dev.device.append(_int(args.get("device", ev.get("pid")), 0))
+                    dev.stream.append(_int(args.get("stream", ev.get("tid")), 0))
+                    dev.ts.append(ts)
+                    dev.dur.append(max(dur, 0.0))
+                    dev.corr.append(_int(args.get("correlation")))
+                    continue
+                kind = RANGE_CATS.get(cat)
+                if kind is not None:
+                    rg.name.append(names(str(ev.get("name", ""))))
+                    rg.kind.append(kind)
+                    rg.thread.append(threads((ev.get("pid"), ev.get("tid"))))
+                    rg.ts.append(ts)
+                    rg.dur.append(max(dur, 0.0))
+                    if "Input Dims" in args:
+                        rg.shape.append(shapes(tuple(_freeze(args.get(k)) for k in SHAPE_KEYS)))
+                    else:
+                        rg.shape.append(-1)
+                    continue
+                if cat in RUNTIME_CATS:
+                    rt.name.append(names(str(ev.get("name", ""))))
+                    rt.thread.append(threads((ev.get("pid"), ev.get("tid"))))
+                    rt.ts.append(ts)
+                    rt.dur.append(max(dur, 0.0))
+                    rt.corr.append(_int(args.get("correlation")))
+                elif cat == SYNC_CAT:
+                    data.syncs.append(
+                        (
+                            _int(args.get("device", ev.get("pid")), 0),
+                            _int(args.get("stream", ev.get("tid")), 0),
+                            ts,
+                            max(dur, 0.0),
+                        )
+                    )
+                elif cat == PROFILER_RANGE_CAT:
+                    data.profiler_ranges.append(
+                        (str(ev.get("name", "")), _int(ev.get("pid"), 0), ts, dur, dict(args))
+                    )
+        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
+            raise TraceError(f"{p}: not valid JSON after {n} events ({_short(exc)})") from None
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
+    data.events_total = n
+    data.events_by_phase = {str(k): v for k, v in phases.items()}
+    data.window = (lo, hi) if n and lo <= hi else None

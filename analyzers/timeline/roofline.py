@@ -1,0 +1,148 @@
+"""Per-operator roofline points from a trace recorded with shapes (record_shapes=True).
+
+FLOPs and bytes come from the torch-free op registry (perfsuite.flops) applied to the shapes
+the profiler wrote ("Input Dims", "Input type", "Concrete Inputs"): modeled. Time is the
+device time of the kernels the operator launched: measured. A kernel is credited to the
+innermost enclosing operator that has shapes and a registry formula, so aten::linear ->
+aten::addmm counts once, at aten::addmm.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from analyzers.timeline.device import US, DeviceArrays
+from analyzers.timeline.hostmap import HostMap
+from analyzers.timeline.model import RooflinePoint
+from analyzers.timeline.reader import TraceData
+
+# "Input type" values that are not tensors.
+_NON_TENSOR = {"", "Scalar", "ScalarList", "GenericList", "None", "String", "Device", "Layout"}
+
+
+def _concrete(value: Any) -> Any:
+    """A "Concrete Inputs" string ("False", "2", "[1, 1]", "") as a Python value."""
+    if not isinstance(value, str):
+        return value
+    if value == "":
+        return None
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        lowered = value.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        return value
+
+
+def trace_call(name: str, dims: Any, types: Any, concrete: Any) -> Any:
+    """An `OpCall` from profiler args: tensors from dims+type, other args from Concrete Inputs."""
+    from perfsuite.flops.call import OpCall, TensorMeta
+
+    dims = list(dims or ())
+    types = list(types or ())
+    concrete = list(concrete or ())
+    args: list[Any] = []
+    for i in range(max(len(dims), len(types))):
+        d = dims[i] if i < len(dims) else ()
+        t = types[i] if i < len(types) else ""
+        c = concrete[i] if i < len(concrete) else ""
+        if t == "TensorList" or (d and all(isinstance(x, (list, tuple)) for x in d)):
+            args.append([TensorMeta(tuple(s)) for s in d if isinstance(s, (list, tuple))])
+        elif t not in _NON_TENSOR and isinstance(d, (list, tuple)):
+            args.append(TensorMeta(tuple(d), str(t)))
+        else:
+            args.append(_concrete(c))
+    return OpCall(name=name, args=args)
+
+
+def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | None:
+    """(FLOP, byte) of one call from its recorded shapes, or None when no formula applies."""
+    try:
+        from perfsuite.flops import registry
+
+        if registry.lookup(name) is None:
+            return None
+    except ImportError:  # op models not available: no roofline points
+        return None
+    try:
+        est = registry.estimate(trace_call(name, *shape))
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
+        return None  # shapes the formula cannot use (e.g. missing arguments in old traces)
+    if not est.known:
+        return None
+    return est.flops, est.bytes
+
+
+def roofline_points(
+    data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray
+) -> list[RooflinePoint]:
+    """Group device time by (operator, shapes) of the modeled operator that launched it."""
+    rg = data.ranges
+    if arrays.n == 0 or not len(data.shapes.values):
+        return []
+    names = data.names.values
+    work_cache: dict[tuple[int, int], tuple[float, float] | None] = {}
+    credited: dict[int, int] = {}  # innermost op -> modeled op (or -1)
+    parent = host.parent
+
+    def modeled(op: int) -> int:
+        got = credited.get(op)
+        if got is not None:
+            return got
+        r = op
+        found = -1
+        while r >= 0:
+            sh = rg.shape[r]
+            if rg.kind[r] == 0 and sh >= 0:
+                key = (rg.name[r], sh)
+                if key not in work_cache:
+                    work_cache[key] = op_work(names[rg.name[r]], data.shapes.values[sh])
+                if work_cache[key] is not None:
+                    found = r
+                    break
+            r = int(parent[r])
+        credited[op] = found
+        return found
+
+    time_of: dict[int, float] = defaultdict(float)
+    for c, du in zip(arrays.corr[mask].tolist(), arrays.dur[mask].tolist(), strict=True):
+        call = host.corr_to_call.get(c)
+        if call is None:
+            continue
+        op = int(host.call_op[call])
+        if op >= 0:
+            m = modeled(op)
+            if m >= 0:
+                time_of[m] += du
+    groups: dict[tuple[int, int], list[float]] = {}
+    for r, t in time_of.items():
+        g = groups.setdefault((rg.name[r], rg.shape[r]), [0, 0.0])
+        g[0] += 1
+        g[1] += t
+    points = []
+    for (nm, sh), (calls, t) in groups.items():
+        flops, nbytes = work_cache[(nm, sh)]  # type: ignore[misc]
+        secs = t * US
+        tot_f, tot_b = flops * calls, nbytes * calls
+        dims, types, _ = data.shapes.values[sh]
+        points.append(
+            RooflinePoint(
+                op=names[nm],
+                input_dims=dims,
+                input_types=types,
+                calls=int(calls),
+                flops=flops,
+                bytes=nbytes,
+                device_time_s=secs,
+                flops_per_s=tot_f / secs if secs > 0 else None,
+                bytes_per_s=tot_b / secs if secs > 0 else None,
+                intensity=flops / nbytes if nbytes > 0 else None,
+            )
+        )
+    points.sort(key=lambda p: (-p.device_time_s, p.op))
+    return points
