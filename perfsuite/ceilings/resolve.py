@@ -89,7 +89,9 @@ def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = 
     data = _cache.load_cache()
     entry = _cache.device_entry(data, host, name)
     meas = _cache.measured_for(entry, _cache.env_key(tv, threads))
-    wanted = [normalize_dtype(d) for d in (dtypes or _measure.measurable_dtypes(device))]
+    if dtypes is None:
+        dtypes = list(_measure.measurable_dtypes(device))
+    wanted = [normalize_dtype(d) for d in dtypes]
     changed = False
     for dt in wanted:
         if dt not in _measure.measurable_dtypes(device):

@@ -1,0 +1,127 @@
+"""Spec-table matching, the peaks cache and --set, and quick measurement (no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from perfsuite.ceilings import (
+    cache_path,
+    ceilings_for,
+    load_cache,
+    match_spec,
+    normalize_dtype,
+    parse_setting,
+    spec_table,
+)
+from perfsuite.ceilings.table import spec_bandwidth, spec_flops
+from perfsuite.cli import main
+
+
+@pytest.mark.parametrize("name, entry", [
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+    ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H200", "h200-sxm"),
+    ("NVIDIA A10", "a10"),
+    ("NVIDIA L4", "l4"),
+    ("Tesla T4", "t4"),
+    ("Tesla V100-SXM2-16GB", "v100-sxm2"),
+    ("Tesla V100-PCIE-32GB", "v100-pcie"),
+    ("AMD Instinct MI250X", "mi250x"),
+    ("AMD Instinct MI250", "mi250"),
+    ("AMD Instinct MI300X", "mi300x"),
+    # parts not in the table must not borrow a neighbour's numbers
+    ("NVIDIA L40S", None),
+    ("NVIDIA H100 NVL", None),
+    ("Tesla V100S-PCIE-32GB", None),
+    ("AMD EPYC 7B13", None),
+    ("", None),
+])
+def test_match_spec(name, entry):
+    got = match_spec(name)
+    assert (got["id"] if got else None) == entry
+
+
+def test_spec_values_and_sources():
+    a100 = match_spec("NVIDIA A100-SXM4-80GB")
+    assert spec_flops(a100, "bf16") == 312e12
+    assert spec_flops(a100, "torch.float32") == 19.5e12
+    assert spec_flops(a100, "tf32") == 156e12
+    assert spec_bandwidth(a100) == 2039e9
+    assert spec_flops(match_spec("NVIDIA H100 80GB HBM3"), "bfloat16") == 989.5e12  # dense
+    assert spec_flops(match_spec("Tesla T4"), "float64") is None  # not published
+    for e in spec_table():
+        assert e["source"] and e["memory_bandwidth"] > 0 and e["max_sm_clock_hz"] > 0
+        assert all(v is None or v > 1e12 for v in e["flops"].values())
+
+
+def test_normalize_dtype():
+    assert normalize_dtype("BF16") == "bfloat16"
+    assert normalize_dtype("torch.float16") == "float16"
+    assert normalize_dtype(None) == "float32"
+
+
+def test_parse_setting():
+    assert parse_setting("float32=1.2e12") == ("float32", 1.2e12)
+    assert parse_setting("memory_bandwidth=4e10") == ("bandwidth", 4e10)
+    for bad in ("float32", "float32=abc", "float32=-1", "float32=nan"):
+        with pytest.raises(ValueError, match="--set"):
+            parse_setting(bad)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys):
+    assert ceilings_for("cpu", "float32", measure=False)["peak_flops"]["value"] is None
+    assert main(["peaks", "--set", "float32=1.2e12", "--set", "bandwidth=4e10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = next(r for r in out["rows"] if r["quantity"] == "peak float32")
+    assert row["user"] == 1.2e12 and row["measured"] is None
+    assert cache_path() == cache_dir / "peaks.json"
+    (entry,) = load_cache()["devices"].values()
+    assert entry["user"]["float32"] == 1.2e12 and entry["user"]["bandwidth"] == 4e10
+    c = ceilings_for("cpu", "fp32", measure=False)
+    assert c["peak_flops"] == {"value": 1.2e12, "unit": "FLOP/s", "provenance": "spec",
+                               "source": c["peak_flops"]["source"]}
+    assert "user-set" in c["peak_flops"]["source"]
+    assert c["memory_bandwidth"]["value"] == 4e10
+    assert c["spec"]["id"] == "user" and c["spec"]["flops"] == {"float32": 1.2e12}
+    assert c["dtype"] == "float32"
+
+
+def test_bad_set_is_one_line_error(cache_dir, capsys):
+    assert main(["peaks", "--set", "float32=zero"]) == 2
+    err = capsys.readouterr().err
+    assert "float32=zero" in err and err.count("\n") == 1
+
+
+def test_quick_measure_is_positive_finite_and_cached(cache_dir):
+    pytest.importorskip("torch")
+    c = ceilings_for("cpu", "float32", measure=True, quick=True)
+    for key, unit in (("peak_flops", "FLOP/s"), ("memory_bandwidth", "byte/s")):
+        q = c[key]
+        assert q["provenance"] == "measured" and q["unit"] == unit
+        assert math.isfinite(q["value"]) and q["value"] > 0
+    assert "2n^3/t" in c["peak_flops"]["source"]
+    assert "2*size/t" in c["memory_bandwidth"]["source"]
+    # second call reads the cache: the very same numbers come back
+    again = ceilings_for("cpu", "float32", measure=True, quick=True)
+    assert again["peak_flops"]["value"] == c["peak_flops"]["value"]
+    (entry,) = load_cache()["devices"].values()
+    (env,) = entry["measured"].values()
+    assert env["flops"]["float32"]["mode"] == "quick"
+    # a measured value wins over a user-set one
+    from perfsuite.ceilings import set_user_values
+
+    set_user_values("cpu", {"float32": 1.0})
+    assert ceilings_for("cpu", "float32", measure=False)["peak_flops"]["provenance"] == "measured"
