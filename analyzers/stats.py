@@ -117,3 +117,16 @@ def olympic_mean(values: Sequence[float | None]) -> OlympicMean:
     # The slowest is the failed run when there is one; otherwise the largest time.
     kept = ordered[1:] if failed else ordered[1:-1]
     return OlympicMean(math.fsum(kept) / len(kept), n, failed, tuple(kept))
+
+
+def competition_ranks(items: Sequence[tuple[str, float]]) -> list[tuple[str, float, int]]:
+    """Rank (name, value) pairs, smallest value first; equal values share a rank (1, 1, 3).
+
+    Ties are listed by name so that the order never depends on input order.
+    """
+    ordered = sorted(items, key=lambda i: (i[1], i[0]))
+    out: list[tuple[str, float, int]] = []
+    for pos, (name, value) in enumerate(ordered):
+        rank = out[-1][2] if out and out[-1][1] == value else pos + 1
+        out.append((name, value, rank))
+    return out

@@ -70,11 +70,9 @@ class ThresholdAnalysis:
 
 def _rank(items: list[tuple[str, float | None, int, int]]) -> list[Placing]:
     """Competition ranking (1, 1, 3) by time, ties listed by name; DNR last, unranked."""
-    done = sorted((i for i in items if i[1] is not None), key=lambda i: (i[1], i[0]))
-    out: list[Placing] = []
-    for pos, (name, t, k, n) in enumerate(done):
-        rank = out[-1].rank if out and out[-1].time_s == t else pos + 1
-        out.append(Placing(name, t, rank, k, n))
+    counts = {name: (k, n) for name, _, k, n in items}
+    done = stats.competition_ranks([(name, t) for name, t, _, _ in items if t is not None])
+    out = [Placing(name, t, rank, *counts[name]) for name, t, rank in done]
     out += [Placing(n, None, None, k, m) for n, _, k, m in sorted(i for i in items if i[1] is None)]
     return out
 

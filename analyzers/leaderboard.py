@@ -1,0 +1,155 @@
+"""DAWNBench-style leaderboards over any mix of records (ours, DAWNBench, MLPerf imports).
+
+One board per task (name, metric, threshold: the task's own target), ranked by one of four
+quantities. Entries that did not reach the target are listed as DNC below the ranked ones;
+entries whose value cannot be computed (e.g. no price) are listed unranked with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers import stats
+from analyzers.cost import cost_of
+from analyzers.stability import hardware_label
+
+BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
+UNITS = {
+    "training-time": "s",
+    "training-cost": "USD",
+    "inference-latency": "s",
+    "inference-cost": "USD per 10,000 items",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One entry. `rank` is None for unranked rows; `status` is "ranked", "DNC" or "n/a"."""
+
+    rank: int | None
+    status: str
+    run_id: str
+    value: float | None
+    provenance: str | None
+    model: str | None
+    hardware: str
+    framework: str | None
+    source: str
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Board:
+    task: str
+    metric: str
+    threshold: float
+    by: str
+    unit: str
+    rows: list[Row]
+    notes: list[str] = field(default_factory=list)
+
+
+def _is_inference_only(rec: Mapping[str, Any]) -> bool:
+    return (rec.get("source") or {}).get("entry_type") == "inference"
+
+
+def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) -> bool:
+    """Served accuracy at or above the target; without one, the trained model's crossing."""
+    value = ((rec.get("inference") or {}).get("metrics") or {}).get(metric)
+    if value is not None:
+        return float(value) >= threshold
+    return bool((rec.get("time_to_accuracy") or {}).get("reached"))
+
+
+def _no_price(notes: Sequence[str]) -> str:
+    return "price unknown" + (f" ({notes[0]})" if notes else "")
+
+
+def _entry(
+    rec: Mapping[str, Any], by: str, prices: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, float | None, str | None, str | None] | None:
+    """(status, value, provenance, note) of a record on this board, or None if not an entry."""
+    task = rec.get("task") or {}
+    metric, threshold = str(task.get("metric")), float(task.get("threshold"))
+    if by.startswith("training"):
+        if _is_inference_only(rec):
+            return None
+        tta = rec.get("time_to_accuracy") or {}
+        if rec.get("status") == "running":
+            return "n/a", None, None, "still running"
+        if not tta.get("reached") or tta.get("time_s") is None:
+            return "DNC", None, None, f"{rec.get('status')}: did not reach {metric} {threshold:g}"
+        if by == "training-time":
+            return "ranked", float(tta["time_s"]), tta.get("provenance"), None
+        c = cost_of(rec, prices)
+        if c.training_cost_usd is None:
+            return "n/a", None, None, _no_price(c.notes)
+        return "ranked", c.training_cost_usd, c.training_cost_provenance, f"price: {c.price.source}"
+    inf = rec.get("inference") or {}
+    if not inf.get("latency"):
+        return None
+    if not _inference_qualifies(rec, metric, threshold):
+        return "DNC", None, None, f"accuracy below {metric} {threshold:g}"
+    if by == "inference-latency":
+        lat = inf["latency"]
+        if lat.get("value") is None:
+            return "n/a", None, None, "latency not measured"
+        return "ranked", float(lat["value"]), lat.get("provenance"), None
+    c = cost_of(rec, prices)
+    if c.inference_cost_per_10k_usd is None:
+        return "n/a", None, None, _no_price(c.notes)
+    return "ranked", c.inference_cost_per_10k_usd, c.inference_cost_provenance, None
+
+
+def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None) -> Row:
+    status, value, prov, note = entry
+    return Row(
+        rank=rank,
+        status=status,
+        run_id=str(rec.get("run_id")),
+        value=value,
+        provenance=prov,
+        model=rec.get("model"),
+        hardware=hardware_label(rec),
+        framework=rec.get("framework"),
+        source=str((rec.get("source") or {}).get("kind")),
+        note=note,
+    )
+
+
+def leaderboard(
+    records: Sequence[Mapping[str, Any]],
+    by: str = "training-time",
+    prices: Mapping[str, Mapping[str, Any]] | None = None,
+    task: str | None = None,
+) -> list[Board]:
+    """Boards sorted by task name then threshold; rows: ranked (ties share a rank), DNC, n/a."""
+    if by not in BY:
+        raise ValueError(f"unknown ranking {by!r}; expected one of {', '.join(BY)}")
+    prices = prices or {}
+    tasks: dict[tuple[str, str, float], list[Mapping[str, Any]]] = {}
+    for rec in records:
+        t = rec.get("task") or {}
+        if task is not None and t.get("name") != task:
+            continue
+        key = (str(t.get("name")), str(t.get("metric")), float(t.get("threshold")))
+        tasks.setdefault(key, []).append(rec)
+
+    boards = []
+    for (name, metric, threshold), recs in sorted(tasks.items()):
+        entries = [(r, e) for r in recs if (e := _entry(r, by, prices)) is not None]
+        if not entries:
+            continue
+        # "#n" keeps keys unique if the same run id is given twice; ties then sort by run id.
+        keyed = {f"{r.get('run_id')}#{n}": (r, e) for n, (r, e) in enumerate(entries)}
+        notes = []
+        if len({r.get("run_id") for r, _ in entries}) < len(entries):
+            notes.append("duplicate run ids: was the same record given twice?")
+        ranked = [(k, e[1]) for k, (_, e) in keyed.items() if e[0] == "ranked"]
+        rows = [_row(*keyed[k], rank) for k, _, rank in stats.competition_ranks(ranked)]
+        for status in ("DNC", "n/a"):
+            rows += [_row(*keyed[k], None) for k in sorted(keyed) if keyed[k][1][0] == status]
+        boards.append(Board(name, metric, threshold, by, UNITS[by], rows, notes))
+    return boards

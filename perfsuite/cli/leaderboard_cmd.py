@@ -1,0 +1,109 @@
+"""`perfsuite leaderboard`: DAWNBench-style ranked tables over any set of run records."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json
+
+
+def register(sub: Any) -> None:
+    from analyzers.leaderboard import BY
+    from perfsuite.cli.cost_cmd import add_prices_flag
+
+    p = sub.add_parser(
+        "leaderboard",
+        help="DAWNBench-style ranked tables: training time/cost, inference latency/cost",
+        description=(
+            "Rank records (our runs and imported DAWNBench/MLPerf results) per task at the "
+            "task's own metric and threshold. Entries that did not reach it are listed as DNC "
+            "below the ranking; entries without a value (e.g. unknown price) as n/a. Equal "
+            "values share a rank and are listed by run id."
+        ),
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="DIR", help="folders (searched recursively) or run.json files"
+    )
+    p.add_argument("--task", help="only this task (e.g. cifar10, imagenet)")
+    p.add_argument(
+        "--by",
+        choices=BY,
+        default="training-time",
+        help="what to rank by (default training-time); costs use the price table",
+    )
+    add_prices_flag(p)
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _value(v: float | None, by: str) -> str:
+    from perfsuite.cli.cost_cmd import usd
+    from perfsuite.fmt import duration, si
+
+    if v is None:
+        return "-"
+    if by == "training-time":
+        return duration(v)
+    if by == "inference-latency":
+        return si(v, "s")
+    return usd(v)
+
+
+def render(boards: list[Any]) -> str:
+    from perfsuite.fmt import table
+
+    blocks = []
+    for b in boards:
+        head = f"== {b.task}: {b.metric} >= {b.threshold:g}, ranked by {b.by} ({b.unit})"
+        rows = [
+            [
+                str(r.rank) if r.rank is not None else r.status,
+                _value(r.value, b.by),
+                r.provenance or "",
+                r.model or "?",
+                r.hardware,
+                r.framework or "?",
+                r.source,
+                r.run_id,
+                r.note or "",
+            ]
+            for r in b.rows
+        ]
+        headers = [
+            "rank",
+            b.by,
+            "provenance",
+            "model",
+            "hardware",
+            "framework",
+            "source",
+            "run",
+            "note",
+        ]
+        lines = [head, table(rows, headers, "rrlllllll")]
+        lines.extend(f"note: {n}" for n in b.notes)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzers.leaderboard import leaderboard
+    from perfsuite.cli.cost_cmd import load_price_table
+    from perfsuite.record import load_records
+
+    prices = load_price_table(args.prices) if "cost" in args.by else {}
+    records = load_records(args.paths)
+    if not records:
+        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    boards = leaderboard(records, args.by, prices, args.task)
+    if not boards:
+        what = f"task {args.task!r}" if args.task else "any task"
+        raise CLIError(
+            f"no {args.by.split('-')[0]} entries for {what} under {' '.join(args.paths)}"
+        )
+    if args.json:
+        print_json({"boards": boards})
+    else:
+        print(render(boards))
+    return 0
