@@ -1,0 +1,144 @@
+"""A framework-free description of one operator call, shared by the live counter and traces.
+
+The torch counter builds an `OpCall` from real tensors; a trace analyzer builds one from a
+profiler event ("Input Dims", "Input type", "Concrete Inputs"). Formulas only see this, so the
+same formula serves both, and this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Bytes per element. Keys cover torch dtype names ("float32", "torch.float32") and the C++ type
+# names that torch.profiler writes into "Input type" ("float", "c10::BFloat16", "long int").
+DTYPE_BYTES: dict[str, int] = {
+    "float64": 8, "double": 8, "float32": 4, "float": 4, "float16": 2, "half": 2,
+    "c10::half": 2, "bfloat16": 2, "c10::bfloat16": 2, "int64": 8, "long": 8, "long int": 8,
+    "int32": 4, "int": 4, "int16": 2, "short": 2, "short int": 2, "int8": 1, "signed char": 1,
+    "uint8": 1, "unsigned char": 1, "bool": 1, "complex64": 8, "c10::complex<float>": 8,
+    "complex128": 16, "c10::complex<double>": 16, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
+}  # fmt: skip
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Element size of a dtype name; 4 (float32) when the name is unknown, e.g. in a trace."""
+    name = str(dtype).lower().removeprefix("torch.")
+    return DTYPE_BYTES.get(name, 4)
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Shape and dtype of a tensor: all a formula needs to know about it."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return dtype_bytes(self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one call costs: FLOPs (multiply-add = 2) and modeled compulsory bytes."""
+
+    flops: float
+    bytes: float
+
+
+@dataclass
+class OpCall:
+    """One call of an operator, named like the schema / the profiler ("aten::convolution").
+
+    `args` are positional arguments in schema order: `TensorMeta`, lists of `TensorMeta`
+    (TensorList), numbers, bools, lists of ints, strings or None. The counter fills schema
+    defaults, so formulas can index positions; `arg()` tolerates shorter lists (traces).
+    `outputs` are the result tensors, or None when unknown (traces record no outputs): then
+    formulas infer the output shapes they need.
+    """
+
+    name: str
+    args: list[Any] = field(default_factory=list)
+    outputs: list[TensorMeta] | None = None
+    overload: str = ""
+
+    def arg(self, index: int, default: Any = None) -> Any:
+        """Positional argument `index`, or `default` when absent or None."""
+        if index < len(self.args) and self.args[index] is not None:
+            return self.args[index]
+        return default
+
+    def tensor(self, index: int) -> TensorMeta | None:
+        a = self.arg(index)
+        return a if isinstance(a, TensorMeta) else None
+
+    def tensor_list(self, index: int) -> list[TensorMeta]:
+        a = self.arg(index)
+        if isinstance(a, (list, tuple)):
+            return [t for t in a if isinstance(t, TensorMeta)]
+        return []
+
+    def input_tensors(self) -> Iterator[TensorMeta]:
+        """Every tensor among the arguments, flattening TensorLists."""
+        for a in self.args:
+            if isinstance(a, TensorMeta):
+                yield a
+            elif isinstance(a, (list, tuple)):
+                yield from (t for t in a if isinstance(t, TensorMeta))
+
+    def input_bytes(self) -> int:
+        return sum(t.nbytes for t in self.input_tensors())
+
+    def output_bytes(self, inferred: Sequence[TensorMeta] = ()) -> int:
+        """Bytes of the outputs: the real ones when known, else the formula's inferred ones."""
+        outs = self.outputs if self.outputs is not None else inferred
+        return sum(t.nbytes for t in outs)
+
+    def io_bytes(self, inferred: Sequence[TensorMeta] = ()) -> int:
+        """Compulsory traffic: every input tensor read once, every output written once."""
+        return self.input_bytes() + self.output_bytes(inferred)
+
+
+def as_list(value: Any, n: int) -> list[int]:
+    """An int-or-list argument (stride=2 or stride=[2, 2]) as a list of length n."""
+    if isinstance(value, (list, tuple)):
+        vals = [int(v) for v in value]
+        if len(vals) == 1 and n > 1:
+            vals = vals * n
+        return vals
+    return [int(value)] * n
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy broadcasting of shapes (no error checking: the framework already did that)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, start=ndim - len(s)):
+            if d != 1:
+                out[i] = d
+    return tuple(out)
+
+
+def words(text: str) -> list[str]:
+    """Whitespace-separated names of a long op list (keeps the lists readable)."""
+    return text.split()
