@@ -39,7 +39,10 @@ class DeviceArrays:
         d = data.device
         n = len(d.ts)
         self.n = n
-        self.ts = np.frombuffer(d.ts, dtype=np.float64) if n else np.zeros(0)
+        # Times relative to the trace start: absolute µs timestamps (~1e12) leave float64 only
+        # ~1e-4 µs of resolution, enough to blur sums of sub-µs ROCm durations.
+        self.base = data.window[0] if data.window else 0.0
+        self.ts = (np.frombuffer(d.ts, dtype=np.float64) - self.base) if n else np.zeros(0)
         self.dur = np.frombuffer(d.dur, dtype=np.float64) if n else np.zeros(0)
         self.end = self.ts + self.dur
         self.device = np.asarray(d.device, dtype=np.int64)
@@ -59,9 +62,9 @@ class DeviceArrays:
         self.category = cats
 
 
-def _launch_times(data: TraceData, host: HostMap, corr: np.ndarray) -> np.ndarray:
+def _launch_times(data: TraceData, host: HostMap, corr: np.ndarray, base: float) -> np.ndarray:
     """Start time of the runtime call that launched each event (NaN when not correlated)."""
-    rt_ts = data.runtime.ts
+    rt_ts = [t - base for t in data.runtime.ts]
     out = np.full(len(corr), np.nan)
     lookup = host.corr_to_call
     for i, c in enumerate(corr.tolist()):
@@ -71,7 +74,7 @@ def _launch_times(data: TraceData, host: HostMap, corr: np.ndarray) -> np.ndarra
     return out
 
 
-def _sync_covers(data: TraceData) -> dict[int, CoverIndex]:
+def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
     """Per host thread: the union of its blocking runtime calls."""
     rt = data.runtime
     names = data.names.values
@@ -79,7 +82,7 @@ def _sync_covers(data: TraceData) -> dict[int, CoverIndex]:
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for i, nm in enumerate(rt.name):
         if nm in sync_names:
-            spans[rt.thread[i]].append((rt.ts[i], rt.ts[i] + rt.dur[i]))
+            spans[rt.thread[i]].append((rt.ts[i] - base, rt.ts[i] - base + rt.dur[i]))
     return {
         th: CoverIndex(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
         for th, iv in spans.items()
@@ -126,14 +129,15 @@ def _idle(
 
 
 def _streams(
-    stream: np.ndarray, ts: np.ndarray, end: np.ndarray, launch: np.ndarray
+    stream: np.ndarray, ts: np.ndarray, dur: np.ndarray, launch: np.ndarray
 ) -> list[StreamStats]:
     out = []
     for s in np.unique(stream).tolist():
         m = stream == s
-        s_ts, s_end, s_launch = ts[m], end[m], launch[m]
+        s_ts, s_dur, s_launch = ts[m], dur[m], launch[m]
         order = np.argsort(s_ts, kind="stable")
-        s_ts, s_end, s_launch = s_ts[order], s_end[order], s_launch[order]
+        s_ts, s_dur, s_launch = s_ts[order], s_dur[order], s_launch[order]
+        s_end = s_ts + s_dur
         busy = union_length(s_ts, s_end)
         span = float(s_end.max() - s_ts.min())
         prev_end = s_end[:-1]
@@ -143,7 +147,7 @@ def _streams(
             StreamStats(
                 stream=int(s),
                 events=int(m.sum()),
-                total_s=float((s_end - s_ts).sum()) * US,
+                total_s=float(s_dur.sum()) * US,
                 busy_s=busy * US,
                 idle_s=(span - busy) * US,
                 host_wait_s=float(gap[host].sum()) * US,
@@ -158,8 +162,8 @@ def device_timelines(
     """One DeviceTimeline per device id (kernel `args.device`, else the event's pid)."""
     if arrays.n == 0:
         return []
-    launch = _launch_times(data, host, arrays.corr)
-    syncs = _sync_covers(data)
+    launch = _launch_times(data, host, arrays.corr, arrays.base)
+    syncs = _sync_covers(data, arrays.base)
     props = {
         p.get("id"): p.get("name")
         for p in (data.metadata.get("deviceProperties") or [])
@@ -173,7 +177,7 @@ def device_timelines(
         if only_device is not None and dev != only_device:
             continue
         m = arrays.device == dev
-        ts, end, cat = arrays.ts[m], arrays.end[m], arrays.category[m]
+        ts, end, dur, cat = arrays.ts[m], arrays.end[m], arrays.dur[m], arrays.category[m]
         span = float(end.max() - ts.min())
         busy = union_length(ts, end)
         unions = {}
@@ -186,7 +190,7 @@ def device_timelines(
                     CategoryTime(
                         cname,
                         int(cm.sum()),
-                        float((end[cm] - ts[cm]).sum()) * US,
+                        float(dur[cm].sum()) * US,
                         unions[cname] * US,
                     )
                 )
@@ -205,7 +209,7 @@ def device_timelines(
                 compute_comm_overlap_s=max(overlap, 0.0) * US,
                 categories=categories,
                 idle=_idle(data, host, ts, end, arrays.corr[m], launch[m], syncs),
-                streams=_streams(arrays.stream[m], ts, end, launch[m]),
+                streams=_streams(arrays.stream[m], ts, dur, launch[m]),
                 sync_records=len(sync_by_dev.get(dev, [])),
                 sync_total_s=sum(sync_by_dev.get(dev, [])) * US,
             )
