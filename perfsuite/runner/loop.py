@@ -192,7 +192,7 @@ class _Run:
                     "global_batch_size": self.recipe.batch_size,
                     "seed": opts.seed,
                     "opt_base_learning_rate": self.recipe.lr,
-                    "platform": self.record["hardware"]["name"],
+                    "submission_platform": self.record["hardware"]["name"],
                 }
             )
 
@@ -207,45 +207,49 @@ class _Run:
         except ImportError as exc:
             self.record["flags"].append(f"FLOP counting unavailable: {exc}")
 
-    def _capture_timeline(self) -> None:
+    def _window(self, name: str, experimental: Any = None) -> dict[str, Any] | None:
         """Profile a few training steps on copies (see capture.profile_window_on_copy)."""
-        opts = self.opts
-        if opts.profile_steps <= 0:
-            return
-        experimental = None
-        if opts.counters == "cupti":
-            from perfsuite.counters import profiler_experimental_config
-
-            experimental = profiler_experimental_config()
         window = ProfileWindow(
             self.run_dir,
-            opts.device,
+            self.opts.device,
             wait=2,
             warmup=1,
-            active=opts.profile_steps,
+            active=self.opts.profile_steps,
             experimental_config=experimental,
+            trace_name=name,
         )
-        g = self.torch.Generator().manual_seed(opts.seed + 20_011)
+        g = self.torch.Generator().manual_seed(self.opts.seed + 20_011)
 
         def batches() -> Any:
             while True:
                 yield from self.workload.train_batches(self.data, self.recipe, g)
 
-        timeline, self.setup_s["profile_window_s"] = capture.timed(
-            capture.profile_window_on_copy,
-            self.workload,
-            self.model,
-            self.recipe,
-            batches(),
-            window,
+        return capture.profile_window_on_copy(
+            self.workload, self.model, self.recipe, batches(), window
         )
-        self.record["timeline"] = timeline
-        if timeline:
-            self.record["sidecars"]["trace"] = timeline["trace"]
-            if opts.counters == "cupti":
-                from perfsuite.counters import counters_from_trace
 
-                self.record["counters"] = counters_from_trace(self.run_dir / timeline["trace"])
+    def _capture_timeline(self) -> None:
+        opts, rec = self.opts, self.record
+        if opts.profile_steps <= 0:
+            return
+        rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
+            self._window, "trace.json.gz"
+        )
+        if rec["timeline"]:
+            rec["sidecars"]["trace"] = rec["timeline"]["trace"]
+        if opts.counters == "cupti":
+            # Counter collection replays kernels and records no kernel timings, so it gets a
+            # window of its own; the timeline above keeps real timings.
+            from perfsuite.counters import counters_from_trace, profiler_experimental_config
+
+            name = "counters-trace.json.gz"
+            _, self.setup_s["counters_window_s"] = capture.timed(
+                self._window, name, profiler_experimental_config()
+            )
+            rec["sidecars"]["counters_trace"] = name
+            rec["counters"] = counters_from_trace(
+                self.run_dir / name, window_steps=opts.profile_steps
+            )
 
     def _train_epoch(self) -> tuple[float, float, int]:
         """One epoch; returns (seconds, mean loss, steps). The clock includes data prep."""
@@ -295,7 +299,11 @@ class _Run:
             epoch_times.append(seconds)
             if self.mllog:
                 self.mllog.epoch_stop(epoch)
+            if self.mllog:
+                self.mllog.eval_start(epoch)
             metrics, eval_s = capture.timed(self.workload.evaluate, self.model, self.data)
+            if self.mllog:
+                self.mllog.eval_stop(epoch)
             rec["evaluations"].append(
                 {
                     "epoch": epoch,

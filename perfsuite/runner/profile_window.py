@@ -31,10 +31,12 @@ class ProfileWindow:
         warmup: int = 1,
         active: int = 3,
         experimental_config: Any = None,
+        trace_name: str = TRACE_NAME,
     ) -> None:
         import torch
 
         self.run_dir = run_dir
+        self.trace_name = trace_name
         self.device = device
         self.wait, self.warmup, self.active = wait, warmup, active
         activities = [torch.profiler.ProfilerActivity.CPU]
@@ -88,7 +90,7 @@ class ProfileWindow:
         os.close(fd)
         try:
             prof.export_chrome_trace(tmp)
-            target = self.run_dir / TRACE_NAME
+            target = self.run_dir / self.trace_name
             with open(tmp, "rb") as src, gzip.open(str(target) + ".tmp", "wb", 6) as dst:
                 shutil.copyfileobj(src, dst)
             os.replace(str(target) + ".tmp", target)
@@ -118,7 +120,7 @@ class ProfileWindow:
         deltas = [b - a for a, b in zip(self.stamps, self.stamps[1:], strict=False)]
         step_s = sum(deltas) / len(deltas) if deltas else None
         return {
-            "trace": TRACE_NAME,
+            "trace": self.trace_name,
             "tool": "torch.profiler",
             "steps": self.active,
             "step_time": quantity(

@@ -1,8 +1,8 @@
 """`digits`: the embedded default workload. No download: scikit-learn ships the data.
 
 scikit-learn's 8x8 handwritten digits (1,797 real images, 10 classes). A fixed stratified split
-(seed 0, independent of the run seed) holds out 360 images so every run is judged on the same
-test set. Default target: 98% held-out top-1.
+(seed 0, independent of the run seed) holds out 359 images (20% of each class), so every run
+is judged on the same test set. Default target: 98% held-out top-1.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class DigitsWorkload(Workload):
     default_threshold = 0.98
     input_shape = (1, 8, 8)
     num_classes = 10
-    dataset = "scikit-learn load_digits (1,797 8x8 images; 1,437 train / 360 test, stratified)"
+    dataset = "scikit-learn load_digits (1,797 8x8 images; 1,438 train / 359 test, stratified)"
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         return Recipe(

@@ -1,0 +1,271 @@
+"""The instrumented runner end to end on `digits`: records, stopping rules, failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from perfsuite.record import load_record, load_records  # noqa: E402
+from perfsuite.runner import RunOptions, run_workload  # noqa: E402
+from perfsuite.workloads import register_workload  # noqa: E402
+from perfsuite.workloads.digits import DigitsWorkload  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _opts(tmp_path, **kw):
+    base = dict(
+        workload="digits",
+        out=str(tmp_path / "runs"),
+        progress=False,
+        measure_peaks=False,
+        inference_repeats=5,
+    )
+    base.update(kw)
+    return RunOptions(**base)
+
+
+def test_cli_run_digits_end_to_end(tmp_path):
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite",
+            "run",
+            "digits",
+            "--out",
+            str(tmp_path / "runs"),
+            "--quiet",
+            "--no-peaks",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    rec = load_record(run_dir)
+    assert rec["status"] == "reached"
+    tta = rec["time_to_accuracy"]
+    assert tta["reached"] and tta["threshold"] == 0.98
+    ev = rec["evaluations"]
+    # stops at the first evaluation >= threshold, and that one is the time to accuracy
+    assert ev[-1]["metrics"]["top1"] >= 0.98
+    assert all(e["metrics"]["top1"] < 0.98 for e in ev[:-1])
+    assert tta["time_s"] == ev[-1]["train_time_s"] and tta["epoch"] == len(ev)
+    assert [e["epoch"] for e in ev] == list(range(1, len(ev) + 1))
+    times = [e["train_time_s"] for e in ev]
+    assert times == sorted(times)
+    assert rec["throughput"]["epoch_times_s"] == pytest.approx(
+        [b - a for a, b in zip([0.0, *times[:-1]], times, strict=True)]
+    )
+    # capture: counted FLOPs, modeled bytes, a profiler trace, telemetry, inference latency
+    work = rec["work"]
+    assert work["flops_per_step"]["provenance"] == "counted" and work["flops_per_step"]["value"] > 0
+    assert work["bytes_per_step"]["provenance"] == "modeled"
+    assert work["batch_size"] == 64
+    assert (run_dir / rec["timeline"]["trace"]).is_file()
+    assert any(o["op"] == "aten::convolution" for o in rec["timeline"]["ops"])
+    assert (run_dir / "telemetry.csv").read_text().startswith("t_s,cpu_util_pct,rss_bytes")
+    assert rec["telemetry"]["gpu"] is None and rec["telemetry"]["notes"]
+    assert rec["inference"]["latency"]["provenance"] == "measured"
+    assert rec["environment"]["frameworks"]["torch"] == torch.__version__
+    assert rec["config"]["seed"] == 0 and rec["config"]["recipe_values"]["batch_size"] == 64
+
+
+def test_keep_going_and_never_reached(tmp_path):
+    run_dir = run_workload(_opts(tmp_path, epochs=2, threshold=0.999, capture=False))
+    rec = load_record(run_dir)
+    assert rec["status"] == "not_reached"
+    assert not rec["time_to_accuracy"]["reached"]
+    assert len(rec["evaluations"]) == 2
+    assert rec["work"] is None if "work" in rec else True
+    kept = load_record(
+        run_workload(_opts(tmp_path, epochs=3, threshold=0.1, keep_going=True, capture=False))
+    )
+    assert len(kept["evaluations"]) == 3
+    assert kept["time_to_accuracy"]["epoch"] == 1
+
+
+class _NanDigits(DigitsWorkload):
+    """Digits whose loss turns NaN in the second epoch."""
+
+    name = "nan-digits"
+    steps = 0
+
+    def loss(self, logits, target, recipe):
+        self.steps += 1
+        loss = super().loss(logits, target, recipe)
+        return loss * float("nan") if self.steps > 30 else loss
+
+
+def test_nan_loss_ends_run_as_did_not_converge(tmp_path):
+    register_workload("nan-digits", _NanDigits)
+    rec = load_record(run_workload(_opts(tmp_path, workload="nan-digits", capture=False)))
+    assert rec["status"] == "diverged"
+    assert rec["error"].startswith("did not converge: non-finite training loss")
+    assert len(rec["evaluations"]) == 1  # the finished epoch is kept
+
+
+class _Boom(DigitsWorkload):
+    name = "boom"
+
+    def evaluate(self, model, data, batch_size=1024):
+        if getattr(self, "_called", False):
+            raise RuntimeError("evaluation exploded")
+        self._called = True
+        return super().evaluate(model, data, batch_size)
+
+
+def test_crash_leaves_valid_record_with_finished_epochs(tmp_path):
+    register_workload("boom", _Boom)
+    with pytest.raises(RuntimeError, match="exploded"):
+        run_workload(_opts(tmp_path, workload="boom", capture=False, threshold=0.999))
+    (rec,) = load_records([tmp_path / "runs"])
+    assert rec["status"] == "crashed"
+    assert rec["error"] == "RuntimeError: evaluation exploded"
+    assert len(rec["evaluations"]) == 1
+
+
+def test_killed_run_leaves_valid_partial_record(tmp_path):
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite",
+            "run",
+            "digits",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-capture",
+            "--keep-going",
+            "--epochs",
+            "500",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            paths = list(out.glob("*/run.json"))
+            if paths and len(json.loads(paths[0].read_text() or "{}").get("evaluations", [])) >= 2:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("run never wrote two evaluations")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    (rec,) = load_records([out])  # validates
+    assert rec["status"] == "running"
+    assert len(rec["evaluations"]) >= 2
+    assert rec["evaluations"][0]["epoch"] == 1
+
+
+def test_sigterm_marks_run_crashed(tmp_path):
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite",
+            "run",
+            "digits",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-capture",
+            "--keep-going",
+            "--epochs",
+            "500",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        paths = list(out.glob("*/run.json"))
+        if paths and json.loads(paths[0].read_text() or "{}").get("evaluations"):
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    (rec,) = load_records([out])
+    assert rec["status"] == "crashed"
+    assert "SIGTERM" in rec["error"]
+
+
+def test_repeats_are_grouped_with_distinct_seeds(tmp_path):
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite",
+            "run",
+            "digits",
+            "--out",
+            str(tmp_path / "runs"),
+            "--quiet",
+            "--no-capture",
+            "--epochs",
+            "1",
+            "--repeats",
+            "2",
+            "--seed",
+            "7",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recs = [load_record(p) for p in proc.stdout.split()]
+    assert [r["config"]["seed"] for r in recs] == [7, 8]
+    assert recs[0]["group"]["id"] == recs[1]["group"]["id"]
+    assert [r["group"]["index"] for r in recs] == [0, 1]
+    assert all(r["group"]["size"] == 2 for r in recs)
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfsuite", "run", "cifar10", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        == "perfsuite: error: cifar10 needs --data-dir DIR (and --download to fetch it)"
+    )
