@@ -268,7 +268,10 @@ def op_rooflines(record: Mapping[str, Any], peak: float | None,
     over = [r.op for r in rows if r.placement.frac_of_roof and r.placement.frac_of_roof > 1.0]
     if over:
         notes.append(f"above the roof (model or ceiling too low): {', '.join(over[:5])}")
-    rows.sort(key=lambda r: (-(r.time_s or 0.0), r.op))
+    # Joined ops first (they have a roofline), then modeled-but-unprofiled, then profiled ops
+    # without a FLOP model (often wrappers whose inclusive time nests the joined ops).
+    order = {"joined": 0, "no_time": 1, "no_flop_model": 2}
+    rows.sort(key=lambda r: (order[r.status], -(r.time_s or 0.0), r.op))
     return rows, step_time, notes
 
 

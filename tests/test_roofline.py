@@ -84,6 +84,7 @@ def test_ridge_point_itself_is_compute_bound():
 def test_per_op_join(make_record):
     res = roofline(build_record(make_record))
     ops = {o.op: o for o in res.ops}
+    assert [o.op for o in res.ops] == ["aten::mm", "aten::add_", "aten::foo", "aten::copy_"]
     assert set(ops) == {"aten::mm", "aten::add_", "aten::copy_", "aten::foo"}
     mm = ops["aten::mm"]
     assert mm.status == "joined"
