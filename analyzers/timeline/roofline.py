@@ -73,8 +73,8 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
         est = registry.estimate(trace_call(name, *shape))
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
         return None  # shapes the formula cannot use (e.g. missing arguments in old traces)
-    if not est.known:
-        return None
+    if not est.known or (est.flops == 0 and est.bytes == 0):
+        return None  # zero work from shapes means the shapes were not recorded (TensorList)
     return est.flops, est.bytes
 
 

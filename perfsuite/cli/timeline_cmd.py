@@ -1,0 +1,236 @@
+"""`perfsuite timeline`: analyze PyTorch profiler (Kineto) traces, or a run's trace sidecar."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+
+BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
+NAME_WIDTH = 60
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "timeline",
+        help="device/CPU timeline of PyTorch profiler traces: busy, idle, kernels, ops",
+        description=(
+            "Analyze Chrome-trace JSON written by torch.profiler (plain or .gz; CUDA, ROCm or "
+            "CPU-only): per device the temporal breakdown (compute, non-compute, idle, with "
+            "kernels on several streams counted once), idle time attributed to host waits, "
+            "kernel time by category (compute, memcpy, memset, NCCL/RCCL communication), top "
+            "kernels, CPU operators with the device time of the kernels they launched, and "
+            "per-op roofline points when shapes were recorded. A RUN folder or run.json "
+            "analyzes the record's timeline.trace sidecar. Times are seconds."
+        ),
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="TRACE",
+        help="trace file (.json / .json.gz), or a perfsuite run folder / run.json",
+    )
+    p.add_argument(
+        "--top", type=int, default=15, metavar="N", help="rows per table (0: all; default 15)"
+    )
+    p.add_argument(
+        "--device", type=int, default=None, metavar="D", help="only this device id (pid/device)"
+    )
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def resolve_trace(path: str) -> Path:
+    """A trace path from a trace file, a run.json, or a run folder."""
+    p = Path(path)
+    if p.is_dir() or p.name == "run.json":
+        from perfsuite.record import load_record
+
+        rec = load_record(p)
+        trace = (rec.get("timeline") or {}).get("trace")
+        if not trace:
+            raise CLIError(f"{rec['_path']}: field timeline.trace: this run has no trace sidecar")
+        resolved = Path(rec["_dir"]) / trace
+        if not resolved.is_file():
+            raise CLIError(f"{rec['_path']}: field timeline.trace: {resolved} not found")
+        return resolved
+    if not p.exists():
+        raise CLIError(f"{p}: no such file or folder")
+    return p
+
+
+def _analyze(path: Path, top: int, device: int | None) -> Any:
+    from analyzers.timeline import TraceError, analyze_file
+
+    bar = None
+    progress = None
+    if path.stat().st_size > BIG_FILE:
+        from tqdm import tqdm
+
+        bar = tqdm(desc=path.name, unit="ev", unit_scale=True, file=sys.stderr, leave=False)
+
+        def progress(n: int) -> None:
+            bar.update(n - bar.n)
+
+    try:
+        return analyze_file(path, top=top, device=device, progress=progress)
+    except TraceError as exc:
+        raise CLIError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def run(args: Any) -> int:
+    if args.top < 0:
+        raise CLIError("--top must be >= 0")
+    traces = [resolve_trace(p) for p in args.paths]
+    results = []
+    for path in traces:
+        if not args.json and len(traces) > 1:
+            status(f"analyzing {path}")
+        results.append(_analyze(path, args.top, args.device))
+    if args.json:
+        print_json({"traces": results})
+        return 0
+    print("\n\n".join(render(a) for a in results))
+    if len(results) > 1:
+        print()
+        print(render_ranks(results))
+    return 0
+
+
+def _name(text: str, width: int = NAME_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _device_lines(d: Any) -> list[str]:
+    from perfsuite.fmt import pct, si, table
+
+    span = d.span_s or float("nan")
+    label = "all devices" if d.device < 0 else f"device {d.device}"
+    if d.name:
+        label += f" ({d.name})"
+    idle = d.idle
+    out = [
+        f"{label}: {d.events} events over {si(d.span_s, 's')} (first start to last end)",
+        f"  busy {si(d.busy_s, 's')} ({pct(d.busy_s / span)}): compute "
+        f"{pct(d.busy_compute_s / span)}, non-compute only {pct(d.busy_non_compute_s / span)}; "
+        f"idle {si(d.idle_s, 's')} ({pct(d.idle_s / span)})",
+        f"  idle {si(idle.idle_s, 's')} in {idle.gaps} gaps: host wait {si(idle.host_wait_s, 's')}"
+        f" (in sync calls {si(idle.host_sync_s, 's')}), queued {si(idle.queued_s, 's')}, "
+        f"unattributed {si(idle.unattributed_s, 's')}",
+    ]
+    if d.compute_comm_overlap_s:
+        out.append(f"  compute/communication overlap {si(d.compute_comm_overlap_s, 's')}")
+    rows = [
+        [c.category, c.count, si(c.total_s, "s"), si(c.busy_s, "s"), pct(c.busy_s / span)]
+        for c in d.categories
+    ]
+    out.append(_indent(table(rows, ["category", "events", "sum", "busy", "of span"], "lrrrr")))
+    if len(d.streams) > 1:
+        rows = [
+            [s.stream, s.events, si(s.busy_s, "s"), si(s.idle_s, "s"), si(s.host_wait_s, "s")]
+            for s in d.streams
+        ]
+        headers = ["stream", "events", "busy", "idle", "host wait (HTA rule)"]
+        out.append(_indent(table(rows, headers, "rrrrr")))
+    return out
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def render(a: Any) -> str:
+    """Text summary of one TimelineAnalysis."""
+    from perfsuite.fmt import si, table
+
+    rank = f"rank {a.rank}, " if a.rank is not None else ""
+    out = [
+        f"trace {a.path}",
+        f"  {rank}{a.events} events, profiled window {si(a.window_s, 's')}, "
+        f"reader {a.reader_backend}",
+    ]
+    if a.steps.count:
+        out.append(f"  {a.steps.count} ProfilerStep ranges, mean {si(a.steps.mean_s, 's')}")
+    for d in a.devices:
+        out.extend(_device_lines(d))
+    if len(a.devices) > 1 and a.overall is not None:
+        out.extend(_device_lines(a.overall))
+    if a.top_kernels:
+        rows = [
+            [_name(k.name), k.category, k.count, si(k.total_s, "s"), si(k.mean_s, "s")]
+            for k in a.top_kernels
+        ]
+        out += ["", "top kernels", table(rows, ["kernel", "category", "count", "total", "mean"])]
+    if a.profiler_ranges is not None:
+        pr = a.profiler_ranges
+        rows = [[_name(k.name), k.count, si(k.total_s, "s")] for k in pr.top]
+        out += [
+            "",
+            f"CUPTI profiler ranges: {pr.count}, metrics: {', '.join(pr.metrics)}",
+            table(rows, ["range (kernel replayed for counters)", "count", "range time"]),
+        ]
+    if a.ops:
+        rows = [
+            [_name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
+             si(o.device_time_s, "s") if a.has_device else "-"]
+            for o in a.ops
+        ]  # fmt: skip
+        headers = ["cpu op", "calls", "self", "total", "kernels", "device time"]
+        out += ["", "CPU operators", table(rows, headers, "lrrrrr")]
+    if a.has_device:
+        out.append(
+            f"device time with a launching cpu_op: {si(a.mapped_device_time_s, 's')}, "
+            f"without: {si(a.unmapped_device_time_s, 's')}"
+        )
+    if a.annotations:
+        rows = [
+            [_name(r.name), r.count, si(r.total_s, "s"), "yes" if r.communication else ""]
+            for r in a.annotations
+        ]
+        out += ["", "annotations", table(rows, ["annotation", "count", "total", "collective"])]
+    if len(a.threads) > 1:
+        rows = [[f"{t.pid}/{t.tid}", t.ops, t.annotations, si(t.top_level_s, "s")]
+                for t in a.threads]  # fmt: skip
+        out += ["", "threads", table(rows, ["pid/tid", "ops", "annotations", "busy"], "lrrr")]
+    if a.roofline:
+        rows = [
+            [p.op, _name(str(list(p.input_dims)), 40), p.calls, si(p.flops, "FLOP"),
+             si(p.device_time_s, "s"), si(p.flops_per_s, "FLOP/s"),
+             f"{p.intensity:.3g}" if p.intensity is not None else "n/a"]
+            for p in a.roofline
+        ]  # fmt: skip
+        headers = ["op", "input dims", "calls", "FLOP/call", "device time", "achieved",
+                   "FLOP/byte"]  # fmt: skip
+        out += [
+            "",
+            "roofline points (FLOP, bytes modeled from shapes; time measured)",
+            table(rows, headers, "llrrrrr"),
+        ]
+    out += [f"note: {n}" for n in a.notes]
+    return "\n".join(out)
+
+
+def render_ranks(results: list[Any]) -> str:
+    """One row per trace: spot the straggler or the rank that waits."""
+    from perfsuite.fmt import pct, si, table
+
+    rows = []
+    for a in results:
+        o = a.overall
+        if o is None:
+            rows.append([Path(a.path).name, a.rank, "-", "-", "-", "-", "-"])
+            continue
+        comm = sum(c.busy_s for c in o.categories if c.category == "communication")
+        span = o.span_s or float("nan")
+        rows.append(
+            [_name(Path(a.path).name, 40), "" if a.rank is None else a.rank, si(o.span_s, "s"),
+             pct(o.busy_compute_s / span), si(comm, "s"), pct(o.idle_s / span),
+             si(o.idle.host_wait_s, "s")]
+        )  # fmt: skip
+    headers = ["trace", "rank", "span", "compute", "communication", "idle", "host wait"]
+    return table(rows, headers, "lrrrrrr")

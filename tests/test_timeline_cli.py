@@ -1,0 +1,82 @@
+"""`perfsuite timeline`: text, --json, run-record sidecars and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.record import write_record
+from tests.test_timeline_synthetic import scenario, write_trace
+
+
+@pytest.fixture
+def trace(tmp_path):
+    return write_trace(tmp_path / "trace.json.gz", scenario(), gz=True)
+
+
+def test_text_summary(trace, capsys):
+    assert main(["timeline", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "device 0: 7 events over 123 µs" in out
+    assert "busy 71 µs (57.7%)" in out  # 71 / 123
+    assert "host wait 33 µs (in sync calls 25 µs), queued 14 µs, unattributed 5 µs" in out
+    assert "ncclDevKernel_Generic_4" in out and "communication" in out
+
+
+def test_json_output(trace, capsys):
+    assert main(["timeline", str(trace), "--json", "--top", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (t,) = doc["traces"]
+    dev = t["devices"][0]
+    assert dev["busy_s"] == pytest.approx(71e-6)
+    assert dev["idle"]["host_wait_s"] == pytest.approx(33e-6)
+    assert len(t["top_kernels"]) == 2 and len(t["ops"]) == 2
+    assert t["ops"][0]["name"] == "aten::mm"
+
+
+def test_run_record_sidecar(tmp_path, trace, make_record, capsys):
+    run_dir = tmp_path / "run1"
+    run_dir.mkdir()
+    (run_dir / "trace.json.gz").write_bytes(trace.read_bytes())
+    rec = make_record(timeline={"trace": "trace.json.gz", "tool": "torch.profiler", "steps": 1})
+    write_record(run_dir, rec)
+    assert main(["timeline", str(run_dir), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["traces"][0]["path"].endswith("run1/trace.json.gz")
+    assert doc["traces"][0]["devices"][0]["events"] == 7
+
+
+def test_run_record_without_trace(tmp_path, make_record, capsys):
+    run_dir = tmp_path / "run2"
+    write_record(run_dir, make_record())
+    assert main(["timeline", str(run_dir / "run.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("run.json: field timeline.trace: this run has no trace sidecar")
+    assert "\n" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [("not json at all", "not valid JSON"), ('{"events": []}', "field traceEvents: missing")],
+)
+def test_bad_trace_is_one_line_error(tmp_path, capsys, content, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert main(["timeline", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"perfsuite: error: {bad}:") and needle in err and "\n" not in err
+
+
+def test_missing_path(tmp_path, capsys):
+    assert main(["timeline", str(tmp_path / "nope.json")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_several_traces_get_a_rank_table(tmp_path, trace, capsys):
+    other = write_trace(tmp_path / "other.json", scenario(), meta={"distributedInfo": {"rank": 5}})
+    assert main(["timeline", str(trace), str(other)]) == 0
+    out = capsys.readouterr().out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("other.json") and " 5 " in last
