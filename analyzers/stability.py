@@ -165,6 +165,7 @@ class RunOutcome:
     time_s: float | None
     epochs: float | None
     time_per_epoch_s: float | None
+    epoch_time_cov: float | None  # within this run: a noisy neighbour or warm-up shows here
     epoch_times_from: str | None
 
 
@@ -199,6 +200,7 @@ def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -
         time_s=c.time_s,
         epochs=None if c.epoch is None else float(c.epoch),
         time_per_epoch_s=stats.mean(times) if times else None,
+        epoch_time_cov=stats.cov(times),
         epoch_times_from=origin,
     )
 

@@ -143,7 +143,8 @@ def test_group_statistics(make_record):
     assert tta.std == pytest.approx(math.sqrt(2 * 6.5**2))
     assert tta.cov == pytest.approx(math.sqrt(2 * 6.5**2) / 26.5)
     assert g.epochs_to_threshold.mean == 2.5
-    # time per epoch over all three runs (hardware variance): 10, 11, 12 s
+    # time per epoch over all three runs (hardware variance): 10, 11, 12 s, constant in a run
+    assert [r.epoch_time_cov for r in g.runs] == [0.0, 0.0, 0.0]
     assert g.time_per_epoch.mean == 11.0
     assert g.time_per_epoch.std == pytest.approx(1.0)
     assert g.time_per_epoch.cov == pytest.approx(1 / 11)

@@ -73,13 +73,16 @@ def render(groups: list[Any]) -> str:
                 duration(r.time_s) if r.reached else "DNR",
                 _epochs(r.epochs) if r.reached else "-",
                 duration(r.time_per_epoch_s),
+                pct(r.epoch_time_cov),
                 r.epoch_times_from or "-",
             ]
             for r in g.runs
         ]
         lines.append(
             table(
-                rows, ["run", "seed", "time to acc.", "epochs", "s/epoch", "epoch times"], "llrrrl"
+                rows,
+                ["run", "seed", "time to acc.", "epochs", "s/epoch", "CoV in run", "epoch times"],
+                "llrrrrl",
             )
         )
         lines.append("")
