@@ -99,15 +99,13 @@ def render(results: list[Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.cost import costs
-    from perfsuite.record import load_records
+    from perfsuite.cli.stability_cmd import load_runs
 
     prices = load_price_table(args.prices)
     if args.instance_type and args.instance_type not in prices:
         known = ", ".join(sorted(prices))
         raise CLIError(f"--instance-type {args.instance_type}: not in the price table ({known})")
-    records = load_records(args.paths)
-    if not records:
-        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    records = load_runs(args.paths)
     results = costs(records, prices, args.instance_type)
     if args.json:
         print_json({"costs": results})

@@ -90,12 +90,10 @@ def render(boards: list[Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from analyzers.leaderboard import leaderboard
     from perfsuite.cli.cost_cmd import load_price_table
-    from perfsuite.record import load_records
+    from perfsuite.cli.stability_cmd import load_runs
 
     prices = load_price_table(args.prices) if "cost" in args.by else {}
-    records = load_records(args.paths)
-    if not records:
-        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    records = load_runs(args.paths)
     boards = leaderboard(records, args.by, prices, args.task)
     if not boards:
         what = f"task {args.task!r}" if args.task else "any task"

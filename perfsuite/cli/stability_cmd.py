@@ -8,6 +8,24 @@ from typing import Any
 from perfsuite.cli.common import CLIError, add_json_flag, print_json
 
 
+def load_runs(paths: list[str]) -> list[dict[str, Any]]:
+    """Load every record under `paths`, with a progress bar on stderr (terminals only).
+
+    Shared by stability, thresholds, cost and leaderboard; an empty result is an error.
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    from perfsuite.record import find_records, load_record
+
+    files = list(find_records(paths))
+    if not files:
+        raise CLIError(f"no run.json found under {' '.join(paths)}")
+    bar = tqdm(files, desc="load", unit="run", file=sys.stderr, disable=None, leave=False)
+    return [load_record(f) for f in bar]
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "stability",
@@ -109,13 +127,10 @@ def render(groups: list[Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.stability import stability
-    from perfsuite.record import load_records
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         raise CLIError(f"--threshold {args.threshold}: must be a fraction in [0, 1] (0.93, not 93)")
-    records = load_records(args.paths)
-    if not records:
-        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    records = load_runs(args.paths)
     groups = stability(
         records, args.metric, args.threshold, args.max_cov, args.max_ci, seed=args.seed
     )

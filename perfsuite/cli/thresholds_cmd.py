@@ -88,14 +88,12 @@ def render(res: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.thresholds import analyze_thresholds
-    from perfsuite.record import load_records
+    from perfsuite.cli.stability_cmd import load_runs
 
     bad = [t for t in args.thresholds if not 0 <= t <= 1]
     if bad:
         raise CLIError(f"--thresholds {bad[0]:g}: must be fractions in [0, 1] (0.93, not 93)")
-    records = load_records(args.paths)
-    if not records:
-        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
+    records = load_runs(args.paths)
     try:
         res = analyze_thresholds(records, args.thresholds, args.metric, by_group=args.groups)
     except ValueError as exc:
