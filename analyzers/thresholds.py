@@ -125,8 +125,15 @@ def analyze_thresholds(
     A group counts as reaching a threshold only when all its runs reach it (the mean of the
     runs that reached would flatter it); otherwise it is DNR at that threshold.
     """
+    notes: list[str] = []
+    inference_only = [
+        r for r in records if (r.get("source") or {}).get("entry_type") == "inference"
+    ]
+    if inference_only:
+        notes.append(f"skipped {len(inference_only)} inference-only record(s): no training curve")
+        records = [r for r in records if r not in inference_only]
     if not records:
-        raise ValueError("no records")
+        raise ValueError("no training records")
     if not thresholds:
         raise ValueError("no thresholds")
     for t in thresholds:
@@ -134,7 +141,6 @@ def analyze_thresholds(
             raise ValueError(f"threshold {t} is not a fraction in [0, 1] (0.93, not 93)")
     ts = sorted(set(float(t) for t in thresholds))
     m = _common_metric(records, metric)
-    notes: list[str] = []
 
     if by_group:
         groups = group_records(records)
@@ -165,10 +171,14 @@ def analyze_thresholds(
     no_curve = [
         e.name
         for e, rs in zip(entries, members, strict=True)
-        if not any(r.get("evaluations") for r in rs)
+        if not any(
+            (ev.get("metrics") or {}).get(m) is not None
+            for r in rs
+            for ev in (r.get("evaluations") or [])
+        )
     ]
     if no_curve:
-        notes.append(f"no evaluation curve (DNR everywhere): {', '.join(no_curve)}")
+        notes.append(f"no {m} values in the curve (DNR everywhere): {', '.join(no_curve)}")
     return ThresholdAnalysis(
         metric=m,
         thresholds=ts,

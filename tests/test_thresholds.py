@@ -97,3 +97,14 @@ def test_cli(make_record, tmp_path, capsys):
     assert "A ahead of B at 0.92, behind at 0.93" in text
     assert main(["thresholds", str(tmp_path), "--thresholds", "90,93"]) == 2
     assert "must be fractions in [0, 1]" in capsys.readouterr().err
+
+
+def test_inference_only_records_skipped_and_missing_metric_noted(make_record):
+    inf = make_record(run_id="inf", source={"kind": "dawnbench", "entry_type": "inference"})
+    other = make_record([(1, 1.0, 0.99)], metric="f1", run_id="squad")
+    res = analyze_thresholds([*_records(make_record), inf, other], [0.9], metric="top1")
+    assert [e.name for e in res.entries] == ["A", "B", "C", "squad"]
+    assert res.notes == [
+        "skipped 1 inference-only record(s): no training curve",
+        "no top1 values in the curve (DNR everywhere): squad",
+    ]
