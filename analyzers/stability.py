@@ -50,6 +50,15 @@ def run_crossing(
     return first_crossing(record.get("evaluations") or [], m, t)
 
 
+def training_records(records: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+    """(records with a training run, inference-only records such as DAWNBench inference entries)."""
+    kept, skipped = [], []
+    for r in records:
+        inference = (r.get("source") or {}).get("entry_type") == "inference"
+        (skipped if inference else kept).append(r)
+    return kept, skipped
+
+
 def hardware_label(record: dict[str, Any]) -> str:
     """ "NVIDIA V100 x8" style name of a record's hardware ("unknown hardware" when absent)."""
     hw = record.get("hardware") or {}
@@ -294,7 +303,10 @@ def stability(
     max_ci_rel: float = DEFAULT_MAX_CI_REL,
     seed: int = 0,
 ) -> list[GroupStability]:
-    """One GroupStability per group (see `group_key`), in first-seen order."""
+    """One GroupStability per group (see `group_key`), in first-seen order.
+
+    Inference-only records have no training run: pass them through `training_records` first.
+    """
     if threshold is not None and not (0 <= threshold <= 1 and math.isfinite(threshold)):
         raise ValueError(f"threshold must be a fraction in [0, 1], got {threshold}")
     return [

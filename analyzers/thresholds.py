@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzers import stats
-from analyzers.stability import group_records
+from analyzers.stability import group_records, training_records
 from analyzers.tta import first_crossing
 
 
@@ -126,12 +126,9 @@ def analyze_thresholds(
     runs that reached would flatter it); otherwise it is DNR at that threshold.
     """
     notes: list[str] = []
-    inference_only = [
-        r for r in records if (r.get("source") or {}).get("entry_type") == "inference"
-    ]
+    records, inference_only = training_records(records)
     if inference_only:
         notes.append(f"skipped {len(inference_only)} inference-only record(s): no training curve")
-        records = [r for r in records if r not in inference_only]
     if not records:
         raise ValueError("no training records")
     if not thresholds:

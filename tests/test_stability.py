@@ -204,3 +204,11 @@ def test_cli_errors(tmp_path, capsys):
     assert "no run.json" in capsys.readouterr().err
     assert main(["stability", str(tmp_path), "--threshold", "93"]) == 2
     assert "--threshold 93" in capsys.readouterr().err
+
+
+def test_cli_skips_inference_only_records(make_record, tmp_path, capsys):
+    rec = make_record(run_id="inf", source={"kind": "dawnbench", "entry_type": "inference"})
+    write_record(tmp_path / "inf", rec)
+    assert main(["stability", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "skipped 1 inference-only record(s)" in err and "no training records" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
 
 
 def load_runs(paths: list[str]) -> list[dict[str, Any]]:
@@ -126,11 +126,15 @@ def render(groups: list[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.stability import stability
+    from analyzers.stability import stability, training_records
 
     if args.threshold is not None and not 0 <= args.threshold <= 1:
         raise CLIError(f"--threshold {args.threshold}: must be a fraction in [0, 1] (0.93, not 93)")
-    records = load_runs(args.paths)
+    records, skipped = training_records(load_runs(args.paths))
+    if skipped:
+        status(f"skipped {len(skipped)} inference-only record(s): no training run")
+    if not records:
+        raise CLIError("no training records to analyze")
     groups = stability(
         records, args.metric, args.threshold, args.max_cov, args.max_ci, seed=args.seed
     )
