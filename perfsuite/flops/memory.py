@@ -14,7 +14,8 @@ COPY_OPS = words("""copy_ _copy_from clone _to_copy to contiguous cat stack inde
 index scatter scatter_ scatter_add scatter_add_ index_put_ index_put index_add_ index_copy_
 constant_pad_nd reflection_pad2d replication_pad2d roll flip repeat masked_select
 _unsafe_index nonzero tril triu tril_ triu_ _index_put_impl_ masked_scatter_ upsample_nearest2d
-upsample_nearest2d_backward""")
+upsample_nearest2d_backward slice_backward select_backward index_select_backward
+unfold_backward""")
 
 FILL_OPS = words("""zero_ fill_ zeros ones full zeros_like ones_like full_like new_zeros new_ones
 new_full scalar_tensor arange randn rand randint randperm randn_like rand_like randint_like

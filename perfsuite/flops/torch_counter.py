@@ -1,0 +1,336 @@
+"""The live counter: a TorchDispatchMode that applies the registry to every aten op it sees.
+
+It sees ops after autograd decomposition (conv2d arrives as aten::convolution, linear as
+aten::addmm, backward as aten::convolution_backward...), named by their schema name, which is
+also how torch.profiler names its events: counted FLOPs join measured time by op name.
+Runs once per run on one real step, or on the `meta` device where nothing is computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from perfsuite.flops.call import OpCall, TensorMeta
+from perfsuite.flops.registry import IGNORED_NAMESPACES, estimate, is_ignored
+from perfsuite.record import quantity
+
+COUNTER_SOURCE = "perfsuite.flops OpCounter (TorchDispatchMode) with per-op formulas"
+BYTES_SOURCE = "compulsory bytes: each op's inputs and outputs moved once (perfsuite.flops)"
+
+
+@dataclass
+class OpRow:
+    """One op in one phase, summed over its calls."""
+
+    op: str
+    family: str
+    phase: str
+    calls: int = 0
+    flops: float = 0.0
+    bytes: float = 0.0
+
+
+@dataclass
+class ModuleRow:
+    """Work of the ops issued directly inside one module (not its children)."""
+
+    module: str
+    calls: int = 0
+    flops: float = 0.0
+    bytes: float = 0.0
+
+
+@dataclass
+class CountResult:
+    per_op: list[OpRow]
+    unknown_ops: list[dict[str, Any]]
+    per_module: list[ModuleRow] = field(default_factory=list)
+    dtype: str | None = None
+    batch_size: int | None = None
+
+    @property
+    def total_flops(self) -> float:
+        return sum(r.flops for r in self.per_op)
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(r.bytes for r in self.per_op)
+
+    def flops_of(self, *families: str, phase: str | None = None) -> float:
+        """FLOPs of the given families (all when none given), optionally one phase only."""
+        return sum(
+            r.flops
+            for r in self.per_op
+            if (not families or r.family in families) and (phase is None or r.phase == phase)
+        )
+
+    def by_family(self) -> dict[str, dict[str, float]]:
+        """{family: {"flops", "bytes", "calls"}}, largest FLOPs first."""
+        out: dict[str, dict[str, float]] = defaultdict(lambda: {"flops": 0, "bytes": 0, "calls": 0})
+        for r in self.per_op:
+            out[r.family]["flops"] += r.flops
+            out[r.family]["bytes"] += r.bytes
+            out[r.family]["calls"] += r.calls
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]["flops"]))
+
+    def by_phase(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = defaultdict(lambda: {"flops": 0, "bytes": 0})
+        for r in self.per_op:
+            out[r.phase]["flops"] += r.flops
+            out[r.phase]["bytes"] += r.bytes
+        return dict(out)
+
+    def to_work_section(self) -> dict[str, Any]:
+        """The record's `work` section (the runner adds batch_size)."""
+        return {
+            "flops_per_step": quantity(self.total_flops, "FLOP", "counted", COUNTER_SOURCE),
+            "bytes_per_step": quantity(self.total_bytes, "byte", "modeled", BYTES_SOURCE),
+            "dtype": self.dtype,
+            "per_op": [
+                {
+                    "op": r.op,
+                    "family": r.family,
+                    "phase": r.phase,
+                    "calls": r.calls,
+                    "flops": r.flops,
+                    "bytes": r.bytes,
+                }
+                for r in self.per_op
+            ],
+            "unknown_ops": [dict(u) for u in self.unknown_ops],
+        }
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _describe(value: Any) -> Any:
+    """Tensors -> TensorMeta, containers recursively, dtypes/devices -> str, scalars as-is."""
+    if isinstance(value, torch.Tensor):
+        return TensorMeta(tuple(value.shape), _dtype_name(value.dtype))
+    if isinstance(value, (list, tuple)):
+        return [_describe(v) for v in value]
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return str(value)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return value.node.hint if hasattr(value.node, "hint") else None
+    return value
+
+
+def _outputs(result: Any) -> list[TensorMeta]:
+    if isinstance(result, torch.Tensor):
+        return [TensorMeta(tuple(result.shape), _dtype_name(result.dtype))]
+    if isinstance(result, (list, tuple)):
+        return [t for r in result for t in _outputs(r)]
+    return []
+
+
+def describe_call(func: Any, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> OpCall:
+    """An OpCall with all schema arguments in order (defaults filled in)."""
+    schema = func._schema
+    values: list[Any] = []
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args) and not arg.kwarg_only:
+            v = args[i]
+        elif arg.name in kwargs:
+            v = kwargs[arg.name]
+        elif arg.has_default_value():
+            v = arg.default_value
+        else:
+            v = None
+        values.append(_describe(v))
+    return OpCall(schema.name, values, _outputs(result), schema.overload_name)
+
+
+class OpCounter(TorchDispatchMode):
+    """Count FLOPs and modeled bytes of every aten op run inside `with counter:`.
+
+    Label phases with `with counter.phase("forward"):`; outside an explicit phase, ops run by
+    autograd are "backward" and the rest "forward". Ops are attributed to the innermost
+    nn.Module running them (forward and backward) when `track_modules` is on.
+    """
+
+    def __init__(self, track_modules: bool = True) -> None:
+        super().__init__()
+        self._rows: dict[tuple[str, str], OpRow] = {}
+        self._unknown: Counter[str] = Counter()
+        self._modules: dict[str, ModuleRow] = {}
+        self._phase: str | None = None
+        self._dtype: str | None = None
+        self._tracker: Any = None
+        self._entered: dict[str, int] = {}
+        self._seq = 0
+        self._stack = contextlib.ExitStack()
+        if track_modules:
+            from torch.utils.module_tracker import ModuleTracker
+
+            self._tracker = ModuleTracker()
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        previous, self._phase = self._phase, name
+        try:
+            yield
+        finally:
+            self._phase = previous
+
+    def __enter__(self) -> OpCounter:
+        if self._tracker is not None:
+            self._stack.enter_context(self._tracker)
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        self._stack.close()
+
+    def _current_phase(self) -> str:
+        if self._phase is not None:
+            return self._phase
+        return "backward" if torch._C._current_graph_task_id() != -1 else "forward"
+
+    def _current_module(self) -> str:
+        """Innermost running module. ModuleTracker can leave stale entries in backward (e.g.
+        an nn.Identity shortcut, whose backward never ends), so a module only counts while its
+        whole ancestor chain is running; among those, the deepest, then the latest entered."""
+        parents = self._tracker.parents
+        for gone in [p for p in self._entered if p not in parents]:
+            del self._entered[gone]
+        for p in parents:
+            if p not in self._entered:
+                self._entered[p] = self._seq
+                self._seq += 1
+        best, best_key = "(no module)", (-1, -1)
+        for p in parents:
+            if p == "Global":
+                continue
+            parts = p.split(".")
+            if all(".".join(parts[:i]) in parents for i in range(1, len(parts))):
+                key = (len(parts), self._entered[p])
+                if key > best_key:
+                    best, best_key = p, key
+        return best
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        name = func._schema.name
+        if name.startswith(IGNORED_NAMESPACES) or is_ignored(name):
+            return result
+        est = estimate(describe_call(func, args, kwargs, result))
+        if not est.known:
+            self._unknown[name] += 1
+            return result
+        phase = self._current_phase()
+        row = self._rows.get((name, phase))
+        if row is None:
+            row = self._rows[(name, phase)] = OpRow(name, est.family, phase)
+        row.calls += 1
+        row.flops += est.flops
+        row.bytes += est.bytes
+        if self._dtype is None and est.family in ("convolution", "matmul", "attention"):
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            self._dtype = _dtype_name(first.dtype) if first is not None else None
+        if self._tracker is not None:
+            mod = self._current_module()
+            mrow = self._modules.setdefault(mod, ModuleRow(mod))
+            mrow.calls += 1
+            mrow.flops += est.flops
+            mrow.bytes += est.bytes
+        return result
+
+    def result(self) -> CountResult:
+        return CountResult(
+            per_op=[copy.copy(r) for r in self._rows.values()],
+            unknown_ops=[{"op": op, "calls": n} for op, n in self._unknown.most_common()],
+            per_module=[copy.copy(m) for m in self._modules.values()],
+            dtype=self._dtype,
+        )
+
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+
+
+def make_optimizer(name: str, params: Any) -> torch.optim.Optimizer:
+    """The optimizers `perfsuite flops --optimizer` knows, with common default settings."""
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-2)
+    raise ValueError(f"unknown optimizer {name!r}; expected one of {OPTIMIZERS}")
+
+
+def _loss(out: Any) -> torch.Tensor:
+    """Cross-entropy on random labels for [N, C] logits, otherwise the sum of the output."""
+    if isinstance(out, (tuple, list)):
+        out = out[0]
+    if out.ndim == 2 and out.shape[1] > 1:
+        target = torch.randint(0, out.shape[1], (out.shape[0],), device=out.device)
+        return torch.nn.functional.cross_entropy(out, target)
+    return out.sum()
+
+
+def count_model(
+    model: torch.nn.Module,
+    input_shapes: Sequence[int] | Sequence[Sequence[int]],
+    *,
+    train: bool = False,
+    optimizer: str | torch.optim.Optimizer | None = None,
+    device: str = "meta",
+    dtype: torch.dtype = torch.float32,
+    track_modules: bool = True,
+) -> CountResult:
+    """Count one forward pass (eval mode, no grad) or one training step (forward with a
+    cross-entropy loss, backward, optimizer step) of `model` on random inputs of the given
+    full shapes (batch first). On `device="meta"` (default) nothing is computed; the model is
+    copied there, never modified. With an optimizer, one uncounted step runs first so the
+    counted step has its momentum / Adam state, like every step after the first.
+    """
+    shapes = [tuple(input_shapes)] if isinstance(input_shapes[0], int) else input_shapes
+    shapes = [tuple(int(d) for d in s) for s in shapes]  # type: ignore[union-attr]
+    params = list(model.parameters())
+    if device == "meta" or (params and params[0].device != torch.device(device)):
+        model = copy.deepcopy(model).to(device=device)
+    if dtype != torch.float32:
+        model = model.to(dtype=dtype)
+    inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]
+    opt = optimizer
+    if isinstance(optimizer, str):
+        opt = make_optimizer(optimizer, model.parameters())
+
+    def step(counter: OpCounter | None) -> None:
+        ctx = counter.phase if counter else (lambda _n: contextlib.nullcontext())
+        with ctx("forward"):
+            loss = _loss(model(*inputs))
+        with ctx("backward"):
+            loss.backward()
+        if opt is not None:
+            with ctx("optimizer"):
+                opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    counter = OpCounter(track_modules=track_modules)
+    if train:
+        model.train()
+        if opt is not None:
+            step(None)
+        with counter:
+            step(counter)
+    else:
+        model.eval()
+        with torch.no_grad(), counter, counter.phase("forward"):
+            model(*inputs)
+    res = counter.result()
+    res.batch_size = shapes[0][0] if shapes and shapes[0] else None
+    return res
