@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
@@ -28,28 +27,29 @@ def _top(items: list, n: int | None) -> list:
     return items if not n or n <= 0 else items[:n]
 
 
+def _group(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per distinct key: (key, count, sum, min, max) of values."""
+    uniq, inv = np.unique(keys, return_inverse=True)
+    count = np.bincount(inv, minlength=len(uniq))
+    total = np.bincount(inv, weights=values, minlength=len(uniq))
+    lo = np.full(len(uniq), np.inf)
+    hi = np.full(len(uniq), -np.inf)
+    np.minimum.at(lo, inv, values)
+    np.maximum.at(hi, inv, values)
+    return uniq, count, total, lo, hi
+
+
 def _kernel_stats(data: TraceData, arrays: DeviceArrays, mask: np.ndarray) -> list[KernelStat]:
     names = data.names.values
-    acc: dict[int, list[float]] = {}
-    cat_of: dict[int, int] = {}
-    for nm, du, ca in zip(
-        arrays.name[mask].tolist(),
-        arrays.dur[mask].tolist(),
-        arrays.category[mask].tolist(),
-        strict=True,
-    ):
-        a = acc.get(nm)
-        if a is None:
-            acc[nm] = [1, du, du, du]
-            cat_of[nm] = ca
-        else:
-            a[0] += 1
-            a[1] += du
-            a[2] = min(a[2], du)
-            a[3] = max(a[3], du)
+    if not mask.any():
+        return []
+    uniq, count, total, lo, hi = _group(arrays.name[mask], arrays.dur[mask])
+    first_cat = dict(zip(arrays.name[mask].tolist(), arrays.category[mask].tolist(), strict=True))
     stats = [
-        KernelStat(names[nm], CATEGORIES[cat_of[nm]], int(c), t * US, t / c * US, lo * US, hi * US)
-        for nm, (c, t, lo, hi) in acc.items()
+        KernelStat(names[nm], CATEGORIES[first_cat[nm]], int(c), t * US, t / c * US, a * US, b * US)
+        for nm, c, t, a, b in zip(
+            uniq.tolist(), count.tolist(), total.tolist(), lo.tolist(), hi.tolist(), strict=True
+        )
     ]
     stats.sort(key=lambda k: (-k.total_s, k.name))
     return stats
@@ -59,68 +59,70 @@ def _host_stats(
     data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray
 ) -> tuple[list[OpStat], list[RangeStat], list[ThreadStat], Steps, float, float]:
     rg, names = data.ranges, data.names.values
+    n_rg = len(rg.ts)
     # Device time per launching cpu_op (innermost enclosing operator of the launch call).
-    op_kernels: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])  # range idx -> n, time
-    mapped = unmapped = 0.0
-    for c, du in zip(arrays.corr[mask].tolist(), arrays.dur[mask].tolist(), strict=True):
-        r = host.corr_to_call.get(c)
-        op = int(host.call_op[r]) if r is not None else -1
-        if op < 0:
-            unmapped += du
-            continue
-        mapped += du
-        acc = op_kernels[op]
-        acc[0] += 1
-        acc[1] += du
+    op = arrays.op[mask]
+    dur = arrays.dur[mask]
+    has_op = op >= 0
+    mapped = float(dur[has_op].sum())
+    unmapped = float(dur[~has_op].sum())
+    k_count = np.bincount(op[has_op], minlength=n_rg)[:n_rg]
+    k_time = np.bincount(op[has_op], weights=dur[has_op], minlength=n_rg)[:n_rg]
 
-    ops: dict[int, list[float]] = {}
-    ann: dict[int, list[float]] = {}
-    threads: dict[int, list[float]] = {}
-    step_durs: list[float] = []
-    parent = host.parent.tolist()
-    self_time = host.self_time.tolist()
-    for i, (nm, kind, th, du) in enumerate(zip(rg.name, rg.kind, rg.thread, rg.dur, strict=True)):
-        t = threads.setdefault(th, [0, 0, 0.0])
-        t[kind] += 1
-        if parent[i] < 0:
-            t[2] += du
-        if kind == 0:
-            o = ops.setdefault(nm, [0, 0.0, 0.0, 0, 0.0])
-            o[0] += 1
-            o[1] += du
-            o[2] += self_time[i]
-            k = op_kernels.get(i)
-            if k is not None:
-                o[3] += k[0]
-                o[4] += k[1]
-        elif is_step_annotation(names[nm]):
-            step_durs.append(du)
-        else:
-            a = ann.setdefault(nm, [0, 0.0])
-            a[0] += 1
-            a[1] += du
-    op_stats = [
-        OpStat(names[nm], int(c), tot * US, slf * US, int(k), dt * US)
-        for nm, (c, tot, slf, k, dt) in ops.items()
-    ]
+    name = np.asarray(rg.name, dtype=np.int64)
+    kind = np.asarray(rg.kind, dtype=np.int64)
+    thread = np.asarray(rg.thread, dtype=np.int64)
+    r_dur = np.frombuffer(rg.dur, dtype=np.float64) if n_rg else np.zeros(0)
+    is_op = kind == 0
+
+    op_stats = []
+    if is_op.any():
+        nm = name[is_op]
+        uniq, inv = np.unique(nm, return_inverse=True)
+        calls = np.bincount(inv)
+        tot = np.bincount(inv, weights=r_dur[is_op])
+        slf = np.bincount(inv, weights=host.self_time[is_op])
+        kc = np.bincount(inv, weights=k_count[is_op])
+        kt = np.bincount(inv, weights=k_time[is_op])
+        for i, n in enumerate(uniq.tolist()):
+            op_stats.append(
+                OpStat(names[n], int(calls[i]), tot[i] * US, slf[i] * US, int(kc[i]), kt[i] * US)
+            )
     has_device = arrays.n > 0
     op_stats.sort(
         key=lambda o: ((-o.device_time_s, -o.self_s) if has_device else (-o.self_s,), o.name)
     )
-    ann_stats = [
-        RangeStat(names[nm], int(c), tot * US, is_comm_range(names[nm]))
-        for nm, (c, tot) in ann.items()
-    ]
+
+    step_ids = {i for i, n in enumerate(names) if is_step_annotation(n)}
+    is_step = np.isin(name, list(step_ids)) & ~is_op if step_ids else np.zeros(n_rg, bool)
+    step_durs = r_dur[is_step]
+    ann_mask = ~is_op & ~is_step
+    ann_stats = []
+    if ann_mask.any():
+        uniq, count, total, _, _ = _group(name[ann_mask], r_dur[ann_mask])
+        for n, c, t in zip(uniq.tolist(), count.tolist(), total.tolist(), strict=True):
+            ann_stats.append(RangeStat(names[n], int(c), t * US, is_comm_range(names[n])))
     ann_stats.sort(key=lambda a: (-a.total_s, a.name))
+
     thread_stats = []
-    for th, (n_ops, n_ann, top) in threads.items():
+    top = host.parent < 0
+    for th in np.unique(thread).tolist():
+        m = thread == th
         pid, tid = data.threads.values[th]
-        thread_stats.append(ThreadStat(pid, tid, int(n_ops), int(n_ann), top * US))
+        thread_stats.append(
+            ThreadStat(
+                pid,
+                tid,
+                int((m & is_op).sum()),
+                int((m & ~is_op).sum()),
+                float(r_dur[m & top].sum()) * US,
+            )
+        )
     thread_stats.sort(key=lambda t: -t.top_level_s)
     steps = Steps(
         count=len(step_durs),
-        mean_s=(sum(step_durs) / len(step_durs) * US) if step_durs else None,
-        total_s=sum(step_durs) * US,
+        mean_s=float(step_durs.mean()) * US if len(step_durs) else None,
+        total_s=float(step_durs.sum()) * US,
     )
     return op_stats, ann_stats, thread_stats, steps, mapped * US, unmapped * US
 
@@ -158,9 +160,9 @@ def analyze_trace(
     """Analyze one read trace. `top` limits the kernel/op/annotation lists (None/0: all);
     `device` restricts the device side to one device id."""
     host = build_host_map(data)
-    arrays = DeviceArrays(data)
+    arrays = DeviceArrays(data, host)
     mask = np.ones(arrays.n, dtype=bool) if device is None else arrays.device == device
-    devices = device_timelines(data, host, arrays, device)
+    devices = device_timelines(data, arrays, device)
     ops, anns, threads, steps, mapped, unmapped = _host_stats(data, host, arrays, mask)
     notes: list[str] = []
     has_device = bool(mask.any())

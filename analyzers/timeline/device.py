@@ -19,7 +19,7 @@ from analyzers.timeline.categories import (
     device_category,
     is_sync_call,
 )
-from analyzers.timeline.hostmap import HostMap
+from analyzers.timeline.hostmap import HostMap, calls_for
 from analyzers.timeline.intervals import CoverIndex, merge, union_length
 from analyzers.timeline.model import (
     CategoryTime,
@@ -33,9 +33,10 @@ US = 1e-6  # trace time unit -> seconds
 
 
 class DeviceArrays:
-    """Device events of a trace as numpy arrays, with categories resolved once per name."""
+    """Device events of a trace as numpy arrays, with categories resolved once per name, the
+    launching runtime call (`call`) and its innermost enclosing cpu_op (`op`), -1 if none."""
 
-    def __init__(self, data: TraceData) -> None:
+    def __init__(self, data: TraceData, host: HostMap) -> None:
         d = data.device
         n = len(d.ts)
         self.n = n
@@ -60,18 +61,15 @@ class DeviceArrays:
                 c = cache[key] = CATEGORIES.index(device_category(names[nm], cc))
             cats[i] = c
         self.category = cats
-
-
-def _launch_times(data: TraceData, host: HostMap, corr: np.ndarray, base: float) -> np.ndarray:
-    """Start time of the runtime call that launched each event (NaN when not correlated)."""
-    rt_ts = [t - base for t in data.runtime.ts]
-    out = np.full(len(corr), np.nan)
-    lookup = host.corr_to_call
-    for i, c in enumerate(corr.tolist()):
-        r = lookup.get(c)
-        if r is not None:
-            out[i] = rt_ts[r]
-    return out
+        self.call = calls_for(host, self.corr)
+        self.op = np.full(n, -1, dtype=np.int64)
+        has_call = self.call >= 0
+        self.op[has_call] = host.call_op[self.call[has_call]]
+        rt_ts = np.frombuffer(data.runtime.ts, dtype=np.float64) if len(data.runtime.ts) else None
+        self.launch = np.full(n, np.nan)
+        if rt_ts is not None:
+            has = self.call >= 0
+            self.launch[has] = rt_ts[self.call[has]] - self.base
 
 
 def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
@@ -91,10 +89,9 @@ def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
 
 def _idle(
     data: TraceData,
-    host: HostMap,
     ts: np.ndarray,
     end: np.ndarray,
-    corr: np.ndarray,
+    call: np.ndarray,
     launch: np.ndarray,
     syncs: dict[int, CoverIndex],
 ) -> IdleBreakdown:
@@ -105,7 +102,6 @@ def _idle(
     gap_a, gap_b = ends[:-1], starts[1:]
     nxt = first[1:]
     out.gaps = int(np.count_nonzero(gap_b > gap_a))
-    lookup = host.corr_to_call
     rt_thread = data.runtime.thread
     for a, b, k in zip(gap_a.tolist(), gap_b.tolist(), nxt.tolist(), strict=True):
         length = b - a
@@ -120,7 +116,7 @@ def _idle(
         out.host_wait_s += wait
         out.queued_s += length - wait
         if wait > 0:
-            cover = syncs.get(rt_thread[lookup[int(corr[k])]])
+            cover = syncs.get(rt_thread[int(call[k])])
             if cover is not None:
                 out.host_sync_s += cover.covered(a, a + wait)
     for f in ("idle_s", "host_wait_s", "host_sync_s", "queued_s", "unattributed_s"):
@@ -157,12 +153,12 @@ def _streams(
 
 
 def device_timelines(
-    data: TraceData, host: HostMap, arrays: DeviceArrays, only_device: int | None = None
+    data: TraceData, arrays: DeviceArrays, only_device: int | None = None
 ) -> list[DeviceTimeline]:
     """One DeviceTimeline per device id (kernel `args.device`, else the event's pid)."""
     if arrays.n == 0:
         return []
-    launch = _launch_times(data, host, arrays.corr, arrays.base)
+    launch = arrays.launch
     syncs = _sync_covers(data, arrays.base)
     props = {
         p.get("id"): p.get("name")
@@ -208,7 +204,7 @@ def device_timelines(
                 idle_s=(span - busy) * US,
                 compute_comm_overlap_s=max(overlap, 0.0) * US,
                 categories=categories,
-                idle=_idle(data, host, ts, end, arrays.corr[m], launch[m], syncs),
+                idle=_idle(data, ts, end, arrays.call[m], launch[m], syncs),
                 streams=_streams(arrays.stream[m], ts, dur, launch[m]),
                 sync_records=len(sync_by_dev.get(dev, [])),
                 sync_total_s=sum(sync_by_dev.get(dev, [])) * US,

@@ -89,3 +89,15 @@ def build_host_map(data: TraceData) -> HostMap:
         if c >= 0:
             corr_to_call.setdefault(c, i)
     return HostMap(call_op, call_ann, parent, self_time, corr_to_call)
+
+
+def calls_for(host: HostMap, corr: np.ndarray) -> np.ndarray:
+    """Runtime call index for each correlation id (-1: none), vectorized."""
+    if not host.corr_to_call or len(corr) == 0:
+        return np.full(len(corr), -1, dtype=np.int64)
+    keys = np.fromiter(host.corr_to_call.keys(), dtype=np.int64, count=len(host.corr_to_call))
+    vals = np.fromiter(host.corr_to_call.values(), dtype=np.int64, count=len(keys))
+    order = np.argsort(keys)
+    keys, vals = keys[order], vals[order]
+    pos = np.clip(np.searchsorted(keys, corr), 0, len(keys) - 1)
+    return np.where((keys[pos] == corr) & (corr >= 0), vals[pos], -1)

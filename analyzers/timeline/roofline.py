@@ -110,15 +110,14 @@ def roofline_points(
         return found
 
     time_of: dict[int, float] = defaultdict(float)
-    for c, du in zip(arrays.corr[mask].tolist(), arrays.dur[mask].tolist(), strict=True):
-        call = host.corr_to_call.get(c)
-        if call is None:
-            continue
-        op = int(host.call_op[call])
-        if op >= 0:
-            m = modeled(op)
-            if m >= 0:
-                time_of[m] += du
+    op, dur = arrays.op[mask], arrays.dur[mask]
+    keep = op >= 0
+    ops, inv = np.unique(op[keep], return_inverse=True)
+    per_op = np.bincount(inv, weights=dur[keep], minlength=len(ops))
+    for o, t in zip(ops.tolist(), per_op.tolist(), strict=True):
+        m = modeled(o)
+        if m >= 0:
+            time_of[m] += t
     groups: dict[tuple[int, int], list[float]] = {}
     for r, t in time_of.items():
         g = groups.setdefault((rg.name[r], rg.shape[r]), [0, 0.0])
