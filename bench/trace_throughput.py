@@ -1,0 +1,194 @@
+"""Trace analysis throughput and memory: perfsuite timeline vs HTA on the same files.
+
+Files: the largest shared real trace and a synthetic Kineto-like trace (PERFSUITE_BENCH_EVENTS
+events, default 1,000,000, gzipped, generated in a temp folder). Every measurement runs in its
+own subprocess so peak RSS is that tool's alone; the reported memory is the peak RSS minus the
+RSS after imports (what analysing the file costs). Rows:
+- perfsuite: read_trace + analyze_trace (everything `perfsuite timeline` computes);
+- perfsuite (pure-python ijson): the same with ijson's Python backend, shared trace only;
+- json.load: the whole document in memory, events counted (no analysis), for scale;
+- HTA: TraceAnalysis load + temporal, kernel and idle-time breakdowns.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from perfsuite.fmt import si, table
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("PERFSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TIMEOUT_S = 1800
+HTA_MAX_EVENTS = 30_000
+
+_CHILD = r"""
+import json, os, resource, sys, time, warnings, logging
+warnings.simplefilter("ignore")
+logging.disable(logging.WARNING)
+mode, path = sys.argv[1], sys.argv[2]
+import psutil
+if mode.startswith("perfsuite"):
+    import analyzers.timeline.reader as reader
+    from analyzers.timeline import analyze_trace
+    if mode == "perfsuite-python":
+        import ijson.backends.python as slow
+        reader._ijson_backend = lambda: slow
+elif mode == "hta":
+    from hta.trace_analysis import TraceAnalysis
+base = psutil.Process().memory_info().rss
+t0 = time.perf_counter()
+if mode.startswith("perfsuite"):
+    data = reader.read_trace(path)
+    analyze_trace(data)
+    events = data.events_total
+elif mode == "json":
+    import gzip
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        events = len(json.load(fh)["traceEvents"])
+else:
+    ta = TraceAnalysis(trace_dir=os.path.dirname(path))
+    ta.get_temporal_breakdown(visualize=False)
+    ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+    ta.get_idle_time_breakdown(visualize=False)
+    events = None
+wall = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"wall_s": wall, "events": events, "mem_bytes": max(peak - base, 0)}))
+"""
+
+
+def synthetic_trace(path: Path, n_events: int, seed: int = 0) -> int:
+    """A Kineto-shaped trace: per step a cpu_op with shapes, its launch call, a flow event and
+    a kernel on one of two streams; an NCCL kernel every 50 ops. Returns the event count."""
+    rng = random.Random(seed)
+    pid = 4242
+    t = g = 1_000_000.0
+    corr = n = 0
+    with gzip.open(path, "wt", compresslevel=1) as fh:
+        fh.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "synthetic"}], ')
+        fh.write('"distributedInfo": {"rank": 0}, "traceEvents": [\n')
+        sep = ""
+        while n < n_events:
+            corr += 1
+            d_op = rng.randint(5, 50)
+            kd = rng.randint(2, 40)
+            stream = 7 if corr % 3 else 13
+            name = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)"
+            if corr % 50:
+                name = "void at::native::vectorized_elementwise_kernel<4>(int)"
+            gs = max(g, t + 5)
+            fh.write(
+                f'{sep}{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": {pid}, '
+                f'"tid": {pid}, "ts": {t}, "dur": {d_op}, "args": {{"External id": {corr}, '
+                f'"Input Dims": [[64, 128], [64, 128], []], '
+                f'"Input type": ["float", "float", "Scalar"], '
+                f'"Concrete Inputs": ["", "", "1"]}}}},\n'
+                f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {pid}, '
+                f'"tid": {pid}, "ts": {t + 1}, "dur": 3, "args": {{"cbid": 211, '
+                f'"correlation": {corr}}}}},\n'
+                f'{{"ph": "s", "id": {corr}, "pid": {pid}, "tid": {pid}, "ts": {t + 1}, '
+                f'"cat": "ac2g", "name": "ac2g"}},\n'
+                f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": {stream}, '
+                f'"ts": {gs}, "dur": {kd}, "args": {{"device": 0, "stream": {stream}, '
+                f'"correlation": {corr}, "grid": [64, 1, 1], "block": [128, 1, 1]}}}}'
+            )
+            sep = ",\n"
+            n += 4
+            g = gs + kd
+            t += d_op + rng.randint(0, 10)
+        fh.write("\n]}\n")
+    return n
+
+
+def _measure(mode: str, path: Path) -> dict | None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, mode, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {TIMEOUT_S} s"}
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _largest_shared() -> Path | None:
+    folder = SHARED_TRACES / "traces"
+    files = (
+        sorted(folder.glob("*.json*"), key=lambda p: p.stat().st_size) if folder.is_dir() else []
+    )
+    return files[-1] if files else None
+
+
+def _rows(label: str, path: Path, events: int, modes: list[str]) -> list[list[str]]:
+    results = {}
+    for mode in modes:
+        print(f"[bench] {label}: {mode} ...", file=sys.stderr, flush=True)
+        results[mode] = _measure(mode, path)
+    hta = results.get("hta") or {}
+    rows = []
+    for mode, res in results.items():
+        if res is None or "error" in res:
+            rows.append([label, events, mode, "-", "-", "-", "-", (res or {}).get("error", "")])
+            continue
+        ratio = ""
+        if mode != "hta" and "wall_s" in hta:
+            ratio = f"{hta['wall_s'] / res['wall_s']:.1f}x"
+        rows.append(
+            [label, events, mode, f"{res['wall_s']:.2f}", si(events / res["wall_s"], "ev/s"),
+             si(res["mem_bytes"], "B"), f"{res['mem_bytes'] / events:.0f}", ratio]
+        )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    n_events = int(os.environ.get("PERFSUITE_BENCH_EVENTS", "1000000"))
+    rows: list[list[str]] = []
+    shared = _largest_shared()
+    with tempfile.TemporaryDirectory(prefix="perfsuite-trace-bench-") as tmp:
+        if shared is not None:
+            folder = Path(tmp) / "shared"
+            folder.mkdir()
+            copy = folder / shared.name
+            copy.write_bytes(shared.read_bytes())
+            with gzip.open(copy, "rt") as fh:
+                events = len(json.load(fh)["traceEvents"])
+            modes = ["perfsuite", "perfsuite-python", "json", "hta"]
+            rows += _rows(shared.name[:32], copy, events, modes)
+        else:
+            print(f"[bench] no shared traces under {SHARED_TRACES}; synthetic only")
+        # A small synthetic trace too: HTA 0.5 under pandas 3 raises TypeError on traces whose
+        # correlation ids all fit in int16 but that hold more than 32,767 events (it stores
+        # event indices in the int16-downcast correlation column), e.g. 40,000 generated events.
+        for size in sorted({min(HTA_MAX_EVENTS, n_events), n_events}):
+            folder = Path(tmp) / f"synthetic-{size}"
+            folder.mkdir()
+            path = folder / "synthetic.json.gz"
+            print(f"[bench] generating {size:,} synthetic events ...", file=sys.stderr, flush=True)
+            events = synthetic_trace(path, size)
+            label = f"synthetic ({si(path.stat().st_size, 'B')} gz)"
+            rows += _rows(label, path, events, ["perfsuite", "json", "hta"])
+    headers = ["trace", "events", "tool", "wall s", "throughput", "peak mem", "B/event",
+               "speed vs HTA"]  # fmt: skip
+    print(table(rows, headers, "lrlrrrrl"))
+    print("peak mem: peak RSS of the measuring subprocess minus its RSS after imports; speed vs")
+    print("HTA: HTA wall time / this row's wall time. json = json.load only, no analysis.")
+
+
+if __name__ == "__main__":
+    main()
