@@ -196,7 +196,7 @@ def test_unknown_ops_reported_and_custom_op_picked_up():
 def test_module_attribution_and_work_section(make_record):
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.ReLU())
     x = torch.randn(2, 3, 8, 8)
-    res = run(lambda c: model(x).sum().backward())
+    res = run(lambda c: model(x).sum().backward(), track_modules=True)
     mods = {m.module: m.flops for m in res.per_module}
     assert mods["Sequential.0"] == 2 * 13824 + 2 * 13824  # forward + weight grad
     assert mods["Sequential.1"] == 512 + 512  # relu, threshold_backward on 2*4*8*8

@@ -98,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         res = count_model(
-            resolved.model, full, train=train, optimizer=optimizer, device=args.device
+            resolved.model,
+            full,
+            train=train,
+            optimizer=optimizer,
+            device=args.device,
+            track_modules=args.by == "module",
         )
     except (RuntimeError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -155,11 +155,12 @@ class OpCounter(TorchDispatchMode):
     """Count FLOPs and modeled bytes of every aten op run inside `with counter:`.
 
     Label phases with `with counter.phase("forward"):`; outside an explicit phase, ops run by
-    autograd are "backward" and the rest "forward". Ops are attributed to the innermost
-    nn.Module running them (forward and backward) when `track_modules` is on.
+    autograd are "backward" and the rest "forward". With `track_modules=True` ops are also
+    attributed to the innermost nn.Module running them; that installs torch's ModuleTracker
+    hooks, which make a counted CPU training step several times slower, so it is off by default.
     """
 
-    def __init__(self, track_modules: bool = True) -> None:
+    def __init__(self, track_modules: bool = False) -> None:
         super().__init__()
         self._rows: dict[tuple[str, str], OpRow] = {}
         self._unknown: Counter[str] = Counter()
@@ -289,7 +290,7 @@ def count_model(
     optimizer: str | torch.optim.Optimizer | None = None,
     device: str = "meta",
     dtype: torch.dtype = torch.float32,
-    track_modules: bool = True,
+    track_modules: bool = False,
 ) -> CountResult:
     """Count one forward pass (eval mode, no grad) or one training step (forward with a
     cross-entropy loss, backward, optimizer step) of `model` on random inputs of the given
