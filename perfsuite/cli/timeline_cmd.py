@@ -83,6 +83,29 @@ def _analyze(path: Path, top: int, device: int | None) -> Any:
             bar.close()
 
 
+def to_microseconds(obj: Any) -> Any:
+    """JSON view with every `*_s` duration as `*_us` (x 1e6), as in the trace itself.
+
+    The analyzers keep SI seconds; trace users read microseconds, so the JSON speaks the
+    trace's unit. Rates (`*_per_s`) are left alone.
+    """
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            if key.endswith("_s") and not key.endswith("_per_s") and isinstance(value, float | int):
+                out[key[:-2] + "_us"] = value * 1e6
+            else:
+                out[key] = to_microseconds(value)
+        return out
+    if isinstance(obj, list):
+        return [to_microseconds(v) for v in obj]
+    return obj
+
+
 def run(args: Any) -> int:
     if args.top < 0:
         raise CLIError("--top must be >= 0")
@@ -93,7 +116,7 @@ def run(args: Any) -> int:
             status(f"analyzing {path}")
         results.append(_analyze(path, args.top, args.device))
     if args.json:
-        print_json({"traces": results})
+        print_json({"time_unit": "us", "traces": [to_microseconds(r) for r in results]})
         return 0
     print("\n\n".join(render(a) for a in results))
     if len(results) > 1:
