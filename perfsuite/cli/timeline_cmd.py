@@ -96,8 +96,9 @@ def to_microseconds(obj: Any) -> Any:
     if isinstance(obj, dict):
         out = {}
         for key, value in obj.items():
-            if key.endswith("_s") and not key.endswith("_per_s") and isinstance(value, float | int):
-                out[key[:-2] + "_us"] = value * 1e6
+            is_time = key.endswith("_s") and not key.endswith("_per_s")
+            if is_time and (value is None or isinstance(value, float | int)):
+                out[key[:-2] + "_us"] = None if value is None else value * 1e6
             else:
                 out[key] = to_microseconds(value)
         return out
