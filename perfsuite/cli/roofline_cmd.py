@@ -49,7 +49,12 @@ def _text(res: Any, util: Any, top: int) -> str:
                    f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
                    f"{', THROTTLED' if c.throttled else ''})")
     if util.cpu:
-        out.append(f"CPU utilization: mean {util.cpu.util_pct_mean}%, max {util.cpu.util_pct_max}%")
+        mean, peak = util.cpu.util_pct_mean, util.cpu.util_pct_max
+        out.append(
+            "CPU utilization (all cores): "
+            f"mean {fmt.pct(None if mean is None else mean / 100)}, "
+            f"max {fmt.pct(None if peak is None else peak / 100)}"
+        )
     if res.ops:
         out += ["", f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
                     f"top {top} of {len(res.ops)} by time):",

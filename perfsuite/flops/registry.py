@@ -147,16 +147,20 @@ def _ensure_builtins() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
-    from perfsuite.flops import (  # noqa: F401
-        attention,
-        conv,
-        elementwise,
-        embedding,
-        matmul,
-        memory,
-        norm,
-        optimizer,
-        pooling,
-        softmax_loss,
-    )
+    _LOADED = True  # set first: the modules call register(), which comes back here
+    try:
+        from perfsuite.flops import (  # noqa: F401
+            attention,
+            conv,
+            elementwise,
+            embedding,
+            matmul,
+            memory,
+            norm,
+            optimizer,
+            pooling,
+            softmax_loss,
+        )
+    except BaseException:
+        _LOADED = False  # a failed import must not leave a half-filled registry for good
+        raise
