@@ -47,7 +47,9 @@ def run_crossing(
         )
     m = metric if metric is not None else str(task.get("metric"))
     t = threshold if threshold is not None else float(task.get("threshold"))
-    return first_crossing(record.get("evaluations") or [], m, t)
+    return first_crossing(
+        record.get("evaluations") or [], m, t, task.get("direction", "higher")
+    )
 
 
 def training_records(records: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:

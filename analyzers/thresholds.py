@@ -158,7 +158,12 @@ def analyze_thresholds(
     for t in ts:
         items = []
         for entry, recs in zip(entries, members, strict=True):
-            times = [first_crossing(r.get("evaluations") or [], m, t).time_s for r in recs]
+            times = [
+                first_crossing(
+                    r.get("evaluations") or [], m, t, r["task"].get("direction", "higher")
+                ).time_s
+                for r in recs
+            ]
             reached = [x for x in times if x is not None]
             value = stats.mean(reached) if len(reached) == len(times) else None
             items.append((entry.name, value, len(reached), len(times)))

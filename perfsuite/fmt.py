@@ -41,11 +41,22 @@ def duration(seconds: float | None) -> str:
         return "n/a"
     if seconds < 60:
         return f"{seconds:.2f} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{int(minutes)}m{sec:04.1f}s"
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{hours}h{minutes:02d}m{int(sec):02d}s"
+    if seconds < 3600:
+        tenths = round(seconds * 10)  # round first, so 59.96 s shows as 1m00.0s, not 0m60.0s
+        minutes, rest = divmod(tenths, 600)
+        return f"{minutes}m{rest / 10:04.1f}s"
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{sec:02d}s"
+
+
+def usd(value: float | None) -> str:
+    """US dollars with enough digits for small per-run costs: 0.000123 -> "$0.000123"."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    if value == 0 or abs(value) >= 0.01:
+        return f"${value:,.2f}"
+    return f"${value:.3g}"
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:

@@ -108,3 +108,18 @@ def test_inference_only_records_skipped_and_missing_metric_noted(make_record):
         "skipped 1 inference-only record(s): no training curve",
         "no top1 values in the curve (DNR everywhere): squad",
     ]
+
+
+def test_lower_is_better_records_use_their_direction(tmp_path, make_record):
+    from analyzers.stability import run_crossing
+
+    rec = make_record(
+        [(1, 10.0, 0.30), (2, 20.0, 0.08), (3, 30.0, 0.05)],
+        metric="wer",
+        threshold=0.058,
+        run_id="wer-run",
+    )
+    rec["task"]["direction"] = "lower"
+    assert run_crossing(rec, threshold=0.1).time_s == 20.0
+    table = analyze_thresholds([rec], [0.058, 0.1])  # thresholds are analyzed in ascending order
+    assert [r.placings[0].time_s for r in table.rankings] == [30.0, 20.0]

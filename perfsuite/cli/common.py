@@ -47,3 +47,21 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 def status(message: str) -> None:
     """Progress and notes go to stderr, so stdout stays clean for results and --json."""
     print(message, file=sys.stderr, flush=True)
+
+
+def load_runs(paths: list[str]) -> list[dict[str, Any]]:
+    """Load every record under `paths`, with a progress bar on stderr (terminals only).
+
+    Shared by stability, thresholds, cost and leaderboard; an empty result is an error.
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    from perfsuite.record import find_records, load_record
+
+    files = list(find_records(paths))
+    if not files:
+        raise CLIError(f"no run.json found under {' '.join(paths)}")
+    bar = tqdm(files, desc="load", unit="run", file=sys.stderr, disable=None, leave=False)
+    return [load_record(f) for f in bar]

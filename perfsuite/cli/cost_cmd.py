@@ -30,13 +30,6 @@ def load_price_table(path: str | None) -> dict[str, dict[str, Any]]:
         raise CLIError(str(exc)) from None
 
 
-def usd(value: float | None) -> str:
-    """USD with cents, or more digits below one cent."""
-    if value is None:
-        return "n/a"
-    return f"${value:,.2f}" if abs(value) >= 0.01 or value == 0 else f"${value:.3g}"
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "cost",
@@ -60,7 +53,7 @@ def register(sub: Any) -> None:
 
 
 def render(results: list[Any]) -> str:
-    from perfsuite.fmt import duration, si, table
+    from perfsuite.fmt import duration, si, table, usd
 
     rows = []
     for c in results:
@@ -99,7 +92,7 @@ def render(results: list[Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.cost import costs
-    from perfsuite.cli.stability_cmd import load_runs
+    from perfsuite.cli.common import load_runs
 
     prices = load_price_table(args.prices)
     if args.instance_type and args.instance_type not in prices:

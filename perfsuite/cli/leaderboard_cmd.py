@@ -38,8 +38,7 @@ def register(sub: Any) -> None:
 
 
 def _value(v: float | None, by: str) -> str:
-    from perfsuite.cli.cost_cmd import usd
-    from perfsuite.fmt import duration, si
+    from perfsuite.fmt import duration, si, usd
 
     if v is None:
         return "-"
@@ -89,8 +88,8 @@ def render(boards: list[Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.leaderboard import leaderboard
+    from perfsuite.cli.common import load_runs
     from perfsuite.cli.cost_cmd import load_price_table
-    from perfsuite.cli.stability_cmd import load_runs
 
     prices = load_price_table(args.prices) if "cost" in args.by else {}
     records = load_runs(args.paths)

@@ -5,25 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
-
-
-def load_runs(paths: list[str]) -> list[dict[str, Any]]:
-    """Load every record under `paths`, with a progress bar on stderr (terminals only).
-
-    Shared by stability, thresholds, cost and leaderboard; an empty result is an error.
-    """
-    import sys
-
-    from tqdm import tqdm
-
-    from perfsuite.record import find_records, load_record
-
-    files = list(find_records(paths))
-    if not files:
-        raise CLIError(f"no run.json found under {' '.join(paths)}")
-    bar = tqdm(files, desc="load", unit="run", file=sys.stderr, disable=None, leave=False)
-    return [load_record(f) for f in bar]
+from perfsuite.cli.common import CLIError, add_json_flag, load_runs, print_json, status
 
 
 def register(sub: Any) -> None:

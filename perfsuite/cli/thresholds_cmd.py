@@ -88,7 +88,7 @@ def render(res: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.thresholds import analyze_thresholds
-    from perfsuite.cli.stability_cmd import load_runs
+    from perfsuite.cli.common import load_runs
 
     bad = [t for t in args.thresholds if not 0 <= t <= 1]
     if bad:

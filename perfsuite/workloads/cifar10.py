@@ -113,24 +113,31 @@ class Cifar10Workload(Workload):
     def model_name(self, recipe: Recipe) -> str:
         return f"ResNet-9 style, width x{recipe.extra.get('width', 1.0)}"
 
-    def load_data(self, data_dir: str | None, device: Any, limit: int = 0) -> DataBundle:
+    def load_data(self, data_dir: str | None, device: Any) -> DataBundle:
+        """All of CIFAR-10, or with recipe `train_limit` N the first N/10 training images of
+        each class (a balanced subset for quick checks; the record flags it)."""
         import numpy as np
         import torch
 
         from perfsuite.workloads.cifar_data import find_cifar10
 
         arrays, where = find_cifar10(data_dir, download=self.download)
+        limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
 
-        def prep(images: np.ndarray, labels: np.ndarray) -> tuple[Any, Any]:
-            if limit:
-                keep = np.concatenate([np.flatnonzero(labels == c)[:limit] for c in range(10)])
+        def prep(images: np.ndarray, labels: np.ndarray, per_class: int) -> tuple[Any, Any]:
+            if per_class:
+                keep = np.sort(
+                    np.concatenate([np.flatnonzero(labels == c)[:per_class] for c in range(10)])
+                )
                 images, labels = images[keep], labels[keep]
             x = torch.from_numpy(images).permute(0, 3, 1, 2).float()
             x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
             return x.contiguous().to(device), torch.from_numpy(labels).to(device)
 
-        train_x, train_y = prep(*arrays["train"])
-        test_x, test_y = prep(*arrays["test"])
+        train_x, train_y = prep(*arrays["train"], max(1, limit // 10) if limit else 0)
+        test_x, test_y = prep(*arrays["test"], 0)
+        if limit:
+            where += f" (training subset: {len(train_y)} images)"
         return DataBundle(train_x, train_y, test_x, test_y, description=where)
 
     def train_batches(
@@ -139,10 +146,11 @@ class Cifar10Workload(Workload):
         import torch.nn.functional as F
 
         device = data.train_x.device
-        limit = int(recipe.extra.get("train_limit", 0))
-        n = min(limit, len(data.train_y)) if limit else len(data.train_y)
-        padded = F.pad(data.train_x[:n], (4, 4, 4, 4), mode="reflect")
-        for idx in shuffled_batches(n, recipe.batch_size, generator, device):
+        if getattr(self, "_padded_of", None) is not data.train_x:  # pad once per dataset
+            self._padded = F.pad(data.train_x, (4, 4, 4, 4), mode="reflect")
+            self._padded_of = data.train_x
+        padded = self._padded
+        for idx in shuffled_batches(len(data.train_y), recipe.batch_size, generator, device):
             yield augment(padded[idx], generator), data.train_y[idx]
 
     def predict(self, model: Any, x: Any) -> Any:
