@@ -183,3 +183,35 @@ def test_cli_text_and_errors(tmp_path, capsys):
     assert err[-1].startswith("perfsuite: error: ") and "field traceEvents" in err[-1]
     assert main(["counters", str(tmp_path / "nope.csv")]) == 2
     assert "nope.csv: file not found" in capsys.readouterr().err
+
+
+def test_truncated_gzip_is_a_one_line_error(tmp_path, capsys):
+    from perfsuite.cli import main
+    from perfsuite.counters import load_counters
+
+    full = gzip.compress(b'{"traceEvents": []}' * 200)
+    bad = tmp_path / "trunc.json.gz"
+    bad.write_bytes(full[: len(full) // 2])
+    with pytest.raises(CountersError, match=r"trunc\.json\.gz: cannot read"):
+        load_counters(bad)
+    assert main(["counters", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("perfsuite: error: ") and "trunc.json.gz: cannot read" in err[-1]
+    assert not any("Traceback" in line for line in err)
+
+
+def test_metric_missing_in_one_launch_stays_none_for_the_group():
+    from perfsuite.counters.section import Launch, build_section
+
+    m = "dram__bytes_read.sum"
+    launches = [
+        Launch("k", {m: 100.0, "x": 1.0}),
+        Launch("k", {m: None, "x": 2.0}),  # unknown here: no partial sum afterwards
+        Launch("k", {m: 50.0, "x": 3.0}),
+        Launch("j", {"x": 1.0}),
+        Launch("j", {"x": 1.0, m: 7.0}),  # absent in the first launch of "j"
+    ]
+    sec = build_section(launches, tool="t", file="f", metrics=[m, "x"])
+    by = {k["name"]: k["raw"] for k in sec["kernels"]}
+    assert by["k"] == {m: None, "x": 6.0}
+    assert by["j"] == {m: None, "x": 2.0}

@@ -279,3 +279,16 @@ def test_cli_text_output_rounds_to_the_second(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "TTA 2h30m00s" in out
     assert "61.20 USD" in out
+
+
+@pytest.mark.parametrize("raw", [1e17, 1e30, -1e300])
+def test_parse_date_numeric_out_of_range_is_left_out(raw):
+    got, note = parse_date(raw)
+    assert got is None
+    assert note is not None and "out of range; left out" in note
+
+
+def test_parse_date_numeric_in_range():
+    got, note = parse_date(1_500_000_000)
+    assert got == "2017-07-14T02:40:00+00:00"
+    assert note is not None and "epoch seconds" in note

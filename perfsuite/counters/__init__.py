@@ -53,8 +53,11 @@ def _looks_like_csv(path: Path) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(4096)
     if head[:2] == b"\x1f\x8b":
-        with gzip.open(path, "rb") as fh:
-            head = fh.read(4096)
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(4096)
+        except (OSError, EOFError) as e:
+            raise CountersError(f"{path}: cannot read: {e}") from None
     text = head.decode("utf-8", errors="replace").lstrip()
     return not text.startswith("{") and not text.startswith("[")
 

@@ -30,17 +30,22 @@ class _Group:
     calls: int = 0
     time_s: float | None = 0.0
     raw: dict[str, float | None] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
 
     def add(self, launch: Launch) -> None:
         self.calls += 1
         if self.time_s is not None:
             self.time_s = None if launch.time_s is None else self.time_s + launch.time_s
-        for k, v in launch.values.items():
-            if v is None:
-                self.raw.setdefault(k, None)
+        first = self.calls == 1
+        for k in set(self.raw) | set(launch.values):
+            v = launch.values.get(k)
+            if v is None or k in self.missing or (k not in self.raw and not first):
+                # once any launch lacks a metric (None or absent), the group's sum is unknown:
+                # it stays None rather than becoming a partial sum of the other launches
+                self.missing.add(k)
+                self.raw[k] = None
             else:
-                prev = self.raw.get(k)
-                self.raw[k] = float(v) + (prev or 0.0)
+                self.raw[k] = float(v) + (self.raw.get(k) or 0.0)
 
 
 _SUMMED = ("time_s", "flops", "flops_tensor", "dram_bytes", "l2_bytes")

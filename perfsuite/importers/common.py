@@ -79,7 +79,10 @@ def parse_date(value: Any) -> tuple[str | None, str | None]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # seconds (or milliseconds) since the epoch
         secs = float(value) / (1000.0 if value > 1e11 else 1.0)
-        stamp = _dt.datetime.fromtimestamp(secs, _dt.timezone.utc)
+        try:
+            stamp = _dt.datetime.fromtimestamp(secs, _dt.timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            return None, f"timestamp {value!r} out of range; left out"
         return stamp.isoformat(timespec="seconds"), "timestamp given as a number (epoch seconds)"
     text = str(value).strip()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
