@@ -133,7 +133,8 @@ def _q(section: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
 
 def _labeled(q: dict[str, Any] | None, unit: str, default_prov: str) -> Labeled:
     if not q or q.get("value") is None:
-        return Labeled(None, unit, default_prov, "absent from the record")
+        # never label a missing number as measured/spec: it was not obtained at all
+        return Labeled(None, unit, "absent", (q or {}).get("source") or "absent from the record")
     return Labeled(float(q["value"]), q.get("unit", unit), q.get("provenance", default_prov),
                    q.get("source", ""))
 
@@ -173,6 +174,10 @@ def run_roofline(record: Mapping[str, Any]) -> RunRoofline:
     step = _labeled(_q(record.get("throughput"), "step_time"), "s", "measured")
     if step.value is None:
         step = _labeled(_q(record.get("timeline"), "step_time"), "s", "measured")
+        if step.value is not None:
+            step = Labeled(step.value, step.unit, step.provenance,
+                           "profiled window, profiler on (slower than unprofiled steps): "
+                           + step.source)
     if step.value is None:
         raise RooflineInputError(f"{_origin(record)}: field throughput.step_time: missing; "
                                  "the roofline needs a measured step time")
@@ -211,7 +216,15 @@ def _work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def _op_time(row: Mapping[str, Any]) -> tuple[float, str]:
-    """Device self time when profiled, else inclusive host time, else self host time."""
+    """Inclusive device time when profiled, else device self time, else inclusive host time,
+    else self host time.
+
+    Inclusive first: the FLOP model sits on the outer op (aten::convolution) while on GPUs the
+    kernels belong to its innermost child (aten::cudnn_convolution), whose self time would
+    leave the modeled op at zero.
+    """
+    if row.get("device_total_time_s") is not None:
+        return float(row["device_total_time_s"]), "device"
     if row.get("device_time_s") is not None:
         return float(row["device_time_s"]), "device"
     if row.get("total_time_s") is not None:

@@ -180,3 +180,24 @@ def test_missing_flops_names_file_and_field(make_record):
     del rec["work"]["flops_per_step"]
     with pytest.raises(RooflineInputError, match=r"runs/x/run.json: field work.flops_per_step"):
         roofline(rec)
+
+
+def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
+    """On CUDA the conv kernel belongs to aten::cudnn_convolution (a child of the modeled
+    aten::convolution); the modeled op must be timed by its inclusive device time."""
+    from analyzers.roofline import op_rooflines
+
+    rec = {
+        "work": {"per_op": [{"op": "aten::convolution", "family": "convolution",
+                             "phase": "forward", "calls": 2, "flops": 4e9, "bytes": 1e8}]},
+        "timeline": {"steps": 2, "ops": [
+            {"op": "aten::convolution", "calls": 4, "self_time_s": 1e-4, "total_time_s": 2e-3,
+             "device_time_s": 0.0, "device_total_time_s": 0.004},
+            {"op": "aten::cudnn_convolution", "calls": 4, "self_time_s": 5e-4,
+             "total_time_s": 1e-3, "device_time_s": 0.004, "device_total_time_s": 0.004},
+        ]},
+    }
+    rows, _, _ = op_rooflines(rec, 1e12, 1e11)
+    conv = next(r for r in rows if r.op == "aten::convolution")
+    assert conv.time_s == 0.002  # 4 ms over 2 steps
+    assert conv.placement.achieved_flops == 4e9 / 0.002

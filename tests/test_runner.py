@@ -89,6 +89,30 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert rec["environment"]["frameworks"]["torch"] == torch.__version__
     assert rec["config"]["seed"] == 0 and rec["config"]["recipe_values"]["batch_size"] == 64
 
+    # the same real record through the analysis half: roofline (JSON) and the HTML report
+    roof = subprocess.run(
+        [sys.executable, "-m", "perfsuite", "roofline", str(run_dir), "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )
+    assert roof.returncode == 0, roof.stderr[-2000:]
+    doc = json.loads(roof.stdout)["roofline"]
+    whole = doc["run"]
+    step = rec["throughput"]["step_time"]["value"]
+    achieved = whole["achieved_flops"]
+    achieved = achieved["value"] if isinstance(achieved, dict) else achieved
+    assert achieved == pytest.approx(work["flops_per_step"]["value"] / step)
+    assert any(op["op"] == "aten::convolution" for op in doc["ops"])
+    html_path = tmp_path / "report.html"
+    rep = subprocess.run(
+        [sys.executable, "-m", "perfsuite", "report", str(run_dir), "-o", str(html_path)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+    )
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    page = html_path.read_text()
+    for sid in ("summary", "curves", "roofline", "ops", "telemetry", "environment"):
+        assert f'<section id="{sid}">' in page
+    assert rec["run_id"] in page
+
 
 def test_keep_going_and_never_reached(tmp_path):
     run_dir = run_workload(_opts(tmp_path, epochs=2, threshold=0.999, capture=False))

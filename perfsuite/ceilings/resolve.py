@@ -15,8 +15,8 @@ from typing import Any
 from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import measure as _measure
 from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_bandwidth, spec_flops
+from perfsuite.hostinfo import cpu_model
 from perfsuite.record import quantity
-from perfsuite.runner.environment import cpu_model
 
 USER_SOURCE = "user-set (perfsuite peaks --set)"
 BANDWIDTH_KEYS = ("bandwidth", "memory_bandwidth")

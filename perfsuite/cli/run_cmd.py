@@ -134,6 +134,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
 
 
 def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path:
+    from perfsuite.record import load_record
     from perfsuite.runner import run_workload
     from perfsuite.workloads.cifar_data import DataError
 
@@ -141,9 +142,11 @@ def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path:
         run_dir = run_workload(_options(args, seed, group))
     except (ValueError, KeyError, DataError) as exc:
         raise CLIError(str(exc).strip("'\"")) from None
-    import json
-
-    rec = json.loads((run_dir / "run.json").read_text())
+    except Exception as exc:  # the record is already written with status "crashed"
+        first = (str(exc).splitlines() or [""])[0]
+        where = getattr(exc, "perfsuite_run_dir", "the run folder")
+        raise CLIError(f"run crashed ({type(exc).__name__}: {first}); record: {where}") from None
+    rec = load_record(run_dir)
     tta = rec["time_to_accuracy"]
     if tta["reached"]:
         what = f"reached {tta['metric']} >= {tta['threshold']} in {tta['time_s']:.2f} s"
@@ -186,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _parallel(args: argparse.Namespace, gid: str) -> int:
     """Child processes, each pinned to its own share of the cores."""
-    from perfsuite.runner.environment import usable_cpus
+    from perfsuite.hostinfo import usable_cpus
 
     threads = args.threads or max(1, usable_cpus() // args.parallel)
     base = [a for a in sys.argv[1:] if a not in ("--quiet",)]

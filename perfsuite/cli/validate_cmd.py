@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from perfsuite.cli.common import add_json_flag, print_json
+from perfsuite.cli.common import CLIError, add_json_flag, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,8 @@ def _validate(args: argparse.Namespace) -> int:
             results.append({"path": str(path), "ok": True, "status": rec["status"]})
         except RecordError as exc:
             results.append({"path": str(path), "ok": False, "error": str(exc)})
+    if not results:
+        raise CLIError(f"no run.json found under {' '.join(args.paths)}")
     if args.json:
         print_json(results)
     else:

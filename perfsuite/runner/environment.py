@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import socket
 import sys
 from typing import Any
 
 from perfsuite import __version__
-
-
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (Linux) or the platform module."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+from perfsuite.hostinfo import cpu_model, usable_cpus
 
 
 def gpu_names() -> list[str]:

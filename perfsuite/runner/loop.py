@@ -182,7 +182,8 @@ class _Run:
         if opts.capture:
             self._capture_work()
             self._capture_timeline()
-            ceil, why = capture.resolve_ceilings(opts.device, "float32", opts.measure_peaks)
+            dtype = (self.record.get("work") or {}).get("dtype") or "float32"
+            ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
             self.record["ceilings"] = ceil
             if why:
                 self.record["flags"].append(why)
@@ -388,6 +389,7 @@ class _Run:
         except Diverged as exc:
             rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
         except (Exception, KeyboardInterrupt) as exc:
+            exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
             rec["status"] = "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
             self._close(telemetry)

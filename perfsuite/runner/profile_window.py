@@ -20,6 +20,14 @@ from perfsuite.record import quantity
 TRACE_NAME = "trace.json.gz"
 
 
+def _us(event: Any, name: str) -> float:
+    """A key_averages time field in seconds (older torch names it `cuda` instead of `device`)."""
+    value = getattr(event, name, None)
+    if value is None:
+        value = getattr(event, name.replace("device", "cuda"), 0.0)
+    return float(value) / 1e6
+
+
 class ProfileWindow:
     """Call `step()` after every training step; `result()` once the window has closed."""
 
@@ -96,19 +104,19 @@ class ProfileWindow:
             os.replace(str(target) + ".tmp", target)
         finally:
             Path(tmp).unlink(missing_ok=True)
+        on_gpu = self.device.startswith("cuda")
         for ev in prof.key_averages():
             if ev.key.startswith("ProfilerStep"):
                 continue
-            device_us = getattr(ev, "self_device_time_total", None)
-            if device_us is None:
-                device_us = getattr(ev, "self_cuda_time_total", 0)
             self.ops.append(
                 {
                     "op": ev.key,
                     "calls": int(ev.count),
                     "self_time_s": ev.self_cpu_time_total / 1e6,
                     "total_time_s": ev.cpu_time_total / 1e6,
-                    "device_time_s": (device_us / 1e6) if self.device.startswith("cuda") else None,
+                    # self: kernels launched by this op itself; total: also by its children
+                    "device_time_s": _us(ev, "self_device_time_total") if on_gpu else None,
+                    "device_total_time_s": _us(ev, "device_time_total") if on_gpu else None,
                 }
             )
         self.ops.sort(key=lambda o: -o["self_time_s"])

@@ -1,0 +1,50 @@
+"""The CLI as a whole: every command is registered, errors are one line, validate works."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from perfsuite.cli import COMMANDS, build_parser, main
+from perfsuite.record import write_record
+
+
+def test_every_listed_command_exists_and_registers():
+    for modname in COMMANDS:
+        importlib.import_module(modname)  # a missing module would be silently skipped
+    choices = build_parser()._subparsers._group_actions[0].choices
+    assert {"run", "peaks", "roofline", "report", "flops", "timeline", "counters", "stability",
+            "thresholds", "cost", "import", "leaderboard", "validate"} <= set(choices)
+
+
+def test_validate_reports_good_and_bad_records(tmp_path, make_record, capsys):
+    write_record(tmp_path / "good", make_record([(1, 1.0, 0.5)]))
+    bad = tmp_path / "bad" / "run.json"
+    bad.parent.mkdir()
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["evaluations"][0]["train_time_s"] = "soon"
+    bad.write_text(json.dumps(rec))
+    assert main(["validate", str(tmp_path), "--json"]) == 1
+    out = {r["path"].split("/")[-2]: r for r in json.loads(capsys.readouterr().out)}
+    assert out["good"]["ok"] and out["good"]["status"] == "running"
+    assert not out["bad"]["ok"]
+    assert out["bad"]["error"] == (
+        f"{bad}: field evaluations[0].train_time_s: 'soon' is not of type 'number'"
+    )
+
+
+def test_validate_nothing_found_is_an_error(tmp_path, capsys):
+    assert main(["validate", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"perfsuite: error: no run.json found under {tmp_path}"
+
+
+@pytest.mark.parametrize("cmd", ["roofline", "report", "stability", "cost", "timeline"])
+def test_missing_input_is_one_line_error(tmp_path, capsys, cmd):
+    code = main([cmd, str(tmp_path / "nowhere")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("perfsuite: error: ")
+    assert "nowhere" in err
