@@ -213,3 +213,29 @@ def test_module_attribution_and_work_section(make_record):
     assert {r["phase"] for r in work["per_op"]} == {"forward", "backward"}
     rec = make_record(work={**work, "batch_size": 2})
     validate_record(rec)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "instance"])
+def test_count_model_never_modifies_the_callers_model(optimizer):
+    from perfsuite.flops.torch_counter import count_model
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    opt = optimizer
+    if optimizer == "instance":
+        opt = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9, weight_decay=5e-4)
+    # device matches the model's: the old code stepped the caller's weights in place
+    res = count_model(model, (2, 5), train=True, optimizer=opt, device="cpu")
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(p.grad is None for p in model.parameters())
+    assert model.training  # mode untouched too (nn.Module default)
+    if optimizer == "instance":
+        assert opt.state == {}  # the caller's optimizer was not stepped
+    # SGD momentum + weight decay, no Nesterov: 6 FLOPs per element (5*4+4+4*3+3 = 39)
+    per = 8 if optimizer == "sgd" else 6
+    assert res.flops_of(phase="optimizer") == per * 39
+    # float64 count on the caller's device leaves the caller's dtype alone
+    count_model(model, (2, 5), device="cpu", dtype=torch.float64)
+    assert all(p.dtype == torch.float32 for p in model.parameters())

@@ -282,6 +282,27 @@ def _loss(out: Any) -> torch.Tensor:
     return out.sum()
 
 
+def _rebind_optimizer(
+    opt: torch.optim.Optimizer, original: torch.nn.Module, copied: torch.nn.Module
+) -> torch.optim.Optimizer:
+    """A fresh optimizer of `opt`'s class and group settings over `copied`'s parameters."""
+    new_of = {id(p): q for p, q in zip(original.parameters(), copied.parameters(), strict=True)}
+    groups = []
+    for g in opt.param_groups:
+        try:
+            ps = [new_of[id(p)] for p in g["params"]]
+        except KeyError:
+            raise ValueError("optimizer holds parameters that are not the model's") from None
+        groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ps})
+    try:
+        return type(opt)(groups, **opt.defaults)
+    except TypeError as exc:
+        raise ValueError(
+            f"cannot rebuild {type(opt).__name__} for the copied model ({exc}); "
+            "pass the optimizer's name instead"
+        ) from None
+
+
 def count_model(
     model: torch.nn.Module,
     input_shapes: Sequence[int] | Sequence[Sequence[int]],
@@ -294,21 +315,27 @@ def count_model(
 ) -> CountResult:
     """Count one forward pass (eval mode, no grad) or one training step (forward with a
     cross-entropy loss, backward, optimizer step) of `model` on random inputs of the given
-    full shapes (batch first). On `device="meta"` (default) nothing is computed; the model is
-    copied there, never modified. With an optimizer, one uncounted step runs first so the
-    counted step has its momentum / Adam state, like every step after the first.
+    full shapes (batch first). On `device="meta"` (default) nothing is computed. The model
+    (and an optimizer instance) is always copied first, never modified: an optimizer instance
+    is rebuilt with the same class and per-group settings on the copy's parameters. With an
+    optimizer, one uncounted step runs first so the counted step has its momentum / Adam
+    state, like every step after the first.
     """
     shapes = [tuple(input_shapes)] if isinstance(input_shapes[0], int) else input_shapes
     shapes = [tuple(int(d) for d in s) for s in shapes]  # type: ignore[union-attr]
+    original = model
+    model = copy.deepcopy(model)  # never step or convert the caller's model
     params = list(model.parameters())
     if device == "meta" or (params and params[0].device != torch.device(device)):
-        model = copy.deepcopy(model).to(device=device)
+        model = model.to(device=device)
     if dtype != torch.float32:
         model = model.to(dtype=dtype)
     inputs = [torch.randn(s, device=device, dtype=dtype) for s in shapes]
     opt = optimizer
     if isinstance(optimizer, str):
         opt = make_optimizer(optimizer, model.parameters())
+    elif isinstance(optimizer, torch.optim.Optimizer):
+        opt = _rebind_optimizer(optimizer, original, model)
 
     def step(counter: OpCounter | None) -> None:
         ctx = counter.phase if counter else (lambda _n: contextlib.nullcontext())
