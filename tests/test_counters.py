@@ -215,3 +215,29 @@ def test_metric_missing_in_one_launch_stays_none_for_the_group():
     by = {k["name"]: k["raw"] for k in sec["kernels"]}
     assert by["k"] == {m: None, "x": 6.0}
     assert by["j"] == {m: None, "x": 2.0}
+
+
+def _range_trace(n):
+    evs = [
+        {"ph": "X", "cat": "cuda_profiler_range", "name": f"k{i % 3}", "pid": 0, "tid": 1,
+         "ts": float(i), "dur": 1.0, "args": {"dram__bytes_read.sum": 10.0 * i}}
+        for i in range(n)
+    ]  # fmt: skip
+    return evs
+
+
+def test_trace_read_through_timeline_reader_bare_list_and_truncated_gzip(tmp_path):
+    evs = _range_trace(6)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(evs))  # bare top-level list: the timeline reader accepts it
+    sec = counters_from_trace(bare)
+    by = {k["name"]: k["raw"]["dram__bytes_read.sum"] for k in sec["kernels"]}
+    assert by == {"k0": 30.0, "k1": 50.0, "k2": 70.0}
+    assert sec["totals"]["calls"] == 6
+    big = gzip.compress(json.dumps({"traceEvents": _range_trace(20000)}).encode())
+    trunc = tmp_path / "trunc.json.gz"
+    trunc.write_bytes(big[: len(big) * 2 // 3])
+    with pytest.raises(CountersError, match=r"trunc\.json\.gz: not a readable JSON trace \(cannot"):
+        counters_from_trace(trunc)
+    with pytest.raises(CountersError, match=r"nope\.json: file not found"):
+        counters_from_trace(tmp_path / "nope.json")

@@ -243,3 +243,24 @@ def test_bad_input_one_line_error(tmp_path, content, message):
 def test_missing_file(tmp_path):
     with pytest.raises(TraceError, match="file not found"):
         read_trace(tmp_path / "nope.json")
+
+
+def test_iter_events_bad_gzip_and_missing_file_are_trace_errors(tmp_path):
+    import gzip
+    import json
+
+    from analyzers.timeline import iter_events
+
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": i, "dur": 1} for i in range(9000)
+    ]
+    big = gzip.compress(json.dumps({"traceEvents": events}).encode())
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(big)
+    assert [e["name"] for e in iter_events(path)][-1] == "op8999"
+    path.write_bytes(big[: len(big) // 2])
+    with pytest.raises(TraceError, match=r"t\.json\.gz: cannot read") as err:
+        list(iter_events(path))
+    assert "\n" not in str(err.value)
+    with pytest.raises(TraceError, match=r"nope\.json: file not found"):
+        list(iter_events(tmp_path / "nope.json"))

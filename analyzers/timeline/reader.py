@@ -200,8 +200,14 @@ def _freeze(value: Any) -> Any:
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every raw event of a trace, streamed (for tools that want the dicts themselves)."""
+    """Every raw event of a trace, streamed (for tools that want the dicts themselves).
+
+    Plain or gzipped, `{"traceEvents": [...]}` or a bare list. Every failure (missing file,
+    bad gzip, invalid JSON, undecodable bytes) is a one-line TraceError naming the file.
+    """
     p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: file not found")
     backend = _ijson_backend()
     _, prefix = _read_head(p, backend)
     if prefix is None:
@@ -211,6 +217,8 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             yield from backend.items(fh, prefix, use_float=True)
         except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
             raise TraceError(f"{p}: not valid JSON ({_short(exc)})") from None
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
 
 
 def read_trace(

@@ -15,13 +15,13 @@ on the launching thread; otherwise op is null and a note says why.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.timeline.reader import TraceError, iter_events
 from perfsuite.counters.section import CountersError, Launch, build_section
 
 RANGE_CATEGORY = "cuda_profiler_range"
@@ -39,28 +39,17 @@ LAUNCH_APIS = frozenset(
 CUPTI_SPAN_TID = "__cupti_profiler__"
 
 
-def _open(path: Path):
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
-
-
 def iter_trace_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Stream `traceEvents` of a Chrome trace (plain or gzip) without loading it whole.
-
-    A minimal reader for what this package needs; merge with analyzers/timeline's reader when
-    that lands.
-    """
-    import ijson
-
-    p = Path(path)
+    """Stream `traceEvents` of a Chrome trace through analyzers.timeline's reader (plain or
+    gzip, object or bare list, C ijson backend); its errors become one-line CountersErrors."""
     try:
-        with _open(p) as fh:
-            yield from ijson.items(fh, "traceEvents.item", use_float=True)
-    except FileNotFoundError:
-        raise CountersError(f"{p}: file not found") from None
-    except (ijson.JSONError, OSError, EOFError, UnicodeDecodeError) as exc:
-        raise CountersError(f"{p}: not a readable JSON trace ({exc})") from None
+        yield from iter_events(path)
+    except TraceError as exc:
+        msg = str(exc)
+        detail = msg.removeprefix(f"{Path(path)}: ")
+        if detail.startswith(("not valid JSON", "cannot read")):
+            raise CountersError(f"{path}: not a readable JSON trace ({detail})") from None
+        raise CountersError(msg) from None
 
 
 @dataclass
