@@ -59,6 +59,15 @@ def usd(value: float | None) -> str:
     return f"${value:.3g}"
 
 
+def truncate(text: str, width: int) -> str:
+    """`text` cut to at most `width` characters, ending in "..." when it was cut."""
+    if len(text) <= width:
+        return text
+    if width <= 3:
+        return text[: max(width, 0)]
+    return text[: width - 3] + "..."
+
+
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:
     """A plain-text table. `align` is one char per column, "l" or "r" (default: numbers right)."""
     cells = [[("" if c is None else str(c)) for c in row] for row in rows]

@@ -82,3 +82,13 @@ def test_several_traces_get_a_rank_table(tmp_path, trace, capsys):
     out = capsys.readouterr().out
     last = out.strip().splitlines()[-1]
     assert last.startswith("other.json") and " 5 " in last
+
+
+def test_fmt_truncate_shared_by_timeline_and_counters():
+    from perfsuite.fmt import truncate
+
+    assert truncate("abcdef", 6) == "abcdef"
+    assert truncate("abcdefg", 6) == "abc..."
+    assert len(truncate("x" * 200, 60)) == 60
+    assert truncate("abcdef", 3) == "abc"
+    assert truncate("abcdef", 0) == ""

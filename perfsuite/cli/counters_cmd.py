@@ -9,6 +9,8 @@ from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
 
+NAME_WIDTH = 48
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -46,13 +48,9 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
     return work / time_s
 
 
-def _short(name: str, width: int = 48) -> str:
-    return name if len(name) <= width else name[: width - 3] + "..."
-
-
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
-    from perfsuite.fmt import si, table
+    from perfsuite.fmt import si, table, truncate
 
     rows = []
     for k in section["kernels"][:top]:
@@ -61,7 +59,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             work = (k["flops"] or 0.0) + (k["flops_tensor"] or 0.0)
         rows.append(
             [
-                _short(k["name"]),
+                truncate(k["name"], NAME_WIDTH),
                 k["op"] or "-",
                 k["calls"],
                 si(k["time_s"], "s"),

@@ -126,10 +126,6 @@ def run(args: Any) -> int:
     return 0
 
 
-def _name(text: str, width: int = NAME_WIDTH) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def _device_lines(d: Any) -> list[str]:
     from perfsuite.fmt import pct, si, table
 
@@ -170,7 +166,10 @@ def _indent(text: str) -> str:
 
 def render(a: Any) -> str:
     """Text summary of one TimelineAnalysis."""
-    from perfsuite.fmt import si, table
+    from perfsuite.fmt import si, table, truncate
+
+    def name(text: str) -> str:
+        return truncate(text, NAME_WIDTH)
 
     rank = f"rank {a.rank}, " if a.rank is not None else ""
     out = [
@@ -186,13 +185,13 @@ def render(a: Any) -> str:
         out.extend(_device_lines(a.overall))
     if a.top_kernels:
         rows = [
-            [_name(k.name), k.category, k.count, si(k.total_s, "s"), si(k.mean_s, "s")]
+            [name(k.name), k.category, k.count, si(k.total_s, "s"), si(k.mean_s, "s")]
             for k in a.top_kernels
         ]
         out += ["", "top kernels", table(rows, ["kernel", "category", "count", "total", "mean"])]
     if a.profiler_ranges is not None:
         pr = a.profiler_ranges
-        rows = [[_name(k.name), k.count, si(k.total_s, "s")] for k in pr.top]
+        rows = [[name(k.name), k.count, si(k.total_s, "s")] for k in pr.top]
         out += [
             "",
             f"CUPTI profiler ranges: {pr.count}, metrics: {', '.join(pr.metrics)}",
@@ -200,7 +199,7 @@ def render(a: Any) -> str:
         ]
     if a.ops:
         rows = [
-            [_name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
+            [name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
              si(o.device_time_s, "s") if a.has_device else "-"]
             for o in a.ops
         ]  # fmt: skip
@@ -213,7 +212,7 @@ def render(a: Any) -> str:
         )
     if a.annotations:
         rows = [
-            [_name(r.name), r.count, si(r.total_s, "s"), "yes" if r.communication else ""]
+            [name(r.name), r.count, si(r.total_s, "s"), "yes" if r.communication else ""]
             for r in a.annotations
         ]
         out += ["", "annotations", table(rows, ["annotation", "count", "total", "collective"])]
@@ -223,7 +222,7 @@ def render(a: Any) -> str:
         out += ["", "threads", table(rows, ["pid/tid", "ops", "annotations", "busy"], "lrrr")]
     if a.roofline:
         rows = [
-            [p.op, _name(str(list(p.input_dims)), 40), p.calls, si(p.flops, "FLOP"),
+            [p.op, truncate(str(list(p.input_dims)), 40), p.calls, si(p.flops, "FLOP"),
              si(p.device_time_s, "s"), si(p.flops_per_s, "FLOP/s"),
              f"{p.intensity:.3g}" if p.intensity is not None else "n/a"]
             for p in a.roofline
@@ -241,7 +240,7 @@ def render(a: Any) -> str:
 
 def render_ranks(results: list[Any]) -> str:
     """One row per trace: spot the straggler or the rank that waits."""
-    from perfsuite.fmt import pct, si, table
+    from perfsuite.fmt import pct, si, table, truncate
 
     rows = []
     for a in results:
@@ -252,7 +251,7 @@ def render_ranks(results: list[Any]) -> str:
         comm = sum(c.busy_s for c in o.categories if c.category == "communication")
         span = o.span_s or float("nan")
         rows.append(
-            [_name(Path(a.path).name, 40), "" if a.rank is None else a.rank, si(o.span_s, "s"),
+            [truncate(Path(a.path).name, 40), "" if a.rank is None else a.rank, si(o.span_s, "s"),
              pct(o.busy_compute_s / span), si(comm, "s"), pct(o.idle_s / span),
              si(o.idle.host_wait_s, "s")]
         )  # fmt: skip
