@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline import RooflineInputError, op_rooflines, run_roofline
+from analyzers.roofline import RooflineInputError, _div, op_rooflines, run_roofline
 
 # A mean SM clock under this fraction of the spec max clock is reported as throttled.
 THROTTLE_FRACTION = 0.9
@@ -68,10 +68,6 @@ def _f(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def _div(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
-
-
 def ceilings_both(record: Mapping[str, Any]) -> tuple[float | None, ...]:
     """(measured peak, spec peak, measured bandwidth, spec bandwidth) from `ceilings`."""
     ceil = record.get("ceilings") or {}
@@ -88,9 +84,12 @@ def ceilings_both(record: Mapping[str, Any]) -> tuple[float | None, ...]:
             return float(q["value"])
         return _f(table_value)
 
-    return (measured("peak_flops"), spec_of("peak_flops", (spec.get("flops") or {}).get(dtype)),
-            measured("memory_bandwidth"), spec_of("memory_bandwidth",
-                                                  spec.get("memory_bandwidth")))
+    return (
+        measured("peak_flops"),
+        spec_of("peak_flops", (spec.get("flops") or {}).get(dtype)),
+        measured("memory_bandwidth"),
+        spec_of("memory_bandwidth", spec.get("memory_bandwidth")),
+    )
 
 
 def _rates(scope: str, af: float | None, ab: float | None, c: tuple) -> Rates:
@@ -98,8 +97,9 @@ def _rates(scope: str, af: float | None, ab: float | None, c: tuple) -> Rates:
     return Rates(scope, af, ab, _div(af, mp), _div(af, sp), _div(ab, mb), _div(ab, sb))
 
 
-def clock_summary(telemetry: Mapping[str, Any] | None,
-                  spec: Mapping[str, Any] | None) -> Clock | None:
+def clock_summary(
+    telemetry: Mapping[str, Any] | None, spec: Mapping[str, Any] | None
+) -> Clock | None:
     """SM clock mean/min against the max spec clock (telemetry's, else the spec table's)."""
     gpu = (telemetry or {}).get("gpu")
     if not gpu:
@@ -122,18 +122,39 @@ def utilization(record: Mapping[str, Any]) -> Utilization:
         run = None
         notes.append(str(exc))
     ops_rows, _, _ = op_rooflines(record, None, None)
-    ops = [_rates(o.op, o.placement.achieved_flops, o.placement.achieved_bandwidth, c)
-           for o in ops_rows if o.status == "joined"]
+    ops = [
+        _rates(o.op, o.placement.achieved_flops, o.placement.achieved_bandwidth, c)
+        for o in ops_rows
+        if o.status == "joined"
+    ]
     tel = record.get("telemetry") or {}
     clock = clock_summary(tel, (record.get("ceilings") or {}).get("spec"))
     if clock and clock.throttled:
-        notes.append(f"GPU SM clock averaged {100 * (clock.mean_of_max or 0):.0f}% of its max "
-                     "spec clock: throttled (power/thermal), every achieved rate is lowered")
+        notes.append(
+            f"GPU SM clock averaged {100 * (clock.mean_of_max or 0):.0f}% of its max "
+            "spec clock: throttled (power/thermal), every achieved rate is lowered"
+        )
     cpu_t = tel.get("cpu") or {}
-    cpu = Cpu(_f(cpu_t.get("util_pct_mean")), _f(cpu_t.get("util_pct_max")),
-              _f(cpu_t.get("rss_bytes_max"))) if cpu_t else None
+    cpu = (
+        Cpu(
+            _f(cpu_t.get("util_pct_mean")),
+            _f(cpu_t.get("util_pct_max")),
+            _f(cpu_t.get("rss_bytes_max")),
+        )
+        if cpu_t
+        else None
+    )
     gpu = tel.get("gpu") or {}
     if c[0] is None and c[1] is None:
         notes.append("no FLOP/s ceiling in the record: fractions of peak are unknown")
-    return Utilization(str(record.get("run_id")), *c, run, ops, clock, cpu,
-                       _f(gpu.get("util_pct_mean")), _f(gpu.get("power_w_mean")), notes)
+    return Utilization(
+        str(record.get("run_id")),
+        *c,
+        run,
+        ops,
+        clock,
+        cpu,
+        _f(gpu.get("util_pct_mean")),
+        _f(gpu.get("power_w_mean")),
+        notes,
+    )
