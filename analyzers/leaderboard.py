@@ -13,7 +13,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.cost import cost_of
-from analyzers.stability import hardware_label
+from analyzers.stability import hardware_label, is_inference_only, task_direction
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
 UNITS = {
@@ -49,16 +49,16 @@ class Board:
     unit: str
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
-
-
-def _is_inference_only(rec: Mapping[str, Any]) -> bool:
-    return (rec.get("source") or {}).get("entry_type") == "inference"
+    direction: str = "higher"  # task.direction: "lower" for error rates, perplexity, FID
 
 
 def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) -> bool:
-    """Served accuracy at or above the target; without one, the trained model's crossing."""
+    """Served metric at or above the target (at or below it for a lower-is-better task);
+    without one, the trained model's crossing."""
     value = ((rec.get("inference") or {}).get("metrics") or {}).get(metric)
     if value is not None:
+        if task_direction(rec) == "lower":
+            return float(value) <= threshold
         return float(value) >= threshold
     return bool((rec.get("time_to_accuracy") or {}).get("reached"))
 
@@ -74,7 +74,7 @@ def _entry(
     task = rec.get("task") or {}
     metric, threshold = str(task.get("metric")), float(task.get("threshold"))
     if by.startswith("training"):
-        if _is_inference_only(rec):
+        if is_inference_only(rec):
             return None
         tta = rec.get("time_to_accuracy") or {}
         if rec.get("status") == "running":
@@ -91,6 +91,8 @@ def _entry(
     if not inf.get("latency"):
         return None
     if not _inference_qualifies(rec, metric, threshold):
+        if task_direction(rec) == "lower":
+            return "DNC", None, None, f"{metric} above {threshold:g}"
         return "DNC", None, None, f"accuracy below {metric} {threshold:g}"
     if by == "inference-latency":
         lat = inf["latency"]
@@ -129,16 +131,21 @@ def leaderboard(
     if by not in BY:
         raise ValueError(f"unknown ranking {by!r}; expected one of {', '.join(BY)}")
     prices = prices or {}
-    tasks: dict[tuple[str, str, float], list[Mapping[str, Any]]] = {}
+    tasks: dict[tuple[str, str, float, str], list[Mapping[str, Any]]] = {}
     for rec in records:
         t = rec.get("task") or {}
         if task is not None and t.get("name") != task:
             continue
-        key = (str(t.get("name")), str(t.get("metric")), float(t.get("threshold")))
+        key = (
+            str(t.get("name")),
+            str(t.get("metric")),
+            float(t.get("threshold")),
+            task_direction(rec),
+        )
         tasks.setdefault(key, []).append(rec)
 
     boards = []
-    for (name, metric, threshold), recs in sorted(tasks.items()):
+    for (name, metric, threshold, direction), recs in sorted(tasks.items()):
         entries = [(r, e) for r in recs if (e := _entry(r, by, prices)) is not None]
         if not entries:
             continue
@@ -151,5 +158,5 @@ def leaderboard(
         rows = [_row(*keyed[k], rank) for k, _, rank in stats.competition_ranks(ranked)]
         for status in ("DNC", "n/a"):
             rows += [_row(*keyed[k], None) for k in sorted(keyed) if keyed[k][1][0] == status]
-        boards.append(Board(name, metric, threshold, by, UNITS[by], rows, notes))
+        boards.append(Board(name, metric, threshold, by, UNITS[by], rows, notes, direction))
     return boards

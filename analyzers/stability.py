@@ -10,7 +10,7 @@ rules: docs/statistics.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,18 +47,49 @@ def run_crossing(
         )
     m = metric if metric is not None else str(task.get("metric"))
     t = threshold if threshold is not None else float(task.get("threshold"))
-    return first_crossing(
-        record.get("evaluations") or [], m, t, task.get("direction", "higher")
-    )
+    return first_crossing(record.get("evaluations") or [], m, t, task.get("direction", "higher"))
 
 
 def training_records(records: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
     """(records with a training run, inference-only records such as DAWNBench inference entries)."""
     kept, skipped = [], []
     for r in records:
-        inference = (r.get("source") or {}).get("entry_type") == "inference"
-        (skipped if inference else kept).append(r)
+        (skipped if is_inference_only(r) else kept).append(r)
     return kept, skipped
+
+
+def is_inference_only(record: Mapping[str, Any]) -> bool:
+    """An entry with no training run behind it (a DAWNBench inference entry)."""
+    return (record.get("source") or {}).get("entry_type") == "inference"
+
+
+def task_direction(record: Mapping[str, Any]) -> str:
+    """The record's task.direction: "higher" (default) or "lower" (error rates, perplexity)."""
+    return str((record.get("task") or {}).get("direction") or "higher")
+
+
+def threshold_problem(
+    threshold: float, records: Sequence[Mapping[str, Any]], metric: str | None = None
+) -> str | None:
+    """Why `threshold` cannot be meant for these records, or None when it can.
+
+    Higher-is-better metrics (top1, top5, F1, mAP) are fractions, so their threshold must lie
+    in [0, 1] (0.93, not 93). Lower-is-better ones (task.direction "lower": MLPerf log
+    perplexity, FID, word error rate) only need a finite threshold >= 0.
+    """
+    if not (math.isfinite(threshold) and threshold >= 0):
+        return "must be a finite number >= 0"
+    if threshold > 1:
+        fractions = sorted(
+            {
+                str(metric or (r.get("task") or {}).get("metric"))
+                for r in records
+                if task_direction(r) == "higher"
+            }
+        )
+        if fractions:
+            return f"{', '.join(fractions)} must be a fraction in [0, 1] (0.93, not 93)"
+    return None
 
 
 def hardware_label(record: dict[str, Any]) -> str:
@@ -197,6 +228,7 @@ class GroupStability:
     time_per_epoch: Summary
     olympic_mean: stats.OlympicMean
     warnings: list[str] = field(default_factory=list)
+    direction: str = "higher"  # task.direction: "lower" when the metric must fall to the target
 
 
 def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
@@ -294,6 +326,7 @@ def analyze_group(
         time_per_epoch=tpe,
         olympic_mean=olympic,
         warnings=warnings,
+        direction=task_direction(records[0]),
     )
 
 
@@ -309,8 +342,10 @@ def stability(
 
     Inference-only records have no training run: pass them through `training_records` first.
     """
-    if threshold is not None and not (0 <= threshold <= 1 and math.isfinite(threshold)):
-        raise ValueError(f"threshold must be a fraction in [0, 1], got {threshold}")
+    if threshold is not None:
+        problem = threshold_problem(threshold, records, metric)
+        if problem:
+            raise ValueError(f"threshold {threshold:g}: {problem}")
     return [
         analyze_group(k, label, recs, metric, threshold, max_cov, max_ci_rel, seed)
         for k, label, recs in group_records(records)

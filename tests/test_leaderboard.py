@@ -111,3 +111,24 @@ def test_cli(tmp_path, capsys):
     assert "$0.20" in out and "DNC" in out and "price unknown" in out  # a: 100 s x 7.2 USD/h
     assert main(["leaderboard", str(tmp_path), "--task", "squad"]) == 2
     assert "no training entries for task 'squad'" in capsys.readouterr().err
+
+
+def test_lower_is_better_board_display_and_inference_qualifies(tmp_path, capsys):
+    def wer(run_id, served, time_s=None):
+        inf = {"latency": quantity(0.01, "s", "imported"), "metrics": {"wer": served}}
+        rec = _rec(run_id, task="rnnt", metric="wer", threshold=0.058, time_s=time_s,
+                   inference=inf)  # fmt: skip
+        rec["task"]["direction"] = "lower"
+        return rec
+
+    recs = [wer("low", 0.05, time_s=100.0), wer("high", 0.07)]
+    (board,) = leaderboard(recs, "inference-latency")
+    assert board.direction == "lower"
+    # 0.05 <= 0.058 qualifies; 0.07 is above the target (a ">=" rule would invert both)
+    assert _summary(board) == [(1, "ranked", "low", 0.01), (None, "DNC", "high", None)]
+    assert board.rows[1].note == "wer above 0.058"
+    for rec in recs:
+        write_record(tmp_path / rec["run_id"], rec)
+    assert main(["leaderboard", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "== rnnt: wer <= 0.058, ranked by training-time" in out and ">=" not in out

@@ -199,9 +199,11 @@ def test_cli_json_and_text(make_record, tmp_path, capsys):
     assert "CoV" in text and "warning: time per epoch" not in text
 
 
-def test_cli_errors(tmp_path, capsys):
+def test_cli_errors(tmp_path, capsys, make_record):
     assert main(["stability", str(tmp_path)]) == 2
     assert "no run.json" in capsys.readouterr().err
+    # a threshold is checked against the records' metrics: top1 is a fraction
+    write_record(tmp_path / "r1", make_record([(1, 10.0, 0.95)]))
     assert main(["stability", str(tmp_path), "--threshold", "93"]) == 2
     assert "--threshold 93" in capsys.readouterr().err
 
@@ -212,3 +214,34 @@ def test_cli_skips_inference_only_records(make_record, tmp_path, capsys):
     assert main(["stability", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "skipped 1 inference-only record(s)" in err and "no training records" in err
+
+
+def _lower_record(make_record, run_id, curve, threshold=2.7):
+    rec = make_record(curve, metric="log_perplexity", threshold=threshold, run_id=run_id)
+    rec["task"]["direction"] = "lower"
+    return rec
+
+
+def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, capsys):
+    from analyzers.stability import is_inference_only, threshold_problem, training_records
+
+    recs = [
+        _lower_record(make_record, "p1", [(1, 10.0, 3.5), (2, 20.0, 2.6)]),
+        _lower_record(make_record, "p2", [(1, 12.0, 2.9), (2, 24.0, 2.65)]),
+    ]
+    assert threshold_problem(2.7, recs) is None  # log perplexity is not a fraction
+    assert "top1 must be a fraction" in threshold_problem(93, [make_record()])
+    assert threshold_problem(float("nan"), recs) == "must be a finite number >= 0"
+    with pytest.raises(ValueError, match="top1 must be a fraction"):
+        stability([make_record([(1, 1.0, 0.95)])], threshold=93)
+    (g,) = stability(recs, threshold=2.8)  # recomputed: first value <= 2.8
+    assert g.direction == "lower"
+    assert [r.time_s for r in g.runs] == [20.0, 24.0]
+    for rec in recs:
+        write_record(tmp_path / rec["run_id"], rec)
+    assert main(["stability", str(tmp_path), "--threshold", "3.0"]) == 0
+    out = capsys.readouterr().out
+    assert "log_perplexity <= 3.0 (2/2 reached" in out and ">=" not in out.splitlines()[0]
+    inf = make_record(run_id="i", source={"kind": "dawnbench", "entry_type": "inference"})
+    assert is_inference_only(inf) and not is_inference_only(recs[0])
+    assert training_records([inf, recs[0]]) == ([recs[0]], [inf])

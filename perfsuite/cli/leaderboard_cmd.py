@@ -54,7 +54,8 @@ def render(boards: list[Any]) -> str:
 
     blocks = []
     for b in boards:
-        head = f"== {b.task}: {b.metric} >= {b.threshold:g}, ranked by {b.by} ({b.unit})"
+        op = "<=" if b.direction == "lower" else ">="
+        head = f"== {b.task}: {b.metric} {op} {b.threshold:g}, ranked by {b.by} ({b.unit})"
         rows = [
             [
                 str(r.rank) if r.rank is not None else r.status,

@@ -26,7 +26,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--threshold",
         type=float,
-        help="threshold (fraction 0-1) recomputed from the curves instead of the recorded one",
+        help="threshold recomputed from the curves instead of the recorded one (a fraction 0-1 "
+        "for higher-is-better metrics such as top1)",
     )
     p.add_argument(
         "--max-cov",
@@ -63,7 +64,7 @@ def render(groups: list[Any]) -> str:
     blocks = []
     for g in groups:
         lines = [
-            f"== {g.label}: {g.metric} >= {g.threshold} "
+            f"== {g.label}: {g.metric} {'<=' if g.direction == 'lower' else '>='} {g.threshold} "
             f"({g.n_reached}/{g.n_runs} reached, {pct(g.reached_fraction, 0)})"
         ]
         rows = [
@@ -108,15 +109,17 @@ def render(groups: list[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.stability import stability, training_records
+    from analyzers.stability import stability, threshold_problem, training_records
 
-    if args.threshold is not None and not 0 <= args.threshold <= 1:
-        raise CLIError(f"--threshold {args.threshold}: must be a fraction in [0, 1] (0.93, not 93)")
     records, skipped = training_records(load_runs(args.paths))
     if skipped:
         status(f"skipped {len(skipped)} inference-only record(s): no training run")
     if not records:
         raise CLIError("no training records to analyze")
+    if args.threshold is not None:
+        problem = threshold_problem(args.threshold, records, args.metric)
+        if problem:
+            raise CLIError(f"--threshold {args.threshold:g}: {problem}")
     groups = stability(
         records, args.metric, args.threshold, args.max_cov, args.max_ci, seed=args.seed
     )
