@@ -292,3 +292,13 @@ def test_parse_date_numeric_in_range():
     got, note = parse_date(1_500_000_000)
     assert got == "2017-07-14T02:40:00+00:00"
     assert note is not None and "epoch seconds" in note
+
+
+def test_summary_cost_is_the_leaderboards_training_cost():
+    from analyzers.cost import cost_of
+
+    item = load_entry(ENTRIES / "CIFAR10" / "train" / "normal_resnet9.json")
+    c = cost_of(item.record, {})
+    assert c.training_cost_usd is not None
+    assert item.summary["cost_usd"] == c.training_cost_usd  # one formula, bit for bit
+    assert item.summary["cost_usd"] == pytest.approx(144.0 / 3600.0 * 3.06)

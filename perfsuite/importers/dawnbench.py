@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.cost import training_cost_usd
 from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.importers.common import (
     Imported,
@@ -327,7 +328,7 @@ def load_entry(path: str | Path) -> Imported:
                 "time_to_accuracy_s": crossing.time_s,
                 "epoch": crossing.epoch,
                 "final": evaluations[-1]["metrics"][task.metric],
-                "cost_usd": (usd_h * crossing.time_s / 3600.0)
+                "cost_usd": training_cost_usd(crossing.time_s, usd_h)
                 if (usd_h is not None and crossing.time_s is not None)
                 else None,
             }
