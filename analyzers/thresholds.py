@@ -9,13 +9,17 @@ threshold, and list the pairs whose order swaps between consecutive thresholds.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from analyzers import stats
-from analyzers.stability import group_records, training_records
+from analyzers.stability import (
+    group_records,
+    task_direction,
+    threshold_problem,
+    training_records,
+)
 from analyzers.tta import first_crossing
 
 
@@ -66,6 +70,7 @@ class ThresholdAnalysis:
     rankings: list[Ranking]  # one per threshold, ascending
     swaps: list[Swap]
     notes: list[str]
+    direction: str = "higher"  # "lower": reached when metric <= threshold
 
 
 def _rank(items: list[tuple[str, float | None, int, int]]) -> list[Placing]:
@@ -134,8 +139,9 @@ def analyze_thresholds(
     if not thresholds:
         raise ValueError("no thresholds")
     for t in thresholds:
-        if not (math.isfinite(t) and 0 <= t <= 1):
-            raise ValueError(f"threshold {t} is not a fraction in [0, 1] (0.93, not 93)")
+        problem = threshold_problem(float(t), records, metric)
+        if problem:
+            raise ValueError(f"threshold {t:g}: {problem}")
     ts = sorted(set(float(t) for t in thresholds))
     m = _common_metric(records, metric)
 
@@ -182,6 +188,7 @@ def analyze_thresholds(
     if no_curve:
         notes.append(f"no {m} values in the curve (DNR everywhere): {', '.join(no_curve)}")
     return ThresholdAnalysis(
+        direction=task_direction(records[0]),
         metric=m,
         thresholds=ts,
         by="group" if by_group else "run",

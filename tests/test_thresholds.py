@@ -75,7 +75,7 @@ def test_groups_use_mean_and_need_every_run(make_record):
 
 
 def test_bad_input(make_record):
-    with pytest.raises(ValueError, match="not a fraction"):
+    with pytest.raises(ValueError, match=r"top1 must be a fraction in \[0, 1\]"):
         analyze_thresholds(_records(make_record), [93])
     mixed = [make_record([(1, 1.0, 0.9)]), make_record([(1, 1.0, 0.9)], metric="f1", run_id="q")]
     with pytest.raises(ValueError, match="different metrics"):
@@ -96,7 +96,7 @@ def test_cli(make_record, tmp_path, capsys):
     assert "top1 >= 0.93: B < A; DNR: C" in text
     assert "A ahead of B at 0.92, behind at 0.93" in text
     assert main(["thresholds", str(tmp_path), "--thresholds", "90,93"]) == 2
-    assert "must be fractions in [0, 1]" in capsys.readouterr().err
+    assert "top1 must be a fraction in [0, 1]" in capsys.readouterr().err
 
 
 def test_inference_only_records_skipped_and_missing_metric_noted(make_record):

@@ -49,6 +49,7 @@ def register(sub: Any) -> None:
 
 
 def render(res: Any) -> str:
+    cmp = "<=" if res.direction == "lower" else ">="
     """Human text: a run x threshold table, the ranking at each threshold, and the swaps."""
     from perfsuite.fmt import duration, table
 
@@ -63,14 +64,14 @@ def render(res: Any) -> str:
         for e in res.entries
     }
     headers = ["run" if res.by == "run" else "group"] + [
-        f"{res.metric}>={t:g}" for t in res.thresholds
+        f"{res.metric}{cmp}{t:g}" for t in res.thresholds
     ]
     rows = [[e.label] + [cell(p) for p in by_name[e.name]] for e in res.entries]
     out = [table(rows, headers, "l" + "r" * len(res.thresholds)), ""]
     for r in res.rankings:
         order = [label[p.name] for p in r.placings if p.rank is not None]
         dnr = [label[p.name] for p in r.placings if p.rank is None]
-        line = f"{res.metric} >= {r.threshold:g}: " + (" < ".join(order) or "(none reached)")
+        line = f"{res.metric} {cmp} {r.threshold:g}: " + (" < ".join(order) or "(none reached)")
         out.append(line + (f"; DNR: {', '.join(dnr)}" if dnr else ""))
     out.append("")
     if res.swaps:
@@ -90,9 +91,6 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.thresholds import analyze_thresholds
     from perfsuite.cli.common import load_runs
 
-    bad = [t for t in args.thresholds if not 0 <= t <= 1]
-    if bad:
-        raise CLIError(f"--thresholds {bad[0]:g}: must be fractions in [0, 1] (0.93, not 93)")
     records = load_runs(args.paths)
     try:
         res = analyze_thresholds(records, args.thresholds, args.metric, by_group=args.groups)
