@@ -29,7 +29,7 @@ TIMEOUT_S = 1800
 HTA_MAX_EVENTS = 30_000
 
 _CHILD = r"""
-import json, os, resource, sys, time, warnings, logging
+import json, os, sys, time, warnings, logging
 warnings.simplefilter("ignore")
 logging.disable(logging.WARNING)
 mode, path = sys.argv[1], sys.argv[2]
@@ -60,7 +60,11 @@ else:
     ta.get_idle_time_breakdown(visualize=False)
     events = None
 wall = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM belongs to this process image; ru_maxrss would keep the high-water mark inherited
+# from the (possibly large) parent across fork+exec.
+with open("/proc/self/status") as fh:
+    hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+peak = hwm * 1024
 print(json.dumps({"wall_s": wall, "events": events, "mem_bytes": max(peak - base, 0)}))
 """
 
@@ -186,8 +190,8 @@ def main() -> None:
     headers = ["trace", "events", "tool", "wall s", "throughput", "peak mem", "B/event",
                "speed vs HTA"]  # fmt: skip
     print(table(rows, headers, "lrlrrrrl"))
-    print("peak mem: peak RSS of the measuring subprocess minus its RSS after imports; speed vs")
-    print("HTA: HTA wall time / this row's wall time. json = json.load only, no analysis.")
+    print("peak mem: peak RSS (VmHWM) of the measuring subprocess minus its RSS after imports;")
+    print("speed vs HTA: HTA wall time / this row's wall time. json = json.load only, no analysis.")
 
 
 if __name__ == "__main__":
