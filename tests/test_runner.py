@@ -168,80 +168,42 @@ def test_crash_leaves_valid_record_with_finished_epochs(tmp_path):
     assert len(rec["evaluations"]) == 1
 
 
-def test_killed_run_leaves_valid_partial_record(tmp_path):
+def _long_run_signalled(tmp_path, sig, evaluations: int) -> dict:
+    """Start a long `digits` run, wait until its record holds `evaluations` evaluations, send
+    `sig`, and return the record left behind (validated by the loader)."""
     env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "perfsuite", "run", "digits", "--out", str(out), "--quiet",
+           "--no-capture", "--keep-going", "--epochs", "500"]  # fmt: skip
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "perfsuite",
-            "run",
-            "digits",
-            "--out",
-            str(out),
-            "--quiet",
-            "--no-capture",
-            "--keep-going",
-            "--epochs",
-            "500",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=ROOT,
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
     )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             paths = list(out.glob("*/run.json"))
-            if paths and len(json.loads(paths[0].read_text() or "{}").get("evaluations", [])) >= 2:
+            seen = json.loads(paths[0].read_text() or "{}").get("evaluations", []) if paths else []
+            if len(seen) >= evaluations:
                 break
             time.sleep(0.2)
         else:
-            pytest.fail("run never wrote two evaluations")
+            pytest.fail(f"run never wrote {evaluations} evaluations")
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    (rec,) = load_records([out])  # validates
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    (rec,) = load_records([out])
+    return rec
+
+
+def test_killed_run_leaves_valid_partial_record(tmp_path):
+    rec = _long_run_signalled(tmp_path, signal.SIGKILL, 2)
     assert rec["status"] == "running"
     assert len(rec["evaluations"]) >= 2
     assert rec["evaluations"][0]["epoch"] == 1
 
 
 def test_sigterm_marks_run_crashed(tmp_path):
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    out = tmp_path / "runs"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "perfsuite",
-            "run",
-            "digits",
-            "--out",
-            str(out),
-            "--quiet",
-            "--no-capture",
-            "--keep-going",
-            "--epochs",
-            "500",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=ROOT,
-        text=True,
-    )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        paths = list(out.glob("*/run.json"))
-        if paths and json.loads(paths[0].read_text() or "{}").get("evaluations"):
-            break
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    (rec,) = load_records([out])
+    rec = _long_run_signalled(tmp_path, signal.SIGTERM, 1)
     assert rec["status"] == "crashed"
     assert "SIGTERM" in rec["error"]
 
