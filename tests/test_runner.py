@@ -39,26 +39,18 @@ def _opts(tmp_path, **kw):
     return RunOptions(**base)
 
 
-def test_cli_run_digits_end_to_end(tmp_path):
+def _perfsuite(tmp_path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`python -m perfsuite ARGS` with a private cache, output captured."""
     env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "perfsuite",
-            "run",
-            "digits",
-            "--out",
-            str(tmp_path / "runs"),
-            "--quiet",
-            "--no-peaks",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=600,
+    return subprocess.run(
+        [sys.executable, "-m", "perfsuite", *args],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout,
     )
+
+
+def test_cli_run_digits_end_to_end(tmp_path):
+    proc = _perfsuite(tmp_path, "run", "digits", "--out", str(tmp_path / "runs"), "--quiet",
+                      "--no-peaks")
     assert proc.returncode == 0, proc.stderr[-2000:]
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     rec = load_record(run_dir)
@@ -90,10 +82,7 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert rec["config"]["seed"] == 0 and rec["config"]["recipe_values"]["batch_size"] == 64
 
     # the same real record through the analysis half: roofline (JSON) and the HTML report
-    roof = subprocess.run(
-        [sys.executable, "-m", "perfsuite", "roofline", str(run_dir), "--json"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
-    )
+    roof = _perfsuite(tmp_path, "roofline", str(run_dir), "--json", timeout=300)
     assert roof.returncode == 0, roof.stderr[-2000:]
     doc = json.loads(roof.stdout)["roofline"]
     whole = doc["run"]
@@ -103,10 +92,7 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert achieved == pytest.approx(work["flops_per_step"]["value"] / step)
     assert any(op["op"] == "aten::convolution" for op in doc["ops"])
     html_path = tmp_path / "report.html"
-    rep = subprocess.run(
-        [sys.executable, "-m", "perfsuite", "report", str(run_dir), "-o", str(html_path)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
-    )
+    rep = _perfsuite(tmp_path, "report", str(run_dir), "-o", str(html_path), timeout=300)
     assert rep.returncode == 0, rep.stderr[-2000:]
     page = html_path.read_text()
     for sid in ("summary", "curves", "roofline", "ops", "telemetry", "environment"):
@@ -209,31 +195,8 @@ def test_sigterm_marks_run_crashed(tmp_path):
 
 
 def test_repeats_are_grouped_with_distinct_seeds(tmp_path):
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "perfsuite",
-            "run",
-            "digits",
-            "--out",
-            str(tmp_path / "runs"),
-            "--quiet",
-            "--no-capture",
-            "--epochs",
-            "1",
-            "--repeats",
-            "2",
-            "--seed",
-            "7",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=600,
-    )
+    proc = _perfsuite(tmp_path, "run", "digits", "--out", str(tmp_path / "runs"), "--quiet",
+                      "--no-capture", "--epochs", "1", "--repeats", "2", "--seed", "7")
     assert proc.returncode == 0, proc.stderr[-2000:]
     recs = [load_record(p) for p in proc.stdout.split()]
     assert [r["config"]["seed"] for r in recs] == [7, 8]
@@ -243,13 +206,7 @@ def test_repeats_are_grouped_with_distinct_seeds(tmp_path):
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfsuite", "run", "cifar10", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    proc = _perfsuite(tmp_path, "run", "cifar10", "--out", str(tmp_path), timeout=120)
     assert proc.returncode == 2
     assert (
         proc.stderr.strip()
