@@ -1,0 +1,72 @@
+"""The PyTorch backend: synchronisation, autocast, NVTX ranges, generators, availability."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from perfsuite.backends.device import Device
+
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class TorchBackend:
+    """One device seen through PyTorch. Cheap to build; holds no state but the device."""
+
+    framework = "pytorch"
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.torch_device = torch.device(str(device))
+
+    @property
+    def version(self) -> str:
+        return torch.__version__
+
+    def check_available(self) -> None:
+        """Raise ValueError (one line) when the device cannot be used here."""
+        if self.device.is_gpu:
+            if not torch.cuda.is_available():
+                raise ValueError("--device cuda requested but no CUDA device is available")
+            if (self.device.index or 0) >= torch.cuda.device_count():
+                raise ValueError(
+                    f"--device {self.device}: only {torch.cuda.device_count()} CUDA device(s)"
+                )
+
+    def sync(self) -> None:
+        """Wait for queued device work, so host clocks measure finished work."""
+        if self.device.is_gpu:
+            torch.cuda.synchronize(self.torch_device)
+
+    def autocast(self, precision: str | None) -> contextlib.AbstractContextManager[Any]:
+        """Autocast to `bf16`/`fp16` on this device, or nothing for None/`fp32`."""
+        if precision in (None, "fp32"):
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.kind, dtype=AUTOCAST_DTYPES[precision])
+
+    @contextlib.contextmanager
+    def nvtx_range(self, name: str) -> Iterator[None]:
+        """A process-wide NVTX start/end range (not push/pop: those are per thread and miss
+        the backward kernels that autograd launches from its own thread). No-op on CPU."""
+        if not self.device.is_gpu:
+            yield
+            return
+        handle = torch.cuda.nvtx.range_start(name)
+        try:
+            yield
+        finally:
+            torch.cuda.nvtx.range_end(handle)
+
+    def generator(self, seed: int) -> torch.Generator:
+        """A CPU generator: the same seed gives the same draws on every device."""
+        return torch.Generator().manual_seed(seed)
+
+    def seed_all(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def set_threads(self, threads: int | None) -> None:
+        if threads:
+            torch.set_num_threads(threads)
