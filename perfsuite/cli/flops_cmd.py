@@ -32,10 +32,12 @@ def register(sub: Any) -> None:
         "--input",
         action="append",
         metavar="SHAPE",
-        help="per-example input shape, e.g. 3,224,224 (repeat for several inputs; default: "
-        "the model's own)",
+        help="input shape, per example (3,224,224) or with the batch first (1,3,224,224); "
+        "repeat for several inputs; default: the model's own. Which was assumed is printed",
     )
-    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    p.add_argument(
+        "--batch", type=int, help="batch size (default 1, or the first dim of a full --input)"
+    )
     p.add_argument(
         "--train", action="store_true", help="count a full training step, not a forward pass"
     )
@@ -76,7 +78,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     from perfsuite.models import ModelSpecError, resolve_model
 
-    if args.batch <= 0:
+    if args.batch is not None and args.batch <= 0:
         raise CLIError(f"--batch {args.batch}: must be a positive integer")
     try:
         resolved = resolve_model(args.model)
@@ -88,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
         shapes = [tuple(resolved.input_shape)]
     else:
         raise CLIError(f"{args.model}: input shape unknown; give --input, e.g. 3,224,224")
-    full = [(args.batch, *s) for s in shapes]
+    full, assumed = full_shapes(shapes, args.batch, resolved.input_shape, resolved.model)
+    args.batch = full[0][0]
+    status(f"input: {assumed}")
     train = bool(args.train or args.optimizer)
     optimizer = (args.optimizer or "sgd") if train else None
     mode = f"training step ({optimizer})" if train else "forward (eval mode)"
@@ -109,11 +113,51 @@ def run(args: argparse.Namespace) -> int:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CLIError(f"{args.model}: counting failed on {args.device}: {first}") from None
     summary = _summary(args, resolved.description, full, train, optimizer, res)
+    summary["input_assumption"] = assumed
     if args.json:
         print_json(summary)
     else:
         print(render(summary, args.by, args.top))
     return 0
+
+
+def expected_rank(model: Any) -> int | None:
+    """Full input rank (batch included) the model's first conv layer needs, if it has one."""
+    for module in model.modules():
+        name = type(module).__name__
+        if name in ("Conv1d", "Conv2d", "Conv3d"):
+            return int(name[4]) + 2
+        if name in ("Linear", "Embedding"):
+            return None
+    return None
+
+
+def full_shapes(
+    shapes: list[tuple[int, ...]],
+    batch: int | None,
+    known: tuple[int, ...] | None,
+    model: Any,
+) -> tuple[list[tuple[int, ...]], str]:
+    """Shapes with the batch dimension, and a sentence saying what was assumed.
+
+    A shape one dimension longer than the model's own per-example shape (or than its first
+    conv layer takes without a batch) already holds the batch."""
+    per_example_rank = len(known) if known else None
+    if per_example_rank is None:
+        rank = expected_rank(model)
+        per_example_rank = rank - 1 if rank else None
+    first = shapes[0]
+    if per_example_rank is not None and len(first) == per_example_rank + 1:
+        if batch is not None and batch != first[0]:
+            raise CLIError(
+                f"--input {','.join(map(str, first))} has batch {first[0]} but --batch {batch}"
+            )
+        dims = "x".join(map(str, first))
+        return [tuple(s) for s in shapes], f"{dims} read as a full shape (batch {first[0]} first)"
+    b = batch or 1
+    dims = "x".join(map(str, first))
+    why = "" if per_example_rank is not None else " (model rank unknown: assumed per example)"
+    return [(b, *s) for s in shapes], f"{dims} read as one example; batch {b} added{why}"
 
 
 def _summary(args, description, shapes, train, optimizer, res) -> dict[str, Any]:

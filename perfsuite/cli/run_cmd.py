@@ -16,6 +16,9 @@ examples:
   perfsuite run cifar10 --data-dir ~/data/cifar10 --threshold 0.80
   perfsuite run digits --repeats 5 --out runs/digits-x5  # distinct seeds, one group
   perfsuite run cifar10 --data-dir D --recipe dawnbench --device cuda
+  perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
+  perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
+  perfsuite run cifar10 --list-switches
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -33,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("workload", help="workload name (digits, cifar10)")
+    p.add_argument(
+        "workload",
+        help="workload name (digits, cifar10) or your own: FILE.py:CLASS or package.module:CLASS",
+    )
     p.add_argument("--data-dir", help="dataset folder (cifar10: pickle or image-folder layout)")
     p.add_argument("--download", action="store_true", help="download the dataset if absent")
     p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
@@ -50,6 +56,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a recipe field, e.g. --set lr=0.2 --set width=0.25 (repeatable)",
+    )
+    p.add_argument(
+        "--switch",
+        dest="switches",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="optimization switch, comma-separated or repeated: bf16, fp16, tf32=on|off, "
+        "channels_last, compile[=MODE], lr_rule=linear|sqrt|none, label_smoothing=X, "
+        "tta=on|off, data=device|workers (see --list-switches)",
+    )
+    p.add_argument(
+        "--list-switches",
+        action="store_true",
+        help="print the switches WORKLOAD supports and exit",
+    )
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="random inputs of the workload's shape instead of its data (throughput only)",
     )
     p.add_argument(
         "--keep-going",
@@ -76,8 +102,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--counters",
-        choices=["cupti"],
-        help="collect GPU hardware counters in the profiled window (NVIDIA only)",
+        choices=["ncu", "cupti"],
+        help="after training, collect GPU hardware counters for the profiled window: ncu "
+        "(Nsight Compute on a replay child) or cupti (torch.profiler range profiler, falls "
+        "back to ncu where the PyTorch build lacks it); NVIDIA only",
     )
     p.add_argument("--threads", type=int, help="torch intra-op threads")
     p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
@@ -102,6 +130,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # Internal: set by a parent `--repeats --parallel` process for its children.
     p.add_argument("--group", help=argparse.SUPPRESS)
+    # Internal: a counters collector's child replays N steps of the window, writes no record.
+    p.add_argument("--replay-window", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=_run)
 
 
@@ -121,6 +151,9 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         capture=args.capture,
         recipe=args.recipe,
         overrides=list(args.overrides),
+        switches=list(args.switches),
+        synthetic=args.synthetic,
+        replay_steps=args.replay_window,
         threads=args.threads,
         counters=args.counters,
         instance_type=args.instance_type,
@@ -133,7 +166,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
     )
 
 
-def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path:
+def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path | None:
     from perfsuite.record import load_record
     from perfsuite.runner import run_workload
     from perfsuite.workloads.cifar_data import DataError
@@ -146,6 +179,8 @@ def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path:
         first = (str(exc).splitlines() or [""])[0]
         where = getattr(exc, "perfsuite_run_dir", "the run folder")
         raise CLIError(f"run crashed ({type(exc).__name__}: {first}); record: {where}") from None
+    if run_dir is None:  # a replay child: no record
+        return None
     rec = load_record(run_dir)
     tta = rec["time_to_accuracy"]
     if tta["reached"]:
@@ -164,7 +199,17 @@ def _run(args: argparse.Namespace) -> int:
         wl = get_workload(args.workload)
     except KeyError as exc:
         raise CLIError(str(exc).strip('"')) from None
-    if wl.needs_data_dir and not args.data_dir:
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    if args.list_switches:
+        from perfsuite.workloads.switches import describe
+
+        print(f"switches of {args.workload}:\n{describe(wl.switches)}")
+        return 0
+    if args.replay_window:
+        _one(args, args.seed, None)
+        return 0
+    if wl.needs_data_dir and not args.data_dir and not args.synthetic:
         raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
     if args.repeats < 1 or args.parallel < 1:
         raise CLIError("--repeats and --parallel must be >= 1")

@@ -1,89 +1,97 @@
-"""One-off measurements around the training loop: FLOP count, ceilings, inference latency.
+"""One-off measurements around the training loop: warm-up, FLOP count, profile window,
+ceilings, inference latency.
 
-These run outside the timed training region (time-to-accuracy measures training only); the
-seconds they take are recorded under `extra.setup_s` so nothing is hidden.
+Each runs `Workload.train_step` (the step the clock times) inside a `detour`: the run's own
+model takes the extra steps off the clock and is then restored exactly, so capture changes
+neither the trained model nor the time to accuracy. The seconds these take are recorded under
+`extra.setup_s` so nothing is hidden.
 """
 
 from __future__ import annotations
 
-import copy
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from perfsuite.record import quantity
+from perfsuite.workloads.data import Batch, DataSource
+from perfsuite.workloads.state import TrainState, detour
+
+WARMUP_STEPS = 2
 
 
-def count_step_work(workload: Any, model: Any, recipe: Any, batch: tuple[Any, Any]) -> dict:
-    """Count FLOPs (and model bytes) of one full training step on deep copies.
+def warm_up(workload: Any, state: TrainState, batches: Iterator[Batch], steps: int) -> None:
+    """The documented untimed warm-up (MLPerf's init phase allows it), done the same way with
+    capture on and off: lazy initialisation, cuDNN autotuning, compilation and the allocator's
+    first allocations happen here, not in epoch 1's clock. The state is restored afterwards."""
+    with detour(state):
+        for _ in range(steps):
+            workload.train_step(state, next(batches))
 
-    The copies see a real batch, the real model and a real optimizer, so the count is that of a
-    training step, while the run's own model and optimizer state stay untouched.
-    """
+
+def count_step_work(workload: Any, state: TrainState, batch: Batch) -> dict[str, Any]:
+    """FLOPs (and bytes moved) of one full training step: the workload's own step, on the eager
+    module, after one uncounted step so momentum/Adam state exists as in every later step."""
+    import dataclasses
+
     from perfsuite.flops import OpCounter
 
-    m = copy.deepcopy(model)
-    opt, _ = workload.make_optimizer(m, recipe, steps_per_epoch=1)
-    # Warm the optimizer state once uncounted: step 1 of momentum SGD/Adam takes a different
-    # (cheaper) path than every later step.
-    x, y = batch
-    workload.loss(m(x), y, recipe).backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+    eager = dataclasses.replace(state, model=state.module)
     counter = OpCounter()
-    with counter:
-        with counter.phase("forward"):
-            loss = workload.loss(m(x), y, recipe)
-        with counter.phase("backward"):
-            loss.backward()
-        with counter.phase("optimizer"):
-            opt.step()
+    with detour(eager):
+        workload.train_step(eager, batch)
+        with counter:
+            workload.train_step(eager, batch, phase=counter.phase)
     work = counter.result().to_work_section()
-    work["batch_size"] = len(y)
-    work["dtype"] = str(x.dtype).replace("torch.", "")
+    work["batch_size"] = batch.size
+    work["dtype"] = str(batch.inputs[0].dtype).replace("torch.", "")
+    if state.precision:
+        work["autocast"] = {"bf16": "bfloat16", "fp16": "float16"}[state.precision]
     return work
 
 
-def profile_window_on_copy(
-    workload: Any, model: Any, recipe: Any, batches: Any, window: Any
+def profile_window(
+    workload: Any, state: TrainState, batches: Iterator[Batch], window: Any
 ) -> dict[str, Any] | None:
-    """Run `window.total_steps` real training steps on copies under the profiler.
-
-    Same network, optimizer and real augmented batches as the run, but outside its clock, so
-    profiling never inflates the time to accuracy.
-    """
-    m = copy.deepcopy(model)
-    opt, _ = workload.make_optimizer(m, recipe, steps_per_epoch=1)
-    for _ in range(window.total_steps):
-        x, y = next(batches)
-        loss = workload.loss(m(x), y, recipe)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        window.step()
-    window.close()
+    """`window.total_steps` real steps under the profiler, on the warm model mid-training,
+    off the clock, then the state is restored (the run continues as if nothing happened)."""
+    with detour(state):
+        for _ in range(window.total_steps):
+            workload.train_step(state, next(batches))
+            window.step()
+        window.close()
     return window.result()
 
 
+def endless(data: DataSource, batch_size: int, generator: Any) -> Iterator[Batch]:
+    """Training batches across epoch boundaries (for detours that need more than one epoch)."""
+    while True:
+        empty = True
+        for batch in data.train_batches(batch_size, generator):
+            empty = False
+            yield batch
+        if empty:
+            raise ValueError(f"data source {data.description!r} yields no training batches")
+
+
 def measure_inference_latency(
-    workload: Any, model: Any, sample_x: Any, device: str, repeats: int = 100
+    workload: Any, model: Any, data: DataSource, backend: Any, repeats: int = 100
 ) -> dict[str, Any]:
     """Median batch-1 latency of `workload.predict` (with its test-time augmentation)."""
     import torch
 
-    def sync() -> None:
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-
+    sample = data.sample(min(repeats + 10, data.num_eval))
     model.eval()
     times = []
     with torch.no_grad():
         for i in range(repeats + 10):
-            x = sample_x[i % len(sample_x)].unsqueeze(0)
-            sync()
+            j = i % sample.size
+            inputs = tuple(x[j : j + 1] for x in sample.inputs)
+            backend.sync()
             t0 = time.perf_counter()
-            workload.predict(model, x)
-            sync()
+            workload.predict(model, *inputs)
+            backend.sync()
             if i >= 10:
                 times.append(time.perf_counter() - t0)
     model.train()
@@ -93,7 +101,7 @@ def measure_inference_latency(
             statistics.median(times),
             "s",
             "measured",
-            f"median of {repeats} batch-1 predictions after 10 warm-up, on {device}, "
+            f"median of {repeats} batch-1 predictions after 10 warm-up, on {backend.device}, "
             "time.perf_counter",
         ),
         "latency_p90_s": times[int(0.9 * (len(times) - 1))],

@@ -44,8 +44,10 @@ def collect_environment(device: str) -> dict[str, Any]:
 
 
 def hardware_section(env: dict[str, Any], device: str, instance_type: str | None) -> dict[str, Any]:
-    if device.startswith("cuda") and env["gpus"]:
-        index = int(device.split(":")[1]) if ":" in device else 0
+    from perfsuite.backends import parse_device
+
+    index = parse_device(device).gpu_index
+    if index is not None and env["gpus"]:
         return {
             "name": env["gpus"][index],
             "accelerator": "cuda",

@@ -1,25 +1,28 @@
 """The instrumented training loop: one workload run -> one run record.
 
 Time-to-accuracy follows DAWNBench: the clock counts training steps and per-epoch data
-preparation (shuffling, augmentation), not evaluation. The record is rewritten atomically after
-every evaluation, so a run killed at any point leaves a valid record of every epoch it finished.
+preparation (shuffling, augmentation), not evaluation. Before the clock starts, the same short
+untimed warm-up runs with capture on and off (capture.warm_up), so instrumentation cannot move
+one-off costs out of epoch 1. Capture work (FLOP count, profile window, counters) runs the
+workload's own `train_step` in detours that leave the trained model and the clock untouched.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import signal
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from analyzers.tta import crossing_dict, first_crossing
-from perfsuite.record import new_record, new_run_id, quantity, write_record
-from perfsuite.runner import capture
-from perfsuite.runner.environment import collect_environment, hardware_section
+from perfsuite.backends import torch_backend
+from perfsuite.record import quantity
+from perfsuite.runner import assemble, capture
 from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
+from perfsuite.workloads.switches import parse_switches
 
 
 class Diverged(RuntimeError):
@@ -44,6 +47,8 @@ class RunOptions:
     capture: bool = True
     recipe: str | None = None
     overrides: list[str] = field(default_factory=list)
+    switches: list[str] = field(default_factory=list)
+    synthetic: bool = False
     threads: int | None = None
     counters: str | None = None
     instance_type: str | None = None
@@ -55,140 +60,110 @@ class RunOptions:
     measure_peaks: bool = True
     inference_repeats: int = 100
     progress: bool = True
-
-
-def _prepare_recipe(workload: Any, opts: RunOptions) -> Any:
-    import copy
-
-    if opts.recipe:
-        presets = workload.presets()
-        if opts.recipe not in presets:
-            known = ", ".join(sorted(presets)) or "none"
-            raise ValueError(f"unknown recipe {opts.recipe!r} for {workload.name}; known: {known}")
-        recipe = copy.deepcopy(presets[opts.recipe])
-    else:
-        recipe = workload.default_recipe(opts.device)
-    for item in opts.overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set expects key=value, got {item!r}")
-        recipe.override(key.strip(), value.strip())
-    if opts.epochs is not None:
-        recipe.epochs = opts.epochs
-    if opts.batch_size is not None:
-        recipe.batch_size = opts.batch_size
-    return recipe
-
-
-def _check_device(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda requested but no CUDA device is available")
-    if not (device == "cpu" or device.startswith("cuda")):
-        raise ValueError(f"--device must be cpu or cuda[:N], got {device!r}")
+    replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
 
 
 class _Run:
     """State of one run; `execute()` drives it and always leaves a valid record."""
 
     def __init__(self, opts: RunOptions) -> None:
-        import torch
-
         from perfsuite.workloads import get_workload
 
-        _check_device(opts.device)
-        if opts.threads:
-            torch.set_num_threads(opts.threads)
+        self.backend = torch_backend(opts.device)
+        self.backend.check_available()
+        self.backend.set_threads(opts.threads)
         self.opts = opts
-        self.torch = torch
-        self.workload = get_workload(opts.workload)
-        self.workload.download = opts.download
-        self.recipe = _prepare_recipe(self.workload, opts)
-        self.workload.configure(self.recipe)
-        self.threshold = (
-            opts.threshold if opts.threshold is not None else self.workload.default_threshold
+        self.workload = wl = get_workload(opts.workload)
+        wl.download = opts.download
+        self.switches = parse_switches(opts.switches, wl.switches, wl.name)
+        self.recipe = assemble.prepare_recipe(
+            wl,
+            opts.device,
+            opts.recipe,
+            opts.overrides,
+            opts.epochs,
+            opts.batch_size,
+            self.switches,
         )
-        self.run_id = new_run_id(opts.workload)
-        self.run_dir = Path(opts.out) / self.run_id
-        self.run_dir.mkdir(parents=True, exist_ok=False)
-        self.setup_s: dict[str, float] = {}
-        self.record = self._initial_record()
-        self.mllog = self._open_mllog()
-        write_record(self.run_dir, self.record)
-
-    def _initial_record(self) -> dict[str, Any]:
-        wl, opts = self.workload, self.opts
-        env = collect_environment(opts.device)
-        config = {k: v for k, v in asdict(self.opts).items() if k not in ("group", "progress")}
+        wl.configure(self.recipe)
+        self.threshold = opts.threshold if opts.threshold is not None else wl.default_threshold
+        config = {k: v for k, v in asdict(opts).items() if k not in ("group", "progress")}
         config["recipe_values"] = self.recipe.to_dict()
         config["threshold"] = self.threshold
-        rec = new_record(
-            run_id=self.run_id,
-            task={
-                "name": wl.task,
-                "workload": wl.name,
-                "metric": wl.metric,
-                "threshold": self.threshold,
-                "dataset": wl.dataset,
-            },
-            environment=env,
-            config=config,
+        task = {
+            "name": wl.task,
+            "workload": wl.name,
+            "metric": wl.metric,
+            "threshold": self.threshold,
+            "dataset": wl.dataset,
+        }
+        self.rec = Recorder(
+            opts.out,
+            wl.name or re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.workload).strip("-"),
+            task,
+            self.backend.device,
+            config,
+            framework=f"pytorch {self.backend.version}",
+            instance_type=opts.instance_type,
+            group=opts.group,
+            mllog_benchmark=wl.task,
+            write_files=opts.replay_steps <= 0,
         )
-        rec["group"] = opts.group
-        rec["hardware"] = hardware_section(env, opts.device, opts.instance_type)
-        rec["model"] = wl.model_name(self.recipe)
-        rec["framework"] = f"pytorch {env['frameworks']['torch']}"
+        self.run_dir, self.record = self.rec.run_dir, self.rec.record
+        self.record["model"] = wl.model_name(self.recipe)
         if opts.price_per_hour is not None:
-            rec["cost"] = {
+            self.record["cost"] = {
                 "usd_per_hour": quantity(opts.price_per_hour, "USD/h", "spec", "given by --price")
             }
         if int(self.recipe.extra.get("train_limit", 0) or 0):
-            rec["flags"].append(
+            self.rec.flag(
                 f"trained on a subset: train_limit={self.recipe.extra['train_limit']} examples"
             )
-        return rec
-
-    def _open_mllog(self) -> Any:
-        try:
-            from perfsuite.mllog import MLLogWriter
-        except ImportError:
-            return None
-        path = self.run_dir / "mllog.txt"
-        self.record["sidecars"]["mllog"] = path.name
-        return MLLogWriter(path, benchmark=self.workload.task)
+        self.setup_s: dict[str, float] = {}
+        self.stall_s: list[float] = []
+        self.restore_switches = assemble.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
 
-    def _sync(self) -> None:
-        if self.opts.device.startswith("cuda"):
-            self.torch.cuda.synchronize()
-
     def _setup(self) -> None:
-        torch, opts = self.torch, self.opts
-        torch.manual_seed(opts.seed)
-        self.gen = torch.Generator().manual_seed(opts.seed)
-        self.data, self.setup_s["data_load_s"] = capture.timed(
-            self.workload.load_data, opts.data_dir, opts.device
+        opts, wl, backend = self.opts, self.workload, self.backend
+        backend.seed_all(opts.seed)
+        self.gen = backend.generator(opts.seed)
+        if opts.synthetic:
+            self.data, self.setup_s["data_load_s"] = capture.timed(
+                wl.synthetic_data, backend.torch_device, opts.seed
+            )
+            self.rec.flag("synthetic data: accuracy is meaningless, throughput only")
+        else:
+            self.data, self.setup_s["data_load_s"] = capture.timed(
+                wl.load_data, opts.data_dir, backend.torch_device
+            )
+        self.record["task"]["dataset"] = self.data.description or wl.dataset
+        model = wl.build_model(self.recipe).to(backend.torch_device)
+        self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
+        self.state = assemble.build_state(
+            wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
         )
-        self.record["task"]["dataset"] = self.data.description or self.workload.dataset
-        self.model = self.workload.build_model(self.recipe).to(opts.device)
-        self.steps_per_epoch = self.workload.steps_per_epoch(self.data, self.recipe)
-        self.opt, self.sched = self.workload.make_optimizer(
-            self.model, self.recipe, self.steps_per_epoch
-        )
-        params = sum(p.numel() for p in self.model.parameters())
+        params = sum(p.numel() for p in model.parameters())
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
-        if opts.capture:
+        seen, unhook = assemble.watch_first_layer(self.state)
+        _, self.setup_s["warmup_s"] = capture.timed(
+            capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
+        )
+        unhook()
+        self.record["switches"] = {
+            "requested": self.switches.to_dict(),
+            "effect": assemble.switch_effects(self.state, self.switches, seen),
+        }
+        if opts.capture and not opts.replay_steps:
             self._capture_work()
-            self._capture_timeline()
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
             ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
             self.record["ceilings"] = ceil
             if why:
-                self.record["flags"].append(why)
-        if self.mllog:
-            self.mllog.start(
+                self.rec.flag(why)
+        if self.rec.mllog:
+            self.rec.mllog.start(
                 {
                     "global_batch_size": self.recipe.batch_size,
                     "seed": opts.seed,
@@ -197,171 +172,159 @@ class _Run:
                 }
             )
 
+    def _batches(self, salt: int) -> Any:
+        """Real training batches from a generator of their own (the run's draws stay intact)."""
+        g = self.backend.generator(self.opts.seed + salt)
+        return capture.endless(self.data, self.recipe.batch_size, g)
+
     def _capture_work(self) -> None:
-        g = self.torch.Generator().manual_seed(self.opts.seed + 10_007)
-        batch = next(iter(self.workload.train_batches(self.data, self.recipe, g)))
+        batch = next(self._batches(10_007))
         try:
             work, self.setup_s["flop_count_s"] = capture.timed(
-                capture.count_step_work, self.workload, self.model, self.recipe, batch
+                capture.count_step_work, self.workload, self.state, batch
             )
             self.record["work"] = work
         except ImportError as exc:
-            self.record["flags"].append(f"FLOP counting unavailable: {exc}")
+            self.rec.flag(f"FLOP counting unavailable: {exc}")
 
-    def _window(self, name: str, experimental: Any = None) -> dict[str, Any] | None:
-        """Profile a few training steps on copies (see capture.profile_window_on_copy)."""
-        window = ProfileWindow(
-            self.run_dir,
-            self.opts.device,
-            wait=2,
-            warmup=1,
-            active=self.opts.profile_steps,
-            experimental_config=experimental,
-            trace_name=name,
-        )
-        g = self.torch.Generator().manual_seed(self.opts.seed + 20_011)
-
-        def batches() -> Any:
-            while True:
-                yield from self.workload.train_batches(self.data, self.recipe, g)
-
-        return capture.profile_window_on_copy(
-            self.workload, self.model, self.recipe, batches(), window
-        )
-
-    def _capture_timeline(self) -> None:
+    def _capture_timeline(self, epoch: int, epoch_step_s: float) -> None:
+        """The profile window, taken warm mid-training: a few steps in a detour."""
         opts, rec = self.opts, self.record
-        if opts.profile_steps <= 0:
-            return
+        window = ProfileWindow(
+            self.run_dir, self.backend, wait=2, warmup=1, active=opts.profile_steps
+        )
         rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
-            self._window, "trace.json.gz"
+            capture.profile_window, self.workload, self.state, self._batches(20_011), window
         )
         if rec["timeline"]:
             rec["sidecars"]["trace"] = rec["timeline"]["trace"]
-        if opts.counters == "cupti":
-            # Counter collection replays kernels and records no kernel timings, so it gets a
-            # window of its own; the timeline above keeps real timings.
-            from perfsuite.counters import counters_from_trace, profiler_experimental_config
-
-            name = "counters-trace.json.gz"
-            _, self.setup_s["counters_window_s"] = capture.timed(
-                self._window, name, profiler_experimental_config()
-            )
-            rec["sidecars"]["counters_trace"] = name
-            rec["counters"] = counters_from_trace(
-                self.run_dir / name, window_steps=opts.profile_steps
+            rec["timeline"]["epoch"] = epoch
+            rec["timeline"]["measured_step_time"] = quantity(
+                epoch_step_s,
+                "s",
+                "measured",
+                f"training clock of epoch {epoch} / its steps (profiler off), the epoch the "
+                "window was taken after",
             )
 
-    def _train_epoch(self) -> tuple[float, float, int]:
-        """One epoch; returns (seconds, mean loss, steps). The clock includes data prep."""
-        torch, wl, recipe = self.torch, self.workload, self.recipe
-        cpu = not self.opts.device.startswith("cuda")
-        self._sync()
+    def _train_epoch(self) -> tuple[float, float, int, int]:
+        """One epoch; returns (seconds, mean loss, steps, samples). Clock includes data prep."""
+        import torch
+
+        state, wl, backend = self.state, self.workload, self.backend
+        check_every = 1 if not backend.device.is_gpu else 50
+        backend.sync()
         t0 = time.perf_counter()
-        loss_sum = torch.zeros((), device=self.opts.device)
-        steps = 0
-        for x, y in wl.train_batches(self.data, recipe, self.gen):
-            loss = wl.loss(self.model(x), y, recipe)
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            self.opt.step()
-            self.sched.step()
-            loss_sum += loss.detach()
+        loss_sum = torch.zeros((), device=backend.torch_device)
+        steps = samples = 0
+        stall = 0.0
+        batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
+        while True:
+            t = time.perf_counter()
+            batch = next(batches, None)
+            stall += time.perf_counter() - t
+            if batch is None:
+                break
+            loss_sum += wl.train_step(state, batch).float()
             steps += 1
-            if (cpu or steps % 50 == 0) and not math.isfinite(float(loss_sum)):
+            samples += batch.size
+            if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
-        self._sync()
+        backend.sync()
         seconds = time.perf_counter() - t0
+        self.stall_s.append(stall)
         mean_loss = float(loss_sum) / max(1, steps)
         if not math.isfinite(mean_loss):
             raise Diverged("non-finite training loss in the epoch")
-        return seconds, mean_loss, steps
+        return seconds, mean_loss, steps, samples
 
-    def _epochs(self, telemetry: TelemetrySampler) -> None:
+    def _window_epoch(self) -> int:
+        """The window is taken after the middle epoch (or the last one, if the run stops
+        earlier), so it sees a warm, mid-training step."""
+        return max(1, (self.recipe.epochs + 1) // 2)
+
+    def _epochs(self, telemetry: Any) -> None:
         from tqdm import tqdm
 
-        rec, opts, metric = self.record, self.opts, self.workload.metric
+        rec, opts, metric, mllog = self.record, self.opts, self.workload.metric, self.rec.mllog
         train_time = 0.0
         samples = 0
-        epoch_times: list[float] = []
+        want_window = opts.capture and opts.profile_steps > 0
         bar = tqdm(
             range(1, self.recipe.epochs + 1),
-            desc=f"{self.workload.name} {self.run_id}",
+            desc=f"{self.workload.name} {self.rec.run_id}",
             unit="epoch",
             disable=not opts.progress,
             leave=False,
         )
         for epoch in bar:
-            if self.mllog:
-                self.mllog.epoch_start(epoch)
-            seconds, loss, steps = self._train_epoch()
+            if mllog:
+                mllog.epoch_start(epoch)
+            seconds, loss, steps, n = self._train_epoch()
             train_time += seconds
-            samples += min(len(self.data.train_y), steps * self.recipe.batch_size)
-            epoch_times.append(seconds)
-            if self.mllog:
-                self.mllog.epoch_stop(epoch)
-            if self.mllog:
-                self.mllog.eval_start(epoch)
-            metrics, eval_s = capture.timed(self.workload.evaluate, self.model, self.data)
-            if self.mllog:
-                self.mllog.eval_stop(epoch)
-            rec["evaluations"].append(
-                {
-                    "epoch": epoch,
-                    "train_time_s": train_time,
-                    "metrics": metrics,
-                    "train_loss": loss,
-                    "eval_time_s": eval_s,
-                    "samples": samples,
-                }
-            )
-            crossing = first_crossing(rec["evaluations"], metric, self.threshold)
-            rec["time_to_accuracy"] = crossing_dict(crossing, "measured")
-            rec["throughput"] = self._throughput(epoch_times)
+            samples += n
+            self.rec.epoch_times.append(seconds)
+            if mllog:
+                mllog.epoch_stop(epoch)
+                mllog.eval_start(epoch)
+            with self.state.autocast():
+                metrics, eval_s = capture.timed(
+                    self.workload.evaluate, self.state.module, self.data
+                )
+            if mllog:
+                mllog.eval_stop(epoch)
+            self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
+            self.rec.set_data(self.data.kind, self.data.description, self.stall_s)
             rec["telemetry"] = telemetry.summary()
-            if self.mllog:
-                self.mllog.eval(epoch, metrics[metric], samples)
-            write_record(self.run_dir, rec)
+            reached = self.rec.add_evaluation(
+                epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
+            )
             bar.set_postfix({metric: f"{metrics[metric]:.4f}", "loss": f"{loss:.3f}"})
-            if crossing.reached and not opts.keep_going:
+            stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
+            if (
+                want_window
+                and "timeline" not in rec
+                and (epoch >= self._window_epoch() or stopping)
+            ):
+                self._capture_timeline(epoch, seconds / max(1, steps))
+                self.rec.write()
+            if reached and not opts.keep_going:
                 break
         bar.close()
-
-    def _throughput(self, epoch_times: list[float]) -> dict[str, Any]:
-        import statistics
-
-        # The first epoch carries one-off warm-up costs; leave it out once there are others.
-        clean = epoch_times[1:] if len(epoch_times) > 1 else epoch_times
-        per_step = statistics.median(clean) / self.steps_per_epoch
-        source = (
-            f"median over {len(clean)} epoch(s) of epoch training wall time / "
-            f"{self.steps_per_epoch} steps (data preparation included"
-            + ("; first epoch excluded)" if len(epoch_times) > 1 else ")")
-        )
-        return {
-            "step_time": quantity(per_step, "s", "measured", source),
-            "samples_per_s": quantity(
-                self.recipe.batch_size / per_step, "sample/s", "derived", "batch_size / step_time"
-            ),
-            "epoch_times_s": list(epoch_times),
-        }
 
     def _finish(self) -> None:
         rec, opts = self.record, self.opts
         if opts.capture and opts.inference_repeats > 0:
-            inf, self.setup_s["inference_latency_s"] = capture.timed(
-                capture.measure_inference_latency,
-                self.workload,
-                self.model,
-                self.data.test_x,
-                opts.device,
-                opts.inference_repeats,
-            )
+            with self.state.autocast():
+                inf, self.setup_s["inference_latency_s"] = capture.timed(
+                    capture.measure_inference_latency,
+                    self.workload,
+                    self.state.module,
+                    self.data,
+                    self.backend,
+                    opts.inference_repeats,
+                )
             inf["metrics"] = dict(rec["evaluations"][-1]["metrics"]) if rec["evaluations"] else {}
             rec["inference"] = inf
-        rec["status"] = "reached" if rec["time_to_accuracy"]["reached"] else "not_reached"
+        if opts.capture and opts.counters:
+            from perfsuite.runner.counters_step import collect_counters
 
-    def execute(self) -> Path:
+            _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
+        self.rec.finish()
+
+    def replay(self) -> None:
+        """For a counters collector: setup and warm-up as in the run, then `replay_steps` steps
+        inside one process-wide NVTX start/end range named `perfsuite.steps`."""
+        from perfsuite.workloads.state import detour
+
+        self._setup()
+        batches = self._batches(20_011)
+        with detour(self.state), self.backend.nvtx_range("perfsuite.steps"):
+            for _ in range(self.opts.replay_steps):
+                self.workload.train_step(self.state, next(batches))
+            self.backend.sync()
+
+    def execute(self) -> Any:
         rec = self.record
         previous = signal.getsignal(signal.SIGTERM)
 
@@ -375,12 +338,11 @@ class _Run:
         telemetry = None
         try:
             self._setup()
-            gpu_index = None
-            if self.opts.device.startswith("cuda"):
-                gpu_index = int(self.opts.device.split(":")[1]) if ":" in self.opts.device else 0
             if self.opts.capture:
                 telemetry = TelemetrySampler(
-                    self.run_dir / "telemetry.csv", self.opts.telemetry_interval_s, gpu_index
+                    self.run_dir / "telemetry.csv",
+                    self.opts.telemetry_interval_s,
+                    self.backend.device.gpu_index,
                 )
                 rec["sidecars"]["telemetry"] = "telemetry.csv"
             with telemetry or _NullTelemetry():
@@ -401,13 +363,11 @@ class _Run:
         return self.run_dir
 
     def _close(self, telemetry: TelemetrySampler | None) -> None:
-        rec = self.record
+        self.restore_switches()
         if telemetry is not None:
-            rec["telemetry"] = telemetry.summary()
-        rec.setdefault("extra", {})["setup_s"] = self.setup_s
-        if self.mllog:
-            self.mllog.stop(success=rec["status"] == "reached")
-        write_record(self.run_dir, rec)
+            self.record["telemetry"] = telemetry.summary()
+        self.record.setdefault("extra", {})["setup_s"] = self.setup_s
+        self.rec.close()
 
 
 class _NullTelemetry:
@@ -423,6 +383,13 @@ class _NullTelemetry:
         return None
 
 
-def run_workload(opts: RunOptions) -> Path:
+def run_workload(opts: RunOptions) -> Any:
     """Run one workload under instrumentation; returns the run folder (with run.json)."""
+    if opts.replay_steps > 0:
+        run = _Run(opts)
+        try:
+            run.replay()
+        finally:
+            run.restore_switches()
+        return None
     return _Run(opts).execute()

@@ -34,7 +34,7 @@ class ProfileWindow:
     def __init__(
         self,
         run_dir: Path,
-        device: str,
+        backend: Any,
         wait: int = 2,
         warmup: int = 1,
         active: int = 3,
@@ -45,10 +45,10 @@ class ProfileWindow:
 
         self.run_dir = run_dir
         self.trace_name = trace_name
-        self.device = device
+        self.backend = backend
         self.wait, self.warmup, self.active = wait, warmup, active
         activities = [torch.profiler.ProfilerActivity.CPU]
-        if device.startswith("cuda"):
+        if backend.device.is_gpu:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         kwargs: dict[str, Any] = {}
         if experimental_config is not None:
@@ -70,18 +70,12 @@ class ProfileWindow:
     def total_steps(self) -> int:
         return self.wait + self.warmup + self.active
 
-    def _sync(self) -> None:
-        if self.device.startswith("cuda"):
-            import torch
-
-            torch.cuda.synchronize()
-
     def step(self) -> None:
         """Advance the schedule; stamps the boundaries of the active steps for step time."""
         if self.done:
             return
         if self.steps_seen >= self.wait + self.warmup - 1:
-            self._sync()
+            self.backend.sync()
             self.stamps.append(time.perf_counter())
         self.steps_seen += 1
         self.prof.step()
@@ -104,7 +98,7 @@ class ProfileWindow:
             os.replace(str(target) + ".tmp", target)
         finally:
             Path(tmp).unlink(missing_ok=True)
-        on_gpu = self.device.startswith("cuda")
+        on_gpu = self.backend.device.is_gpu
         for ev in prof.key_averages():
             if ev.key.startswith("ProfilerStep"):
                 continue

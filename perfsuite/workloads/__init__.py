@@ -1,15 +1,17 @@
-"""Workloads: model + data + recipe behind one interface the runner instruments.
+"""Workloads: model + data + recipe + training step behind one interface the runner instruments.
 
-`get_workload(name)` returns a fresh Workload. New workloads (ImageNet, SQuAD, TensorFlow
-versions, a user's own model) register with `register_workload`. Importing this package does
-not import torch; building models and loading data does.
+`get_workload(name)` returns a fresh Workload. New workloads register with `register_workload`;
+a user's own workload class is named `path/to/file.py:ClassName` or `package.module:ClassName`
+and loaded on first use. Importing this package does not import torch; building models and
+loading data does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfsuite.workloads.base import DataBundle, Recipe, Workload
+from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.data import Batch, DataSource
 
 _FACTORIES: dict[str, Callable[[], Workload]] = {}
 
@@ -26,6 +28,10 @@ def workload_names() -> list[str]:
 
 def get_workload(name: str) -> Workload:
     _register_builtins()
+    if name not in _FACTORIES and ":" in name:
+        from perfsuite.workloads.user import load_workload_class
+
+        register_workload(name, load_workload_class(name))
     try:
         return _FACTORIES[name]()
     except KeyError:
@@ -44,7 +50,8 @@ def _register_builtins() -> None:
 
 
 __all__ = [
-    "DataBundle",
+    "Batch",
+    "DataSource",
     "Recipe",
     "Workload",
     "get_workload",

@@ -1,15 +1,25 @@
-"""The workload interface. The runner owns the training loop; a workload supplies the parts.
+"""The workload seam: a workload owns its model, data and training step; the runner owns the
+clock, the evaluation schedule, the threshold rule, the record and the instrumentation hooks.
 
-Keeping the loop in the runner means every workload gets the same instrumentation and the same
-time-to-accuracy rules, and a workload author writes no timing code.
+`Workload.train_step` is THE training step: the runner's epochs, the FLOP count and the profile
+window all call it (with a different `phase` marker), so what is counted and profiled is what
+is timed. A workload may override it (EMA, lookahead, several inputs); the default is one
+forward/loss/backward/optimizer step with the switches in the TrainState applied.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+from perfsuite.workloads.data import Batch, DataSource, SyntheticSource
+from perfsuite.workloads.state import TrainState, no_phase
+from perfsuite.workloads.switches import COMMON
+
+Phase = Callable[[str], AbstractContextManager[Any]]
 
 
 @dataclass
@@ -55,28 +65,20 @@ def _convert(raw: str, kind: type, key: str) -> Any:
         raise ValueError(f"recipe field {key!r}: cannot read {raw!r} as {kind.__name__}") from None
 
 
-@dataclass
-class DataBundle:
-    """Tensors for one run: training and held-out evaluation sets, already on the device."""
-
-    train_x: Any
-    train_y: Any
-    test_x: Any
-    test_y: Any
-    description: str = ""
-
-
 class Workload:
-    """Base class. Subclasses set the class attributes and implement the methods."""
+    """Base class. Subclasses set the class attributes and implement the data and model."""
 
     name: str = ""
     task: str = ""  # task name in records, e.g. "cifar10"
     metric: str = "top1"
     default_threshold: float = 0.0
-    input_shape: tuple[int, ...] = ()
+    input_shape: tuple[int, ...] = ()  # one example of the (first) input, no batch dimension
     num_classes: int = 0
     dataset: str = ""
     needs_data_dir: bool = False
+    train_size: int = 0  # examples per epoch (sizes the synthetic data)
+    eval_size: int = 0
+    switches: frozenset[str] = COMMON  # the optimization switches this workload supports
     recipe: Recipe | None = None
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
@@ -98,15 +100,29 @@ class Workload:
         """Short architecture description for records and leaderboards."""
         return f"{self.name} model"
 
-    def load_data(self, data_dir: str | None, device: Any) -> DataBundle:
+    # -- data ----------------------------------------------------------------------------
+
+    def load_data(self, data_dir: str | None, device: Any) -> DataSource:
         raise NotImplementedError
 
-    def train_batches(
-        self, data: DataBundle, recipe: Recipe, generator: Any
-    ) -> Iterator[tuple[Any, Any]]:
-        """One epoch of shuffled, augmented (x, y) batches (data preparation counts as training
-        time under the DAWNBench rule, so it happens here, inside the timed loop)."""
-        raise NotImplementedError
+    def synthetic_data(self, device: Any, seed: int) -> DataSource:
+        """Random inputs of this workload's shape (`run --synthetic`)."""
+        if not self.input_shape or not self.num_classes:
+            raise ValueError(f"workload {self.name} does not declare its input shape")
+        limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
+        return SyntheticSource(
+            (tuple(self.input_shape),),
+            self.num_classes,
+            device,
+            num_train=limit or self.train_size or 1024,
+            num_eval=self.eval_size or 256,
+            seed=seed,
+        )
+
+    def steps_per_epoch(self, data: DataSource, recipe: Recipe) -> int:
+        return (data.num_train + recipe.batch_size - 1) // recipe.batch_size
+
+    # -- training ------------------------------------------------------------------------
 
     def loss(self, logits: Any, target: Any, recipe: Recipe) -> Any:
         import torch.nn.functional as F
@@ -139,32 +155,41 @@ class Workload:
 
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
-    def steps_per_epoch(self, data: DataBundle, recipe: Recipe) -> int:
-        n = len(data.train_y)
-        return (n + recipe.batch_size - 1) // recipe.batch_size
+    def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
+        """One optimization step on `batch`; returns the detached loss (not synchronised).
 
-    def evaluate(self, model: Any, data: DataBundle, batch_size: int = 1024) -> dict[str, float]:
+        `phase(name)` marks forward/backward/optimizer for the FLOP counter; it is a no-op
+        while training."""
+        with phase("forward"), state.autocast():
+            loss = self.loss(state.model(*state.inputs(batch.inputs)), batch.target, state.recipe)
+        state.optimizer.zero_grad(set_to_none=True)
+        with phase("backward"):
+            (state.scaler.scale(loss) if state.scaler is not None else loss).backward()
+        with phase("optimizer"):
+            if state.scaler is not None:
+                state.scaler.step(state.optimizer)
+                state.scaler.update()
+            else:
+                state.optimizer.step()
+        if state.scheduler is not None:
+            state.scheduler.step()
+        return loss.detach()
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def evaluate(self, model: Any, data: DataSource, batch_size: int = 1024) -> dict[str, float]:
         """Top-1 accuracy (fraction) on the held-out set."""
         import torch
 
         model.eval()
         correct = 0
         with torch.no_grad():
-            for i in range(0, len(data.test_y), batch_size):
-                logits = self.predict(model, data.test_x[i : i + batch_size])
-                correct += int((logits.argmax(1) == data.test_y[i : i + batch_size]).sum())
+            for b in data.eval_batches(batch_size):
+                logits = self.predict(model, *b.inputs)
+                correct += int((logits.argmax(1) == b.target).sum())
         model.train()
-        return {"top1": correct / len(data.test_y)}
+        return {"top1": correct / data.num_eval}
 
-    def predict(self, model: Any, x: Any) -> Any:
+    def predict(self, model: Any, *inputs: Any) -> Any:
         """Logits used for evaluation (a workload may add test-time augmentation)."""
-        return model(x)
-
-
-def shuffled_batches(n: int, batch_size: int, generator: Any, device: Any) -> Iterator[Any]:
-    """Index tensors of a random permutation, split into batches (last one may be smaller)."""
-    import torch
-
-    perm = torch.randperm(n, generator=generator).to(device)
-    for i in range(0, n, batch_size):
-        yield perm[i : i + batch_size]
+        return model(*inputs)

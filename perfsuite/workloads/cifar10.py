@@ -10,10 +10,11 @@ thresholds such as 80%); the default follows the device.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from perfsuite.workloads.base import DataBundle, Recipe, Workload, shuffled_batches
+from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.data import InMemorySource
+from perfsuite.workloads.switches import COMMON
 
 # Per-channel statistics of the CIFAR-10 training set (0-255 scale).
 MEAN = (125.31, 122.95, 113.87)
@@ -94,6 +95,8 @@ class Cifar10Workload(Workload):
     num_classes = 10
     dataset = "CIFAR-10 (50,000 train / 10,000 test, 32x32 RGB)"
     needs_data_dir = True
+    train_size, eval_size = 50_000, 10_000
+    switches = COMMON | {"label_smoothing", "tta"}
 
     def __init__(self) -> None:
         self.download = False
@@ -113,11 +116,12 @@ class Cifar10Workload(Workload):
     def model_name(self, recipe: Recipe) -> str:
         return f"ResNet-9 style, width x{recipe.extra.get('width', 1.0)}"
 
-    def load_data(self, data_dir: str | None, device: Any) -> DataBundle:
+    def load_data(self, data_dir: str | None, device: Any) -> InMemorySource:
         """All of CIFAR-10, or with recipe `train_limit` N the first N/10 training images of
         each class (a balanced subset for quick checks; the record flags it)."""
         import numpy as np
         import torch
+        import torch.nn.functional as F
 
         from perfsuite.workloads.cifar_data import find_cifar10
 
@@ -138,28 +142,13 @@ class Cifar10Workload(Workload):
         test_x, test_y = prep(*arrays["test"], 0)
         if limit:
             where += f" (training subset: {len(train_y)} images)"
-        self._pad_once(train_x)  # one-off work belongs to setup, not to the first epoch
-        return DataBundle(train_x, train_y, test_x, test_y, description=where)
+        # Random crops are cut from a reflect-padded copy made once: one-off work belongs to
+        # setup, not to the first epoch.
+        padded = F.pad(train_x, (4, 4, 4, 4), mode="reflect")
+        return InMemorySource(padded, train_y, test_x, test_y, description=where, augment=augment)
 
-    def _pad_once(self, train_x: Any) -> Any:
-        """The reflect-padded training set that random crops are cut from, made once."""
-        import torch.nn.functional as F
-
-        if getattr(self, "_padded_of", None) is not train_x:
-            self._padded = F.pad(train_x, (4, 4, 4, 4), mode="reflect")
-            self._padded_of = train_x
-        return self._padded
-
-    def train_batches(
-        self, data: DataBundle, recipe: Recipe, generator: Any
-    ) -> Iterator[tuple[Any, Any]]:
-
-        device = data.train_x.device
-        padded = self._pad_once(data.train_x)
-        for idx in shuffled_batches(len(data.train_y), recipe.batch_size, generator, device):
-            yield augment(padded[idx], generator), data.train_y[idx]
-
-    def predict(self, model: Any, x: Any) -> Any:
+    def predict(self, model: Any, *inputs: Any) -> Any:
+        (x,) = inputs
         logits = model(x)
         tta = self.recipe is None or bool(self.recipe.extra.get("tta_flip", True))
         return logits + model(x.flip(3)) if tta else logits

@@ -7,10 +7,11 @@ is judged on the same test set. Default target: 98% held-out top-1.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from perfsuite.workloads.base import DataBundle, Recipe, Workload, shuffled_batches
+from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.data import InMemorySource
+from perfsuite.workloads.switches import COMMON
 
 TEST_FRACTION = 0.2
 SPLIT_SEED = 0
@@ -57,6 +58,8 @@ class DigitsWorkload(Workload):
     input_shape = (1, 8, 8)
     num_classes = 10
     dataset = "scikit-learn load_digits (1,797 8x8 images; 1,438 train / 359 test, stratified)"
+    train_size, eval_size = 1438, 359
+    switches = COMMON | {"label_smoothing"}
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         return Recipe(
@@ -76,9 +79,10 @@ class DigitsWorkload(Workload):
     def model_name(self, recipe: Recipe) -> str:
         return f"digits CNN, width {recipe.extra.get('width', 32)}"
 
-    def load_data(self, data_dir: str | None, device: Any) -> DataBundle:
+    def load_data(self, data_dir: str | None, device: Any) -> InMemorySource:
         import numpy as np
         import torch
+        import torch.nn.functional as F
         from sklearn.datasets import load_digits
 
         digits = load_digits()
@@ -88,26 +92,19 @@ class DigitsWorkload(Workload):
         mean, std = images[train].mean(), images[train].std()
         x = torch.from_numpy((images - mean) / std).unsqueeze(1)
         y = torch.from_numpy(labels)
-        return DataBundle(
-            train_x=x[train].to(device),
-            train_y=y[train].to(device),
-            test_x=x[test].to(device),
-            test_y=y[test].to(device),
+        shift = int((self.recipe or self.default_recipe()).extra.get("shift", 1))
+
+        def augment(batch: Any, generator: Any) -> Any:
+            return random_translate(F.pad(batch, (shift,) * 4), shift, 8, generator)
+
+        return InMemorySource(
+            x[train].to(device),
+            y[train].to(device),
+            x[test].to(device),
+            y[test].to(device),
             description=self.dataset,
+            augment=augment if shift else None,
         )
-
-    def train_batches(
-        self, data: DataBundle, recipe: Recipe, generator: Any
-    ) -> Iterator[tuple[Any, Any]]:
-        import torch.nn.functional as F
-
-        shift = int(recipe.extra.get("shift", 1))
-        device = data.train_x.device
-        for idx in shuffled_batches(len(data.train_y), recipe.batch_size, generator, device):
-            x = data.train_x[idx]
-            if shift:
-                x = random_translate(F.pad(x, (shift,) * 4), shift, 8, generator)
-            yield x, data.train_y[idx]
 
 
 def random_translate(padded: Any, shift: int, size: int, generator: Any) -> Any:

@@ -1,0 +1,144 @@
+"""The record side of a run, shared by the workload runner and `perfsuite.track` (a user's
+own loop): the run folder, evaluations with the threshold rule, throughput, atomic rewrites.
+
+The record is rewritten atomically after every evaluation, so a run killed at any point leaves
+a valid record of every epoch it finished.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from analyzers.tta import crossing_dict, first_crossing
+from perfsuite.record import new_record, new_run_id, quantity, write_record
+from perfsuite.runner.environment import collect_environment, hardware_section
+
+
+class Recorder:
+    """Owns one run folder and its `run.json`."""
+
+    def __init__(
+        self,
+        out: str | Path,
+        name: str,
+        task: dict[str, Any],
+        device: Any,
+        config: dict[str, Any],
+        *,
+        framework: str,
+        instance_type: str | None = None,
+        group: dict[str, Any] | None = None,
+        mllog_benchmark: str | None = None,
+        write_files: bool = True,
+    ) -> None:
+        self.run_id = new_run_id(name)
+        self.run_dir = Path(out) / self.run_id
+        self.write_files = write_files
+        if write_files:
+            self.run_dir.mkdir(parents=True, exist_ok=False)
+        env = collect_environment(str(device))
+        self.record = new_record(run_id=self.run_id, task=task, environment=env, config=config)
+        self.record["group"] = group
+        self.record["hardware"] = hardware_section(env, str(device), instance_type)
+        self.record["framework"] = framework
+        self.metric, self.threshold = task["metric"], task["threshold"]
+        self.mllog = self._open_mllog(mllog_benchmark) if mllog_benchmark and write_files else None
+        self.epoch_times: list[float] = []
+        self.write()
+
+    def _open_mllog(self, benchmark: str) -> Any:
+        try:
+            from perfsuite.mllog import MLLogWriter
+        except ImportError:
+            return None
+        path = self.run_dir / "mllog.txt"
+        self.record["sidecars"]["mllog"] = path.name
+        return MLLogWriter(path, benchmark=benchmark)
+
+    def flag(self, text: str) -> None:
+        self.record["flags"].append(text)
+
+    def write(self) -> None:
+        if self.write_files:
+            write_record(self.run_dir, self.record)
+
+    def add_evaluation(
+        self,
+        epoch: int,
+        train_time_s: float,
+        metrics: dict[str, float],
+        *,
+        train_loss: float | None = None,
+        eval_time_s: float | None = None,
+        samples: int | None = None,
+    ) -> bool:
+        """Append one evaluation, update time-to-accuracy, rewrite; True once reached."""
+        rec = self.record
+        if self.metric not in metrics:
+            raise ValueError(f"evaluation of epoch {epoch} has no {self.metric!r} metric")
+        entry: dict[str, Any] = {"epoch": epoch, "train_time_s": train_time_s, "metrics": metrics}
+        for key, value in (
+            ("train_loss", train_loss),
+            ("eval_time_s", eval_time_s),
+            ("samples", samples),
+        ):
+            if value is not None:
+                entry[key] = value
+        rec["evaluations"].append(entry)
+        crossing = first_crossing(rec["evaluations"], self.metric, self.threshold)
+        rec["time_to_accuracy"] = crossing_dict(crossing, "measured")
+        if self.mllog:
+            self.mllog.eval(epoch, metrics[self.metric], samples or 0)
+        self.write()
+        return bool(crossing.reached)
+
+    def set_throughput(self, steps_per_epoch: int, batch_size: int) -> None:
+        """Step time from the median epoch; the first epoch (one-off costs) is left out once
+        there are others."""
+        times = self.epoch_times
+        if not times or steps_per_epoch <= 0:
+            return
+        clean = times[1:] if len(times) > 1 else times
+        per_step = statistics.median(clean) / steps_per_epoch
+        source = (
+            f"median over {len(clean)} epoch(s) of epoch training wall time / "
+            f"{steps_per_epoch} steps (data preparation included"
+            + ("; first epoch excluded)" if len(times) > 1 else ")")
+        )
+        self.record["throughput"] = {
+            "step_time": quantity(per_step, "s", "measured", source),
+            "samples_per_s": quantity(
+                batch_size / per_step, "sample/s", "derived", "batch_size / step_time"
+            ),
+            "epoch_times_s": list(times),
+        }
+
+    def set_data(self, kind: str, description: str, stall_s: list[float]) -> None:
+        """The record's `data` section: the source and how long steps waited for batches."""
+        total = sum(stall_s)
+        train = sum(self.epoch_times) or None
+        self.record["data"] = {
+            "kind": kind,
+            "description": description,
+            "stall_time": quantity(
+                total,
+                "s",
+                "measured",
+                "host time inside next(batches) during timed epochs (loading, decoding and "
+                "host-side augmentation; device-side work queued asynchronously is not in it)",
+            ),
+            "stall_fraction": (total / train) if train else None,
+            "stall_per_epoch_s": list(stall_s),
+        }
+
+    def finish(self) -> None:
+        rec = self.record
+        if rec["status"] == "running":
+            rec["status"] = "reached" if rec["time_to_accuracy"]["reached"] else "not_reached"
+
+    def close(self) -> None:
+        if self.mllog:
+            self.mllog.stop(success=self.record["status"] == "reached")
+        self.write()

@@ -1,0 +1,94 @@
+"""What one training step works on, and the detour that runs steps off the books.
+
+`TrainState` bundles the model, optimizer, schedule and the switches in effect, so the one
+`Workload.train_step` serves training, FLOP counting and profiling alike. `detour(state)` runs
+extra steps (the untimed warm-up, the FLOP-counted step, the profile window) on the run's own
+model and then puts every weight, buffer, optimizer moment, schedule position and RNG state
+back: the run continues exactly where it was, while caches that only make later steps faster
+(cuDNN autotuning, compiled graphs, the allocator's pool) stay warm, as they would anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TrainState:
+    """Everything a training step touches. `model` is what the step calls (compiled when the
+    `compile` switch is on); `module` is the eager nn.Module (state dicts, FLOP counting)."""
+
+    model: Any
+    module: Any
+    optimizer: Any
+    scheduler: Any | None
+    recipe: Any
+    backend: Any
+    precision: str | None = None  # autocast: None (fp32), "bf16", "fp16"
+    scaler: Any | None = None  # loss scaling for fp16
+    channels_last: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return self.backend.autocast(self.precision)
+
+    def inputs(self, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Inputs in the memory format the model runs in (4-D tensors only)."""
+        if not self.channels_last:
+            return inputs
+        import torch
+
+        return tuple(
+            x.contiguous(memory_format=torch.channels_last) if getattr(x, "ndim", 0) == 4 else x
+            for x in inputs
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        import torch
+
+        snap: dict[str, Any] = {
+            "module": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "rng": torch.get_rng_state(),
+        }
+        if self.scheduler is not None:
+            snap["scheduler"] = copy.deepcopy(self.scheduler.state_dict())
+        if self.scaler is not None:
+            snap["scaler"] = copy.deepcopy(self.scaler.state_dict())
+        if self.backend.device.is_gpu:
+            snap["cuda_rng"] = torch.cuda.get_rng_state(self.backend.torch_device)
+        return snap
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        import torch
+
+        self.module.load_state_dict(snap["module"])
+        self.optimizer.load_state_dict(snap["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(snap["scheduler"])
+        if self.scaler is not None:
+            self.scaler.load_state_dict(snap["scaler"])
+        torch.set_rng_state(snap["rng"])
+        if "cuda_rng" in snap:
+            torch.cuda.set_rng_state(snap["cuda_rng"], self.backend.torch_device)
+
+
+@contextlib.contextmanager
+def detour(state: TrainState) -> Iterator[TrainState]:
+    """Run steps that must not count: on exit the state is exactly as on entry."""
+    snap = state.snapshot()
+    try:
+        yield state
+    finally:
+        state.backend.sync()
+        state.restore(snap)
+
+
+@contextlib.contextmanager
+def no_phase(name: str) -> Iterator[None]:
+    """The default `phase` of a training step: marks nothing."""
+    yield

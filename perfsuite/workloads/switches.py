@@ -1,0 +1,169 @@
+"""Optimization switches: named, composable changes to how a workload trains.
+
+`perfsuite run W --switch bf16,channels_last --switch lr_rule=linear` parses here. A workload
+declares which switches it supports (`Workload.switches`); an unknown or unsupported switch is
+a one-line ValueError. What each switch changed is read back from the live objects after the
+run is built (see runner/effects.py) and written into the record, so the record shows the
+effect, not just the request. Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    name: str
+    help: str
+    choices: tuple[str, ...] = ()  # accepted values; empty: a flag or a number
+    default_value: str | None = None  # the value a bare `--switch NAME` means
+    number: bool = False
+
+
+SPECS: dict[str, SwitchSpec] = {
+    s.name: s
+    for s in (
+        SwitchSpec("bf16", "autocast forward and loss to bfloat16 (parameters stay float32)"),
+        SwitchSpec("fp16", "autocast to float16 with dynamic loss scaling (GradScaler)"),
+        SwitchSpec(
+            "tf32",
+            "TensorFloat-32 for float32 convolutions and matmuls on NVIDIA GPUs (on/off)",
+            ("on", "off"),
+            "on",
+        ),
+        SwitchSpec("channels_last", "NHWC memory format for the model and 4-D inputs"),
+        SwitchSpec(
+            "compile",
+            "torch.compile the model (mode: default, reduce-overhead, max-autotune)",
+            ("default", "reduce-overhead", "max-autotune"),
+            "default",
+        ),
+        SwitchSpec(
+            "lr_rule",
+            "learning rate rule when --batch-size differs from the recipe's: linear, sqrt, none",
+            ("linear", "sqrt", "none"),
+        ),
+        SwitchSpec("label_smoothing", "label smoothing of the training loss (0..1)", number=True),
+        SwitchSpec("tta", "test-time augmentation at evaluation (on/off)", ("on", "off"), "on"),
+        SwitchSpec(
+            "data",
+            "where batches come from: device (whole set in memory) or workers (streaming loader)",
+            ("device", "workers"),
+        ),
+    )
+}
+
+# Switches every PyTorch workload gets from the shared training step.
+COMMON = frozenset({"bf16", "fp16", "tf32", "channels_last", "compile", "lr_rule"})
+
+
+@dataclass
+class Switches:
+    """The parsed switches of one run (None: not given, the workload's recipe decides)."""
+
+    precision: str | None = None
+    tf32: bool | None = None
+    channels_last: bool = False
+    compile: str | None = None
+    lr_rule: str = "none"
+    label_smoothing: float | None = None
+    tta: bool | None = None
+    data: str | None = None
+    given: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "given": list(self.given),
+            "precision": self.precision or "fp32",
+            "tf32": self.tf32,
+            "channels_last": self.channels_last,
+            "compile": self.compile,
+            "lr_rule": self.lr_rule,
+            "label_smoothing": self.label_smoothing,
+            "tta": self.tta,
+            "data": self.data,
+        }
+
+
+def parse_switches(items: list[str], supported: frozenset[str], workload: str) -> Switches:
+    """`items` as given on the command line (each may hold several, comma-separated)."""
+    out = Switches()
+    for raw in (part.strip() for item in items for part in item.split(",")):
+        if not raw:
+            continue
+        name, sep, value = raw.partition("=")
+        name = name.strip().replace("-", "_")
+        spec = SPECS.get(name)
+        if spec is None:
+            raise ValueError(f"unknown switch {name!r}; known: {', '.join(sorted(SPECS))}")
+        if name not in supported:
+            have = ", ".join(sorted(supported)) or "none"
+            raise ValueError(f"workload {workload} does not support switch {name!r} ({have})")
+        value = _value(spec, value.strip() if sep else None)
+        _apply(out, name, value)
+        out.given.append(f"{name}={value}" if value is not None else name)
+    return out
+
+
+def _value(spec: SwitchSpec, value: str | None) -> str | None:
+    if value is None:
+        value = spec.default_value
+        if value is None and (spec.choices or spec.number):
+            raise ValueError(f"switch {spec.name!r} needs a value, e.g. {spec.name}=...")
+        return value
+    if spec.number:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"switch {spec.name!r}: {value!r} is not a number") from None
+        if not 0.0 <= number <= 1.0:
+            raise ValueError(f"switch {spec.name!r}: {value} is outside 0..1")
+        return value
+    if not spec.choices:
+        raise ValueError(f"switch {spec.name!r} takes no value (got {value!r})")
+    if value not in spec.choices:
+        raise ValueError(f"switch {spec.name!r}: {value!r} is not one of {', '.join(spec.choices)}")
+    return value
+
+
+def _apply(out: Switches, name: str, value: str | None) -> None:
+    if name in ("bf16", "fp16"):
+        if out.precision not in (None, name):
+            raise ValueError("switches bf16 and fp16 exclude each other")
+        out.precision = name
+    elif name == "tf32":
+        out.tf32 = value == "on"
+    elif name == "channels_last":
+        out.channels_last = True
+    elif name == "compile":
+        out.compile = value
+    elif name == "lr_rule":
+        out.lr_rule = str(value)
+    elif name == "label_smoothing":
+        out.label_smoothing = float(str(value))
+    elif name == "tta":
+        out.tta = value == "on"
+    elif name == "data":
+        out.data = value
+
+
+def scaled_lr(lr: float, base_batch: int, batch: int, rule: str) -> float:
+    """The learning rate for `batch` under `rule`, from `lr` tuned at `base_batch`."""
+    if rule == "linear":
+        return lr * batch / base_batch
+    if rule == "sqrt":
+        return lr * (batch / base_batch) ** 0.5
+    return lr
+
+
+def describe(supported: frozenset[str]) -> str:
+    """Help text: the switches a workload supports, one per line."""
+    lines = []
+    for name in sorted(supported):
+        spec = SPECS[name]
+        values = f" [={'|'.join(spec.choices)}]" if spec.choices else ""
+        values = " =X" if spec.number else values
+        lines.append(f"  {name}{values}: {spec.help}")
+    return "\n".join(lines)

@@ -1,0 +1,240 @@
+"""The workload seam: one train_step, detours that leave the run untouched, switches,
+synthetic data, a user's own workload file and training loop."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from perfsuite.backends import parse_device, torch_backend  # noqa: E402
+from perfsuite.record import load_record  # noqa: E402
+from perfsuite.runner import RunOptions, run_workload  # noqa: E402
+from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
+from perfsuite.runner.capture import count_step_work  # noqa: E402
+from perfsuite.workloads import get_workload  # noqa: E402
+from perfsuite.workloads.state import detour  # noqa: E402
+from perfsuite.workloads.switches import COMMON, parse_switches, scaled_lr  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _opts(tmp_path, **kw):
+    base = dict(
+        workload="digits",
+        out=str(tmp_path / "runs"),
+        progress=False,
+        measure_peaks=False,
+        inference_repeats=3,
+        capture=False,
+        epochs=2,
+    )
+    base.update(kw)
+    return RunOptions(**base)
+
+
+def _digits_state(switch_items=(), device="cpu"):
+    wl = get_workload("digits")
+    sw = parse_switches(list(switch_items), wl.switches, wl.name)
+    recipe = prepare_recipe(wl, device, None, [], 2, None, sw)
+    wl.configure(recipe)
+    torch.manual_seed(0)
+    data = wl.load_data(None, device)
+    model = wl.build_model(recipe)
+    backend = torch_backend(device)
+    return wl, data, build_state(wl, recipe, model, wl.steps_per_epoch(data, recipe), backend, sw)
+
+
+def test_device_parsing():
+    assert parse_device("cuda:1").gpu_index == 1 and parse_device("cuda").gpu_index == 0
+    assert parse_device("cpu").gpu_index is None and not parse_device("cpu").is_gpu
+    with pytest.raises(ValueError, match="--device must be cpu or cuda"):
+        parse_device("tpu")
+
+
+def test_detour_restores_weights_optimizer_schedule_and_rng():
+    wl, data, state = _digits_state()
+    batches = data.train_batches(64, torch.Generator().manual_seed(1))
+    wl.train_step(state, next(batches))  # momentum exists
+    before = {k: v.clone() for k, v in state.module.state_dict().items()}
+    lr = state.optimizer.param_groups[0]["lr"]
+    momentum = [s["momentum_buffer"].clone() for s in state.optimizer.state.values()]
+    rng = torch.get_rng_state()
+    with detour(state):
+        for _ in range(3):
+            wl.train_step(state, next(batches))
+        changed = any(not torch.equal(before[k], v) for k, v in state.module.state_dict().items())
+    assert changed  # the detour really trained
+    for k, v in state.module.state_dict().items():
+        assert torch.equal(before[k], v), k
+    assert state.optimizer.param_groups[0]["lr"] == lr
+    after = [s["momentum_buffer"] for s in state.optimizer.state.values()]
+    assert all(torch.equal(a, b) for a, b in zip(momentum, after, strict=True))
+    assert torch.equal(rng, torch.get_rng_state())
+
+
+def test_flop_count_uses_the_workload_step_with_phases():
+    wl, data, state = _digits_state()
+    batch = next(data.train_batches(64, torch.Generator().manual_seed(1)))
+    work = count_step_work(wl, state, batch)
+    phases = {row["phase"] for row in work["per_op"]}
+    assert {"forward", "backward", "optimizer"} <= phases
+    # the digits CNN's three 3x3 convs at batch 64: 1->32 and 32->64 on 8x8, 64->128 on 4x4
+    (conv_fwd,) = [
+        r for r in work["per_op"] if r["op"] == "aten::convolution" and r["phase"] == "forward"
+    ]
+    macs = 64 * 9 * (32 * 64 * 1 + 64 * 64 * 32 + 128 * 16 * 64)
+    assert conv_fwd["flops"] == 2 * macs and conv_fwd["calls"] == 3
+    assert work["batch_size"] == 64
+
+
+def test_switch_parsing_errors_are_one_line():
+    with pytest.raises(ValueError, match="unknown switch 'bf17'; known: "):
+        parse_switches(["bf17"], COMMON, "digits")
+    with pytest.raises(ValueError, match="does not support switch 'tta'"):
+        parse_switches(["tta=off"], COMMON, "digits")
+    with pytest.raises(ValueError, match="exclude each other"):
+        parse_switches(["bf16,fp16"], COMMON, "digits")
+    with pytest.raises(ValueError, match="'tf32': 'maybe' is not one of on, off"):
+        parse_switches(["tf32=maybe"], COMMON, "digits")
+    sw = parse_switches(["bf16,channels_last", "lr_rule=sqrt"], COMMON, "x")
+    assert (sw.precision, sw.channels_last, sw.lr_rule) == ("bf16", True, "sqrt")
+    assert scaled_lr(0.1, 64, 256, "linear") == pytest.approx(0.4)
+    assert scaled_lr(0.1, 64, 256, "sqrt") == pytest.approx(0.2)
+
+
+def test_switches_take_effect_and_are_recorded(tmp_path):
+    opts = _opts(
+        tmp_path,
+        epochs=1,
+        batch_size=128,
+        switches=["bf16,channels_last", "lr_rule=linear", "label_smoothing=0.05"],
+    )
+    rec = load_record(run_workload(opts))
+    eff = rec["switches"]["effect"]
+    assert eff["autocast"] == "bfloat16"
+    assert eff["first_layer"]["output_dtype"] == "bfloat16"  # observed, not assumed
+    assert eff["parameter_memory_format"] == "channels_last"
+    assert eff["first_layer"]["output_memory_format"] == "channels_last"
+    assert eff["batch_size"] == 128 and eff["lr"] == pytest.approx(0.1 * 128 / 64)
+    assert eff["label_smoothing"] == 0.05
+    assert rec["switches"]["requested"]["given"] == [
+        "bf16",
+        "channels_last",
+        "lr_rule=linear",
+        "label_smoothing=0.05",
+    ]
+    assert rec["config"]["switches"]
+    plain = load_record(run_workload(_opts(tmp_path, epochs=1)))["switches"]["effect"]
+    assert plain["autocast"] is None and plain["first_layer"]["output_dtype"] == "float32"
+    assert plain["parameter_memory_format"] == "contiguous (NCHW)"
+
+
+def test_fp16_switch_uses_loss_scaling(tmp_path):
+    rec = load_record(run_workload(_opts(tmp_path, epochs=1, switches=["fp16"])))
+    assert rec["switches"]["effect"]["loss_scaling"].startswith("dynamic")
+    assert rec["status"] in ("reached", "not_reached")
+
+
+def test_synthetic_data_runs_without_the_dataset(tmp_path):
+    rec = load_record(
+        run_workload(
+            _opts(
+                tmp_path,
+                workload="cifar10",
+                synthetic=True,
+                epochs=1,
+                overrides=["width=0.125", "train_limit=512"],
+                batch_size=256,
+                threshold=0.99,
+            )
+        )
+    )
+    assert rec["data"]["kind"] == "synthetic"
+    assert "random 3x32x32" in rec["task"]["dataset"]
+    assert any("synthetic data" in f for f in rec["flags"])
+    assert rec["evaluations"][0]["samples"] == 512
+    assert rec["data"]["stall_time"]["provenance"] == "measured"
+
+
+def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(tmp_path):
+    off = load_record(run_workload(_opts(tmp_path, epochs=4, keep_going=True)))
+    on = load_record(
+        run_workload(_opts(tmp_path, epochs=4, keep_going=True, capture=True, profile_steps=2))
+    )
+    for rec in (off, on):
+        assert rec["extra"]["setup_s"]["warmup_s"] > 0
+    assert (
+        "flop_count_s" in on["extra"]["setup_s"] and "flop_count_s" not in off["extra"]["setup_s"]
+    )
+    assert on["timeline"]["epoch"] == 2  # after the middle epoch of 4, not before training
+    assert on["timeline"]["measured_step_time"]["provenance"] == "measured"
+    # capture never changes what is trained: same seed, same curve
+    assert [e["metrics"] for e in on["evaluations"]] == [e["metrics"] for e in off["evaluations"]]
+
+
+def test_user_workload_file_runs_through_the_cli(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perfsuite",
+            "run",
+            "examples/my_workload.py:TinyDigits",
+            "--out",
+            str(tmp_path / "runs"),
+            "--quiet",
+            "--no-peaks",
+            "--no-capture",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = load_record(Path(proc.stdout.strip().splitlines()[-1]))
+    assert rec["task"]["workload"] == "tiny-digits"
+    assert rec["model"] == "tiny conv net (8 channels)"
+    assert rec["config"]["recipe_values"]["batch_size"] == 128
+    bad = subprocess.run(
+        [sys.executable, "-m", "perfsuite", "run", "examples/nope.py:X"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert bad.returncode != 0 and "no such file examples/nope.py" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_user_loop_example_writes_a_full_record(tmp_path):
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import user_loop
+    finally:
+        sys.path.pop(0)
+    rec = load_record(user_loop.main(str(tmp_path / "runs")))
+    assert rec["status"] in ("reached", "not_reached")
+    assert rec["task"]["workload"] == "user loop"
+    assert len(rec["evaluations"]) >= 1
+    # FLOPs of the user's step: two Linear layers, forward 2*B*(64*128 + 128*10)
+    fwd = sum(
+        r["flops"]
+        for r in rec["work"]["per_op"]
+        if r["op"] in ("aten::mm", "aten::addmm")
+        and r.get("phase") in (None, "unphased", "forward")
+    )
+    assert fwd >= 2 * 64 * (64 * 128 + 128 * 10)
+    assert rec["timeline"]["ops"] and rec["timeline"]["measured_step_time"]["value"] > 0
+    assert rec["data"]["kind"] == "user loader"
+    assert rec["throughput"]["step_time"]["value"] > 0
