@@ -230,10 +230,11 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     dev = {"device__attribute_compute_capability_major": 9,
            "device__attribute_compute_capability_minor": 0}  # fmt: skip
     t = "sm__ops_path_tensor_src_bf16_dst_fp32"
+    time = "gpu__time_duration.sum"
     actions = [
-        Action("sm90_xmma_wgrad_k", {**dev, f"{t}.sum": 2048, f"{t}.avg": 1, "gpu__time_duration.sum": 1500}),
-        Action("gemm_k", {**dev, f"{t}.sum": 1024, "gpu__time_duration.sum": 500}),
-    ]  # fmt: skip
+        Action("sm90_xmma_wgrad_k", {**dev, f"{t}.sum": 2048, f"{t}.avg": 1, time: 1500}),
+        Action("gemm_k", {**dev, f"{t}.sum": 1024, time: 500}),
+    ]
     rng = types.SimpleNamespace(num_actions=lambda: 2, action_by_idx=lambda i: actions[i])
     ctx = types.SimpleNamespace(num_ranges=lambda: 1, range_by_idx=lambda i: rng)
     fake = types.ModuleType("ncu_report")
