@@ -41,6 +41,14 @@ def test_cupti_probe_on_cpu_torch_says_why():
     assert collect.cupti_range_profiler_available() == (ok, why)  # cached
 
 
+def test_cupti_probe_child_failure_is_a_reason_not_an_exception():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    ok, why = collect._probe_range_profiler("x", timeout_s=120)  # the child needs CUDA
+    assert ok is False and why.startswith("CUPTI range-profiler probe failed (status 1): ")
+
+
 def test_choose_collector(monkeypatch):
     monkeypatch.setattr(collect, "cupti_range_profiler_available", lambda: (False, "no kineto"))
     monkeypatch.setattr(collect, "find_ncu", lambda: "/opt/ncu")

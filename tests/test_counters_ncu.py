@@ -250,3 +250,19 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails -> clear error
     with pytest.raises(CountersError, match=r"x\.ncu-rep: \.ncu-rep needs NVIDIA's ncu_report"):
         load_counters(rep)
+
+
+def test_into_record_keeps_it_valid(tmp_path, make_record, capsys):
+    from perfsuite.cli import main
+    from perfsuite.record import load_record, write_record
+
+    write_record(tmp_path, make_record([(1, 10.0, 0.5)]))
+    path = _gpu("h100-resnet9-2steps-tf32.ncu.csv")
+    assert main(["counters", str(path), "--into", str(tmp_path), "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "per step: FLOP 10.9 GFLOP, tensor FLOP 1.17 TFLOP" in out
+    assert "convolution" in out and "WARNING" not in out
+    sec = load_record(tmp_path)["counters"]  # validated against the schema on load
+    assert sec["per_step"]["flops_tensor"] == 1_168_231_104_512
+    assert sec["file"].endswith("h100-resnet9-2steps-tf32.ncu.csv")
+    json.dumps(sec, allow_nan=False)  # JSON-friendly: no NaN/inf, no tuples/objects

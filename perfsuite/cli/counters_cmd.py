@@ -79,7 +79,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         rows.append(
             [
                 truncate(k["name"], NAME_WIDTH),
-                k["op"] or "-",
+                k["op"] or k.get("kernel_class") or "-",
                 k["calls"],
                 si(k["time_s"], "s"),
                 si(k["flops"], "FLOP"),
@@ -92,7 +92,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         )
     headers = [
         "kernel",
-        "op",
+        "op (or class by name)",
         "calls",
         "time",
         "FLOP",

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,31 @@ CSV_NAME = "counters-ncu.csv"
 LOG_NAME = "counters-ncu.log"
 
 
+_PROBE = """
+import json, sys, tempfile, os
+import torch
+cfg = torch.profiler._ExperimentalConfig(
+    profiler_metrics=["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"],
+    profiler_measure_per_kernel=True)
+a = torch.ones(64, 64, device="cuda")
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA],
+                            experimental_config=cfg) as prof:
+    (a @ a).sum().item()
+fd, path = tempfile.mkstemp(suffix=".json"); os.close(fd)
+prof.export_chrome_trace(path)
+text = open(path, errors="replace").read(); os.unlink(path)
+print("PROBE", json.dumps({"ranges": text.count(sys.argv[1])}))
+"""
+
+
 @functools.lru_cache(maxsize=1)
 def cupti_range_profiler_available() -> tuple[bool, str]:
-    """Whether torch.profiler can collect CUPTI range-profiler metrics here (probed once)."""
+    """Whether torch.profiler can collect CUPTI range-profiler metrics here (probed once).
+
+    On a GPU the probe profiles one small matmul with a CUPTI metric in a CHILD process (a
+    profiler that is missing or broken must not take the run down) and looks for
+    `cuda_profiler_range` events in its trace.
+    """
     try:
         import torch
     except Exception as e:
@@ -46,33 +68,33 @@ def cupti_range_profiler_available() -> tuple[bool, str]:
     try:
         if not torch.cuda.is_available():
             return False, "torch sees no CUDA device"
-        return _probe_range_profiler(torch)
+        return _probe_range_profiler(torch.__version__)
     except Exception as e:
         return False, f"CUPTI range-profiler probe failed: {type(e).__name__}: {e}".splitlines()[0]
 
 
-def _probe_range_profiler(torch: Any) -> tuple[bool, str]:
-    """Profile one small matmul with a CUPTI metric and look for `cuda_profiler_range` events."""
+def _probe_range_profiler(version: str, timeout_s: float = 300) -> tuple[bool, str]:
     from perfsuite.counters.cupti_trace import RANGE_CATEGORY
 
-    cfg = torch.profiler._ExperimentalConfig(
-        profiler_metrics=["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"],
-        profiler_measure_per_kernel=True,
-    )
-    a = torch.ones(64, 64, device="cuda")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probe.json"
-        with torch.profiler.profile(
-            activities=[torch.profiler.ProfilerActivity.CUDA], experimental_config=cfg
-        ) as prof:
-            (a @ a).sum().item()
-        prof.export_chrome_trace(str(path))
-        found = RANGE_CATEGORY in path.read_text(errors="replace")
-    if found:
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE, RANGE_CATEGORY],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"CUPTI range-profiler probe ran past {timeout_s:g} s"
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("PROBE ")), None)
+    if proc.returncode != 0 or line is None:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return False, f"CUPTI range-profiler probe failed (status {proc.returncode}): {last}"
+    if json.loads(line[len("PROBE ") :]).get("ranges", 0) > 0:
         return True, "CUPTI range profiler available through torch.profiler"
     return False, (
-        f"this torch build ({torch.__version__}) writes no '{RANGE_CATEGORY}' events: Kineto's "
-        "CUPTI range profiler is not in public wheels"
+        f"this torch build ({version}) writes no '{RANGE_CATEGORY}' events: Kineto's CUPTI "
+        "range profiler is not in public wheels"
     )
 
 

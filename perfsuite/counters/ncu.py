@@ -87,7 +87,13 @@ def counters_from_ncu(
 ) -> dict[str, Any]:
     """The record's `counters` section (tool "ncu") from an ncu CSV or `.ncu-rep` file."""
     data, how = read_ncu(path)
-    notes = [f"read through the {how}", *data.notes]
+    notes = [
+        f"read through the {how}",
+        "ncu replays each kernel alone, by default with caches flushed (--cache-control all) "
+        "and clocks locked to base (--clock-control base): DRAM bytes are cold-cache figures "
+        "and kernel times are at base clock, not those of the training run",
+        *data.notes,
+    ]
     has_time = any(launch.time_s is not None for launch in data.launches)
     if not has_time:
         notes.append(f"no {KERNEL_TIME} column: time_s is null")
