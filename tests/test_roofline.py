@@ -29,31 +29,18 @@ def build_record(make_record, bytes_per_step=1e8):
     }
     rec["throughput"] = {"step_time": quantity(0.1, "s", "measured")}
     rec["timeline"] = {
-        "trace": None,
-        "tool": "torch.profiler",
-        "steps": 2,
+        "trace": None, "tool": "torch.profiler", "steps": 2,
         "step_time": quantity(0.1, "s", "measured"),
         "ops": [
-            {
-                "op": "aten::mm",
-                "calls": 12,
-                "self_time_s": 0.01,
-                "total_time_s": 0.12,
-                "device_time_s": 0.1,
-            },
-            {
-                "op": "aten::add_",
-                "calls": 2,
-                "self_time_s": 0.015,
-                "total_time_s": 0.02,
-                "device_time_s": None,
-            },
+            {"op": "aten::mm", "calls": 12, "self_time_s": 0.01, "total_time_s": 0.12,
+             "device_time_s": 0.1},
+            {"op": "aten::add_", "calls": 2, "self_time_s": 0.015, "total_time_s": 0.02,
+             "device_time_s": None},
             {"op": "aten::copy_", "calls": 4, "self_time_s": 0.006},
         ],
     }
     rec["ceilings"] = {
-        "device": "Test CPU",
-        "dtype": "float32",
+        "device": "Test CPU", "dtype": "float32",
         "peak_flops": quantity(1e11, "FLOP/s", "measured", "matmul"),
         "memory_bandwidth": quantity(1e10, "byte/s", "measured", "copy"),
         "spec": None,
@@ -148,45 +135,16 @@ def test_hierarchical_with_counters(make_record):
     rec = build_record(make_record)
     rec["ceilings"]["spec"] = {"l2_bandwidth": 5e10}
     rec["counters"] = {
-        "tool": "ncu",
-        "provenance": "measured",
-        "window_steps": 2,
-        "file": "c.json",
+        "tool": "ncu", "provenance": "measured", "window_steps": 2, "file": "c.json",
         "kernels": [
-            {
-                "name": "sgemm",
-                "op": "aten::mm",
-                "calls": 6,
-                "time_s": 0.06,
-                "flops": 1e9,
-                "flops_tensor": 2e9,
-                "dram_bytes": 5e7,
-                "l2_bytes": 2e8,
-            },
-            {
-                "name": "sgemm2",
-                "op": "aten::mm",
-                "calls": 6,
-                "time_s": 0.04,
-                "flops": None,
-                "flops_tensor": None,
-                "dram_bytes": None,
-                "l2_bytes": None,
-            },
-            {
-                "name": "elementwise",
-                "op": None,
-                "calls": 2,
-                "time_s": 0.02,
-                "flops": 1e6,
-                "flops_tensor": None,
-                "dram_bytes": 6e7,
-                "l2_bytes": None,
-            },
+            {"name": "sgemm", "op": "aten::mm", "calls": 6, "time_s": 0.06, "flops": 1e9,
+             "flops_tensor": 2e9, "dram_bytes": 5e7, "l2_bytes": 2e8},
+            {"name": "sgemm2", "op": "aten::mm", "calls": 6, "time_s": 0.04, "flops": None,
+             "flops_tensor": None, "dram_bytes": None, "l2_bytes": None},
+            {"name": "elementwise", "op": None, "calls": 2, "time_s": 0.02, "flops": 1e6,
+             "flops_tensor": None, "dram_bytes": 6e7, "l2_bytes": None},
         ],
-        "totals": {},
-        "metrics": [],
-        "notes": [],
+        "totals": {}, "metrics": [], "notes": [],
     }
     h = roofline(rec).hierarchical
     assert h.source == "counters"
@@ -230,39 +188,14 @@ def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
     from analyzers.roofline import op_rooflines
 
     rec = {
-        "work": {
-            "per_op": [
-                {
-                    "op": "aten::convolution",
-                    "family": "convolution",
-                    "phase": "forward",
-                    "calls": 2,
-                    "flops": 4e9,
-                    "bytes": 1e8,
-                }
-            ]
-        },
-        "timeline": {
-            "steps": 2,
-            "ops": [
-                {
-                    "op": "aten::convolution",
-                    "calls": 4,
-                    "self_time_s": 1e-4,
-                    "total_time_s": 2e-3,
-                    "device_time_s": 0.0,
-                    "device_total_time_s": 0.004,
-                },
-                {
-                    "op": "aten::cudnn_convolution",
-                    "calls": 4,
-                    "self_time_s": 5e-4,
-                    "total_time_s": 1e-3,
-                    "device_time_s": 0.004,
-                    "device_total_time_s": 0.004,
-                },
-            ],
-        },
+        "work": {"per_op": [{"op": "aten::convolution", "family": "convolution",
+                             "phase": "forward", "calls": 2, "flops": 4e9, "bytes": 1e8}]},
+        "timeline": {"steps": 2, "ops": [
+            {"op": "aten::convolution", "calls": 4, "self_time_s": 1e-4, "total_time_s": 2e-3,
+             "device_time_s": 0.0, "device_total_time_s": 0.004},
+            {"op": "aten::cudnn_convolution", "calls": 4, "self_time_s": 5e-4,
+             "total_time_s": 1e-3, "device_time_s": 0.004, "device_total_time_s": 0.004},
+        ]},
     }
     rows, _, _ = op_rooflines(rec, 1e12, 1e11)
     conv = next(r for r in rows if r.op == "aten::convolution")

@@ -14,33 +14,20 @@ def _gpu_record(make_record, clock_mean):
     rec = build_record(make_record)
     spec = {k: v for k, v in match_spec("NVIDIA A100-SXM4-80GB").items() if k != "match"}
     rec["ceilings"] = {
-        "device": "NVIDIA A100-SXM4-80GB",
-        "dtype": "bfloat16",
+        "device": "NVIDIA A100-SXM4-80GB", "dtype": "bfloat16",
         "peak_flops": quantity(2e14, "FLOP/s", "measured", "matmul"),
         "memory_bandwidth": quantity(1.6e12, "byte/s", "measured", "copy"),
         "spec": spec,
     }
     rec["throughput"]["step_time"] = quantity(1e-4, "s", "measured")
     rec["telemetry"] = {
-        "sampler": "nvml",
-        "interval_s": 0.5,
-        "samples": 10,
-        "file": None,
-        "cpu": {
-            "util_pct_mean": 95.0,
-            "util_pct_max": 100.0,
-            "rss_bytes_mean": 1e9,
-            "rss_bytes_max": 2e9,
-        },
-        "gpu": {
-            "name": "NVIDIA A100-SXM4-80GB",
-            "util_pct_mean": 88.0,
-            "sm_clock_hz_mean": clock_mean,
-            "sm_clock_hz_min": 9e8,
-            "sm_clock_hz_max_spec": None,
-            "power_w_mean": 390.0,
-            "mem_used_bytes_max": 3e10,
-        },
+        "sampler": "nvml", "interval_s": 0.5, "samples": 10, "file": None,
+        "cpu": {"util_pct_mean": 95.0, "util_pct_max": 100.0, "rss_bytes_mean": 1e9,
+                "rss_bytes_max": 2e9},
+        "gpu": {"name": "NVIDIA A100-SXM4-80GB", "util_pct_mean": 88.0,
+                "sm_clock_hz_mean": clock_mean, "sm_clock_hz_min": 9e8,
+                "sm_clock_hz_max_spec": None, "power_w_mean": 390.0,
+                "mem_used_bytes_max": 3e10},
         "notes": [],
     }
     return rec
@@ -80,16 +67,8 @@ def test_throttled_clock_is_visible(make_record):
 
 
 def test_telemetry_max_clock_wins_and_missing_is_unknown():
-    c = clock_summary(
-        {
-            "gpu": {
-                "sm_clock_hz_mean": 1.5e9,
-                "sm_clock_hz_min": 1.4e9,
-                "sm_clock_hz_max_spec": 1.98e9,
-            }
-        },
-        {"max_sm_clock_hz": 1.41e9},
-    )
+    c = clock_summary({"gpu": {"sm_clock_hz_mean": 1.5e9, "sm_clock_hz_min": 1.4e9,
+                               "sm_clock_hz_max_spec": 1.98e9}}, {"max_sm_clock_hz": 1.41e9})
     assert c.sm_clock_hz_max_spec == 1.98e9 and c.throttled is True
     c = clock_summary({"gpu": {"sm_clock_hz_mean": 1.5e9}}, None)
     assert c.throttled is None

@@ -60,21 +60,13 @@ def _now() -> str:
 
 
 def _stored(m: _measure.Measurement, torch_version: str | None, threads: int | None) -> dict:
-    return {
-        "value": m.value,
-        "mode": m.mode,
-        "measured_at": _now(),
-        "detail": m.describe(),
-        "torch": torch_version,
-        "threads": threads,
-    }
+    return {"value": m.value, "mode": m.mode, "measured_at": _now(), "detail": m.describe(),
+            "torch": torch_version, "threads": threads}
 
 
 def _measured_source(item: dict[str, Any]) -> str:
-    return (
-        f"{item.get('detail', 'measured')}; torch {item.get('torch')}, "
-        f"threads {item.get('threads')}, {item.get('measured_at', '')}"
-    )
+    return f"{item.get('detail', 'measured')}; torch {item.get('torch')}, " \
+           f"threads {item.get('threads')}, {item.get('measured_at', '')}"
 
 
 def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
@@ -83,15 +75,9 @@ def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
     return mode == "thorough" and item.get("mode") != "thorough"
 
 
-def measure_device(
-    device: str,
-    dtypes: list[str] | None = None,
-    *,
-    mode: str = "quick",
-    refresh: bool = False,
-    bandwidth: bool = True,
-    progress: Any = None,
-) -> dict[str, Any]:
+def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = "quick",
+                   refresh: bool = False, bandwidth: bool = True,
+                   progress: Any = None) -> dict[str, Any]:
     """Measure (what is missing, or everything with refresh) and store it; the cache entry.
 
     `progress` is an optional callable(str) told what is being measured.
@@ -122,14 +108,8 @@ def measure_device(
         changed = True
     if changed:
         _cache.save_cache(data)
-    return {
-        "device": device,
-        "device_name": name,
-        "host": host,
-        "env": _cache.env_key(tv, threads),
-        "measured": meas,
-        "user": entry["user"],
-    }
+    return {"device": device, "device_name": name, "host": host, "env": _cache.env_key(tv, threads),
+            "measured": meas, "user": entry["user"]}
 
 
 def parse_setting(text: str) -> tuple[str, float]:
@@ -165,25 +145,17 @@ def user_spec(name: str, user: dict[str, Any]) -> dict[str, Any] | None:
     flops = {k: v for k, v in user.items() if k not in ("bandwidth", "set_at")}
     if not flops and "bandwidth" not in user:
         return None
-    return {
-        "id": "user",
-        "name": name,
-        "flops": flops,
-        "memory_bandwidth": user.get("bandwidth"),
-        "l2_bandwidth": None,
-        "max_sm_clock_hz": None,
-        "source": USER_SOURCE,
-        "set_at": user.get("set_at"),
-    }
+    return {"id": "user", "name": name, "flops": flops,
+            "memory_bandwidth": user.get("bandwidth"), "l2_bandwidth": None,
+            "max_sm_clock_hz": None, "source": USER_SOURCE, "set_at": user.get("set_at")}
 
 
 def _public_spec(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if entry is None else {k: v for k, v in entry.items() if k != "match"}
 
 
-def ceilings_for(
-    device: str, dtype: str, *, measure: bool = True, quick: bool = True
-) -> dict[str, Any]:
+def ceilings_for(device: str, dtype: str, *, measure: bool = True,
+                 quick: bool = True) -> dict[str, Any]:
     """The record's `ceilings` section for `device` ("cpu" | "cuda[:i]") and `dtype`.
 
     Peak FLOP/s and bandwidth come from, in order: a cached measurement for this host,
@@ -200,9 +172,8 @@ def ceilings_for(
         measured = measure_device(device, [dtype], mode=mode)["measured"]
     else:
         data = _cache.load_cache()
-        measured = _cache.measured_for(
-            _cache.device_entry(data, host, name), _cache.env_key(tv, threads)
-        )
+        measured = _cache.measured_for(_cache.device_entry(data, host, name),
+                                       _cache.env_key(tv, threads))
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     table = match_spec(name) if device.startswith("cuda") else None
     spec = _public_spec(table) or user_spec(name, user)
@@ -219,11 +190,10 @@ def ceilings_for(
     return {
         "device": name,
         "dtype": dtype,
-        "peak_flops": pick(
-            measured["flops"].get(dtype), user.get(dtype), spec_flops(table, dtype), "FLOP/s"
-        ),
-        "memory_bandwidth": pick(
-            measured.get("bandwidth"), user.get("bandwidth"), spec_bandwidth(table), "byte/s"
-        ),
+        "peak_flops": pick(measured["flops"].get(dtype), user.get(dtype),
+                           spec_flops(table, dtype), "FLOP/s"),
+        "memory_bandwidth": pick(measured.get("bandwidth"), user.get("bandwidth"),
+                                 spec_bandwidth(table), "byte/s"),
         "spec": spec,
     }
+

@@ -20,25 +20,13 @@ def register(subparsers: Any) -> None:
             "roofline, per-op breakdown, telemetry time series, environment and config."
         ),
     )
-    p.add_argument(
-        "runs",
-        nargs="+",
-        metavar="RUN_JSON",
-        help="run.json files or folders (folders are searched recursively)",
-    )
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
-    )
-    p.add_argument(
-        "--top",
-        type=int,
-        default=20,
-        metavar="N",
-        help="ops shown per run in tables and bar charts (default 20)",
-    )
+    p.add_argument("runs", nargs="+", metavar="RUN_JSON",
+                   help="run.json files or folders (folders are searched recursively)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="output file (default: reports/<run_id>.html, or "
+                        "reports/compare-N.html for N runs)")
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="ops shown per run in tables and bar charts (default 20)")
     p.set_defaults(func=run)
 
 

@@ -21,13 +21,8 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("run", metavar="RUN_JSON", help="a run.json or its run folder")
-    p.add_argument(
-        "--top",
-        type=int,
-        default=15,
-        metavar="N",
-        help="rows in the per-op table and the ranking (default 15)",
-    )
+    p.add_argument("--top", type=int, default=15, metavar="N",
+                   help="rows in the per-op table and the ranking (default 15)")
     p.add_argument("--html", metavar="FILE", help="also write an interactive roofline page")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -43,20 +38,16 @@ def _text(res: Any, util: Any, top: int) -> str:
     out.append(fmt.table(rows, ["field", "value", "provenance", "meaning"], align="lrll"))
     if util.run and (util.spec_peak or util.measured_peak):
         out.append("")
-        out.append(
-            f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
-            f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
-            f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
-            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
-        )
+        out.append(f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
+                   f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
+                   f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
+                   f"{fmt.pct(util.run.of_spec_bandwidth)} of spec")
     if util.clock:
         c = util.clock
-        out.append(
-            f"SM clock: mean {fmt.si(c.sm_clock_hz_mean, 'Hz')}, min "
-            f"{fmt.si(c.sm_clock_hz_min, 'Hz')}, max spec "
-            f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
-            f"{', THROTTLED' if c.throttled else ''})"
-        )
+        out.append(f"SM clock: mean {fmt.si(c.sm_clock_hz_mean, 'Hz')}, min "
+                   f"{fmt.si(c.sm_clock_hz_min, 'Hz')}, max spec "
+                   f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
+                   f"{', THROTTLED' if c.throttled else ''})")
     if util.cpu:
         mean, peak = util.cpu.util_pct_mean, util.cpu.util_pct_max
         out.append(
@@ -65,38 +56,19 @@ def _text(res: Any, util: Any, top: int) -> str:
             f"max {fmt.pct(None if peak is None else peak / 100)}"
         )
     if res.ops:
-        out += [
-            "",
-            f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
-            f"top {top} of {len(res.ops)} by time):",
-            fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrlrr"),
-        ]
+        out += ["", f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
+                    f"top {top} of {len(res.ops)} by time):",
+                fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrlrr")]
     if res.ranking:
-        out += [
-            "",
-            "Where to look first (lost time = time x (1 - achieved/attainable)):",
-            fmt.table(
-                [
-                    [
-                        k + 1,
-                        o.op,
-                        fmt.si(o.lost_time_s, "s"),
-                        fmt.si(o.time_s, "s"),
-                        fmt.pct(o.placement.frac_of_roof),
-                        o.placement.bound,
-                    ]
-                    for k, o in enumerate(res.ranking[:top])
-                ],
-                ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
-                align="rlrrrl",
-            ),
-        ]
+        out += ["", "Where to look first (lost time = time x (1 - achieved/attainable)):",
+                fmt.table([[k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"),
+                            fmt.pct(o.placement.frac_of_roof), o.placement.bound]
+                           for k, o in enumerate(res.ranking[:top])],
+                          ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
+                          align="rlrrrl")]
     h = res.hierarchical
-    out += [
-        "",
-        f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
-        + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items()),
-    ]
+    out += ["", f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
+                + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items())]
     notes = res.notes + h.notes + util.notes
     if notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in notes]
