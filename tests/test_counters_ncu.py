@@ -266,3 +266,13 @@ def test_into_record_keeps_it_valid(tmp_path, make_record, capsys):
     assert sec["per_step"]["flops_tensor"] == 1_168_231_104_512
     assert sec["file"].endswith("h100-resnet9-2steps-tf32.ncu.csv")
     json.dumps(sec, allow_nan=False)  # JSON-friendly: no NaN/inf, no tuples/objects
+
+
+def test_incomplete_formula_is_unknown_not_partial():
+    # hand-written Ampere-style file holding only src_fp16_dst_fp32 of the two fp16 names
+    sec = load_counters(FIX / "raw_page.csv")
+    t = sec["totals"]
+    assert t["flops_tensor_by_precision"]["fp16"] is None and t["flops_tensor"] is None
+    assert t["flops"] == 1_048_576 + 1_835_007  # fadd; 2*262,144 + 1,048,575 + 262,144
+    assert t["time_s"] == pytest.approx(56_832e-9, rel=1e-12)  # "nsecond" units
+    assert sec["source"]["tensor_fp16"].startswith("not measured")
