@@ -62,3 +62,24 @@ def test_hand_made_record_and_no_counters():
         None,
     )
     assert compare_counted_measured({"work": rec["work"]}) == []
+
+
+KERNEL_CASES = [
+    ("sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32", "convolution", True),
+    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32", "convolution", False),
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "matmul", False),
+    ("void cudnn::bn_bw_1C11_kernel_new<float, float, float2>", "normalization", True),
+    ("void at::<unnamed>::max_pool_backward_nchw<float>", "pooling", True),
+    ("void <unnamed>::softmax_warp_forward<float, float>", "softmax_loss", False),
+    ("void at::<unnamed>::multi_tensor_apply_kernel<Meta<2>>", "optimizer", False),
+    ("void at::vectorized_elementwise_kernel<4, at::FillFunctor<float>>", "memory", False),
+    ("void at::vectorized_elementwise_kernel<4, at::CUDAFunctor_add<float>>", "elementwise", False),
+    ("my_custom_kernel", "other", False),
+]
+
+
+@pytest.mark.parametrize(("name", "cls", "backward"), KERNEL_CASES)
+def test_kernel_names_map_to_classes_and_backward(name, cls, backward):
+    from perfsuite.counters.kernels import is_backward_kernel, kernel_class
+
+    assert (kernel_class(name), is_backward_kernel(name)) == (cls, backward)
