@@ -62,7 +62,7 @@ def test_metric_names_exist_on_h100():
     for name in [*default_metrics((9, 0)), "gpu__time_duration.sum"]:
         assert name.removesuffix(".sum") in listed, name
     assert "sm__ops_path_tensor_src_fp16_dst_fp32" not in listed  # why fp16 needs other names
-    assert len(TENSOR_REQUEST_HOPPER) == 8
+    assert len(TENSOR_REQUEST_HOPPER) == 9
 
 
 @pytest.mark.parametrize("name", GEMM_FILES)
@@ -276,3 +276,28 @@ def test_incomplete_formula_is_unknown_not_partial():
     assert t["flops"] == 1_048_576 + 1_835_007  # fadd; 2*262,144 + 1,048,575 + 262,144
     assert t["time_s"] == pytest.approx(56_832e-9, rel=1e-12)  # "nsecond" units
     assert sec["source"]["tensor_fp16"].startswith("not measured")
+
+
+def test_alternative_fp16_formulas_are_cross_checked_not_added():
+    from perfsuite.counters.section import Launch, build_section
+
+    t = "sm__ops_path_tensor_"
+    per_inst = {f"{t}op_hgmma_src_fp16.sum": 96.0, f"{t}op_hmma_src_fp16_dst_fp16.sum": 0.0,
+                f"{t}op_hmma_src_fp16_dst_fp32.sum": 32.0}  # fmt: skip
+    for combined, verdict in ((128.0, "(agree)"), (100.0, "(DISAGREE: the first one is used)")):
+        values = {**per_inst, f"{t}src_fp16.sum": combined}
+        sec = build_section([Launch("k", values)], tool="ncu", file="f", metrics=list(values),
+                            device={"cc": "9.0"})  # fmt: skip
+        assert sec["totals"]["flops_tensor_by_precision"]["fp16"] == 128.0  # per instruction
+        assert sec["totals"]["flops_tensor"] == 128.0  # not 128 + combined
+        note = next(n for n in sec["notes"] if "cross-check" in n)
+        assert note == (
+            "Tensor-Core fp16 cross-check: per instruction (HGMMA + HMMA) = 128, combined "
+            f"(Hopper and later) = {combined:,.0f} {verdict}"
+        )
+    # on a chip without HGMMA counters (Blackwell-like), the combined name alone is used
+    values = {f"{t}src_fp16.sum": 64.0}
+    sec = build_section([Launch("k", values)], tool="ncu", file="f", metrics=list(values),
+                        device={"cc": "10.0"})  # fmt: skip
+    assert sec["totals"]["flops_tensor_by_precision"]["fp16"] == 64.0
+    assert sec["calibrated"]["precisions"]["fp16"] is False

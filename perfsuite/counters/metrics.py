@@ -63,14 +63,17 @@ def _f(label: str, names: Iterable[str], lo: int = 8, hi: int = 99, ok: bool = F
 # formula lists every instruction kind of that chip, or it would undercount.
 TENSOR_FORMULAS: dict[str, tuple[Formula, ...]] = {
     "fp16": (
-        _f("combined (Hopper)", ["src_fp16"], 9),
-        _f("combined (Ampere)", ["src_fp16_dst_fp16", "src_fp16_dst_fp32"], 8, 9),
+        # Hopper: the calibrated per-instruction names first; the combined src_fp16 (listed on
+        # H100, never captured) is the fallback, used on later chips without HGMMA, and is
+        # cross-checked against the first when both are collected
         _f(
             "per instruction (HGMMA + HMMA)",
             ["op_hgmma_src_fp16", "op_hmma_src_fp16_dst_fp16", "op_hmma_src_fp16_dst_fp32"],
             9,
             ok=True,
         ),
+        _f("combined (Hopper and later)", ["src_fp16"], 9),
+        _f("combined (Ampere)", ["src_fp16_dst_fp16", "src_fp16_dst_fp32"], 8, 9),
         _f(
             "per instruction (HMMA)",
             ["op_hmma_src_fp16_dst_fp16", "op_hmma_src_fp16_dst_fp32"],
@@ -135,6 +138,7 @@ TENSOR_REQUEST_HOPPER = [
         "op_hgmma_src_fp16",
         "op_hmma_src_fp16_dst_fp16",
         "op_hmma_src_fp16_dst_fp32",
+        "src_fp16",  # not captured yet: cross-checked against the per-instruction sum
     )
 ]
 
@@ -175,6 +179,22 @@ def _get(values: Mapping[str, float | None], name: str) -> float | None:
     return None if v is None else float(v)
 
 
+def complete_formulas(
+    metric_names: Iterable[str], cc_major: int | None = None
+) -> dict[str, list[Formula]]:
+    """For each Tensor-Core precision, the formulas (in order) whose every name was collected."""
+    have = set(metric_names)
+    return {
+        prec: [
+            f
+            for f in formulas
+            if (cc_major is None or f.min_major <= cc_major < f.max_major)
+            and all(n in have for n in f.names)
+        ]
+        for prec, formulas in TENSOR_FORMULAS.items()
+    }
+
+
 def tensor_plan(
     metric_names: Iterable[str], cc_major: int | None = None
 ) -> dict[str, Formula | None]:
@@ -182,16 +202,37 @@ def tensor_plan(
 
     None: that precision was not measured (its value is unknown, not zero).
     """
-    have = set(metric_names)
-    plan: dict[str, Formula | None] = {}
-    for prec, formulas in TENSOR_FORMULAS.items():
-        plan[prec] = None
-        for f in formulas:
-            fits_chip = cc_major is None or f.min_major <= cc_major < f.max_major
-            if fits_chip and all(n in have for n in f.names):
-                plan[prec] = f
-                break
-    return plan
+    return {
+        p: (fs[0] if fs else None) for p, fs in complete_formulas(metric_names, cc_major).items()
+    }
+
+
+def cross_checks(
+    groups_raw: Iterable[Mapping[str, float | None]],
+    metric_names: Iterable[str],
+    cc_major: int | None = None,
+) -> list[str]:
+    """Notes comparing alternative formulas of one precision when several were collected."""
+    raws = list(groups_raw)
+    notes = []
+    for prec, fs in complete_formulas(metric_names, cc_major).items():
+        if len(fs) < 2:
+            continue
+        totals = [_sum_or_none([_sum(r, f.names) for r in raws]) for f in fs]
+        parts = ", ".join(
+            f"{f.label} = {'unknown' if t is None else f'{t:,.0f}'}"
+            for f, t in zip(fs, totals, strict=True)
+        )
+        same = len({t for t in totals}) == 1
+        verdict = "agree" if same else "DISAGREE: the first one is used"
+        notes.append(f"Tensor-Core {prec} cross-check: {parts} ({verdict})")
+    return notes
+
+
+def _sum_or_none(vals: list[float | None]) -> float | None:
+    if any(v is None for v in vals):
+        return None
+    return float(sum(v for v in vals if v is not None))
 
 
 def fp_flops(values: Mapping[str, float | None]) -> dict[str, float | None]:

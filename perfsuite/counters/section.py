@@ -16,6 +16,7 @@ from perfsuite.counters.metrics import (
     FP_INSTRUCTIONS,
     TENSOR_FLOAT,
     Formula,
+    cross_checks,
     derive,
     missing_notes,
     sources,
@@ -164,6 +165,7 @@ def build_section(
     totals["flops_tensor_by_precision"] = _by_precision(kernels, "flops_tensor_by_precision")
     backward_calls = sum(k["calls"] for k in kernels if k["backward"])
     all_notes = list(notes) + missing_notes(metrics, plan)
+    all_notes += cross_checks((g.raw for g in groups.values()), metrics, cc_major)
     if kernels and not backward_calls:
         all_notes.append(
             "no backward kernels in the window (no wgrad/dgrad/*_backward names): forward work "
