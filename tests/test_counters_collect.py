@@ -129,3 +129,20 @@ def test_calibrate_without_gpu_is_one_line(capsys):
     )
     assert main(["counters"]) == 2
     assert "give a SOURCE file, or --calibrate" in capsys.readouterr().err
+
+
+def test_ncu_rep_falls_back_to_ncu_csv_export(tmp_path, monkeypatch):
+    from perfsuite.counters import load_counters
+
+    monkeypatch.setitem(sys.modules, "ncu_report", None)  # the module does not import
+    args_file = _fake_ncu(tmp_path, monkeypatch, shared_path("gpu", "h100-gemm4096.ncu.csv"))
+    rep = tmp_path / "gemm.ncu-rep"
+    rep.write_bytes(b"\0binary")
+    sec = load_counters(rep)
+    assert args_file.read_text().splitlines() == [
+        "-i", str(rep), "--csv", "--page", "raw", "--print-units", "base",
+    ]  # fmt: skip
+    assert sec["totals"]["flops_tensor"] == 3 * GEMM_FLOP
+    assert sec["notes"][0] == (
+        "read through the ncu CSV export of the report (ncu_report not importable)"
+    )

@@ -247,7 +247,8 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     assert sec["totals"]["time_s"] == pytest.approx(2e-6)
     assert sec["nvtx_range"] == "perfsuite.steps" and sec["has_backward"]
     assert sec["device"]["cc"] == "9.0"
-    monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails -> clear error
+    monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails, and no ncu either
+    monkeypatch.setattr("perfsuite.counters.collect.find_ncu", lambda: None)
     with pytest.raises(CountersError, match=r"x\.ncu-rep: \.ncu-rep needs NVIDIA's ncu_report"):
         load_counters(rep)
 

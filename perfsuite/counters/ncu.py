@@ -71,13 +71,44 @@ def read_ncu(path: str | os.PathLike[str]) -> tuple[NcuData, str]:
     if p.suffix == ".ncu-rep":
         from perfsuite.counters import ncu_rep
 
-        if not ncu_rep.available():
-            raise CountersError(
-                f"{p}: .ncu-rep needs NVIDIA's ncu_report module (add <Nsight Compute>/extras/"
-                f"python to PYTHONPATH), or export it: {' '.join(export_csv_command(p))} > f.csv"
-            )
-        return ncu_rep.read_ncu_rep(p), "ncu_report module"
+        if ncu_rep.available():
+            return ncu_rep.read_ncu_rep(p), "ncu_report module"
+        return _export_and_read(p), "ncu CSV export of the report (ncu_report not importable)"
     return read_ncu_csv(p), "ncu CSV (raw page)"
+
+
+def _export_and_read(report: Path) -> NcuData:
+    """Fallback for `.ncu-rep` without `ncu_report`: let ncu print the CSV, then parse it."""
+    import subprocess
+    import tempfile
+
+    from perfsuite.counters.collect import find_ncu
+
+    ncu = find_ncu()
+    if ncu is None:
+        raise CountersError(
+            f"{report}: .ncu-rep needs NVIDIA's ncu_report module (add <Nsight Compute>/extras/"
+            f"python to PYTHONPATH) or ncu to export it: "
+            f"{' '.join(export_csv_command(report))} > f.csv"
+        )
+    with tempfile.TemporaryDirectory(prefix="perfsuite-ncu-") as tmp:
+        out = Path(tmp) / "export.csv"
+        try:
+            with open(out, "wb") as fh:
+                proc = subprocess.run(
+                    export_csv_command(report, ncu),
+                    stdout=fh,
+                    stderr=subprocess.PIPE,
+                    timeout=600,
+                    check=False,
+                )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise CountersError(f"{report}: ncu could not export it: {e}") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+            raise CountersError(f"{report}: ncu -i failed (status {proc.returncode}): {last}")
+        data = read_ncu_csv(out)
+    return data
 
 
 def counters_from_ncu(
