@@ -12,8 +12,8 @@ from perfsuite.counters import CountersError, counters_from_trace, default_metri
 from perfsuite.counters.metrics import (
     BASE_METRICS,
     TENSOR_INST,
-    TENSOR_OPS_AMPERE,
-    TENSOR_OPS_HOPPER,
+    TENSOR_REQUEST_AMPERE,
+    TENSOR_REQUEST_HOPPER,
     derive,
 )
 from tests.conftest import shared_path
@@ -30,7 +30,7 @@ def test_flops_from_instruction_counts_hand_checked():
         S.format("dfma"): 1.0,  # fp64: 2*1 = 2 (add/mul absent count as 0)
         S.format("hfma"): 2.0,
         S.format("hadd"): 1.0,  # fp16: 2*2 + 1 = 5
-        "sm__ops_path_tensor_src_fp16_dst_fp32.sum": 4096.0,
+        "sm__ops_path_tensor_src_fp16_dst_fp32.sum": 4096.0,  # alone: an incomplete formula
         "sm__ops_path_tensor_src_tf32_dst_fp32.sum": 1024.0,
         "dram__bytes_read.sum": 100.0,
         "dram__bytes_write.sum": 28.0,
@@ -39,7 +39,14 @@ def test_flops_from_instruction_counts_hand_checked():
     d = derive(values)
     assert d["flops_by_precision"] == {"fp64": 2.0, "fp32": 18.0, "fp16": 5.0}
     assert d["flops"] == 25.0
-    assert d["flops_tensor"] == 5120.0
+    assert d["flops_tensor"] == 1024.0
+    assert d["flops_tensor_by_precision"] == {
+        "fp16": None,  # only dst_fp32 collected: the Ampere formula needs both, so unknown
+        "bf16": None,
+        "tf32": 1024.0,
+        "fp8": None,
+        "fp64": None,
+    }
     assert d["dram_bytes"] == 128.0
     assert d["l2_bytes"] == 512.0
     assert d["tensor_inst"] is None
@@ -57,10 +64,15 @@ def test_derive_marks_uncollected_as_none_not_zero():
 def test_default_metrics_gated_by_compute_capability():
     assert default_metrics(None) == BASE_METRICS
     volta = default_metrics((7, 0))
-    assert TENSOR_INST in volta and not set(TENSOR_OPS_AMPERE) & set(volta)
+    assert TENSOR_INST in volta and not set(TENSOR_REQUEST_AMPERE) & set(volta)
     ampere = default_metrics((8, 0))
-    assert set(TENSOR_OPS_AMPERE) <= set(ampere) and not set(TENSOR_OPS_HOPPER) & set(ampere)
-    assert set(TENSOR_OPS_HOPPER) <= set(default_metrics((9, 0)))
+    assert set(TENSOR_REQUEST_AMPERE) <= set(ampere)
+    assert "sm__ops_path_tensor_src_fp8.sum" not in ampere
+    assert "sm__ops_path_tensor_src_fp8.sum" in default_metrics((8, 9))  # Ada
+    hopper = default_metrics((9, 0))
+    assert set(TENSOR_REQUEST_HOPPER) <= set(hopper)
+    # Hopper has no combined fp16 names with a destination type: asking CUPTI for one fails
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" not in hopper
     for m in ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"):
         assert m in BASE_METRICS
     assert len(BASE_METRICS) == 12 and len(set(BASE_METRICS)) == 12
@@ -204,17 +216,18 @@ def test_metric_missing_in_one_launch_stays_none_for_the_group():
     from perfsuite.counters.section import Launch, build_section
 
     m = "dram__bytes_read.sum"
+    x = "lts__t_bytes.sum"
     launches = [
-        Launch("k", {m: 100.0, "x": 1.0}),
-        Launch("k", {m: None, "x": 2.0}),  # unknown here: no partial sum afterwards
-        Launch("k", {m: 50.0, "x": 3.0}),
-        Launch("j", {"x": 1.0}),
-        Launch("j", {"x": 1.0, m: 7.0}),  # absent in the first launch of "j"
+        Launch("k", {m: 100.0, x: 1.0}),
+        Launch("k", {m: None, x: 2.0}),  # unknown here: no partial sum afterwards
+        Launch("k", {m: 50.0, x: 3.0}),
+        Launch("j", {x: 1.0}),
+        Launch("j", {x: 1.0, m: 7.0}),  # absent in the first launch of "j"
     ]
-    sec = build_section(launches, tool="t", file="f", metrics=[m, "x"])
+    sec = build_section(launches, tool="t", file="f", metrics=[m, x])
     by = {k["name"]: k["raw"] for k in sec["kernels"]}
-    assert by["k"] == {m: None, "x": 6.0}
-    assert by["j"] == {m: None, "x": 2.0}
+    assert by["k"] == {m: None, x: 6.0}
+    assert by["j"] == {m: None, x: 2.0}
 
 
 def _range_trace(n):

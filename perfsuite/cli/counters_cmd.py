@@ -1,4 +1,5 @@
-"""`perfsuite counters`: measured GPU hardware counters (CUPTI via torch.profiler, or ncu CSV)."""
+"""`perfsuite counters`: measured GPU hardware counters (CUPTI via torch.profiler, or ncu), and
+`--calibrate`: check the Tensor-Core counters against matrix products of known size."""
 
 from __future__ import annotations
 
@@ -18,15 +19,33 @@ def register(sub: Any) -> None:
         help="per-kernel measured FLOP, Tensor-Core FLOP, DRAM and L2 bytes from GPU counters",
         description=(
             "Read hardware counters measured on an NVIDIA GPU: a Kineto trace collected by "
-            "torch.profiler with CUPTI profiler metrics (perfsuite run --counters cupti), or the "
-            "CSV printed by Nsight Compute (ncu --csv --page raw). Prints per-kernel FLOP "
-            "(CUDA-core, from SASS instruction counts), Tensor-Core FLOP, DRAM and L2 bytes, "
-            "achieved FLOP/s and byte/s where kernel times are known, and totals. --into "
-            "attaches the result as the record's `counters` section (provenance measured), "
-            "beside the modeled/counted numbers already there. See docs/counters.md."
+            "torch.profiler with CUPTI profiler metrics, the CSV printed by Nsight Compute "
+            "(ncu --csv --page raw, a capture of its stdout is fine) or a .ncu-rep report (needs "
+            "NVIDIA's ncu_report module). Prints FLOP per precision (Tensor-Core and CUDA-core "
+            "apart), DRAM and L2 bytes, kernel time, per-kernel rows and totals, and flags a "
+            "window without backward kernels. --into attaches the result as the record's "
+            "`counters` section (provenance measured), beside the counted/modeled numbers. "
+            "--calibrate runs one matrix product per dtype (bf16, fp16, TF32) under ncu on the "
+            "local GPU and checks measured Tensor-Core FLOP == 2*M*N*K. See docs/counters.md."
         ),
     )
-    p.add_argument("source", metavar="SOURCE", help="Kineto trace (.json/.json.gz) or ncu CSV")
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        nargs="?",
+        help="Kineto trace (.json/.json.gz), ncu CSV or .ncu-rep",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="check the Tensor-Core counters with known-size GEMMs under ncu (needs a GPU)",
+    )
+    p.add_argument(
+        "--device", default="cuda", help="device for --calibrate (only cuda is supported)"
+    )
+    p.add_argument(
+        "--size", type=int, default=4096, help="M = N = K of the --calibrate GEMMs (default 4096)"
+    )
     p.add_argument(
         "--into",
         metavar="RUN_JSON",
@@ -60,7 +79,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         rows.append(
             [
                 truncate(k["name"], NAME_WIDTH),
-                k["op"] or "-",
+                k["op"] or k.get("kernel_class") or "-",
                 k["calls"],
                 si(k["time_s"], "s"),
                 si(k["flops"], "FLOP"),
@@ -73,7 +92,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         )
     headers = [
         "kernel",
-        "op",
+        "op (or class by name)",
         "calls",
         "time",
         "FLOP",
@@ -88,7 +107,8 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     lines = [
         f"{section['tool']} counters ({section['provenance']}) from {section['file']}: "
         f"{t['calls']} launches, {len(section['kernels'])} kernels"
-        + (f", {steps} steps" if steps else ""),
+        + (f", {steps} steps" if steps else "")
+        + (f", NVTX range {section['nvtx_range']}" if section.get("nvtx_range") else ""),
         table(rows, headers, align="llrrrrrrrr"),
     ]
     if len(section["kernels"]) > top:
@@ -98,6 +118,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         f"{si(t['flops_tensor'], 'FLOP')}, DRAM {si(t['dram_bytes'], 'B')}, "
         f"L2 {si(t['l2_bytes'], 'B')}"
     )
+    lines.extend(_precision_lines(section))
     if steps:
         per = {
             k: (None if t[k] is None else t[k] / steps)
@@ -107,8 +128,26 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             f"per step: FLOP {si(per['flops'], 'FLOP')}, tensor FLOP "
             f"{si(per['flops_tensor'], 'FLOP')}, DRAM {si(per['dram_bytes'], 'B')}"
         )
-    lines.extend(f"note: {n}" for n in section["notes"])
+    if section["kernels"] and section.get("has_backward") is False:
+        lines.append("WARNING: no backward kernels in this window (forward work only?)")
+    lines.extend(f"note: {n}" for n in section["notes"] if not n.startswith("no backward"))
     return "\n".join(lines)
+
+
+def _precision_lines(section: dict[str, Any]) -> list[str]:
+    """Measured FLOP per precision, exact integers (Tensor-Core and CUDA-core apart)."""
+    t = section["totals"]
+    out = []
+    for label, key in (("Tensor-Core", "flops_tensor_by_precision"),
+                       ("CUDA-core", "flops_by_precision")):  # fmt: skip
+        by = t.get(key) or {}
+        if not by:
+            continue
+        parts = [f"{p} {'not measured' if v is None else f'{v:,.0f}'}" for p, v in by.items()]
+        out.append(f"{label} FLOP by precision: " + ", ".join(parts))
+    if t.get("tensor_int8_ops") is not None:
+        out.append(f"Tensor-Core int8 ops (not FLOP): {t['tensor_int8_ops']:,.0f}")
+    return out
 
 
 def _file_for_record(source: Path, run_dir: str) -> str:
@@ -119,10 +158,45 @@ def _file_for_record(source: Path, run_dir: str) -> str:
         return str(source.resolve())
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from perfsuite.counters.calibrate import run_calibration
+
+    if args.source:
+        raise CLIError("--calibrate takes no SOURCE (it measures on the local GPU)")
+    if args.device != "cuda":
+        raise CLIError(f"--calibrate --device {args.device}: only cuda is supported")
+    if args.size <= 0:
+        raise CLIError(f"--size {args.size}: must be a positive integer")
+    status(f"calibrating Tensor-Core counters with {args.size}^3 GEMMs under ncu ...")
+    result, why = run_calibration(args.size)
+    if result is None:
+        raise CLIError(f"calibration not run: {why}")
+    if args.json:
+        print_json({"m": result.m, "n": result.n, "k": result.k, "ok": result.ok,
+                    "checks": [vars(c) for c in result.checks]})  # fmt: skip
+    else:
+        print(render_calibration(result))
+    return 0 if result.ok else 1
+
+
+def render_calibration(result: Any) -> str:
+    lines = [f"GEMM {result.m}x{result.n}x{result.k}: expected 2*M*N*K = "
+             f"{result.expected_flops:,.0f} FLOP per dtype"]  # fmt: skip
+    for c in result.checks:
+        got = "not measured" if c.measured_flops is None else f"{c.measured_flops:,.0f}"
+        lines.append(f"  {c.precision:5s} {'OK  ' if c.ok else 'FAIL'} measured {got} ({c.detail})")
+    lines.append("calibration " + ("passed" if result.ok else "FAILED"))
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from perfsuite.counters import CountersError, load_counters
     from perfsuite.record import load_record, write_record
 
+    if args.calibrate:
+        return _calibrate(args)
+    if not args.source:
+        raise CLIError("give a SOURCE file, or --calibrate")
     if args.steps is not None and args.steps <= 0:
         raise CLIError(f"--steps must be a positive integer, got {args.steps}")
     source = Path(args.source)

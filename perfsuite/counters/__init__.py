@@ -1,7 +1,7 @@
 """Measured hardware counters on NVIDIA GPUs: CUPTI (through torch.profiler) and Nsight Compute.
 
 Capture side: `profiler_experimental_config()` for torch.profiler, `ncu_command()` for ncu.
-Analysis side (no torch needed): `counters_from_trace()` / `counters_from_ncu_csv()` turn the
+Analysis side (no torch needed): `counters_from_trace()` / `counters_from_ncu()` turn the
 tool output into the run record's `counters` section; `load_counters()` picks by file content.
 """
 
@@ -13,11 +13,12 @@ from typing import Any
 
 from perfsuite.counters.cupti_trace import counters_from_trace
 from perfsuite.counters.metrics import default_metrics
-from perfsuite.counters.ncu import counters_from_ncu_csv, ncu_command
+from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
 from perfsuite.counters.section import CountersError
 
 __all__ = [
     "CountersError",
+    "counters_from_ncu",
     "counters_from_ncu_csv",
     "counters_from_trace",
     "default_metrics",
@@ -50,6 +51,8 @@ def profiler_experimental_config(metrics: list[str] | None = None) -> Any:
 def _looks_like_csv(path: Path) -> bool:
     import gzip
 
+    if path.suffix == ".ncu-rep":
+        return True
     with open(path, "rb") as fh:
         head = fh.read(4096)
     if head[:2] == b"\x1f\x8b":
@@ -63,10 +66,10 @@ def _looks_like_csv(path: Path) -> bool:
 
 
 def load_counters(path: str | os.PathLike[str], window_steps: int | None = None) -> dict[str, Any]:
-    """The `counters` section from a Kineto trace with CUPTI metrics or an ncu CSV file."""
+    """The `counters` section from a Kineto trace with CUPTI metrics, an ncu CSV or .ncu-rep."""
     p = Path(path)
     if not p.is_file():
         raise CountersError(f"{p}: file not found")
     if _looks_like_csv(p):
-        return counters_from_ncu_csv(p, window_steps=window_steps)
+        return counters_from_ncu(p, window_steps=window_steps)
     return counters_from_trace(p, window_steps=window_steps)

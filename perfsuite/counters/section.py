@@ -1,12 +1,32 @@
-"""Build the record's `counters` section from per-launch metric values (any collection tool)."""
+"""Build the record's `counters` section from per-launch metric values (any collection tool).
+
+The format is described in docs/counters.md ("The counters section"). JSON-friendly: numbers,
+strings, lists, dicts, null; a quantity that was not measured is null, never 0.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.counters.metrics import derive, missing_notes
+from perfsuite.counters import metrics as m
+from perfsuite.counters.kernels import is_backward_kernel, kernel_class
+from perfsuite.counters.metrics import (
+    FP_INSTRUCTIONS,
+    TENSOR_FLOAT,
+    Formula,
+    cross_checks,
+    derive,
+    missing_notes,
+    sources,
+    tensor_plan,
+)
+
+CALIBRATION_REFERENCE = (
+    "one 4096^3 GEMM each in bf16, fp16 and TF32 on an H100 SXM (Nsight Compute 2025.3.1): the "
+    "counters gave exactly 2*4096^3 = 137,438,953,472 in each precision"
+)
 
 
 class CountersError(ValueError):
@@ -21,6 +41,7 @@ class Launch:
     values: dict[str, float | None]
     op: str | None = None
     time_s: float | None = None
+    ranges: tuple[str, ...] = ()
 
 
 @dataclass
@@ -31,9 +52,11 @@ class _Group:
     time_s: float | None = 0.0
     raw: dict[str, float | None] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
+    ranges: dict[str, None] = field(default_factory=dict)
 
     def add(self, launch: Launch) -> None:
         self.calls += 1
+        self.ranges.update(dict.fromkeys(launch.ranges))
         if self.time_s is not None:
             self.time_s = None if launch.time_s is None else self.time_s + launch.time_s
         first = self.calls == 1
@@ -48,7 +71,8 @@ class _Group:
                 self.raw[k] = float(v) + (self.raw.get(k) or 0.0)
 
 
-_SUMMED = ("time_s", "flops", "flops_tensor", "dram_bytes", "l2_bytes")
+_SUMMED = ("time_s", "flops", "flops_tensor", "tensor_int8_ops", "dram_bytes", "l2_bytes")
+_PER_STEP = ("time_s", "flops", "flops_tensor", "dram_bytes", "l2_bytes")
 
 
 def _sum_or_none(values: Iterable[float | None]) -> float | None:
@@ -56,6 +80,35 @@ def _sum_or_none(values: Iterable[float | None]) -> float | None:
     if not vals or any(v is None for v in vals):
         return None
     return float(sum(v for v in vals if v is not None))
+
+
+def _used_names(plan: Mapping[str, Formula | None]) -> set[str]:
+    names = {m.DRAM_READ, m.DRAM_WRITE, m.DRAM_TOTAL, m.L2_BYTES, m.TENSOR_INST, *m.L2_SECTOR_OPS}
+    names |= {n for triple in FP_INSTRUCTIONS.values() for n in triple}
+    names |= {"sm__" + n[len("smsp__") :] for triple in FP_INSTRUCTIONS.values() for n in triple}
+    for f in plan.values():
+        if f is not None:
+            names |= set(f.names)
+    return names
+
+
+def _by_precision(kernels: list[dict[str, Any]], key: str) -> dict[str, float | None]:
+    precs = list(kernels[0][key]) if kernels else []
+    return {p: _sum_or_none(k[key][p] for k in kernels) for p in precs}
+
+
+def calibration_info(plan: Mapping[str, Formula | None], cc: str | None) -> dict[str, Any]:
+    """Which measured Tensor-Core precisions rest on counters we calibrated, on which chip."""
+    on_h100_family = bool(cc) and str(cc).split(".")[0] == "9"
+    return {
+        "precisions": {
+            p: bool(f is not None and f.verified and on_h100_family)
+            for p, f in plan.items()
+            if f is not None and p in TENSOR_FLOAT
+        },
+        "reference": CALIBRATION_REFERENCE,
+        "device_cc": cc,
+    }
 
 
 def build_section(
@@ -66,32 +119,38 @@ def build_section(
     metrics: Sequence[str],
     notes: Sequence[str] = (),
     window_steps: int | None = None,
+    device: Mapping[str, str] | None = None,
+    nvtx: str | None = None,
+    nvtx_range: str | None = None,
 ) -> dict[str, Any]:
     """Aggregate launches by (kernel name, op) into the `counters` record section.
 
     Kernels are sorted by total FLOP (CUDA-core + Tensor-Core), then DRAM bytes, descending.
     A total is None when any kernel lacks that quantity (a partial sum would mislead).
     """
+    device = dict(device or {})
+    cc = device.get("cc")
+    cc_major = int(cc.split(".")[0]) if cc and cc.split(".")[0].isdigit() else None
+    plan = tensor_plan(metrics, cc_major)
+    used = _used_names(plan)
     groups: dict[tuple[str, str | None], _Group] = {}
     for launch in launches:
         key = (launch.name, launch.op)
         groups.setdefault(key, _Group(launch.name, launch.op)).add(launch)
     kernels = []
     for g in groups.values():
-        d = derive(g.raw)
+        d = derive(g.raw, plan)
         kernels.append(
             {
                 "name": g.name,
                 "op": g.op,
+                "kernel_class": kernel_class(g.name),
+                "backward": is_backward_kernel(g.name),
+                "ranges": list(g.ranges),
                 "calls": g.calls,
                 "time_s": g.time_s,
-                "flops": d["flops"],
-                "flops_tensor": d["flops_tensor"],
-                "dram_bytes": d["dram_bytes"],
-                "l2_bytes": d["l2_bytes"],
-                "flops_by_precision": d["flops_by_precision"],
-                "tensor_inst": d["tensor_inst"],
-                "raw": dict(sorted(g.raw.items())),
+                **d,
+                "raw": {k: v for k, v in sorted(g.raw.items()) if k in used},
             }
         )
 
@@ -99,16 +158,41 @@ def build_section(
         return ((k["flops"] or 0.0) + (k["flops_tensor"] or 0.0), k["dram_bytes"] or 0.0)
 
     kernels.sort(key=_weight, reverse=True)
-    totals = {name: _sum_or_none(k[name] for k in kernels) for name in _SUMMED}
+    totals: dict[str, Any] = {name: _sum_or_none(k[name] for k in kernels) for name in _SUMMED}
     totals["calls"] = sum(k["calls"] for k in kernels)
-    all_notes = list(notes) + missing_notes(metrics)
+    totals["kernels"] = len(kernels)
+    totals["flops_by_precision"] = _by_precision(kernels, "flops_by_precision")
+    totals["flops_tensor_by_precision"] = _by_precision(kernels, "flops_tensor_by_precision")
+    backward_calls = sum(k["calls"] for k in kernels if k["backward"])
+    all_notes = list(notes) + missing_notes(metrics, plan)
+    all_notes += cross_checks((g.raw for g in groups.values()), metrics, cc_major)
+    if kernels and not backward_calls:
+        all_notes.append(
+            "no backward kernels in the window (no wgrad/dgrad/*_backward names): forward work "
+            "only, or a push/pop NVTX filter that missed the autograd thread's kernels"
+        )
+    per_step = None
+    if window_steps:
+        per_step = {k: None if totals[k] is None else totals[k] / window_steps for k in _PER_STEP}
+        per_step["flops_tensor_by_precision"] = {
+            p: None if v is None else v / window_steps
+            for p, v in totals["flops_tensor_by_precision"].items()
+        }
     return {
         "tool": tool,
         "file": file,
         "provenance": "measured",
         "window_steps": window_steps,
+        "nvtx_range": nvtx_range,
+        "nvtx": nvtx,
+        "device": device,
+        "has_backward": backward_calls > 0,
+        "backward_calls": backward_calls,
         "kernels": kernels,
         "totals": totals,
+        "per_step": per_step,
+        "calibrated": calibration_info(plan, cc),
+        "source": sources(plan, metrics),
         "metrics": sorted(metrics),
         "notes": all_notes,
     }

@@ -1,0 +1,261 @@
+"""Read Nsight Compute CSV output (`ncu --csv`): the raw page and the details page.
+
+Checked on real H100 output (Nsight Compute 2025.3, ../shared/data/gpu):
+
+* raw page (`--page raw`): a header row `"ID","Process ID",...,"Kernel Name",...`, then a units
+  row (empty identification fields; `byte`, `ns`, `inst`...), then one row per kernel launch.
+  Each metric comes as `.avg/.max/.min/.sum` columns; we read `.sum` (the kernel's total) and
+  unsuffixed columns. Hundreds of `device__attribute_*`, `launch__*`, `nvlink__*` columns hold
+  text such as `No-CC`: those are attributes, kept as text, never an error.
+* a capture of ncu's stdout has the program's own output and `==PROF==` lines before the header.
+* values carry thousands separators ("137,438,953,472") even with `--print-units base`.
+* NVTX: with `--nvtx`, columns `thread Domain:Push/Pop_Range:...` (value `573  "<default
+  domain>:step_fp32:none:..."`) and `Id:Domain:Start/Stop_Range:...` (value `"0:<default
+  domain>:perfsuite.steps:none:..."`).
+
+The details page (one row per launch and metric; `Metric Name`, `Metric Unit`, `Metric Value`)
+is read too; its layout follows public examples and was not checked on real output.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfsuite.counters.metrics import KERNEL_TIME
+from perfsuite.counters.section import CountersError, Launch
+
+_ID_COLUMNS = frozenset(
+    ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
+     "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
+     "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description",
+     "Estimated Speedup Type", "Estimated Speedup", "Function Name", "Demangled Name")
+)  # fmt: skip
+_ATTRIBUTE_PREFIXES = ("device__", "launch__", "nvlink__", "numa__", "c2clink__", "profiler__")
+_DROPPED_SUFFIXES = (".avg", ".max", ".min")
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
+         "s": 1.0, "second": 1.0}  # fmt: skip
+_UNIT_RE = re.compile(r"^([KMGTP]?)(byte|inst|sector|request|cycle|warp|thread)s?$")
+_QUOTED = re.compile(r'"([^"]*)"')
+_SEQ_RE = re.compile(r",\s*(seq|op_id|sizes)\s*=.*$")
+
+
+@dataclass
+class NcuData:
+    """What an ncu file holds, before aggregation into the record section."""
+
+    launches: list[Launch]
+    metric_names: list[str]
+    device: dict[str, str] = field(default_factory=dict)
+    nvtx: str | None = None  # "start/end", "push/pop" or None: which kind of ranges were seen
+    notes: list[str] = field(default_factory=list)
+
+
+def is_number_text(text: str) -> bool:
+    t = text.strip().replace(",", "")
+    try:
+        float(t)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_number(text: str, unit: str, where: str) -> float | None:
+    """A metric value in base units; None for empty / n/a. `where` names file, line, column."""
+    t = text.strip().replace(",", "")
+    if t == "" or t.lower() in ("n/a", "nan", "(!) n/a"):
+        return None
+    try:
+        value = float(t)
+    except ValueError:
+        raise CountersError(f"{where}: not a number: {text!r}") from None
+    u = unit.strip()
+    if u in _TIME:
+        return value * _TIME[u]
+    m = _UNIT_RE.match(u)
+    if m:
+        return value * _PREFIX[m.group(1)]
+    return value
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CountersError(f"{path}: file not found") from None
+    except OSError as e:
+        raise CountersError(f"{path}: cannot read: {e.strerror or e}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise CountersError(f"{path}: cannot read: {e}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def _rows(path: Path) -> list[tuple[int, list[str]]]:
+    """(line number, fields) from the ncu header on; output before it and non-CSV lines skipped."""
+    out: list[tuple[int, list[str]]] = []
+    for n, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.startswith('"'):
+            continue  # ==PROF== lines, program output
+        if not out and "Kernel Name" not in line:
+            continue  # a program line that happens to start with a quote
+        out.append((n, next(csv.reader([line]))))
+    return out
+
+
+def range_names(column: str, text: str) -> tuple[str, ...]:
+    """NVTX range names in one cell: start/end cells are `id:domain:name:...`, push/pop cells
+    `tid  "domain:name:..."`; an `emit_nvtx` suffix `, seq = N` is dropped."""
+    start_end = "Start/Stop" in column or "Start/End" in column
+    names = []
+    for quoted in _QUOTED.findall(text or ""):
+        parts = quoted.split(":")
+        idx = 2 if start_end else 1
+        if len(parts) > idx and parts[idx].strip():
+            names.append(_SEQ_RE.sub("", parts[idx].strip()))
+    if not names and text.strip() and not _QUOTED.search(text):
+        names = [_SEQ_RE.sub("", p.strip()) for p in re.split(r"[/;|]", text) if p.strip()]
+    return tuple(names)
+
+
+def _nvtx_columns(header: list[str]) -> dict[int, str]:
+    out = {}
+    for i, h in enumerate(header):
+        low = h.lower()
+        if "push/pop" in low or "start/stop" in low or "start/end" in low or "nvtx" in low:
+            out[i] = "start/end" if ("start/stop" in low or "start/end" in low) else "push/pop"
+    return out
+
+
+def _metric_column(name: str) -> bool:
+    return (
+        name not in _ID_COLUMNS
+        and not name.startswith(_ATTRIBUTE_PREFIXES)
+        and not name.endswith(_DROPPED_SUFFIXES)
+    )
+
+
+def _device(header: list[str], row: list[str]) -> dict[str, str]:
+    col = {h: i for i, h in enumerate(header)}
+    out = {}
+    for key, name in (("name", "device__attribute_display_name"), ("cc", "CC"),
+                      ("chip", "device__attribute_chip")):  # fmt: skip
+        if name in col and col[name] < len(row) and row[col[name]].strip():
+            out[key] = row[col[name]].strip()
+    return out
+
+
+def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
+    header = rows[0][1]
+    body = rows[1:]
+    units = [""] * len(header)
+    kcol = header.index("Kernel Name")
+    if body and body[0][1] and body[0][1][0] == "" and body[0][1][kcol] == "":
+        units, body = body[0][1], body[1:]
+    nvtx_cols = _nvtx_columns(header)
+    mcols = [i for i, h in enumerate(header) if _metric_column(h) and i not in nvtx_cols]
+    # A column is a metric when its units-row entry or its values are numbers; text columns
+    # (attributes the filter above did not catch) are skipped, never an error.
+    numeric = {i for i in mcols if any(is_number_text(r[i]) for _, r in body if i < len(r))}
+    launches: list[Launch] = []
+    kinds: set[str] = set()
+    for n, row in body:
+        if len(row) != len(header):
+            raise CountersError(f"{path}: line {n}: {len(row)} fields, header has {len(header)}")
+        vals: dict[str, float | None] = {}
+        for i in mcols:
+            if i not in numeric:
+                continue
+            where = f"{path}: line {n}, column {header[i]}"
+            vals[header[i]] = parse_number(row[i], units[i] if i < len(units) else "", where)
+        ranges: list[str] = []
+        for i, kind in nvtx_cols.items():
+            names = range_names(header[i], row[i])
+            if names:
+                kinds.add(kind)
+                ranges.extend(names)
+        time_s = vals.pop(KERNEL_TIME, None)
+        launches.append(Launch(row[kcol], vals, op=_op(ranges), time_s=time_s,
+                               ranges=tuple(ranges)))  # fmt: skip
+    names = [header[i] for i in mcols if i in numeric]
+    device = _device(header, body[0][1]) if body else {}
+    return NcuData(launches, names, device, _kind(kinds))
+
+
+def _kind(kinds: set[str]) -> str | None:
+    if not kinds:
+        return None
+    return "+".join(sorted(kinds))
+
+
+def _op(ranges: list[str]) -> str | None:
+    """An aten op name from `emit_nvtx`-style ranges (innermost one with '::'), else None."""
+    for name in reversed(ranges):
+        if "::" in name:
+            return name
+    return None
+
+
+def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
+    header = rows[0][1]
+    col = {h: i for i, h in enumerate(header)}
+    nvtx_cols = _nvtx_columns(header)
+    by_id: dict[str, Launch] = {}
+    metric_names: dict[str, None] = {}
+    kinds: set[str] = set()
+    for n, row in rows[1:]:
+        if len(row) != len(header):
+            raise CountersError(f"{path}: line {n}: {len(row)} fields, header has {len(header)}")
+        name = row[col["Metric Name"]]
+        launch = by_id.get(row[col["ID"]])
+        if launch is None:
+            ranges: list[str] = []
+            for i, kind in nvtx_cols.items():
+                got = range_names(header[i], row[i])
+                if got:
+                    kinds.add(kind)
+                    ranges.extend(got)
+            launch = Launch(row[col["Kernel Name"]], {}, op=_op(ranges), ranges=tuple(ranges))
+            by_id[row[col["ID"]]] = launch
+        if not _metric_column(name):
+            continue
+        text = row[col["Metric Value"]]
+        if not is_number_text(text) and text.strip().lower() not in ("", "n/a", "nan"):
+            continue  # a text-valued metric (attribute)
+        value = parse_number(
+            text, row[col["Metric Unit"]], f"{path}: line {n}, column Metric Value ({name})"
+        )
+        if name == KERNEL_TIME:
+            launch.time_s = value
+        else:
+            launch.values[name] = value
+            metric_names[name] = None
+    if any(launch.time_s is not None for launch in by_id.values()):
+        metric_names[KERNEL_TIME] = None
+    device = _device(header, rows[1][1]) if len(rows) > 1 else {}
+    return NcuData(list(by_id.values()), list(metric_names), device, _kind(kinds))
+
+
+def read_ncu_csv(path: str | Path) -> NcuData:
+    """Parse ncu CSV output (raw or details page, with or without program output around it)."""
+    p = Path(path)
+    rows = _rows(p)
+    if not rows:
+        raise CountersError(
+            f"{p}: column Kernel Name: no ncu CSV header found (expected the output of "
+            "`ncu --csv --page raw ...`)"
+        )
+    header = rows[0][1]
+    if "Metric Name" in header and "Metric Value" in header:
+        data = _parse_details(p, rows)
+    else:
+        data = _parse_raw(p, rows)
+    if not data.launches:
+        raise CountersError(f"{p}: column Kernel Name: no kernel rows (nothing was profiled?)")
+    return data
