@@ -289,9 +289,20 @@ def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
         return dict(record["math"])
     tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
     try:
-        return default_math_for(str(tv)) if tv else _unknown_math()
+        m = default_math_for(str(tv)) if tv else _unknown_math()
     except ValueError:
-        return _unknown_math()
+        m = _unknown_math()
+    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
+    if dtype and str(dtype).lower().removeprefix("torch.") in (
+        "bfloat16",
+        "float16",
+        "bf16",
+        "fp16",
+        "half",
+    ):
+        m["autocast_dtype"] = str(dtype)
+        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
+    return m
 
 
 def _unknown_math() -> dict[str, Any]:
@@ -301,6 +312,18 @@ def _unknown_math() -> dict[str, Any]:
     m["torch"] = None
     m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
     return m
+
+
+def guess_family(op: str) -> str | None:
+    """Matrix family from an op name, for per-op rows written without `family`."""
+    name = op.split("::")[-1]
+    if "conv" in name:
+        return "convolution"
+    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm"):
+        return "matmul"
+    if "attention" in name:
+        return "attention"
+    return None
 
 
 def _trace_kernels(
@@ -340,7 +363,8 @@ def context(
     if kernels is None:
         kernels = _trace_kernels(record, list(model), notes)
     device = ceil.get("device") or (record.get("environment") or {}).get("device")
-    maths = op_maths({op: m["family"] for op, m in model.items()}, math, device, kernels)
+    fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
+    maths = op_maths(fams, math, device, kernels)
     return Context(roofs, maths, str(math.get("source", "")), notes)
 
 

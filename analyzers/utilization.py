@@ -20,7 +20,7 @@ from analyzers.roofline import (
     op_rooflines,
     run_roofline,
 )
-from perfsuite.ceilings.roofs import spec_roofs
+from perfsuite.ceilings.roofs import merge_roofs, spec_roofs
 
 # A mean SM clock under this fraction of the spec max clock is reported as throttled.
 THROTTLE_FRACTION = 0.9
@@ -76,6 +76,10 @@ def _f(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
+def _provenance(roof: Mapping[str, Any]) -> str | None:
+    return next((q.get("provenance") for q in roof.values() if isinstance(q, dict)), None)
+
+
 def _peak(roofs: Mapping[str, Any], math: str) -> tuple[float | None, str | None]:
     q = (roofs.get(math) or {}).get("peak_flops") or {}
     return _f(q.get("value")), q.get("provenance")
@@ -100,7 +104,10 @@ def ceilings_both(
     """(measured peak, spec peak, measured bandwidth, spec bandwidth): peaks blended over the
     maths the run computed in (weights: FLOPs per math), bandwidth of the memory roof."""
     ctx = ctx or context(record)
-    spec = spec_roofs((record.get("ceilings") or {}).get("spec"))
+    spec = merge_roofs(
+        {k: v for k, v in ctx.roofs.items() if _provenance(v) == "spec"},
+        spec_roofs((record.get("ceilings") or {}).get("spec")),
+    )
     fbm = dict(flops_by_math or {})
     if not fbm:
         from perfsuite.ceilings.roofs import DTYPE_MATH
