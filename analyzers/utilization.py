@@ -145,9 +145,10 @@ def clock_summary(
     return Clock(mean, low, top, mean_frac, _div(low, top), throttled)
 
 
-def utilization(record: Mapping[str, Any]) -> Utilization:
-    """Run and per-op rates over both ceilings, clock and CPU summaries."""
-    ctx = context(record)
+def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = None) -> Utilization:
+    """Run and per-op rates over both ceilings, clock and CPU summaries; `peaks`: roofs from a
+    peaks file, used before the record's."""
+    ctx = context(record, peaks)
     notes: list[str] = []
     try:
         rr = run_roofline(record, ctx)
