@@ -272,3 +272,31 @@ def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
     conv = next(r for r in rows if r.op == "aten::convolution")
     assert conv.time_s == 0.002  # 4 ms over 2 steps
     assert conv.placement.achieved_flops == 4e9 / 0.002
+
+
+def test_too_low_roof_is_flagged_not_shown_as_fact(make_record):
+    rec = build_record(make_record)
+    # a roof 100x too low: mm reaches 3.2e10 FLOP/s against a 1e9 "peak"
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    res = roofline(rec)
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert mm.frac_of_roof is None and mm.frac_of_peak is None
+    assert mm.over_roof == pytest.approx(32.0, **APPROX)
+    assert "not a result" in mm.flag and "FLOPs over-counted" in mm.flag
+    assert res.run.frac_of_roof is None and res.run.over_roof > 1.0
+    assert "not a result" in res.run.flag
+    assert any(n.startswith("whole run:") for n in res.notes)
+    assert "aten::mm" not in [o.op for o in res.ranking]
+
+
+def test_too_low_roof_in_cli_text(make_record, tmp_path, capsys):
+    from perfsuite.cli import main
+    from perfsuite.record import write_record
+
+    rec = build_record(make_record)
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    path = write_record(tmp_path, rec)
+    assert main(["roofline", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "FLAG >100%" in out and "FLAGGED (see notes)" in out
+    assert "3200.0%" not in out
