@@ -41,9 +41,15 @@ def register(subparsers: Any) -> None:
 
 def _text(res: Any, util: Any, top: int) -> str:
     from perfsuite import fmt
-    from perfsuite.report.build import OP_HEADERS, op_rows, run_rows
-
-    from perfsuite.report.build import ROOF_HEADERS, TIME_HEADERS, roof_rows, time_rows
+    from perfsuite.report.build import (
+        OP_HEADERS,
+        ROOF_HEADERS,
+        TIME_HEADERS,
+        op_rows,
+        roof_rows,
+        run_rows,
+        time_rows,
+    )
 
     r = res.run
     out = [
