@@ -13,11 +13,8 @@ from analyzers.roofline import Roofline
 from analyzers.utilization import Utilization
 from perfsuite import fmt
 
-_LAYOUT = {
-    "template": "plotly_white",
-    "margin": {"l": 70, "r": 30, "t": 50, "b": 60},
-    "height": 480,
-}
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 70, "r": 30, "t": 50, "b": 60},
+           "height": 480}
 
 
 def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float], list[float]]:
@@ -27,17 +24,13 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
     return xs, [min(peak, x * bw) for x in xs]
 
 
-def roofline_figure(
-    res: Roofline, util: Utilization | None = None, title: str = "Roofline"
-) -> go.Figure:
+def roofline_figure(res: Roofline, util: Utilization | None = None,
+                    title: str = "Roofline") -> go.Figure:
     """Log-log roofline: roofs (measured and, when different, spec), ridge, ops, the run."""
     run = res.run
     peak, bw = run.peak_flops.value, run.memory_bandwidth.value
-    ops = [
-        o
-        for o in res.ops
-        if o.status == "joined" and o.placement.intensity and o.placement.achieved_flops
-    ]
+    ops = [o for o in res.ops if o.status == "joined" and o.placement.intensity
+           and o.placement.achieved_flops]
     xs = [o.placement.intensity for o in ops] + [run.intensity.value or 0]
     xs = [x for x in xs if x and x > 0]
     if peak and bw:
@@ -47,71 +40,35 @@ def roofline_figure(
     fig = go.Figure()
     if peak and bw:
         rx, ry = _roof(lo, hi, peak, bw)
-        fig.add_trace(
-            go.Scatter(
-                x=rx,
-                y=ry,
-                mode="lines",
-                line={"color": "black", "width": 3},
-                name=f"roof ({run.peak_flops.provenance}): {fmt.si(peak, 'FLOP/s')}, "
-                f"{fmt.si(bw, 'byte/s')}",
-            )
-        )
-        fig.add_vline(
-            x=peak / bw,
-            line_dash="dot",
-            line_color="grey",
-            annotation_text=f"ridge {peak / bw:.3g} FLOP/byte",
-        )
-    if (
-        util
-        and util.spec_peak
-        and util.spec_bandwidth
-        and (util.spec_peak != peak or util.spec_bandwidth != bw)
-    ):
+        fig.add_trace(go.Scatter(
+            x=rx, y=ry, mode="lines", line={"color": "black", "width": 3},
+            name=f"roof ({run.peak_flops.provenance}): {fmt.si(peak, 'FLOP/s')}, "
+                 f"{fmt.si(bw, 'byte/s')}"))
+        fig.add_vline(x=peak / bw, line_dash="dot", line_color="grey",
+                      annotation_text=f"ridge {peak / bw:.3g} FLOP/byte")
+    if util and util.spec_peak and util.spec_bandwidth and (
+            util.spec_peak != peak or util.spec_bandwidth != bw):
         sx, sy = _roof(lo, hi, util.spec_peak, util.spec_bandwidth)
-        fig.add_trace(
-            go.Scatter(
-                x=sx,
-                y=sy,
-                mode="lines",
-                line={"color": "grey", "dash": "dash"},
-                name=f"spec roof: {fmt.si(util.spec_peak, 'FLOP/s')}, "
-                f"{fmt.si(util.spec_bandwidth, 'byte/s')}",
-            )
-        )
+        fig.add_trace(go.Scatter(
+            x=sx, y=sy, mode="lines", line={"color": "grey", "dash": "dash"},
+            name=f"spec roof: {fmt.si(util.spec_peak, 'FLOP/s')}, "
+                 f"{fmt.si(util.spec_bandwidth, 'byte/s')}"))
     if ops:
         shares = [o.time_share or 0.0 for o in ops]
-        fig.add_trace(
-            go.Scatter(
-                x=[o.placement.intensity for o in ops],
-                y=[o.placement.achieved_flops for o in ops],
-                mode="markers",
-                name="ops (size = time share)",
-                marker={"size": [8 + 50 * math.sqrt(max(s, 0.0)) for s in shares], "opacity": 0.7},
-                text=[
-                    f"{o.op}<br>time {fmt.si(o.time_s, 's')} ({fmt.pct(o.time_share)})<br>"
-                    f"{fmt.pct(o.placement.frac_of_roof)} of roof, {o.placement.bound}-bound"
-                    for o in ops
-                ],
-                hoverinfo="text",
-            )
-        )
+        fig.add_trace(go.Scatter(
+            x=[o.placement.intensity for o in ops], y=[o.placement.achieved_flops for o in ops],
+            mode="markers", name="ops (size = time share)",
+            marker={"size": [8 + 50 * math.sqrt(max(s, 0.0)) for s in shares], "opacity": 0.7},
+            text=[f"{o.op}<br>time {fmt.si(o.time_s, 's')} ({fmt.pct(o.time_share)})<br>"
+                  f"{fmt.pct(o.placement.frac_of_roof)} of roof, {o.placement.bound}-bound"
+                  for o in ops],
+            hoverinfo="text"))
     if run.intensity.value and run.achieved_flops.value:
-        fig.add_trace(
-            go.Scatter(
-                x=[run.intensity.value],
-                y=[run.achieved_flops.value],
-                mode="markers",
-                marker={"symbol": "star", "size": 18, "color": "crimson"},
-                name="whole run",
-                text=[
-                    f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, "
-                    f"{fmt.pct(run.frac_of_roof)} of roof"
-                ],
-                hoverinfo="text",
-            )
-        )
+        fig.add_trace(go.Scatter(
+            x=[run.intensity.value], y=[run.achieved_flops.value], mode="markers",
+            marker={"symbol": "star", "size": 18, "color": "crimson"}, name="whole run",
+            text=[f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, "
+                  f"{fmt.pct(run.frac_of_roof)} of roof"], hoverinfo="text"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP/byte, modeled bytes)")
     fig.update_yaxes(type="log", title="achieved FLOP/s")
     fig.update_layout(title=title, **_LAYOUT)
@@ -123,15 +80,13 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
     fig = go.Figure()
     thresholds = set()
     for c in curves:
-        fig.add_trace(
-            go.Scatter(x=c["time_s"], y=c["values"], mode="lines+markers", name=c["label"])
-        )
+        fig.add_trace(go.Scatter(x=c["time_s"], y=c["values"], mode="lines+markers",
+                                 name=c["label"]))
         if c.get("threshold") is not None:
             thresholds.add(c["threshold"])
     for t in sorted(thresholds):
-        fig.add_hline(
-            y=t, line_dash="dash", line_color="crimson", annotation_text=f"threshold {t:g}"
-        )
+        fig.add_hline(y=t, line_dash="dash", line_color="crimson",
+                      annotation_text=f"threshold {t:g}")
     fig.update_xaxes(title="training time (s)")
     fig.update_yaxes(title=f"{metric} (fraction)")
     fig.update_layout(title="Accuracy vs training time", **_LAYOUT)
@@ -141,30 +96,14 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
 def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
     """Per-op time per step, coloured by fraction of roof."""
     ops = [o for o in res.ops if o.time_s][:top]
-    fig = go.Figure(
-        go.Bar(
-            x=[o.time_s for o in ops],
-            y=[o.op for o in ops],
-            orientation="h",
-            marker={
-                "color": [
-                    o.placement.frac_of_roof if o.placement.frac_of_roof is not None else -0.1
-                    for o in ops
-                ],
-                "colorscale": "RdYlGn",
-                "cmin": 0,
-                "cmax": 1,
-                "colorbar": {"title": "of roof"},
-            },
-            text=[
-                fmt.pct(o.placement.frac_of_roof)
-                if o.placement.frac_of_roof is not None
-                else o.status
-                for o in ops
-            ],
-            textposition="auto",
-        )
-    )
+    fig = go.Figure(go.Bar(
+        x=[o.time_s for o in ops], y=[o.op for o in ops], orientation="h",
+        marker={"color": [o.placement.frac_of_roof if o.placement.frac_of_roof is not None
+                          else -0.1 for o in ops],
+                "colorscale": "RdYlGn", "cmin": 0, "cmax": 1,
+                "colorbar": {"title": "of roof"}},
+        text=[fmt.pct(o.placement.frac_of_roof) if o.placement.frac_of_roof is not None
+              else o.status for o in ops], textposition="auto"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title="time per step (s)")
     fig.update_layout(title="Per-op time (profiled window)", **_LAYOUT)
@@ -178,15 +117,8 @@ def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
     for name, ys in columns.items():
         if name == "t_s" or not any(v is not None for v in ys):
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=t,
-                y=ys,
-                mode="lines",
-                name=name,
-                visible=True if name.endswith("pct") else "legendonly",
-            )
-        )
+        fig.add_trace(go.Scatter(x=t, y=ys, mode="lines", name=name,
+                                 visible=True if name.endswith("pct") else "legendonly"))
     fig.update_xaxes(title="time (s)")
     fig.update_layout(title="Telemetry (click legend entries to show other series)", **_LAYOUT)
     return fig

@@ -31,9 +31,8 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool] | None = None
-) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+          numeric: Sequence[bool] | None = None) -> str:
     """A table; cells are escaped. `numeric` marks right-aligned columns."""
     numeric = numeric or [False] * len(headers)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
@@ -41,8 +40,7 @@ def table(
     for row in rows:
         cells = "".join(
             f'<td class="num">{esc(c)}</td>' if numeric[i] else f"<td>{esc(c)}</td>"
-            for i, c in enumerate(row)
-        )
+            for i, c in enumerate(row))
         body.append(f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -65,11 +63,9 @@ def figure(fig: go.Figure, div_id: str) -> str:
     """A div plus an inline script drawing `fig` with the page's embedded plotly.js."""
     div_id = re.sub(r"[^A-Za-z0-9_-]", "_", div_id)
     payload = _safe_json(fig.to_json())
-    return (
-        f'<div id="{div_id}" class="plot"></div><script>(function(){{var f={payload};'
-        f'Plotly.newPlot("{div_id}",f.data,f.layout,'
-        '{"displaylogo":false,"responsive":true});})();</script>'
-    )
+    return (f'<div id="{div_id}" class="plot"></div><script>(function(){{var f={payload};'
+            f'Plotly.newPlot("{div_id}",f.data,f.layout,'
+            '{"displaylogo":false,"responsive":true});})();</script>')
 
 
 def page(title: str, sections: Sequence[tuple[str, str, str]], subtitle: str = "") -> str:
@@ -79,9 +75,9 @@ def page(title: str, sections: Sequence[tuple[str, str, str]], subtitle: str = "
     nav = "".join(f'<a href="#{esc(i)}">{esc(t)}</a>' for i, t, _ in sections)
     body = "".join(section(i, t, b) for i, t, b in sections)
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(title)}</title><style>{_CSS}</style>"
         f"<script>{get_plotlyjs()}</script></head><body>"
-        f'<h1>{esc(title)}</h1><p class="note">{esc(subtitle)}</p><nav>{nav}</nav>'
+        f"<h1>{esc(title)}</h1><p class=\"note\">{esc(subtitle)}</p><nav>{nav}</nav>"
         f"{body}</body></html>\n"
     )
