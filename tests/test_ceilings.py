@@ -20,32 +20,29 @@ from perfsuite.ceilings.table import spec_bandwidth, spec_flops
 from perfsuite.cli import main
 
 
-@pytest.mark.parametrize(
-    "name, entry",
-    [
-        ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
-        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
-        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
-        ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
-        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-        ("NVIDIA H100 PCIe", "h100-pcie"),
-        ("NVIDIA H200", "h200-sxm"),
-        ("NVIDIA A10", "a10"),
-        ("NVIDIA L4", "l4"),
-        ("Tesla T4", "t4"),
-        ("Tesla V100-SXM2-16GB", "v100-sxm2"),
-        ("Tesla V100-PCIE-32GB", "v100-pcie"),
-        ("AMD Instinct MI250X", "mi250x"),
-        ("AMD Instinct MI250", "mi250"),
-        ("AMD Instinct MI300X", "mi300x"),
-        # parts not in the table must not borrow a neighbour's numbers
-        ("NVIDIA L40S", None),
-        ("NVIDIA H100 NVL", None),
-        ("Tesla V100S-PCIE-32GB", None),
-        ("AMD EPYC 7B13", None),
-        ("", None),
-    ],
-)
+@pytest.mark.parametrize("name, entry", [
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+    ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H200", "h200-sxm"),
+    ("NVIDIA A10", "a10"),
+    ("NVIDIA L4", "l4"),
+    ("Tesla T4", "t4"),
+    ("Tesla V100-SXM2-16GB", "v100-sxm2"),
+    ("Tesla V100-PCIE-32GB", "v100-pcie"),
+    ("AMD Instinct MI250X", "mi250x"),
+    ("AMD Instinct MI250", "mi250"),
+    ("AMD Instinct MI300X", "mi300x"),
+    # parts not in the table must not borrow a neighbour's numbers
+    ("NVIDIA L40S", None),
+    ("NVIDIA H100 NVL", None),
+    ("Tesla V100S-PCIE-32GB", None),
+    ("AMD EPYC 7B13", None),
+    ("", None),
+])
 def test_match_spec(name, entry):
     got = match_spec(name)
     assert (got["id"] if got else None) == entry
@@ -94,12 +91,8 @@ def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys):
     (entry,) = load_cache()["devices"].values()
     assert entry["user"]["float32"] == 1.2e12 and entry["user"]["bandwidth"] == 4e10
     c = ceilings_for("cpu", "fp32", measure=False)
-    assert c["peak_flops"] == {
-        "value": 1.2e12,
-        "unit": "FLOP/s",
-        "provenance": "spec",
-        "source": c["peak_flops"]["source"],
-    }
+    assert c["peak_flops"] == {"value": 1.2e12, "unit": "FLOP/s", "provenance": "spec",
+                               "source": c["peak_flops"]["source"]}
     assert "user-set" in c["peak_flops"]["source"]
     assert c["memory_bandwidth"]["value"] == 4e10
     assert c["spec"]["id"] == "user" and c["spec"]["flops"] == {"float32": 1.2e12}
