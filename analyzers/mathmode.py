@@ -6,7 +6,8 @@ peak; judging it against that peak reports more than 100% of the roof. The kerne
 trace say what ran (cuDNN/cuBLAS/CUTLASS encode the input and math types in them); without a
 trace, the run's math policy (TF32 switches, autocast) says what PyTorch would pick.
 
-Pure except `kernel_math_by_op`, which reads a trace file (torch-free).
+Pure except `kernel_math_by_op` and `context` (which reads the trace sidecar), torch-free.
+`context` gathers what the roofline judges with: the roofs per math and each op's math.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
@@ -200,3 +202,124 @@ def kernel_math_by_op(trace_path: str, modeled_ops: Iterable[str]) -> dict[str, 
         k = names[int(knames[i])]
         row[k] = row.get(k, 0.0) + float(durs[i]) * US
     return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What judging needs: roofs per math, each op's math, and where the math came from."""
+
+    roofs: dict[str, Any]  # perfsuite.ceilings.roofs layout
+    maths: dict[str, OpMath]
+    math_source: str
+    notes: list[str] = field(default_factory=list)
+
+    def peak(self, math: str | None) -> float | None:
+        q = ((self.roofs.get(math or "") or {}).get("peak_flops") or {}).get("value")
+        return float(q) if q else None
+
+    @property
+    def bandwidth(self) -> float | None:
+        q = ((self.roofs.get("memory") or {}).get("bandwidth") or {}).get("value")
+        return float(q) if q else None
+
+    def quantity(self, math: str) -> dict[str, Any]:
+        """The roof's quantity dict (peak_flops, or bandwidth for "memory"); {} if absent."""
+        key = "bandwidth" if math == "memory" else "peak_flops"
+        return dict((self.roofs.get(math) or {}).get(key) or {})
+
+
+def work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """work.per_op summed over phases (forward, backward, optimizer) by op name."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in work.get("per_op") or []:
+        acc = out.setdefault(
+            row["op"], {"flops": 0.0, "bytes": 0.0, "calls": 0.0, "family": row.get("family")}
+        )
+        acc["flops"] += float(row.get("flops") or 0)
+        acc["bytes"] += float(row.get("bytes") or 0)
+        acc["calls"] += float(row.get("calls") or 0)
+    return out
+
+
+def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's `math`, else PyTorch's defaults for its torch version (labeled assumed)."""
+    from perfsuite.backends.torch_math import default_math_for
+
+    if isinstance(record.get("math"), dict):
+        return dict(record["math"])
+    tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
+    try:
+        m = default_math_for(str(tv)) if tv else _unknown_math()
+    except ValueError:
+        m = _unknown_math()
+    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
+    if dtype and str(dtype).lower().removeprefix("torch.") in (
+        "bfloat16",
+        "float16",
+        "bf16",
+        "fp16",
+        "half",
+    ):
+        m["autocast_dtype"] = str(dtype)
+        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
+    return m
+
+
+def _unknown_math() -> dict[str, Any]:
+    from perfsuite.backends.torch_math import default_math_for
+
+    m = default_math_for("2.0")
+    m["torch"] = None
+    m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
+    return m
+
+
+def guess_family(op: str) -> str | None:
+    """Matrix family from an op name, for per-op rows written without `family`."""
+    name = op.split("::")[-1]
+    if "conv" in name:
+        return "convolution"
+    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm"):
+        return "matmul"
+    if "attention" in name:
+        return "attention"
+    return None
+
+
+def _trace_kernels(
+    record: Mapping[str, Any], ops: list[str], notes: list[str]
+) -> dict[str, dict[str, float]]:
+    trace = (record.get("timeline") or {}).get("trace")
+    base = record.get("_dir")
+    if not trace or not base or not ops:
+        return {}
+    path = Path(base) / trace
+    if not path.exists():
+        notes.append(f"trace {path} not found: per-op math from the math policy only")
+        return {}
+    try:
+        return kernel_math_by_op(str(path), ops)
+    except (ValueError, OSError) as exc:
+        notes.append(f"trace {path} unreadable ({exc}): per-op math from the math policy only")
+        return {}
+
+
+def context(
+    record: Mapping[str, Any],
+    peaks: Mapping[str, Any] | None = None,
+    kernels: Mapping[str, Mapping[str, float]] | None = None,
+) -> Context:
+    """Roofs (peaks file, then the record's roofs, single peak, spec) and each op's math."""
+    from perfsuite.ceilings.roofs import record_roofs
+
+    ceil = record.get("ceilings") or {}
+    roofs = record_roofs(ceil, peaks)
+    math = math_section(record)
+    model = work_by_op(record.get("work") or {})
+    notes: list[str] = []
+    if kernels is None:
+        kernels = _trace_kernels(record, list(model), notes)
+    device = ceil.get("device") or (record.get("environment") or {}).get("device")
+    fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
+    maths = op_maths(fams, math, device, kernels)
+    return Context(roofs, maths, str(math.get("source", "")), notes)

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from analyzers.mathmode import OpMath
+from analyzers.mathmode import Context, context, work_by_op
 from analyzers.reconcile import Reconciled, measured_step_time, reconcile
 
 # One line per field of the whole-run block; the CLI and report show these verbatim.
@@ -148,33 +147,14 @@ class Roofline:
     math_source: str = ""
 
 
-@dataclass(frozen=True)
-class Context:
-    """What judging needs: roofs per math, each op's math, and where the math came from."""
-
-    roofs: dict[str, Any]  # perfsuite.ceilings.roofs layout
-    maths: dict[str, OpMath]
-    math_source: str
-    notes: list[str] = field(default_factory=list)
-
-    def peak(self, math: str | None) -> float | None:
-        q = ((self.roofs.get(math or "") or {}).get("peak_flops") or {}).get("value")
-        return float(q) if q else None
-
-    @property
-    def bandwidth(self) -> float | None:
-        q = ((self.roofs.get("memory") or {}).get("bandwidth") or {}).get("value")
-        return float(q) if q else None
-
-    def labeled(self, math: str) -> Labeled:
-        key = "bandwidth" if math == "memory" else "peak_flops"
-        q = (self.roofs.get(math) or {}).get(key) or {}
-        return Labeled(
-            q.get("value"),
-            q.get("unit", ""),
-            q.get("provenance", "absent"),
-            q.get("source", f"no {math} roof"),
-        )
+def _roof_labeled(ctx: Context, math: str) -> Labeled:
+    q = ctx.quantity(math)
+    return Labeled(
+        q.get("value"),
+        q.get("unit", ""),
+        q.get("provenance", "absent"),
+        q.get("source", f"no {math} roof"),
+    )
 
 
 def _q(section: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
@@ -268,106 +248,6 @@ def _origin(record: Mapping[str, Any]) -> str:
     return str(record.get("_path") or record.get("run_id") or "<record>")
 
 
-def _work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """work.per_op summed over phases (forward, backward, optimizer) by op name."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in work.get("per_op") or []:
-        acc = out.setdefault(
-            row["op"], {"flops": 0.0, "bytes": 0.0, "calls": 0.0, "family": row.get("family")}
-        )
-        acc["flops"] += float(row.get("flops") or 0)
-        acc["bytes"] += float(row.get("bytes") or 0)
-        acc["calls"] += float(row.get("calls") or 0)
-    return out
-
-
-def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's `math`, else PyTorch's defaults for its torch version (labeled assumed)."""
-    from perfsuite.backends.torch_math import default_math_for
-
-    if isinstance(record.get("math"), dict):
-        return dict(record["math"])
-    tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
-    try:
-        m = default_math_for(str(tv)) if tv else _unknown_math()
-    except ValueError:
-        m = _unknown_math()
-    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
-    if dtype and str(dtype).lower().removeprefix("torch.") in (
-        "bfloat16",
-        "float16",
-        "bf16",
-        "fp16",
-        "half",
-    ):
-        m["autocast_dtype"] = str(dtype)
-        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
-    return m
-
-
-def _unknown_math() -> dict[str, Any]:
-    from perfsuite.backends.torch_math import default_math_for
-
-    m = default_math_for("2.0")
-    m["torch"] = None
-    m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
-    return m
-
-
-def guess_family(op: str) -> str | None:
-    """Matrix family from an op name, for per-op rows written without `family`."""
-    name = op.split("::")[-1]
-    if "conv" in name:
-        return "convolution"
-    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm"):
-        return "matmul"
-    if "attention" in name:
-        return "attention"
-    return None
-
-
-def _trace_kernels(
-    record: Mapping[str, Any], ops: list[str], notes: list[str]
-) -> dict[str, dict[str, float]]:
-    from analyzers.mathmode import kernel_math_by_op
-
-    trace = (record.get("timeline") or {}).get("trace")
-    base = record.get("_dir")
-    if not trace or not base or not ops:
-        return {}
-    path = Path(base) / trace
-    if not path.exists():
-        notes.append(f"trace {path} not found: per-op math from the math policy only")
-        return {}
-    try:
-        return kernel_math_by_op(str(path), ops)
-    except (ValueError, OSError) as exc:
-        notes.append(f"trace {path} unreadable ({exc}): per-op math from the math policy only")
-        return {}
-
-
-def context(
-    record: Mapping[str, Any],
-    peaks: Mapping[str, Any] | None = None,
-    kernels: Mapping[str, Mapping[str, float]] | None = None,
-) -> Context:
-    """Roofs (peaks file, then the record's roofs, single peak, spec) and each op's math."""
-    from analyzers.mathmode import op_maths
-    from perfsuite.ceilings.roofs import record_roofs
-
-    ceil = record.get("ceilings") or {}
-    roofs = record_roofs(ceil, peaks)
-    math = math_section(record)
-    model = _work_by_op(record.get("work") or {})
-    notes: list[str] = []
-    if kernels is None:
-        kernels = _trace_kernels(record, list(model), notes)
-    device = ceil.get("device") or (record.get("environment") or {}).get("device")
-    fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
-    maths = op_maths(fams, math, device, kernels)
-    return Context(roofs, maths, str(math.get("source", "")), notes)
-
-
 def _step_time(record: Mapping[str, Any]) -> Labeled:
     for section, key in (("timeline", "measured_step_time"), ("throughput", "step_time")):
         step = _labeled(_q(record.get(section), key), "s", "measured")
@@ -402,7 +282,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     nbytes = _labeled(_q(work, "bytes_per_step"), "byte", "modeled")
     step = _step_time(record)
     bw = ctx.bandwidth
-    model = _work_by_op(work)
+    model = work_by_op(work)
     roof_t = 0.0
     flop_time = 0.0  # sum of flops / peak over ops: the blended compute roof's denominator
     by_math: dict[str, float] = {}
@@ -426,9 +306,9 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
             roof_t = max(flops.value / pk, nbytes.value / bw)
             flop_time, by_math = flops.value / pk, {math: flops.value}
     eff_peak = _div(sum(by_math.values()), flop_time) if flop_time else None
-    used = {k: ctx.labeled(k) for k in sorted(by_math)}
+    used = {k: _roof_labeled(ctx, k) for k in sorted(by_math)}
     if bw is not None:
-        used["memory"] = ctx.labeled("memory")
+        used["memory"] = _roof_labeled(ctx, "memory")
     provs = "/".join(sorted({u.provenance for u in used.values()})) or "absent"
     names = ", ".join(f"{k} {u.provenance}" for k, u in used.items())
     d = "derived"
@@ -460,7 +340,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
             p.intensity, "FLOP/byte", d, f"{flops.provenance} FLOP / {nbytes.provenance} byte"
         ),
         peak_flops=Labeled(eff_peak, "FLOP/s", d, f"blend of roofs: {names}"),
-        memory_bandwidth=ctx.labeled("memory")
+        memory_bandwidth=_roof_labeled(ctx, "memory")
         if bw
         else Labeled(None, "byte/s", "absent", "no bandwidth roof"),
         ridge=Labeled(_div(eff_peak, bw), "FLOP/byte", d, f"{provs} roofs"),
@@ -534,7 +414,7 @@ def op_rooflines(
     ops' times are reconciled with the measured step (scaled when they exceed it)."""
     ctx = ctx or context(record)
     notes: list[str] = []
-    model = _work_by_op(record.get("work") or {})
+    model = work_by_op(record.get("work") or {})
     times = _profiled_times(record, notes)
     measured, msrc = measured_step_time(record)
     joined = {op: times[op][0] for op in model if op in times}

@@ -12,14 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline import (
-    Context,
-    RooflineInputError,
-    _div,
-    context,
-    op_rooflines,
-    run_roofline,
-)
+from analyzers.mathmode import Context, context
+from analyzers.roofline import RooflineInputError, _div, op_rooflines, run_roofline
 from perfsuite.ceilings.roofs import merge_roofs, spec_roofs
 
 # A mean SM clock under this fraction of the spec max clock is reported as throttled.
