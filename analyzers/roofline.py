@@ -7,6 +7,11 @@ Attainable roof = min(peak FLOP/s, intensity x bandwidth); bound = memory when i
 ridge point (peak / bandwidth). The fraction of the roof is achieved FLOP/s over the compute
 roof when compute-bound, achieved byte/s over the bandwidth when memory-bound (the same
 number as achieved / attainable, and still defined for ops with zero FLOPs).
+
+Each op is judged against the roof of the math it ran in (analyzers.mathmode: TF32 convolutions
+against the TF32 Tensor-Core peak, elementwise ops against bandwidth); the whole run against the
+time its ops would take at their roofs. A point above its roof is flagged, never reported as a
+fraction: the model or a ceiling is wrong there, not the hardware.
 """
 
 from __future__ import annotations

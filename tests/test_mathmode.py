@@ -93,3 +93,23 @@ def test_policy():
     )
     assert both["aten::mm"].math == "tf32" and both["aten::mm"].evidence == "kernel names"
     assert both["aten::relu"].evidence == "policy"
+
+
+def test_math_policy_reads_torch_live_settings():
+    torch = pytest.importorskip("torch")
+    from perfsuite.backends.torch_math import math_policy
+
+    old = torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
+    try:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("high")
+        m = math_policy(
+            autocast_dtype="bfloat16", param_dtype="float32", activation_dtype="float32"
+        )
+        assert m["cudnn_allow_tf32"] is False
+        assert m["float32_matmul_precision"] == "high"
+        assert m["autocast_dtype"] == "bfloat16" and m["provenance"] == "measured"
+        assert m["source"] == "read from torch at run time" and m["torch"] == torch.__version__
+    finally:
+        torch.backends.cudnn.allow_tf32 = old[0]
+        torch.set_float32_matmul_precision(old[1])

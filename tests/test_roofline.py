@@ -300,3 +300,40 @@ def test_too_low_roof_in_cli_text(make_record, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "FLAG >100%" in out and "FLAGGED (see notes)" in out
     assert "3200.0%" not in out
+
+
+def test_recorded_math_policy_picks_the_roof_without_a_trace(make_record):
+    from perfsuite.ceilings import match_spec
+
+    rec = build_record(make_record)
+    spec = {k: v for k, v in match_spec("NVIDIA H100 80GB HBM3").items() if k != "match"}
+    rec["ceilings"] = {
+        "device": "NVIDIA H100 80GB HBM3",
+        "dtype": "float32",
+        "spec": spec,
+        "peak_flops": quantity(5e13, "FLOP/s", "measured", "matmul fp32"),
+        "memory_bandwidth": quantity(3e12, "byte/s", "measured", "copy"),
+    }
+    rec["math"] = {
+        "cudnn_allow_tf32": True,
+        "matmul_allow_tf32": True,
+        "float32_matmul_precision": "high",
+        "autocast_dtype": None,
+        "param_dtype": "float32",
+        "activation_dtype": "float32",
+        "source": "read from torch at run time",
+        "provenance": "measured",
+    }
+    res = roofline(rec)
+    assert res.math_source == "read from torch at run time"
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert (mm.math, mm.math_evidence, mm.peak) == ("tf32", "policy", 494.5e12)  # spec TF32
+    add = next(o for o in res.ops if o.op == "aten::add_").placement
+    assert (add.math, add.peak) == ("fp32", 5e13)  # measured CUDA-core roof
+    assert res.run.roofs_used["tf32"].provenance == "spec"
+    assert res.run.flops_by_math == {"tf32": 1.6e9, "fp32": 1e6 + 4e8}
+    # blend: mm max(1.6e9/494.5e12, 3e7/3e12) + add_ max(1e6/5e13, 3e7/3e12)
+    #        + foo max(4e8/5e13, 1e7/3e12)
+    roof_t = max(1.6e9 / 494.5e12, 1e-5) + max(2e-8, 1e-5) + max(8e-6, 1e7 / 3e12)
+    assert res.run.roof_time.value == pytest.approx(roof_t, **APPROX)
+    assert res.run.frac_of_roof == pytest.approx(roof_t / 0.1, **APPROX)
