@@ -478,14 +478,26 @@ def op_rooflines(
 
 
 def _kernel_points(
-    counters: Mapping[str, Any], bw: float | None, l2: float | None, peak: float | None
+    counters: Mapping[str, Any],
+    bw: float | None,
+    l2: float | None,
+    peak: float | None,
+    ctx: Context | None = None,
 ) -> list[LevelPoint]:
-    """Counter kernels grouped by aten op (kernel name when no op), one point per level."""
-    groups: dict[str, dict[str, float | None]] = {}
+    """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
+    group against the roof of its math (the op's, else its kernel names'), else `peak`."""
+    from analyzers.mathmode import from_kernels
+
+    groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
         name = k.get("op") or k.get("name") or "?"
-        g = groups.setdefault(name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None})
-        g["time_s"] = (g["time_s"] or 0.0) + float(k.get("time_s") or 0.0)
+        g = groups.setdefault(
+            name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}}
+        )
+        t = float(k.get("time_s") or 0.0)
+        g["time_s"] += t
+        kn = str(k.get("name") or "?")
+        g["kernels"][kn] = g["kernels"].get(kn, 0.0) + t
         fl = [k.get(f) for f in ("flops", "flops_tensor") if k.get(f) is not None]
         if fl:
             g["flops"] = (g["flops"] or 0.0) + float(sum(fl))
@@ -495,22 +507,29 @@ def _kernel_points(
     points = []
     for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
         g = groups[name]
+        om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
+        pk = (ctx.peak(om.math) if ctx and om else None) or peak
+        kw = {"math": om.math, "evidence": om.evidence} if om and pk != peak else {}
         for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
             if g[key] is not None:
-                p = place(g["flops"], g[key], g["time_s"], peak, ceiling)
+                p = place(g["flops"], g[key], g["time_s"], pk, ceiling, **kw)
                 points.append(LevelPoint(name, level, "measured", ceiling, p))
     return points
 
 
 def hierarchical(
-    record: Mapping[str, Any], ops: list[OpRoofline], peak: float | None, bandwidth: float | None
+    record: Mapping[str, Any],
+    ops: list[OpRoofline],
+    peak: float | None,
+    bandwidth: float | None,
+    ctx: Context | None = None,
 ) -> Hierarchical:
     """Measured DRAM and L2 bytes per kernel when counters exist, else modeled DRAM per op."""
     spec = (record.get("ceilings") or {}).get("spec") or {}
     l2 = spec.get("l2_bandwidth")
     counters = record.get("counters")
     if counters and counters.get("kernels"):
-        pts = _kernel_points(counters, bandwidth, l2, peak)
+        pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
         notes = [
             "bytes and FLOPs measured by hardware counters "
             f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
@@ -554,7 +573,7 @@ def roofline(
     ranking = sorted(
         (o for o in ops if o.lost_time_s is not None), key=lambda o: (-(o.lost_time_s or 0.0), o.op)
     )
-    hier = hierarchical(record, ops, run.peak_flops.value, run.memory_bandwidth.value)
+    hier = hierarchical(record, ops, run.peak_flops.value, run.memory_bandwidth.value, ctx)
     return Roofline(
         run,
         ops,

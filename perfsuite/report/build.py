@@ -42,8 +42,8 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
                 fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
                 tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
                 fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
-                fmt.pct(run.frac_of_peak) if run else "n/a",
-                (f"{run.peak_flops.provenance}" if run and run.peak_flops.value else ""),
+                _of_roof_run(run),
+                _roofs_named(run),
                 (rec.get("hardware") or {}).get("name"),
             ]
         )
@@ -56,13 +56,26 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
             "time to accuracy",
             "epochs (at target, else last)",
             "achieved FLOP/s",
-            "% of peak",
-            "peak is",
+            "of its roofs (time-weighted)",
+            "roofs",
             "hardware",
         ],
         rows,
         [False] * 4 + [True, True, True, True, False, False],
     )
+
+
+def _of_roof_run(run: Any) -> str:
+    if run is None:
+        return "n/a"
+    return "FLAGGED (above its roofs)" if run.flag else fmt.pct(run.frac_of_roof)
+
+
+def _roofs_named(run: Any) -> str:
+    """'tf32 measured, fp32 measured, memory spec': which roofs judged the run."""
+    if run is None:
+        return ""
+    return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
 def _curves(records: Sequence[Mapping[str, Any]]) -> str:
