@@ -146,7 +146,7 @@ class Roofline:
     ops: list[OpRoofline]
     ranking: list[OpRoofline]  # joined ops by lost time, largest first
     hierarchical: Hierarchical
-    profiled_step_time_s: float | None
+    profiled_step_time_s: float | None  # the measured step the per-op times are reconciled to
     notes: list[str] = field(default_factory=list)
     time_rows: Reconciled | None = None  # roofline ops' times + other, summing to the step
     math_source: str = ""
