@@ -7,6 +7,11 @@ Attainable roof = min(peak FLOP/s, intensity x bandwidth); bound = memory when i
 ridge point (peak / bandwidth). The fraction of the roof is achieved FLOP/s over the compute
 roof when compute-bound, achieved byte/s over the bandwidth when memory-bound (the same
 number as achieved / attainable, and still defined for ops with zero FLOPs).
+
+Each op is judged against the roof of the math it ran in (analyzers.mathmode: TF32 convolutions
+against the TF32 Tensor-Core peak, elementwise ops against bandwidth); the whole run against the
+time its ops would take at their roofs. A point above its roof is flagged, never reported as a
+fraction: the model or a ceiling is wrong there, not the hardware.
 """
 
 from __future__ import annotations
@@ -15,20 +20,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.mathmode import Context, context, work_by_op
+from analyzers.reconcile import Reconciled, measured_step_time, reconcile
+
 # One line per field of the whole-run block; the CLI and report show these verbatim.
 EXPLAIN = {
     "flops_per_step": "FLOPs of one training step, counted by instrumentation (mul-add = 2)",
     "bytes_per_step": "DRAM bytes of one step, modeled as compulsory traffic (caches ignored)",
-    "step_time": "wall time of one training step, measured",
+    "step_time": "wall time of one training step, measured by the run clock",
     "achieved_flops": "flops_per_step / step_time",
     "achieved_bandwidth": "bytes_per_step / step_time (modeled bytes over measured time)",
     "intensity": "arithmetic intensity = flops / bytes; an upper bound, bytes are compulsory",
-    "peak_flops": "compute ceiling for the run's dtype (measured matmul, else spec)",
-    "memory_bandwidth": "memory ceiling (measured copy, else spec)",
+    "peak_flops": "blended compute roof: flops / sum(op flops / peak of the op's math)",
+    "memory_bandwidth": "memory roof (measured copy, else spec)",
     "ridge": "peak_flops / memory_bandwidth: intensity where the two roofs meet",
     "bound": "memory if intensity < ridge, else compute",
-    "attainable": "min(peak_flops, intensity x memory_bandwidth): the roof above this point",
-    "frac_of_roof": "achieved / attainable: how close the run gets to its roof",
+    "attainable": "min(peak_flops, intensity x memory_bandwidth)",
+    "roof_time": "sum over ops of max(flops/peak of its math, bytes/bandwidth): step at the roofs",
+    "frac_of_roof": "roof_time / step_time: the time-weighted blend of per-op roofs",
     "frac_of_peak": "achieved_flops / peak_flops",
 }
 
@@ -49,7 +58,11 @@ class Labeled:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where one point (run, op or kernel) sits under the roofs."""
+    """Where one point (run, op or kernel) sits under the roofs.
+
+    A point above its roof is never reported as a fraction: `frac_of_roof` and `frac_of_peak`
+    are None, `over_roof` keeps the ratio and `flag` says which part of the model is wrong.
+    """
 
     flops: float | None  # per step (or per window for kernels)
     bytes: float | None
@@ -61,6 +74,11 @@ class Placement:
     attainable: float | None
     frac_of_roof: float | None
     frac_of_peak: float | None
+    math: str | None = None  # the roof judged against (fp32, tf32, bf16...)
+    math_evidence: str | None = None  # "kernel names" | "policy"
+    peak: float | None = None  # compute roof of that math, FLOP/s
+    over_roof: float | None = None  # achieved / attainable when > 1 (a model error)
+    flag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +97,14 @@ class RunRoofline:
     ridge: Labeled
     bound: str | None
     attainable: Labeled
+    roof_time: Labeled
     frac_of_roof: float | None
     frac_of_peak: float | None
+    roofs_used: dict[str, Labeled] = field(default_factory=dict)  # math -> peak (and "memory")
+    flops_by_math: dict[str, float] = field(default_factory=dict)
+    math_source: str = ""
+    over_roof: float | None = None
+    flag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,11 +114,11 @@ class OpRoofline:
     op: str
     status: str  # "joined" | "no_flop_model" | "no_time"
     calls: float | None  # per step
-    time_s: float | None  # per step
+    time_s: float | None  # per step, reconciled with the measured step
     time_kind: str | None  # "device" | "total" | "self"
-    time_share: float | None  # of the profiled step time
+    time_share: float | None  # of the measured step time
     placement: Placement
-    lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0
+    lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0; None when flagged
 
 
 @dataclass(frozen=True)
@@ -122,8 +146,20 @@ class Roofline:
     ops: list[OpRoofline]
     ranking: list[OpRoofline]  # joined ops by lost time, largest first
     hierarchical: Hierarchical
-    profiled_step_time_s: float | None
+    profiled_step_time_s: float | None  # the measured step the per-op times are reconciled to
     notes: list[str] = field(default_factory=list)
+    time_rows: Reconciled | None = None  # roofline ops' times + other, summing to the step
+    math_source: str = ""
+
+
+def _roof_labeled(ctx: Context, math: str) -> Labeled:
+    q = ctx.quantity(math)
+    return Labeled(
+        q.get("value"),
+        q.get("unit", ""),
+        q.get("provenance", "absent"),
+        q.get("source", f"no {math} roof"),
+    )
 
 
 def _q(section: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
@@ -135,16 +171,50 @@ def _labeled(q: dict[str, Any] | None, unit: str, default_prov: str) -> Labeled:
     if not q or q.get("value") is None:
         # never label a missing number as measured/spec: it was not obtained at all
         return Labeled(None, unit, "absent", (q or {}).get("source") or "absent from the record")
-    return Labeled(float(q["value"]), q.get("unit", unit), q.get("provenance", default_prov),
-                   q.get("source", ""))
+    return Labeled(
+        float(q["value"]),
+        q.get("unit", unit),
+        q.get("provenance", default_prov),
+        q.get("source", ""),
+    )
 
 
 def _div(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def place(flops: float | None, nbytes: float | None, time_s: float | None,
-          peak: float | None, bandwidth: float | None) -> Placement:
+def flag_cause(
+    bound: str | None, evidence: str | None, ratio: float, bandwidth: float | None = None
+) -> str:
+    """Why a point can sit above its roof: the likely model or ceiling error."""
+    head = f"{ratio:.0%} of its roof: not a result, a model or ceiling error; likely "
+    if bound == "compute":
+        if evidence == "policy":
+            return head + (
+                "wrong math assumed (no kernel names; the math comes from policy), "
+                "FLOPs over-counted, or time under-attributed"
+            )
+        return head + (
+            "FLOPs over-counted (the model counts more work than the kernels did), "
+            "time under-attributed (kernels credited to another op), or a low roof"
+        )
+    bw = f" ({bandwidth / 1e12:.3g} TB/s, a copy rate)" if bandwidth else ""
+    return head + (
+        "bytes over-counted (modeled as DRAM traffic, but served from cache), "
+        f"time under-attributed, or a bandwidth roof{bw} below what this op reaches"
+    )
+
+
+def place(
+    flops: float | None,
+    nbytes: float | None,
+    time_s: float | None,
+    peak: float | None,
+    bandwidth: float | None,
+    *,
+    math: str | None = None,
+    evidence: str | None = None,
+) -> Placement:
     """Place one point (FLOPs, bytes, seconds) under the roofs (peak FLOP/s, bandwidth byte/s)."""
     af = _div(flops, time_s)
     ab = _div(nbytes, time_s)
@@ -155,64 +225,147 @@ def place(flops: float | None, nbytes: float | None, time_s: float | None,
         bound = "memory" if ai < ridge else "compute"
         attainable = min(peak, ai * bandwidth)  # type: ignore[operator]
         frac = _div(ab, bandwidth) if bound == "memory" else _div(af, peak)
-    return Placement(flops, nbytes, time_s, af, ab, ai, bound, attainable, frac, _div(af, peak))
+    of_peak = _div(af, peak)
+    over = flag = None
+    if frac is not None and frac > 1.0:
+        over, flag = frac, flag_cause(bound, evidence, frac, bandwidth)
+        frac = of_peak = None
+    return Placement(
+        flops,
+        nbytes,
+        time_s,
+        af,
+        ab,
+        ai,
+        bound,
+        attainable,
+        frac,
+        of_peak,
+        math,
+        evidence,
+        peak,
+        over,
+        flag,
+    )
 
 
 def _origin(record: Mapping[str, Any]) -> str:
     return str(record.get("_path") or record.get("run_id") or "<record>")
 
 
-def run_roofline(record: Mapping[str, Any]) -> RunRoofline:
-    """Whole-run placement from work.flops_per_step, work.bytes_per_step, throughput.step_time."""
+def _step_time(record: Mapping[str, Any]) -> Labeled:
+    for section, key in (("timeline", "measured_step_time"), ("throughput", "step_time")):
+        step = _labeled(_q(record.get(section), key), "s", "measured")
+        if step.value is not None:
+            return step
+    step = _labeled(_q(record.get("timeline"), "step_time"), "s", "measured")
+    if step.value is not None:
+        return Labeled(
+            step.value,
+            step.unit,
+            step.provenance,
+            "profiled window, profiler on (slower than unprofiled steps): " + step.source,
+        )
+    raise RooflineInputError(
+        f"{_origin(record)}: field throughput.step_time: missing; "
+        "the roofline needs a measured step time"
+    )
+
+
+def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRoofline:
+    """Whole-run placement: counted FLOPs and modeled bytes over the measured step time,
+    judged against the time the step would take with every op at the roof of its math."""
+    ctx = ctx or context(record)
     work = record.get("work") or {}
     ceil = record.get("ceilings") or {}
     flops = _labeled(_q(work, "flops_per_step"), "FLOP", "counted")
     if flops.value is None:
-        raise RooflineInputError(f"{_origin(record)}: field work.flops_per_step: missing; the "
-                                 "roofline needs counted FLOPs (record from `perfsuite run`)")
+        raise RooflineInputError(
+            f"{_origin(record)}: field work.flops_per_step: missing; the "
+            "roofline needs counted FLOPs (record from `perfsuite run`)"
+        )
     nbytes = _labeled(_q(work, "bytes_per_step"), "byte", "modeled")
-    step = _labeled(_q(record.get("throughput"), "step_time"), "s", "measured")
-    if step.value is None:
-        step = _labeled(_q(record.get("timeline"), "step_time"), "s", "measured")
-        if step.value is not None:
-            step = Labeled(step.value, step.unit, step.provenance,
-                           "profiled window, profiler on (slower than unprofiled steps): "
-                           + step.source)
-    if step.value is None:
-        raise RooflineInputError(f"{_origin(record)}: field throughput.step_time: missing; "
-                                 "the roofline needs a measured step time")
-    peak = _labeled(_q(ceil, "peak_flops"), "FLOP/s", "measured")
-    bw = _labeled(_q(ceil, "memory_bandwidth"), "byte/s", "measured")
-    p = place(flops.value, nbytes.value, step.value, peak.value, bw.value)
-    ceil_prov = "/".join(sorted({peak.provenance, bw.provenance}))
+    step = _step_time(record)
+    bw = ctx.bandwidth
+    model = work_by_op(work)
+    roof_t = 0.0
+    flop_time = 0.0  # sum of flops / peak over ops: the blended compute roof's denominator
+    by_math: dict[str, float] = {}
+    missing: list[str] = []
+    for op, m in model.items():
+        om = ctx.maths.get(op)
+        pk = ctx.peak(om.math if om else None)
+        if pk is None or bw is None:
+            missing.append(op)
+            continue
+        roof_t += max(m["flops"] / pk, m["bytes"] / bw)
+        flop_time += m["flops"] / pk
+        by_math[om.math] = by_math.get(om.math, 0.0) + m["flops"]  # type: ignore[union-attr]
+    if not model:  # no per-op table: one roof, the record's dtype
+        from perfsuite.ceilings.roofs import DTYPE_MATH
+        from perfsuite.ceilings.table import normalize_dtype
+
+        math = DTYPE_MATH.get(normalize_dtype(ceil.get("dtype") or work.get("dtype")), "fp32")
+        pk = ctx.peak(math)
+        if pk and bw and nbytes.value is not None:
+            roof_t = max(flops.value / pk, nbytes.value / bw)
+            flop_time, by_math = flops.value / pk, {math: flops.value}
+    eff_peak = _div(sum(by_math.values()), flop_time) if flop_time else None
+    used = {k: _roof_labeled(ctx, k) for k in sorted(by_math)}
+    if bw is not None:
+        used["memory"] = _roof_labeled(ctx, "memory")
+    provs = "/".join(sorted({u.provenance for u in used.values()})) or "absent"
+    names = ", ".join(f"{k} {u.provenance}" for k, u in used.items())
     d = "derived"
+    p = place(flops.value, nbytes.value, step.value, eff_peak, bw)
+    frac = _div(roof_t, step.value) if used and flop_time else None
+    over = flag = None
+    if frac is not None and frac > 1.0:
+        over = frac
+        flag = (
+            f"the step would take {frac:.0%} of its measured time at the roofs: not a "
+            "result; likely a roof too low (wrong math assumed) or FLOPs/bytes over-counted"
+        )
+        frac = None
+    of_peak = p.frac_of_peak if frac is not None or over is None else None
     return RunRoofline(
-        run_id=str(record.get("run_id")), device=ceil.get("device"),
+        run_id=str(record.get("run_id")),
+        device=ceil.get("device"),
         dtype=ceil.get("dtype") or work.get("dtype"),
-        flops_per_step=flops, bytes_per_step=nbytes, step_time=step,
-        achieved_flops=Labeled(p.achieved_flops, "FLOP/s", d,
-                               f"{flops.provenance} FLOP / {step.provenance} s"),
-        achieved_bandwidth=Labeled(p.achieved_bandwidth, "byte/s", d,
-                                   f"{nbytes.provenance} byte / {step.provenance} s"),
-        intensity=Labeled(p.intensity, "FLOP/byte", d,
-                          f"{flops.provenance} FLOP / {nbytes.provenance} byte"),
-        peak_flops=peak, memory_bandwidth=bw,
-        ridge=Labeled(_div(peak.value, bw.value), "FLOP/byte", d, f"{ceil_prov} ceilings"),
+        flops_per_step=flops,
+        bytes_per_step=nbytes,
+        step_time=step,
+        achieved_flops=Labeled(
+            p.achieved_flops, "FLOP/s", d, f"{flops.provenance} FLOP / {step.provenance} s"
+        ),
+        achieved_bandwidth=Labeled(
+            p.achieved_bandwidth, "byte/s", d, f"{nbytes.provenance} byte / {step.provenance} s"
+        ),
+        intensity=Labeled(
+            p.intensity, "FLOP/byte", d, f"{flops.provenance} FLOP / {nbytes.provenance} byte"
+        ),
+        peak_flops=Labeled(eff_peak, "FLOP/s", d, f"blend of roofs: {names}"),
+        memory_bandwidth=_roof_labeled(ctx, "memory")
+        if bw
+        else Labeled(None, "byte/s", "absent", "no bandwidth roof"),
+        ridge=Labeled(_div(eff_peak, bw), "FLOP/byte", d, f"{provs} roofs"),
         bound=p.bound,
-        attainable=Labeled(p.attainable, "FLOP/s", d, f"{ceil_prov} ceilings"),
-        frac_of_roof=p.frac_of_roof, frac_of_peak=p.frac_of_peak,
+        attainable=Labeled(p.attainable, "FLOP/s", d, f"{provs} roofs"),
+        roof_time=Labeled(
+            roof_t if used and flop_time else None,
+            "s",
+            "modeled",
+            f"per-op FLOP/byte model at {provs} roofs"
+            + (f"; {len(missing)} ops without a roof left out" if missing else ""),
+        ),
+        frac_of_roof=frac,
+        frac_of_peak=of_peak,
+        roofs_used=used,
+        flops_by_math=by_math,
+        math_source=ctx.math_source,
+        over_roof=over,
+        flag=flag,
     )
-
-
-def _work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """work.per_op summed over phases (forward, backward, optimizer) by op name."""
-    out: dict[str, dict[str, float]] = {}
-    for row in work.get("per_op") or []:
-        acc = out.setdefault(row["op"], {"flops": 0.0, "bytes": 0.0, "calls": 0.0})
-        acc["flops"] += float(row.get("flops") or 0)
-        acc["bytes"] += float(row.get("bytes") or 0)
-        acc["calls"] += float(row.get("calls") or 0)
-    return out
 
 
 def _op_time(row: Mapping[str, Any]) -> tuple[float, str]:
@@ -232,70 +385,119 @@ def _op_time(row: Mapping[str, Any]) -> tuple[float, str]:
     return float(row.get("self_time_s") or 0.0), "self"
 
 
-def op_rooflines(record: Mapping[str, Any], peak: float | None,
-                 bandwidth: float | None) -> tuple[list[OpRoofline], float | None, list[str]]:
-    """Per-op rows (per step) joining work.per_op with timeline.ops by op name."""
-    work = record.get("work") or {}
+def _profiled_times(
+    record: Mapping[str, Any], notes: list[str]
+) -> dict[str, tuple[float, str, float]]:
+    """op -> (seconds per step, time kind, calls per step) from timeline.ops."""
     tl = record.get("timeline") or {}
-    notes: list[str] = []
-    model = _work_by_op(work)
     steps = tl.get("steps") or 0
-    step_time = (_q(tl, "step_time") or {}).get("value")
     times: dict[str, tuple[float, str, float]] = {}
     if tl.get("ops") and not steps:
         notes.append("timeline.steps is 0 or missing: per-op times cannot be made per step")
-    elif steps:
-        for row in tl.get("ops") or []:
-            t, kind = _op_time(row)
-            prev = times.get(row["op"])
-            calls = float(row.get("calls") or 0)
-            if prev:
-                t, calls = t + prev[0] * steps, calls + prev[2] * steps
-            times[row["op"]] = (t / steps, kind, calls / steps)
+        return times
+    for row in tl.get("ops") or []:
+        if (
+            row.get("device_time_s") is not None
+            and not row.get("total_time_s")
+            and not row.get("self_time_s")
+        ):
+            continue  # a kernel/memcpy row of key_averages, not an op
+        t, kind = _op_time(row)
+        prev = times.get(row["op"])
+        calls = float(row.get("calls") or 0)
+        if prev:
+            t, calls = t + prev[0] * steps, calls + prev[2] * steps
+        times[row["op"]] = (t / steps, kind, calls / steps)
+    return times
+
+
+def op_rooflines(
+    record: Mapping[str, Any],
+    ctx: Context | None = None,
+) -> tuple[list[OpRoofline], Reconciled | None, list[str]]:
+    """Per-op rows (per step) joining work.per_op with timeline.ops by op name; the modeled
+    ops' times are reconciled with the measured step (scaled when they exceed it)."""
+    ctx = ctx or context(record)
+    notes: list[str] = []
+    model = work_by_op(record.get("work") or {})
+    times = _profiled_times(record, notes)
+    measured, msrc = measured_step_time(record)
+    joined = {op: times[op][0] for op in model if op in times}
+    rec_rows = None
+    scale = 1.0
+    if measured and joined:
+        rec_rows = reconcile(
+            joined, measured, time_kind=next(iter(times.values()))[1], measured_source=msrc
+        )
+        scale = rec_rows.scale
+        notes += rec_rows.notes
+    bw = ctx.bandwidth
     rows: list[OpRoofline] = []
     for op in sorted(set(model) | set(times)):
         m = model.get(op)
         t = times.get(op)
-        tsec, kind, calls = (t if t else (None, None, m["calls"] if m else None))
+        tsec, kind, calls = t if t else (None, None, m["calls"] if m else None)
+        om = ctx.maths.get(op)
+        pk = ctx.peak(om.math if om else None)
+        kw = {"math": om.math if om else None, "evidence": om.evidence if om else None}
         if m and t:
-            p = place(m["flops"], m["bytes"], tsec, peak, bandwidth)
+            tsec = tsec * scale  # type: ignore[operator]
+            p = place(m["flops"], m["bytes"], tsec, pk, bw, **kw)
             status = "joined"
         elif m:
-            p = place(m["flops"], m["bytes"], None, peak, bandwidth)
+            p = place(m["flops"], m["bytes"], None, pk, bw, **kw)
             status = "no_time"
         else:
-            p = place(None, None, tsec, peak, bandwidth)
+            p = place(None, None, tsec, None, bw)
             status = "no_flop_model"
         lost = None
         if tsec is not None and p.frac_of_roof is not None:
             lost = tsec * max(0.0, 1.0 - p.frac_of_roof)
-        rows.append(OpRoofline(op, status, calls, tsec, kind, _div(tsec, step_time), p, lost))
+        share = _div(tsec, measured) if status == "joined" else None
+        rows.append(OpRoofline(op, status, calls, tsec, kind, share, p, lost))
     flops_total = sum(m["flops"] for m in model.values())
-    fps = (_q(work, "flops_per_step") or {}).get("value")
+    fps = (_q(record.get("work"), "flops_per_step") or {}).get("value")
     if model and fps and abs(flops_total - fps) > 0.01 * fps:
-        notes.append(f"per-op FLOPs sum to {flops_total:.4g}, flops_per_step is {fps:.4g}: "
-                     "the per-op table does not cover the whole step")
+        notes.append(
+            f"per-op FLOPs sum to {flops_total:.4g}, flops_per_step is {fps:.4g}: "
+            "the per-op table does not cover the whole step"
+        )
     if any(r.time_kind == "total" for r in rows):
-        notes.append("op times without device time are inclusive host times: nested ops "
-                     "overlap, so time shares can sum to more than 100%")
-    over = [r.op for r in rows if r.placement.frac_of_roof and r.placement.frac_of_roof > 1.0]
-    if over:
-        notes.append(f"above the roof (model or ceiling too low): {', '.join(over[:5])}")
-    # Joined ops first (they have a roofline), then modeled-but-unprofiled, then profiled ops
-    # without a FLOP model (often wrappers whose inclusive time nests the joined ops).
+        notes.append(
+            "op times without device time are inclusive host times: nested ops "
+            "overlap, so their sum can exceed the step"
+        )
+    flagged = [r for r in rows if r.placement.flag]
+    for r in flagged[:8]:
+        notes.append(
+            f"{r.op} ({r.placement.math} roof, {r.placement.bound}-bound): {r.placement.flag}"
+        )
     order = {"joined": 0, "no_time": 1, "no_flop_model": 2}
     rows.sort(key=lambda r: (order[r.status], -(r.time_s or 0.0), r.op))
-    return rows, step_time, notes
+    return rows, rec_rows, notes
 
 
-def _kernel_points(counters: Mapping[str, Any], bw: float | None, l2: float | None,
-                   peak: float | None) -> list[LevelPoint]:
-    """Counter kernels grouped by aten op (kernel name when no op), one point per level."""
-    groups: dict[str, dict[str, float | None]] = {}
+def _kernel_points(
+    counters: Mapping[str, Any],
+    bw: float | None,
+    l2: float | None,
+    peak: float | None,
+    ctx: Context | None = None,
+) -> list[LevelPoint]:
+    """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
+    group against the roof of its math (the op's, else its kernel names'), else `peak`."""
+    from analyzers.mathmode import from_kernels
+
+    groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
         name = k.get("op") or k.get("name") or "?"
-        g = groups.setdefault(name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None})
-        g["time_s"] = (g["time_s"] or 0.0) + float(k.get("time_s") or 0.0)
+        g = groups.setdefault(
+            name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}}
+        )
+        t = float(k.get("time_s") or 0.0)
+        g["time_s"] += t
+        kn = str(k.get("name") or "?")
+        g["kernels"][kn] = g["kernels"].get(kn, 0.0) + t
         fl = [k.get(f) for f in ("flops", "flops_tensor") if k.get(f) is not None]
         if fl:
             g["flops"] = (g["flops"] or 0.0) + float(sum(fl))
@@ -305,41 +507,80 @@ def _kernel_points(counters: Mapping[str, Any], bw: float | None, l2: float | No
     points = []
     for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
         g = groups[name]
+        om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
+        pk = (ctx.peak(om.math) if ctx and om else None) or peak
+        kw = {"math": om.math, "evidence": om.evidence} if om and pk != peak else {}
         for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
             if g[key] is not None:
-                p = place(g["flops"], g[key], g["time_s"], peak, ceiling)
+                p = place(g["flops"], g[key], g["time_s"], pk, ceiling, **kw)
                 points.append(LevelPoint(name, level, "measured", ceiling, p))
     return points
 
 
-def hierarchical(record: Mapping[str, Any], ops: list[OpRoofline], peak: float | None,
-                 bandwidth: float | None) -> Hierarchical:
+def hierarchical(
+    record: Mapping[str, Any],
+    ops: list[OpRoofline],
+    peak: float | None,
+    bandwidth: float | None,
+    ctx: Context | None = None,
+) -> Hierarchical:
     """Measured DRAM and L2 bytes per kernel when counters exist, else modeled DRAM per op."""
     spec = (record.get("ceilings") or {}).get("spec") or {}
     l2 = spec.get("l2_bandwidth")
     counters = record.get("counters")
     if counters and counters.get("kernels"):
-        pts = _kernel_points(counters, bandwidth, l2, peak)
-        notes = ["bytes and FLOPs measured by hardware counters "
-                 f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
-                 "steps; FLOPs = flops + flops_tensor"]
+        pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
+        notes = [
+            "bytes and FLOPs measured by hardware counters "
+            f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
+            "steps; FLOPs = flops + flops_tensor"
+        ]
         if l2 is None:
             notes.append("no published L2 bandwidth: L2 points have no roof")
         return Hierarchical("counters", {"DRAM": bandwidth, "L2": l2}, pts, notes)
-    pts = [LevelPoint(o.op, "DRAM", "modeled", bandwidth, o.placement)
-           for o in ops if o.status == "joined"]
-    return Hierarchical("modeled", {"DRAM": bandwidth}, pts,
-                        ["no hardware counters: DRAM bytes are modeled (compulsory traffic)"])
+    pts = [
+        LevelPoint(o.op, "DRAM", "modeled", bandwidth, o.placement)
+        for o in ops
+        if o.status == "joined"
+    ]
+    return Hierarchical(
+        "modeled",
+        {"DRAM": bandwidth},
+        pts,
+        ["no hardware counters: DRAM bytes are modeled (compulsory traffic)"],
+    )
 
 
-def roofline(record: Mapping[str, Any]) -> Roofline:
-    """The whole analysis: run placement, per-op table, lost-time ranking, hierarchy."""
-    run = run_roofline(record)
-    ops, step_time, notes = op_rooflines(record, run.peak_flops.value,
-                                         run.memory_bandwidth.value)
-    if run.peak_flops.value is None or run.memory_bandwidth.value is None:
-        notes.insert(0, "ceilings missing: run `perfsuite peaks` or record ceilings; no roof")
-    ranking = sorted((o for o in ops if o.lost_time_s is not None),
-                     key=lambda o: (-(o.lost_time_s or 0.0), o.op))
-    hier = hierarchical(record, ops, run.peak_flops.value, run.memory_bandwidth.value)
-    return Roofline(run, ops, ranking, hier, step_time, notes)
+def roofline(
+    record: Mapping[str, Any],
+    peaks: Mapping[str, Any] | None = None,
+    kernels: Mapping[str, Mapping[str, float]] | None = None,
+) -> Roofline:
+    """The whole analysis: run placement, per-op table, lost-time ranking, hierarchy.
+
+    `peaks`: roofs from a peaks file (perfsuite.ceilings.roofs.peaks_file_roofs), used first;
+    `kernels`: {op: {kernel: seconds}} (default: read from the record's trace sidecar).
+    """
+    ctx = context(record, peaks, kernels)
+    run = run_roofline(record, ctx)
+    ops, rec_rows, notes = op_rooflines(record, ctx)
+    notes = ctx.notes + notes
+    if not run.roofs_used:
+        notes.insert(0, "ceilings missing: run `perfsuite peaks` or pass --peaks; no roof")
+    if run.flag:
+        notes.insert(0, f"whole run: {run.flag}")
+    notes.insert(0, f"math: {ctx.math_source}")
+    ranking = sorted(
+        (o for o in ops if o.lost_time_s is not None), key=lambda o: (-(o.lost_time_s or 0.0), o.op)
+    )
+    hier = hierarchical(record, ops, run.peak_flops.value, run.memory_bandwidth.value, ctx)
+    return Roofline(
+        run,
+        ops,
+        ranking,
+        hier,
+        rec_rows.measured_step_s if rec_rows else None,
+        notes,
+        rec_rows,
+        ctx.math_source,
+    )

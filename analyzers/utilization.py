@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.mathmode import Context, context
 from analyzers.roofline import RooflineInputError, _div, op_rooflines, run_roofline
+from perfsuite.ceilings.roofs import merge_roofs, spec_roofs
 
 # A mean SM clock under this fraction of the spec max clock is reported as throttled.
 THROTTLE_FRACTION = 0.9
@@ -68,27 +70,53 @@ def _f(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def ceilings_both(record: Mapping[str, Any]) -> tuple[float | None, ...]:
-    """(measured peak, spec peak, measured bandwidth, spec bandwidth) from `ceilings`."""
-    ceil = record.get("ceilings") or {}
-    spec = ceil.get("spec") or {}
-    dtype = ceil.get("dtype") or (record.get("work") or {}).get("dtype") or "float32"
+def _provenance(roof: Mapping[str, Any]) -> str | None:
+    return next((q.get("provenance") for q in roof.values() if isinstance(q, dict)), None)
 
-    def measured(key: str) -> float | None:
-        q = ceil.get(key) or {}
-        return _f(q.get("value")) if q.get("provenance") == "measured" else None
 
-    def spec_of(key: str, table_value: Any) -> float | None:
-        q = ceil.get(key) or {}
-        if q.get("provenance") == "spec" and q.get("value") is not None:
-            return float(q["value"])
-        return _f(table_value)
+def _peak(roofs: Mapping[str, Any], math: str) -> tuple[float | None, str | None]:
+    q = (roofs.get(math) or {}).get("peak_flops") or {}
+    return _f(q.get("value")), q.get("provenance")
 
+
+def _blend(roofs: Mapping[str, Any], flops_by_math: Mapping[str, float], want: str) -> float | None:
+    """FLOP-weighted harmonic blend of the `want`-provenance roofs (None if one is missing)."""
+    denom = 0.0
+    for math, fl in flops_by_math.items():
+        v, prov = _peak(roofs, math)
+        if v is None or prov != want:
+            return None
+        denom += fl / v
+    return _div(sum(flops_by_math.values()), denom) if denom else None
+
+
+def ceilings_both(
+    record: Mapping[str, Any],
+    ctx: Context | None = None,
+    flops_by_math: Mapping[str, float] | None = None,
+) -> tuple[float | None, ...]:
+    """(measured peak, spec peak, measured bandwidth, spec bandwidth): peaks blended over the
+    maths the run computed in (weights: FLOPs per math), bandwidth of the memory roof."""
+    ctx = ctx or context(record)
+    spec = merge_roofs(
+        {k: v for k, v in ctx.roofs.items() if _provenance(v) == "spec"},
+        spec_roofs((record.get("ceilings") or {}).get("spec")),
+    )
+    fbm = dict(flops_by_math or {})
+    if not fbm:
+        from perfsuite.ceilings.roofs import DTYPE_MATH
+        from perfsuite.ceilings.table import normalize_dtype
+
+        ceil = record.get("ceilings") or {}
+        dtype = ceil.get("dtype") or (record.get("work") or {}).get("dtype")
+        fbm = {DTYPE_MATH.get(normalize_dtype(dtype), "fp32"): 1.0}
+    mem = (ctx.roofs.get("memory") or {}).get("bandwidth") or {}
+    smem = (spec.get("memory") or {}).get("bandwidth") or {}
     return (
-        measured("peak_flops"),
-        spec_of("peak_flops", (spec.get("flops") or {}).get(dtype)),
-        measured("memory_bandwidth"),
-        spec_of("memory_bandwidth", spec.get("memory_bandwidth")),
+        _blend(ctx.roofs, fbm, "measured"),
+        _blend(spec, fbm, "spec"),
+        _f(mem.get("value")) if mem.get("provenance") == "measured" else None,
+        _f(smem.get("value")),
     )
 
 
@@ -111,22 +139,27 @@ def clock_summary(
     return Clock(mean, low, top, mean_frac, _div(low, top), throttled)
 
 
-def utilization(record: Mapping[str, Any]) -> Utilization:
-    """Run and per-op rates over both ceilings, clock and CPU summaries."""
-    c = ceilings_both(record)
+def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = None) -> Utilization:
+    """Run and per-op rates over both ceilings, clock and CPU summaries; `peaks`: roofs from a
+    peaks file, used before the record's."""
+    ctx = context(record, peaks)
     notes: list[str] = []
     try:
-        rr = run_roofline(record)
+        rr = run_roofline(record, ctx)
+        c = ceilings_both(record, ctx, rr.flops_by_math)
         run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c)
     except RooflineInputError as exc:
+        c = ceilings_both(record, ctx)
         run = None
         notes.append(str(exc))
-    ops_rows, _, _ = op_rooflines(record, None, None)
-    ops = [
-        _rates(o.op, o.placement.achieved_flops, o.placement.achieved_bandwidth, c)
-        for o in ops_rows
-        if o.status == "joined"
-    ]
+    ops_rows, _, _ = op_rooflines(record, ctx)
+    ops = []
+    for o in ops_rows:
+        if o.status != "joined":
+            continue
+        fbm = {o.placement.math: 1.0} if o.placement.math else {}
+        oc = ceilings_both(record, ctx, fbm) if fbm else c
+        ops.append(_rates(o.op, o.placement.achieved_flops, o.placement.achieved_bandwidth, oc))
     tel = record.get("telemetry") or {}
     clock = clock_summary(tel, (record.get("ceilings") or {}).get("spec"))
     if clock and clock.throttled:

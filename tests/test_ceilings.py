@@ -97,6 +97,12 @@ def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys):
     assert c["memory_bandwidth"]["value"] == 4e10
     assert c["spec"]["id"] == "user" and c["spec"]["flops"] == {"float32": 1.2e12}
     assert c["dtype"] == "float32"
+    # roofs per math: the user values, labeled spec (user-set)
+    assert set(c["roofs"]) == {"fp32", "memory"}
+    assert c["roofs"]["fp32"]["peak_flops"]["value"] == 1.2e12
+    assert c["roofs"]["fp32"]["peak_flops"]["provenance"] == "spec"
+    assert "user-set" in c["roofs"]["fp32"]["peak_flops"]["source"]
+    assert c["roofs"]["memory"]["bandwidth"]["value"] == 4e10
 
 
 def test_bad_set_is_one_line_error(cache_dir, capsys):
@@ -117,6 +123,8 @@ def test_quick_measure_is_positive_finite_and_cached(cache_dir):
     # second call reads the cache: the very same numbers come back
     again = ceilings_for("cpu", "float32", measure=True, quick=True)
     assert again["peak_flops"]["value"] == c["peak_flops"]["value"]
+    assert c["roofs"]["fp32"]["peak_flops"] == c["peak_flops"]  # the same measurement
+    assert c["roofs"]["memory"]["bandwidth"] == c["memory_bandwidth"]
     (entry,) = load_cache()["devices"].values()
     (env,) = entry["measured"].values()
     assert env["flops"]["float32"]["mode"] == "quick"
@@ -125,3 +133,29 @@ def test_quick_measure_is_positive_finite_and_cached(cache_dir):
 
     set_user_values("cpu", {"float32": 1.0})
     assert ceilings_for("cpu", "float32", measure=False)["peak_flops"]["provenance"] == "measured"
+
+
+def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
+    from perfsuite.ceilings.roofs import peaks_file_roofs, record_roofs, spec_roofs
+
+    spec = {k: v for k, v in match_spec("NVIDIA H100 80GB HBM3").items() if k != "match"}
+    roofs = spec_roofs(spec)
+    assert roofs["tf32"]["peak_flops"]["value"] == 494.5e12
+    assert roofs["fp32"]["peak_flops"]["value"] == 67e12  # CUDA-core fp32
+    assert roofs["memory"]["bandwidth"]["value"] == 3.35e12
+    assert {r["peak_flops"]["provenance"] for k, r in roofs.items() if k != "memory"} == {"spec"}
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps({"device_name": "H100", "env": "torch 2.11.0|threads 16",
+                                 "rows": [{"quantity": "peak tf32", "measured": 3.7e14,
+                                           "spec": 4.945e14},
+                                          {"quantity": "memory bandwidth", "measured": None,
+                                           "spec": 3.35e12}]}))
+    mine = peaks_file_roofs(peaks)
+    assert mine["tf32"]["peak_flops"]["provenance"] == "measured"
+    assert mine["memory"]["bandwidth"]["provenance"] == "spec"  # no measurement: the spec
+    ceil = {"dtype": "float32", "spec": spec,
+            "peak_flops": {"value": 5.4e13, "unit": "FLOP/s", "provenance": "measured"}}
+    got = record_roofs(ceil, mine)
+    assert got["tf32"]["peak_flops"]["value"] == 3.7e14  # the peaks file first
+    assert got["fp32"]["peak_flops"]["value"] == 5.4e13  # then the record's measured peak
+    assert got["bf16"]["peak_flops"]["value"] == 989.5e12  # then the spec table

@@ -29,18 +29,31 @@ def build_record(make_record, bytes_per_step=1e8):
     }
     rec["throughput"] = {"step_time": quantity(0.1, "s", "measured")}
     rec["timeline"] = {
-        "trace": None, "tool": "torch.profiler", "steps": 2,
+        "trace": None,
+        "tool": "torch.profiler",
+        "steps": 2,
         "step_time": quantity(0.1, "s", "measured"),
         "ops": [
-            {"op": "aten::mm", "calls": 12, "self_time_s": 0.01, "total_time_s": 0.12,
-             "device_time_s": 0.1},
-            {"op": "aten::add_", "calls": 2, "self_time_s": 0.015, "total_time_s": 0.02,
-             "device_time_s": None},
+            {
+                "op": "aten::mm",
+                "calls": 12,
+                "self_time_s": 0.01,
+                "total_time_s": 0.12,
+                "device_time_s": 0.1,
+            },
+            {
+                "op": "aten::add_",
+                "calls": 2,
+                "self_time_s": 0.015,
+                "total_time_s": 0.02,
+                "device_time_s": None,
+            },
             {"op": "aten::copy_", "calls": 4, "self_time_s": 0.006},
         ],
     }
     rec["ceilings"] = {
-        "device": "Test CPU", "dtype": "float32",
+        "device": "Test CPU",
+        "dtype": "float32",
         "peak_flops": quantity(1e11, "FLOP/s", "measured", "matmul"),
         "memory_bandwidth": quantity(1e10, "byte/s", "measured", "copy"),
         "spec": None,
@@ -56,12 +69,15 @@ def test_whole_run_compute_bound(make_record):
     assert r.ridge.value == pytest.approx(10.0, **APPROX)
     assert r.bound == "compute"
     assert r.attainable.value == pytest.approx(1e11, **APPROX)
-    assert r.frac_of_roof == pytest.approx(0.2, **APPROX)
+    # blend: sum of max(flops/peak, bytes/bw) per op = mm 0.016 + add_ 0.003 + foo 0.004 s
+    assert r.roof_time.value == pytest.approx(0.023, **APPROX)
+    assert r.frac_of_roof == pytest.approx(0.23, **APPROX)
     assert r.frac_of_peak == pytest.approx(0.2, **APPROX)
     assert r.flops_per_step.provenance == "counted"
     assert r.bytes_per_step.provenance == "modeled"
     assert r.step_time.provenance == "measured"
-    assert r.peak_flops.provenance == "measured"
+    assert r.peak_flops.provenance == "derived"
+    assert r.roofs_used["fp32"].provenance == "measured"
     assert r.achieved_flops.provenance == "derived"
     assert r.achieved_flops.source == "counted FLOP / measured s"
 
@@ -71,7 +87,7 @@ def test_whole_run_memory_bound(make_record):
     assert r.intensity.value == pytest.approx(5.0, **APPROX)
     assert r.bound == "memory"
     assert r.attainable.value == pytest.approx(5e10, **APPROX)  # 5 FLOP/byte x 1e10 byte/s
-    assert r.frac_of_roof == pytest.approx(0.4, **APPROX)  # 2e10 / 5e10
+    assert r.frac_of_roof == pytest.approx(0.23, **APPROX)  # per-op blend, as above
     assert r.frac_of_peak == pytest.approx(0.2, **APPROX)
 
 
@@ -120,6 +136,7 @@ def test_time_weighted_ranking(make_record):
     # make add_ much slower: it must now come first
     rec = build_record(make_record)
     rec["timeline"]["ops"][1]["total_time_s"] = 2.0
+    rec["throughput"]["step_time"] = quantity(2.0, "s", "measured")  # so no scaling applies
     res = roofline(rec)
     assert [o.op for o in res.ranking] == ["aten::add_", "aten::mm"]
 
@@ -135,16 +152,45 @@ def test_hierarchical_with_counters(make_record):
     rec = build_record(make_record)
     rec["ceilings"]["spec"] = {"l2_bandwidth": 5e10}
     rec["counters"] = {
-        "tool": "ncu", "provenance": "measured", "window_steps": 2, "file": "c.json",
+        "tool": "ncu",
+        "provenance": "measured",
+        "window_steps": 2,
+        "file": "c.json",
         "kernels": [
-            {"name": "sgemm", "op": "aten::mm", "calls": 6, "time_s": 0.06, "flops": 1e9,
-             "flops_tensor": 2e9, "dram_bytes": 5e7, "l2_bytes": 2e8},
-            {"name": "sgemm2", "op": "aten::mm", "calls": 6, "time_s": 0.04, "flops": None,
-             "flops_tensor": None, "dram_bytes": None, "l2_bytes": None},
-            {"name": "elementwise", "op": None, "calls": 2, "time_s": 0.02, "flops": 1e6,
-             "flops_tensor": None, "dram_bytes": 6e7, "l2_bytes": None},
+            {
+                "name": "sgemm",
+                "op": "aten::mm",
+                "calls": 6,
+                "time_s": 0.06,
+                "flops": 1e9,
+                "flops_tensor": 2e9,
+                "dram_bytes": 5e7,
+                "l2_bytes": 2e8,
+            },
+            {
+                "name": "sgemm2",
+                "op": "aten::mm",
+                "calls": 6,
+                "time_s": 0.04,
+                "flops": None,
+                "flops_tensor": None,
+                "dram_bytes": None,
+                "l2_bytes": None,
+            },
+            {
+                "name": "elementwise",
+                "op": None,
+                "calls": 2,
+                "time_s": 0.02,
+                "flops": 1e6,
+                "flops_tensor": None,
+                "dram_bytes": 6e7,
+                "l2_bytes": None,
+            },
         ],
-        "totals": {}, "metrics": [], "notes": [],
+        "totals": {},
+        "metrics": [],
+        "notes": [],
     }
     h = roofline(rec).hierarchical
     assert h.source == "counters"
@@ -170,7 +216,7 @@ def test_missing_ceilings_give_no_roof(make_record):
     assert res.run.achieved_flops.value == pytest.approx(2e10)
     assert res.run.bound is None and res.run.frac_of_roof is None
     assert res.ranking == []
-    assert "ceilings missing" in res.notes[0]
+    assert any("ceilings missing" in n for n in res.notes)
 
 
 def test_missing_flops_names_file_and_field(make_record):
@@ -188,16 +234,106 @@ def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
     from analyzers.roofline import op_rooflines
 
     rec = {
-        "work": {"per_op": [{"op": "aten::convolution", "family": "convolution",
-                             "phase": "forward", "calls": 2, "flops": 4e9, "bytes": 1e8}]},
-        "timeline": {"steps": 2, "ops": [
-            {"op": "aten::convolution", "calls": 4, "self_time_s": 1e-4, "total_time_s": 2e-3,
-             "device_time_s": 0.0, "device_total_time_s": 0.004},
-            {"op": "aten::cudnn_convolution", "calls": 4, "self_time_s": 5e-4,
-             "total_time_s": 1e-3, "device_time_s": 0.004, "device_total_time_s": 0.004},
-        ]},
+        "work": {
+            "per_op": [
+                {
+                    "op": "aten::convolution",
+                    "family": "convolution",
+                    "phase": "forward",
+                    "calls": 2,
+                    "flops": 4e9,
+                    "bytes": 1e8,
+                }
+            ]
+        },
+        "timeline": {
+            "steps": 2,
+            "ops": [
+                {
+                    "op": "aten::convolution",
+                    "calls": 4,
+                    "self_time_s": 1e-4,
+                    "total_time_s": 2e-3,
+                    "device_time_s": 0.0,
+                    "device_total_time_s": 0.004,
+                },
+                {
+                    "op": "aten::cudnn_convolution",
+                    "calls": 4,
+                    "self_time_s": 5e-4,
+                    "total_time_s": 1e-3,
+                    "device_time_s": 0.004,
+                    "device_total_time_s": 0.004,
+                },
+            ],
+        },
     }
-    rows, _, _ = op_rooflines(rec, 1e12, 1e11)
+    rows, _, _ = op_rooflines(rec)
     conv = next(r for r in rows if r.op == "aten::convolution")
     assert conv.time_s == 0.002  # 4 ms over 2 steps
     assert conv.placement.achieved_flops == 4e9 / 0.002
+
+
+def test_too_low_roof_is_flagged_not_shown_as_fact(make_record):
+    rec = build_record(make_record)
+    # a roof 100x too low: mm reaches 3.2e10 FLOP/s against a 1e9 "peak"
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    res = roofline(rec)
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert mm.frac_of_roof is None and mm.frac_of_peak is None
+    assert mm.over_roof == pytest.approx(32.0, **APPROX)
+    assert "not a result" in mm.flag and "FLOPs over-counted" in mm.flag
+    assert res.run.frac_of_roof is None and res.run.over_roof > 1.0
+    assert "not a result" in res.run.flag
+    assert any(n.startswith("whole run:") for n in res.notes)
+    assert "aten::mm" not in [o.op for o in res.ranking]
+
+
+def test_too_low_roof_in_cli_text(make_record, tmp_path, capsys):
+    from perfsuite.cli import main
+    from perfsuite.record import write_record
+
+    rec = build_record(make_record)
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    path = write_record(tmp_path, rec)
+    assert main(["roofline", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "FLAG >100%" in out and "FLAGGED (see notes)" in out
+    assert "3200.0%" not in out
+
+
+def test_recorded_math_policy_picks_the_roof_without_a_trace(make_record):
+    from perfsuite.ceilings import match_spec
+
+    rec = build_record(make_record)
+    spec = {k: v for k, v in match_spec("NVIDIA H100 80GB HBM3").items() if k != "match"}
+    rec["ceilings"] = {
+        "device": "NVIDIA H100 80GB HBM3",
+        "dtype": "float32",
+        "spec": spec,
+        "peak_flops": quantity(5e13, "FLOP/s", "measured", "matmul fp32"),
+        "memory_bandwidth": quantity(3e12, "byte/s", "measured", "copy"),
+    }
+    rec["math"] = {
+        "cudnn_allow_tf32": True,
+        "matmul_allow_tf32": True,
+        "float32_matmul_precision": "high",
+        "autocast_dtype": None,
+        "param_dtype": "float32",
+        "activation_dtype": "float32",
+        "source": "read from torch at run time",
+        "provenance": "measured",
+    }
+    res = roofline(rec)
+    assert res.math_source == "read from torch at run time"
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert (mm.math, mm.math_evidence, mm.peak) == ("tf32", "policy", 494.5e12)  # spec TF32
+    add = next(o for o in res.ops if o.op == "aten::add_").placement
+    assert (add.math, add.peak) == ("fp32", 5e13)  # measured CUDA-core roof
+    assert res.run.roofs_used["tf32"].provenance == "spec"
+    assert res.run.flops_by_math == {"tf32": 1.6e9, "fp32": 1e6 + 4e8}
+    # blend: mm max(1.6e9/494.5e12, 3e7/3e12) + add_ max(1e6/5e13, 3e7/3e12)
+    #        + foo max(4e8/5e13, 1e7/3e12)
+    roof_t = max(1.6e9 / 494.5e12, 1e-5) + max(2e-8, 1e-5) + max(8e-6, 1e7 / 3e12)
+    assert res.run.roof_time.value == pytest.approx(roof_t, **APPROX)
+    assert res.run.frac_of_roof == pytest.approx(roof_t / 0.1, **APPROX)

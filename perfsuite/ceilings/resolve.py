@@ -14,6 +14,7 @@ from typing import Any
 
 from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import measure as _measure
+from perfsuite.ceilings import roofs as _roofs_mod
 from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_bandwidth, spec_flops
 from perfsuite.hostinfo import cpu_model
 from perfsuite.record import quantity
@@ -60,13 +61,21 @@ def _now() -> str:
 
 
 def _stored(m: _measure.Measurement, torch_version: str | None, threads: int | None) -> dict:
-    return {"value": m.value, "mode": m.mode, "measured_at": _now(), "detail": m.describe(),
-            "torch": torch_version, "threads": threads}
+    return {
+        "value": m.value,
+        "mode": m.mode,
+        "measured_at": _now(),
+        "detail": m.describe(),
+        "torch": torch_version,
+        "threads": threads,
+    }
 
 
 def _measured_source(item: dict[str, Any]) -> str:
-    return f"{item.get('detail', 'measured')}; torch {item.get('torch')}, " \
-           f"threads {item.get('threads')}, {item.get('measured_at', '')}"
+    return (
+        f"{item.get('detail', 'measured')}; torch {item.get('torch')}, "
+        f"threads {item.get('threads')}, {item.get('measured_at', '')}"
+    )
 
 
 def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
@@ -75,9 +84,15 @@ def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
     return mode == "thorough" and item.get("mode") != "thorough"
 
 
-def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = "quick",
-                   refresh: bool = False, bandwidth: bool = True,
-                   progress: Any = None) -> dict[str, Any]:
+def measure_device(
+    device: str,
+    dtypes: list[str] | None = None,
+    *,
+    mode: str = "quick",
+    refresh: bool = False,
+    bandwidth: bool = True,
+    progress: Any = None,
+) -> dict[str, Any]:
     """Measure (what is missing, or everything with refresh) and store it; the cache entry.
 
     `progress` is an optional callable(str) told what is being measured.
@@ -108,8 +123,14 @@ def measure_device(device: str, dtypes: list[str] | None = None, *, mode: str = 
         changed = True
     if changed:
         _cache.save_cache(data)
-    return {"device": device, "device_name": name, "host": host, "env": _cache.env_key(tv, threads),
-            "measured": meas, "user": entry["user"]}
+    return {
+        "device": device,
+        "device_name": name,
+        "host": host,
+        "env": _cache.env_key(tv, threads),
+        "measured": meas,
+        "user": entry["user"],
+    }
 
 
 def parse_setting(text: str) -> tuple[str, float]:
@@ -145,17 +166,25 @@ def user_spec(name: str, user: dict[str, Any]) -> dict[str, Any] | None:
     flops = {k: v for k, v in user.items() if k not in ("bandwidth", "set_at")}
     if not flops and "bandwidth" not in user:
         return None
-    return {"id": "user", "name": name, "flops": flops,
-            "memory_bandwidth": user.get("bandwidth"), "l2_bandwidth": None,
-            "max_sm_clock_hz": None, "source": USER_SOURCE, "set_at": user.get("set_at")}
+    return {
+        "id": "user",
+        "name": name,
+        "flops": flops,
+        "memory_bandwidth": user.get("bandwidth"),
+        "l2_bandwidth": None,
+        "max_sm_clock_hz": None,
+        "source": USER_SOURCE,
+        "set_at": user.get("set_at"),
+    }
 
 
 def _public_spec(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if entry is None else {k: v for k, v in entry.items() if k != "match"}
 
 
-def ceilings_for(device: str, dtype: str, *, measure: bool = True,
-                 quick: bool = True) -> dict[str, Any]:
+def ceilings_for(
+    device: str, dtype: str, *, measure: bool = True, quick: bool = True
+) -> dict[str, Any]:
     """The record's `ceilings` section for `device` ("cpu" | "cuda[:i]") and `dtype`.
 
     Peak FLOP/s and bandwidth come from, in order: a cached measurement for this host,
@@ -168,12 +197,14 @@ def ceilings_for(device: str, dtype: str, *, measure: bool = True,
     host = socket.gethostname()
     tv, threads = _env()
     mode = "quick" if quick else "thorough"
-    if measure and (dtype in _measure.measurable_dtypes(device)):
-        measured = measure_device(device, [dtype], mode=mode)["measured"]
+    wanted = [d for d in _roof_dtypes(device, dtype) if d in _measure.measurable_dtypes(device)]
+    if measure and wanted:
+        measured = measure_device(device, wanted, mode=mode)["measured"]
     else:
         data = _cache.load_cache()
-        measured = _cache.measured_for(_cache.device_entry(data, host, name),
-                                       _cache.env_key(tv, threads))
+        measured = _cache.measured_for(
+            _cache.device_entry(data, host, name), _cache.env_key(tv, threads)
+        )
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     table = match_spec(name) if device.startswith("cuda") else None
     spec = _public_spec(table) or user_spec(name, user)
@@ -190,10 +221,39 @@ def ceilings_for(device: str, dtype: str, *, measure: bool = True,
     return {
         "device": name,
         "dtype": dtype,
-        "peak_flops": pick(measured["flops"].get(dtype), user.get(dtype),
-                           spec_flops(table, dtype), "FLOP/s"),
-        "memory_bandwidth": pick(measured.get("bandwidth"), user.get("bandwidth"),
-                                 spec_bandwidth(table), "byte/s"),
+        "peak_flops": pick(
+            measured["flops"].get(dtype), user.get(dtype), spec_flops(table, dtype), "FLOP/s"
+        ),
+        "memory_bandwidth": pick(
+            measured.get("bandwidth"), user.get("bandwidth"), spec_bandwidth(table), "byte/s"
+        ),
         "spec": spec,
+        "roofs": _roofs(measured, user, name, table),
     }
 
+
+def _roof_dtypes(device: str, dtype: str) -> list[str]:
+    """What a run in `dtype` may compute in: fp32 runs on CUDA also use TF32 (cuDNN default)."""
+    out = [dtype]
+    if device.startswith("cuda") and dtype == "float32":
+        out.append("tf32")
+    return out
+
+
+def _roofs(
+    measured: dict[str, Any], user: dict[str, Any], name: str, table: dict[str, Any] | None
+) -> dict[str, Any]:
+    """`ceilings.roofs`: per math, the cached measurement, else a user value, else the spec."""
+    meas: dict[str, Any] = {}
+    for dt, item in (measured.get("flops") or {}).items():
+        math = _roofs_mod.DTYPE_MATH.get(dt)
+        if math and item and item.get("value"):
+            meas[math] = _roofs_mod.roof(item["value"], "measured", _measured_source(item))
+    bw = measured.get("bandwidth") or {}
+    if bw.get("value"):
+        meas["memory"] = _roofs_mod.bandwidth_roof(bw["value"], "measured", _measured_source(bw))
+    spec_user = _roofs_mod.spec_roofs(user_spec(name, user))
+    for r in spec_user.values():
+        for q in r.values():
+            q["source"] = f"{USER_SOURCE} for {name}"
+    return _roofs_mod.merge_roofs(meas, spec_user, _roofs_mod.spec_roofs(_public_spec(table)))

@@ -21,33 +21,67 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("run", metavar="RUN_JSON", help="a run.json or its run folder")
-    p.add_argument("--top", type=int, default=15, metavar="N",
-                   help="rows in the per-op table and the ranking (default 15)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=15,
+        metavar="N",
+        help="rows in the per-op table and the ranking (default 15)",
+    )
     p.add_argument("--html", metavar="FILE", help="also write an interactive roofline page")
+    p.add_argument(
+        "--peaks",
+        metavar="FILE",
+        help="roofs from a `perfsuite peaks --json` file (per math: measured, else "
+        "spec), used before the record's own ceilings",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
 
 def _text(res: Any, util: Any, top: int) -> str:
     from perfsuite import fmt
-    from perfsuite.report.build import OP_HEADERS, op_rows, run_rows
+    from perfsuite.report.build import (
+        OP_HEADERS,
+        ROOF_HEADERS,
+        TIME_HEADERS,
+        op_rows,
+        roof_rows,
+        run_rows,
+        time_rows,
+    )
 
     r = res.run
-    out = [f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})", ""]
+    out = [
+        f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})",
+        f"math: {res.math_source}",
+        "",
+    ]
     rows = run_rows(res)
     out.append(fmt.table(rows, ["field", "value", "provenance", "meaning"], align="lrll"))
+    if r.flag:
+        out.append(f"WHOLE RUN FLAGGED: {r.flag}")
+    out += [
+        "",
+        "Roofs used (each op is judged against the roof of the math it ran in):",
+        fmt.table(roof_rows(res), ROOF_HEADERS, align="lrrll"),
+    ]
     if util.run and (util.spec_peak or util.measured_peak):
         out.append("")
-        out.append(f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
-                   f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
-                   f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
-                   f"{fmt.pct(util.run.of_spec_bandwidth)} of spec")
+        out.append(
+            f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
+            f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
+            f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
+            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
+        )
     if util.clock:
         c = util.clock
-        out.append(f"SM clock: mean {fmt.si(c.sm_clock_hz_mean, 'Hz')}, min "
-                   f"{fmt.si(c.sm_clock_hz_min, 'Hz')}, max spec "
-                   f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
-                   f"{', THROTTLED' if c.throttled else ''})")
+        out.append(
+            f"SM clock: mean {fmt.si(c.sm_clock_hz_mean, 'Hz')}, min "
+            f"{fmt.si(c.sm_clock_hz_min, 'Hz')}, max spec "
+            f"{fmt.si(c.sm_clock_hz_max_spec, 'Hz')} ({fmt.pct(c.mean_of_max)} of max"
+            f"{', THROTTLED' if c.throttled else ''})"
+        )
     if util.cpu:
         mean, peak = util.cpu.util_pct_mean, util.cpu.util_pct_max
         out.append(
@@ -56,19 +90,46 @@ def _text(res: Any, util: Any, top: int) -> str:
             f"max {fmt.pct(None if peak is None else peak / 100)}"
         )
     if res.ops:
-        out += ["", f"Per-op, per step (profiled step {fmt.si(res.profiled_step_time_s, 's')}; "
-                    f"top {top} of {len(res.ops)} by time):",
-                fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrlrr")]
+        out += [
+            "",
+            f"Per-op, per step (measured step {fmt.si(res.profiled_step_time_s, 's')}; "
+            f"top {top} of {len(res.ops)} by time):",
+            fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrr"),
+        ]
+    if res.time_rows:
+        tr = res.time_rows
+        out += [
+            "",
+            f"Where the measured step goes ({fmt.si(tr.measured_step_s, 's')}, "
+            f"{tr.measured_source}); rows add up to it:",
+            fmt.table(time_rows(tr, top), TIME_HEADERS, align="lrrl"),
+        ]
     if res.ranking:
-        out += ["", "Where to look first (lost time = time x (1 - achieved/attainable)):",
-                fmt.table([[k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"),
-                            fmt.pct(o.placement.frac_of_roof), o.placement.bound]
-                           for k, o in enumerate(res.ranking[:top])],
-                          ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
-                          align="rlrrrl")]
+        out += [
+            "",
+            "Where to look first (lost time = time x (1 - achieved/attainable)):",
+            fmt.table(
+                [
+                    [
+                        k + 1,
+                        o.op,
+                        fmt.si(o.lost_time_s, "s"),
+                        fmt.si(o.time_s, "s"),
+                        fmt.pct(o.placement.frac_of_roof),
+                        o.placement.bound,
+                    ]
+                    for k, o in enumerate(res.ranking[:top])
+                ],
+                ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
+                align="rlrrrl",
+            ),
+        ]
     h = res.hierarchical
-    out += ["", f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
-                + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items())]
+    out += [
+        "",
+        f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
+        + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items()),
+    ]
     notes = res.notes + h.notes + util.notes
     if notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in notes]
@@ -82,18 +143,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.top < 1:
         raise CLIError("--top must be at least 1")
+    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+
     rec = load_record(args.run)
     try:
-        res = roofline(rec)
-    except RooflineInputError as exc:
+        peaks = peaks_file_roofs(args.peaks) if args.peaks else None
+        res = roofline(rec, peaks)
+    except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
-    util = utilization(rec)
+    util = utilization(rec, peaks)
     if args.html:
         from perfsuite.report import roofline_html
 
         path = Path(args.html)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(roofline_html(rec, args.top), encoding="utf-8")
+        path.write_text(roofline_html(rec, args.top, peaks), encoding="utf-8")
         status(f"wrote {path}")
     if args.json:
         print_json({"roofline": res, "utilization": util, "explain": EXPLAIN})

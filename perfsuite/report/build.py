@@ -15,13 +15,15 @@ from perfsuite.report import html as h
 from perfsuite.report.telemetry import read_telemetry, telemetry_path
 
 
-def _analyses(rec: Mapping[str, Any]) -> tuple[Roofline | None, Utilization, str | None]:
+def _analyses(
+    rec: Mapping[str, Any], peaks: Mapping[str, Any] | None = None
+) -> tuple[Roofline | None, Utilization, str | None]:
     try:
-        res: Roofline | None = roofline(rec)
+        res: Roofline | None = roofline(rec, peaks)
         err = None
     except RooflineInputError as exc:
         res, err = None, str(exc)
-    return res, utilization(rec), err
+    return res, utilization(rec, peaks), err
 
 
 def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
@@ -31,20 +33,49 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
         evals = rec.get("evaluations") or []
         task = rec.get("task") or {}
         run = res.run if res else None
-        rows.append([
-            rec.get("run_id"), rec.get("status"), task.get("name"),
-            f"{task.get('metric')} >= {task.get('threshold')}",
-            fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
-            tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
-            fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
-            fmt.pct(run.frac_of_peak) if run else "n/a",
-            (f"{run.peak_flops.provenance}" if run and run.peak_flops.value else ""),
-            (rec.get("hardware") or {}).get("name"),
-        ])
-    return h.table(["run", "status", "task", "target", "time to accuracy",
-                    "epochs (at target, else last)", "achieved FLOP/s", "% of peak",
-                    "peak is", "hardware"], rows,
-                   [False] * 4 + [True, True, True, True, False, False])
+        rows.append(
+            [
+                rec.get("run_id"),
+                rec.get("status"),
+                task.get("name"),
+                f"{task.get('metric')} >= {task.get('threshold')}",
+                fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
+                tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
+                fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
+                _of_roof_run(run),
+                _roofs_named(run),
+                (rec.get("hardware") or {}).get("name"),
+            ]
+        )
+    return h.table(
+        [
+            "run",
+            "status",
+            "task",
+            "target",
+            "time to accuracy",
+            "epochs (at target, else last)",
+            "achieved FLOP/s",
+            "of its roofs (time-weighted)",
+            "roofs",
+            "hardware",
+        ],
+        rows,
+        [False] * 4 + [True, True, True, True, False, False],
+    )
+
+
+def _of_roof_run(run: Any) -> str:
+    if run is None:
+        return "n/a"
+    return "FLAGGED (above its roofs)" if run.flag else fmt.pct(run.frac_of_roof)
+
+
+def _roofs_named(run: Any) -> str:
+    """'tf32 measured, fp32 measured, memory spec': which roofs judged the run."""
+    if run is None:
+        return ""
+    return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
 def _curves(records: Sequence[Mapping[str, Any]]) -> str:
@@ -53,11 +84,19 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
         task = rec.get("task") or {}
         m = task.get("metric")
         metric = metric or m
-        pts = [(ev["train_time_s"], (ev.get("metrics") or {}).get(m))
-               for ev in rec.get("evaluations") or []]
+        pts = [
+            (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
+            for ev in rec.get("evaluations") or []
+        ]
         pts = [p for p in pts if p[1] is not None]
-        curves.append({"label": rec.get("run_id"), "time_s": [p[0] for p in pts],
-                       "values": [p[1] for p in pts], "threshold": task.get("threshold")})
+        curves.append(
+            {
+                "label": rec.get("run_id"),
+                "time_s": [p[0] for p in pts],
+                "values": [p[1] for p in pts],
+                "threshold": task.get("threshold"),
+            }
+        )
     if not any(c["values"] for c in curves):
         return '<p class="note">No evaluations recorded.</p>'
     return h.figure(figures.curves_figure(curves, metric or "metric"), "fig-curves")
@@ -72,7 +111,8 @@ def run_rows(res: Roofline) -> list[list[str]]:
         if key == "bound":
             shown, prov = v or "n/a", "derived"
         elif key.startswith("frac"):
-            shown, prov = fmt.pct(v), "derived"
+            flagged = v is None and r.over_roof is not None
+            shown, prov = ("FLAGGED (see notes)" if flagged else fmt.pct(v)), "derived"
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
@@ -80,44 +120,150 @@ def run_rows(res: Roofline) -> list[list[str]]:
 
 
 def _run_block(res: Roofline) -> str:
-    return h.table(["field", "value", "provenance", "meaning"], run_rows(res),
-                   [False, True, False, False])
+    return h.table(
+        ["field", "value", "provenance", "meaning"], run_rows(res), [False, True, False, False]
+    )
 
 
 def _util_block(u: Utilization) -> str:
     rows = []
     if u.run:
-        rows.append(["achieved FLOP/s", fmt.si(u.run.achieved_flops, "FLOP/s"),
-                     fmt.pct(u.run.of_measured_peak), fmt.pct(u.run.of_spec_peak)])
-        rows.append(["achieved byte/s (modeled bytes)",
-                     fmt.si(u.run.achieved_bandwidth, "byte/s"),
-                     fmt.pct(u.run.of_measured_bandwidth), fmt.pct(u.run.of_spec_bandwidth)])
-    out = h.table(["rate", "achieved", "of measured ceiling", "of spec ceiling"], rows,
-                  [False, True, True, True])
+        rows.append(
+            [
+                "achieved FLOP/s",
+                fmt.si(u.run.achieved_flops, "FLOP/s"),
+                fmt.pct(u.run.of_measured_peak),
+                fmt.pct(u.run.of_spec_peak),
+            ]
+        )
+        rows.append(
+            [
+                "achieved byte/s (modeled bytes)",
+                fmt.si(u.run.achieved_bandwidth, "byte/s"),
+                fmt.pct(u.run.of_measured_bandwidth),
+                fmt.pct(u.run.of_spec_bandwidth),
+            ]
+        )
+    out = h.table(
+        ["rate", "achieved", "of measured ceiling", "of spec ceiling"],
+        rows,
+        [False, True, True, True],
+    )
     if u.clock:
         c = u.clock
-        out += h.table(["SM clock mean", "SM clock min", "max spec clock", "mean/max",
-                        "throttled"],
-                       [[fmt.si(c.sm_clock_hz_mean, "Hz"), fmt.si(c.sm_clock_hz_min, "Hz"),
-                         fmt.si(c.sm_clock_hz_max_spec, "Hz"), fmt.pct(c.mean_of_max),
-                         {True: "yes", False: "no", None: "unknown"}[c.throttled]]])
+        out += h.table(
+            ["SM clock mean", "SM clock min", "max spec clock", "mean/max", "throttled"],
+            [
+                [
+                    fmt.si(c.sm_clock_hz_mean, "Hz"),
+                    fmt.si(c.sm_clock_hz_min, "Hz"),
+                    fmt.si(c.sm_clock_hz_max_spec, "Hz"),
+                    fmt.pct(c.mean_of_max),
+                    {True: "yes", False: "no", None: "unknown"}[c.throttled],
+                ]
+            ],
+        )
     return out + h.notes(u.notes)
+
+
+def _of_roof(p: Any) -> str:
+    """A fraction of the roof, or the flag when the point is above it (never a number)."""
+    return "FLAG >100%" if p.flag else fmt.pct(p.frac_of_roof)
 
 
 def op_rows(res: Roofline, top: int) -> list[list[Any]]:
     rows = []
     for o in res.ops[:top]:
         p = o.placement
-        rows.append([o.op, o.status, fmt.si(o.time_s, "s"), fmt.pct(o.time_share),
-                     fmt.si(p.flops, "FLOP"), fmt.si(p.bytes, "byte"),
-                     f"{p.intensity:.3g}" if p.intensity is not None else "n/a",
-                     fmt.si(p.achieved_flops, "FLOP/s"), p.bound or "",
-                     fmt.pct(p.frac_of_roof), fmt.si(o.lost_time_s, "s")])
+        math = (
+            f"{p.math} ({'kernels' if p.math_evidence == 'kernel names' else 'policy'})"
+            if p.math and o.status != "no_flop_model"
+            else ""
+        )
+        rows.append(
+            [
+                o.op,
+                o.status,
+                fmt.si(o.time_s, "s"),
+                fmt.pct(o.time_share),
+                fmt.si(p.flops, "FLOP"),
+                fmt.si(p.bytes, "byte"),
+                f"{p.intensity:.3g}" if p.intensity is not None else "n/a",
+                fmt.si(p.achieved_flops, "FLOP/s"),
+                math,
+                p.bound or "",
+                _of_roof(p),
+                fmt.si(o.lost_time_s, "s"),
+            ]
+        )
     return rows
 
 
-OP_HEADERS = ["op", "status", "time/step", "share", "FLOP", "bytes", "FLOP/byte", "FLOP/s",
-              "bound", "of roof", "lost/step"]
+OP_HEADERS = [
+    "op",
+    "status",
+    "time/step",
+    "share",
+    "FLOP",
+    "bytes",
+    "FLOP/byte",
+    "FLOP/s",
+    "math (from)",
+    "bound",
+    "of roof",
+    "lost/step",
+]
+ROOF_HEADERS = ["roof", "value", "FLOP share", "provenance", "source"]
+TIME_HEADERS = ["op", "time/step", "share of measured step", "time is"]
+
+
+def roof_rows(res: Roofline) -> list[list[Any]]:
+    """The roofs the run was judged against, with the share of FLOPs each carried."""
+    r = res.run
+    total = sum(r.flops_by_math.values()) or None
+    rows = []
+    for math, lab in r.roofs_used.items():
+        share = (
+            ""
+            if math == "memory"
+            else fmt.pct((r.flops_by_math.get(math) or 0) / total if total else None)
+        )
+        rows.append(
+            [
+                math if math == "memory" else f"{math} peak",
+                fmt.si(lab.value, lab.unit),
+                share,
+                lab.provenance,
+                lab.source,
+            ]
+        )
+    return rows
+
+
+def time_rows(tr: Any, top: int) -> list[list[Any]]:
+    """Reconciled per-op times: the top rows, the rest folded into one, then the other row."""
+    body, other = tr.rows[:-1], tr.rows[-1]
+    shown = body[:top]
+    rest = body[top:]
+    rows = [[t.name, fmt.si(t.time_s, "s"), fmt.pct(t.share), t.provenance] for t in shown]
+    if rest:
+        rows.append(
+            [
+                f"({len(rest)} more ops)",
+                fmt.si(sum(t.time_s for t in rest), "s"),
+                fmt.pct(sum(t.share for t in rest)),
+                rest[0].provenance,
+            ]
+        )
+    rows.append(
+        [
+            other.name,
+            fmt.si(other.time_s, "s"),
+            fmt.pct(other.share),
+            "derived: measured - attributed",
+        ]
+    )
+    return rows
 
 
 def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
@@ -128,17 +274,38 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
             parts.append(f'<p class="note">No roofline: {h.esc(err)}</p>')
             continue
         parts.append(h.figure(figures.roofline_figure(res, util, "Roofline"), f"fig-roof-{i}"))
-        parts.append(_run_block(res) + _util_block(util) + h.notes(res.notes))
+        parts.append(f"<p>math: {h.esc(res.math_source)}</p>")
+        parts.append(
+            _run_block(res)
+            + h.table(ROOF_HEADERS, roof_rows(res))
+            + _util_block(util)
+            + h.notes(res.notes)
+        )
         hier = res.hierarchical
-        parts.append(f"<p>Hierarchical roofline: bytes {h.esc(hier.source)}; levels "
-                     + h.esc(", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in
-                                       hier.levels.items())) + "</p>")
-        parts.append(h.table(
-            ["kernel/op", "level", "bytes are", "FLOP/byte", "FLOP/s", "bound", "of roof"],
-            [[p.name, p.level, p.bytes_provenance,
-              f"{p.placement.intensity:.3g}" if p.placement.intensity is not None else "n/a",
-              fmt.si(p.placement.achieved_flops, "FLOP/s"), p.placement.bound or "",
-              fmt.pct(p.placement.frac_of_roof)] for p in hier.points[:30]]))
+        parts.append(
+            f"<p>Hierarchical roofline: bytes {h.esc(hier.source)}; levels "
+            + h.esc(", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in hier.levels.items()))
+            + "</p>"
+        )
+        parts.append(
+            h.table(
+                ["kernel/op", "level", "bytes are", "FLOP/byte", "FLOP/s", "bound", "of roof"],
+                [
+                    [
+                        p.name,
+                        p.level,
+                        p.bytes_provenance,
+                        f"{p.placement.intensity:.3g}"
+                        if p.placement.intensity is not None
+                        else "n/a",
+                        fmt.si(p.placement.achieved_flops, "FLOP/s"),
+                        p.placement.bound or "",
+                        _of_roof(p.placement),
+                    ]
+                    for p in hier.points[:30]
+                ],
+            )
+        )
         parts.append(h.notes(hier.notes))
     return "".join(parts)
 
@@ -152,12 +319,31 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
             continue
         parts.append(h.figure(figures.ops_bar_figure(res, top), f"fig-ops-{i}"))
         parts.append(h.table(OP_HEADERS, op_rows(res, top)))
+        if res.time_rows:
+            tr = res.time_rows
+            parts.append(
+                f"<h4>Where the measured step goes ({h.esc(fmt.si(tr.measured_step_s, 's'))}"
+                "; rows add up to it)</h4>"
+            )
+            parts.append(h.table(TIME_HEADERS, time_rows(tr, top)) + h.notes(tr.notes))
         if res.ranking:
             parts.append("<h4>Where to look first: lost time = time x (1 - of roof)</h4>")
-            parts.append(h.table(["rank", "op", "lost/step", "time/step", "of roof", "bound"],
-                                 [[k + 1, o.op, fmt.si(o.lost_time_s, "s"),
-                                   fmt.si(o.time_s, "s"), fmt.pct(o.placement.frac_of_roof),
-                                   o.placement.bound] for k, o in enumerate(res.ranking[:top])]))
+            parts.append(
+                h.table(
+                    ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
+                    [
+                        [
+                            k + 1,
+                            o.op,
+                            fmt.si(o.lost_time_s, "s"),
+                            fmt.si(o.time_s, "s"),
+                            _of_roof(o.placement),
+                            o.placement.bound,
+                        ]
+                        for k, o in enumerate(res.ranking[:top])
+                    ],
+                )
+            )
     return "".join(parts)
 
 
@@ -171,12 +357,14 @@ def _telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
             continue
         path = telemetry_path(rec)
         if path:
-            parts.append(h.figure(figures.telemetry_figure(read_telemetry(path)),
-                                  f"fig-tel-{i}"))
+            parts.append(h.figure(figures.telemetry_figure(read_telemetry(path)), f"fig-tel-{i}"))
         else:
             parts.append('<p class="note">Telemetry CSV sidecar not found; summary only.</p>')
-        rows = [[f"{scope}.{k}", v] for scope in ("cpu", "gpu")
-                for k, v in (tel.get(scope) or {}).items()]
+        rows = [
+            [f"{scope}.{k}", v]
+            for scope in ("cpu", "gpu")
+            for k, v in (tel.get(scope) or {}).items()
+        ]
         parts.append(h.table(["summary", "value"], rows) + h.notes(tel.get("notes") or []))
     return "".join(parts)
 
@@ -194,8 +382,13 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
         ceil = rec.get("ceilings") or {}
         for key in ("peak_flops", "memory_bandwidth"):
             q = ceil.get(key) or {}
-            rows.append([f"ceilings.{key}", f"{fmt.si(q.get('value'), q.get('unit', ''))} "
-                                            f"({q.get('provenance')}: {q.get('source', '')})"])
+            rows.append(
+                [
+                    f"ceilings.{key}",
+                    f"{fmt.si(q.get('value'), q.get('unit', ''))} "
+                    f"({q.get('provenance')}: {q.get('source', '')})",
+                ]
+            )
         rows += [[f"config.{k}", _kv(v)] for k, v in (rec.get("config") or {}).items()]
         rows += [[f"environment.{k}", _kv(v)] for k, v in (rec.get("environment") or {}).items()]
         parts.append(h.table(["field", "value"], rows) + h.notes(rec.get("flags") or []))
@@ -205,8 +398,11 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
 def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
     """The whole self-contained report for one or more runs."""
     analyses = [_analyses(r) for r in records]
-    title = (f"perfsuite report: {records[0].get('run_id')}" if len(records) == 1
-             else f"perfsuite report: {len(records)} runs")
+    title = (
+        f"perfsuite report: {records[0].get('run_id')}"
+        if len(records) == 1
+        else f"perfsuite report: {len(records)} runs"
+    )
     sections = [
         ("summary", "Summary", _summary(records, analyses)),
         ("curves", "Accuracy vs training time", _curves(records)),
@@ -215,15 +411,24 @@ def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
         ("telemetry", "Telemetry", _telemetry_section(records)),
         ("environment", "Environment and config", _environment_section(records)),
     ]
-    return h.page(title, sections, "Numbers carry provenance: measured, counted, modeled, spec, "
-                  "derived. Modeled bytes are compulsory traffic, so intensities are upper "
-                  "bounds.")
+    return h.page(
+        title,
+        sections,
+        "Numbers carry provenance: measured, counted, modeled, spec, "
+        "derived. Modeled bytes are compulsory traffic, so intensities are upper "
+        "bounds.",
+    )
 
 
-def roofline_html(record: Mapping[str, Any], top: int = 20) -> str:
+def roofline_html(
+    record: Mapping[str, Any], top: int = 20, peaks: Mapping[str, Any] | None = None
+) -> str:
     """A page with only the roofline and per-op sections of one run (`roofline --html`)."""
-    analyses = [_analyses(record)]
-    return h.page(f"Roofline: {record.get('run_id')}", [
-        ("roofline", "Roofline", _roofline_section([record], analyses)),
-        ("ops", "Per-op breakdown", _ops_section([record], analyses, top)),
-    ])
+    analyses = [_analyses(record, peaks)]
+    return h.page(
+        f"Roofline: {record.get('run_id')}",
+        [
+            ("roofline", "Roofline", _roofline_section([record], analyses)),
+            ("ops", "Per-op breakdown", _ops_section([record], analyses, top)),
+        ],
+    )

@@ -33,17 +33,25 @@ def roofline_figure(res: Roofline, util: Utilization | None = None,
            and o.placement.achieved_flops]
     xs = [o.placement.intensity for o in ops] + [run.intensity.value or 0]
     xs = [x for x in xs if x and x > 0]
+    per_math = [(m, lab) for m, lab in run.roofs_used.items() if m != "memory" and lab.value]
     if peak and bw:
         xs.append(peak / bw)
+    xs += [lab.value / bw for _, lab in per_math if bw]
     lo = 10 ** math.floor(math.log10(min(xs) / 4)) if xs else 1e-2
     hi = 10 ** math.ceil(math.log10(max(xs) * 4)) if xs else 1e3
     fig = go.Figure()
+    for m, lab in per_math if bw else []:
+        # one roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)
+        rx, ry = _roof(lo, hi, lab.value, bw)
+        fig.add_trace(go.Scatter(
+            x=rx, y=ry, mode="lines", line={"width": 2},
+            name=f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}"))
     if peak and bw:
         rx, ry = _roof(lo, hi, peak, bw)
         fig.add_trace(go.Scatter(
             x=rx, y=ry, mode="lines", line={"color": "black", "width": 3},
-            name=f"roof ({run.peak_flops.provenance}): {fmt.si(peak, 'FLOP/s')}, "
-                 f"{fmt.si(bw, 'byte/s')}"))
+            name=f"blended roof of the run: {fmt.si(peak, 'FLOP/s')}, "
+                 f"{fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})"))
         fig.add_vline(x=peak / bw, line_dash="dot", line_color="grey",
                       annotation_text=f"ridge {peak / bw:.3g} FLOP/byte")
     if util and util.spec_peak and util.spec_bandwidth and (
@@ -51,7 +59,7 @@ def roofline_figure(res: Roofline, util: Utilization | None = None,
         sx, sy = _roof(lo, hi, util.spec_peak, util.spec_bandwidth)
         fig.add_trace(go.Scatter(
             x=sx, y=sy, mode="lines", line={"color": "grey", "dash": "dash"},
-            name=f"spec roof: {fmt.si(util.spec_peak, 'FLOP/s')}, "
+            name=f"spec roof (blended): {fmt.si(util.spec_peak, 'FLOP/s')}, "
                  f"{fmt.si(util.spec_bandwidth, 'byte/s')}"))
     if ops:
         shares = [o.time_share or 0.0 for o in ops]
@@ -60,7 +68,10 @@ def roofline_figure(res: Roofline, util: Utilization | None = None,
             mode="markers", name="ops (size = time share)",
             marker={"size": [8 + 50 * math.sqrt(max(s, 0.0)) for s in shares], "opacity": 0.7},
             text=[f"{o.op}<br>time {fmt.si(o.time_s, 's')} ({fmt.pct(o.time_share)})<br>"
-                  f"{fmt.pct(o.placement.frac_of_roof)} of roof, {o.placement.bound}-bound"
+                  + ("ABOVE ITS ROOF: a model or ceiling error"
+                     if o.placement.flag else f"{fmt.pct(o.placement.frac_of_roof)} of its "
+                     f"{o.placement.math} roof")
+                  + f", {o.placement.bound}-bound"
                   for o in ops],
             hoverinfo="text"))
     if run.intensity.value and run.achieved_flops.value:
@@ -68,7 +79,9 @@ def roofline_figure(res: Roofline, util: Utilization | None = None,
             x=[run.intensity.value], y=[run.achieved_flops.value], mode="markers",
             marker={"symbol": "star", "size": 18, "color": "crimson"}, name="whole run",
             text=[f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, "
-                  f"{fmt.pct(run.frac_of_roof)} of roof"], hoverinfo="text"))
+                  + ("FLAGGED above its roofs" if run.flag else
+                     f"{fmt.pct(run.frac_of_roof)} of its roofs (time-weighted)")],
+            hoverinfo="text"))
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP/byte, modeled bytes)")
     fig.update_yaxes(type="log", title="achieved FLOP/s")
     fig.update_layout(title=title, **_LAYOUT)

@@ -1,0 +1,325 @@
+"""Which math each op ran in (fp32 on CUDA cores, TF32/bf16/fp16/fp8 on Tensor Cores...).
+
+Why: the roof an op is judged against depends on the units that executed it. An fp32
+convolution that cuDNN ran as TF32 on Tensor Cores can reach several times the CUDA-core fp32
+peak; judging it against that peak reports more than 100% of the roof. The kernel names in a
+trace say what ran (cuDNN/cuBLAS/CUTLASS encode the input and math types in them); without a
+trace, the run's math policy (TF32 switches, autocast) says what PyTorch would pick.
+
+Pure except `kernel_math_by_op` and `context` (which reads the trace sidecar), torch-free.
+`context` gathers what the roofline judges with: the roofs per math and each op's math.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
+MATHS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+SPEC_DTYPE = {
+    "fp64": "float64",
+    "fp32": "float32",
+    "tf32": "tf32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp8": "fp8",
+    "int8": "int8",
+}
+DTYPE_MATH = {v: k for k, v in SPEC_DTYPE.items()}
+MATRIX_FAMILIES = ("convolution", "matmul", "attention")
+
+# Kernel-name patterns, first match wins. Written from the H100 fixture's cuDNN names
+# (sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_..., sm80_xmma_..._f32f32_f32f32_..._ffma_,
+# wgrad_alg0_engine<float,...>) and cuBLAS/CUTLASS conventions (ampere_sgemm_*, *_s16816gemm_*,
+# *_h1688gemm_*, sm90_xmma_gemm_bf16bf16_*, cutlass_*_tensorop_*). Order matters: "bf16"
+# contains "f16" and "f32f32_tf32f32" contains "f32f32".
+_KERNEL_MATH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (m, re.compile(p, re.IGNORECASE))
+    for m, p in (
+        ("fp8", r"e4m3|e5m2|fp8|f8f8|qgmma"),
+        ("int8", r"i8i8|int8|imma|_s8_|igmma"),
+        ("tf32", r"tf32"),
+        ("bf16", r"bf16|bfloat16"),
+        ("fp16", r"(?<!b)f16|fp16|half|hmma|hgmma|h\d{3,5}gemm|s884gemm|s16816gemm|h884|h1688"),
+        ("fp64", r"dgemm|f64f64|fp64|dmma|<double"),
+        ("fp32", r"sgemm|ffma|f32f32_f32f32|wgrad_alg|dgrad_alg|fprop_alg|implicit_convolve"),
+    )
+)
+# Names of matrix (compute) kernels; the others (elementwise, norms, layout transforms) move
+# data and are judged against bandwidth whatever their dtype.
+_MATRIX_KERNEL = re.compile(
+    r"gemm|xmma|gmma|mma|conv|wgrad|dgrad|fprop|_engine<|cutlass|flash|fmha", re.IGNORECASE
+)
+_LAYOUT = re.compile(r"nchwToNhwc|nhwcToNchw|transpose|copy", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OpMath:
+    """The math one op ran in and how that was decided."""
+
+    math: str  # a MATHS name: the roof the op is judged against
+    unit: str  # "tensor core" | "cuda core" | "cpu"
+    evidence: str  # "kernel names" | "policy"
+    detail: str = ""
+    kernel_time_s: dict[str, float] = field(default_factory=dict)  # math -> kernel seconds
+
+
+def kernel_math(name: str) -> str | None:
+    """The math a matrix kernel's name encodes, or None (not a matrix kernel / not encoded)."""
+    if not _MATRIX_KERNEL.search(name) or _LAYOUT.search(name):
+        return None
+    for math, pat in _KERNEL_MATH:
+        if pat.search(name):
+            return math
+    return None
+
+
+def _unit(math: str) -> str:
+    return "cuda core" if math in ("fp32", "fp64") else "tensor core"
+
+
+def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
+    """An op's math from its kernels {name: seconds}: the math of most matrix-kernel time.
+
+    None when no kernel is a matrix kernel with a readable math (e.g. only elementwise kernels):
+    those ops are judged by policy, which puts non-matrix work on the CUDA-core roof.
+    """
+    by_math: dict[str, float] = {}
+    for name, secs in kernels.items():
+        m = kernel_math(name)
+        if m is not None:
+            by_math[m] = by_math.get(m, 0.0) + float(secs)
+    if not by_math:
+        return None
+    best = max(sorted(by_math), key=lambda m: by_math[m])
+    total = sum(by_math.values())
+    detail = ", ".join(
+        f"{m} {by_math[m] / total:.0%}" for m in sorted(by_math, key=by_math.get, reverse=True)
+    )
+    return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {detail}", by_math)
+
+
+def _dtype_math(dtype: str | None) -> str:
+    d = (dtype or "float32").lower().removeprefix("torch.")
+    aliases = {
+        "float": "float32",
+        "half": "float16",
+        "double": "float64",
+        "bf16": "bfloat16",
+        "fp16": "float16",
+        "fp32": "float32",
+        "fp64": "float64",
+    }
+    return DTYPE_MATH.get(aliases.get(d, d), "fp32")
+
+
+def from_policy(family: str | None, math: Mapping[str, Any], device: str | None) -> OpMath:
+    """What PyTorch picks for an op of `family` under the math policy on `device`."""
+    on_cuda = bool(device) and ("cuda" in device.lower() or "nvidia" in device.lower())
+    src = math.get("source") or "math policy"
+    if family not in MATRIX_FAMILIES:
+        # elementwise, norms, pooling: arithmetic on CUDA cores/CPU vector units, in fp32 even
+        # for half tensors (PyTorch upcasts); their intensity puts them under the bandwidth roof
+        return OpMath(
+            "fp32",
+            "cuda core" if on_cuda else "cpu",
+            "policy",
+            f"{family or 'unmodeled'} op: CUDA-core/vector arithmetic ({src})",
+        )
+    auto = math.get("autocast_dtype")
+    if auto:
+        m = _dtype_math(auto)
+        return OpMath(m, "tensor core" if on_cuda else "cpu", "policy", f"autocast {auto} ({src})")
+    m = _dtype_math(math.get("param_dtype"))
+    if m != "fp32" or not on_cuda:
+        return OpMath(m, _unit(m) if on_cuda else "cpu", "policy", f"{m} tensors ({src})")
+    if family == "convolution":
+        tf32 = bool(math.get("cudnn_allow_tf32"))
+        why = f"cudnn.allow_tf32={tf32}"
+    else:
+        prec = math.get("float32_matmul_precision")
+        tf32 = bool(math.get("matmul_allow_tf32")) or prec in ("high", "medium")
+        why = f"matmul.allow_tf32={bool(math.get('matmul_allow_tf32'))}, precision {prec}"
+    if tf32:
+        return OpMath("tf32", "tensor core", "policy", f"fp32 {family} with {why} ({src})")
+    return OpMath("fp32", "cuda core", "policy", f"fp32 {family} with {why} ({src})")
+
+
+def op_maths(
+    families: Mapping[str, str | None],
+    math: Mapping[str, Any],
+    device: str | None,
+    kernels_by_op: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, OpMath]:
+    """Per op name: kernel-name evidence where the trace has matrix kernels, else the policy."""
+    out: dict[str, OpMath] = {}
+    for op, fam in families.items():
+        got = from_kernels((kernels_by_op or {}).get(op) or {})
+        out[op] = got if got is not None else from_policy(fam, math, device)
+    return out
+
+
+def kernel_math_by_op(trace_path: str, modeled_ops: Iterable[str]) -> dict[str, dict[str, float]]:
+    """{modeled op: {kernel name: seconds}} from a trace: each kernel is credited to the
+    innermost enclosing op whose name is modeled (aten::cudnn_convolution's kernels count for
+    aten::convolution). Reads the file; raises TraceError on an unreadable trace."""
+    import numpy as np
+
+    from analyzers.timeline.device import US, DeviceArrays
+    from analyzers.timeline.hostmap import build_host_map
+    from analyzers.timeline.reader import read_trace
+
+    wanted = set(modeled_ops)
+    data = read_trace(trace_path)
+    host = build_host_map(data)
+    arrays = DeviceArrays(data, host)
+    names, rg = data.names.values, data.ranges
+    owner: dict[int, int] = {}
+
+    def modeled(r: int) -> int:
+        start, path = r, []
+        while r >= 0 and r not in owner:
+            if rg.kind[r] == 0 and names[rg.name[r]] in wanted:
+                break
+            path.append(r)
+            r = int(host.parent[r])
+        found = owner.get(r, r) if r >= 0 else -1
+        for p in [*path, start]:
+            owner[p] = found
+        return found
+
+    out: dict[str, dict[str, float]] = {}
+    ops, knames, durs = arrays.op, arrays.name, arrays.dur
+    for i in np.flatnonzero(ops >= 0).tolist():
+        m = modeled(int(ops[i]))
+        if m < 0:
+            continue
+        row = out.setdefault(names[rg.name[m]], {})
+        k = names[int(knames[i])]
+        row[k] = row.get(k, 0.0) + float(durs[i]) * US
+    return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What judging needs: roofs per math, each op's math, and where the math came from."""
+
+    roofs: dict[str, Any]  # perfsuite.ceilings.roofs layout
+    maths: dict[str, OpMath]
+    math_source: str
+    notes: list[str] = field(default_factory=list)
+
+    def peak(self, math: str | None) -> float | None:
+        q = ((self.roofs.get(math or "") or {}).get("peak_flops") or {}).get("value")
+        return float(q) if q else None
+
+    @property
+    def bandwidth(self) -> float | None:
+        q = ((self.roofs.get("memory") or {}).get("bandwidth") or {}).get("value")
+        return float(q) if q else None
+
+    def quantity(self, math: str) -> dict[str, Any]:
+        """The roof's quantity dict (peak_flops, or bandwidth for "memory"); {} if absent."""
+        key = "bandwidth" if math == "memory" else "peak_flops"
+        return dict((self.roofs.get(math) or {}).get(key) or {})
+
+
+def work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """work.per_op summed over phases (forward, backward, optimizer) by op name."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in work.get("per_op") or []:
+        acc = out.setdefault(
+            row["op"], {"flops": 0.0, "bytes": 0.0, "calls": 0.0, "family": row.get("family")}
+        )
+        acc["flops"] += float(row.get("flops") or 0)
+        acc["bytes"] += float(row.get("bytes") or 0)
+        acc["calls"] += float(row.get("calls") or 0)
+    return out
+
+
+def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's `math`, else PyTorch's defaults for its torch version (labeled assumed)."""
+    from perfsuite.backends.torch_math import default_math_for
+
+    if isinstance(record.get("math"), dict):
+        return dict(record["math"])
+    tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
+    try:
+        m = default_math_for(str(tv)) if tv else _unknown_math()
+    except ValueError:
+        m = _unknown_math()
+    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
+    if dtype and str(dtype).lower().removeprefix("torch.") in (
+        "bfloat16",
+        "float16",
+        "bf16",
+        "fp16",
+        "half",
+    ):
+        m["autocast_dtype"] = str(dtype)
+        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
+    return m
+
+
+def _unknown_math() -> dict[str, Any]:
+    from perfsuite.backends.torch_math import default_math_for
+
+    m = default_math_for("2.0")
+    m["torch"] = None
+    m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
+    return m
+
+
+def guess_family(op: str) -> str | None:
+    """Matrix family from an op name, for per-op rows written without `family`."""
+    name = op.split("::")[-1]
+    if "conv" in name:
+        return "convolution"
+    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm"):
+        return "matmul"
+    if "attention" in name:
+        return "attention"
+    return None
+
+
+def _trace_kernels(
+    record: Mapping[str, Any], ops: list[str], notes: list[str]
+) -> dict[str, dict[str, float]]:
+    trace = (record.get("timeline") or {}).get("trace")
+    base = record.get("_dir")
+    if not trace or not base or not ops:
+        return {}
+    path = Path(base) / trace
+    if not path.exists():
+        notes.append(f"trace {path} not found: per-op math from the math policy only")
+        return {}
+    try:
+        return kernel_math_by_op(str(path), ops)
+    except (ValueError, OSError) as exc:
+        notes.append(f"trace {path} unreadable ({exc}): per-op math from the math policy only")
+        return {}
+
+
+def context(
+    record: Mapping[str, Any],
+    peaks: Mapping[str, Any] | None = None,
+    kernels: Mapping[str, Mapping[str, float]] | None = None,
+) -> Context:
+    """Roofs (peaks file, then the record's roofs, single peak, spec) and each op's math."""
+    from perfsuite.ceilings.roofs import record_roofs
+
+    ceil = record.get("ceilings") or {}
+    roofs = record_roofs(ceil, peaks)
+    math = math_section(record)
+    model = work_by_op(record.get("work") or {})
+    notes: list[str] = []
+    if kernels is None:
+        kernels = _trace_kernels(record, list(model), notes)
+    device = ceil.get("device") or (record.get("environment") or {}).get("device")
+    fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
+    maths = op_maths(fams, math, device, kernels)
+    return Context(roofs, maths, str(math.get("source", "")), notes)

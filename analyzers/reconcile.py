@@ -1,0 +1,115 @@
+"""Per-op times that add up to the measured step time.
+
+Why: profiled op times come from a window with the profiler on, and they never cover the whole
+step (launch gaps, host work, idle device). Shares of the profiled sum would overstate every
+op; shares of the measured step, with an explicit "other / not attributed" row, add up. When
+the profiled sum exceeds the measured step (profiler overhead, overlapping streams, nested
+inclusive times), rows are scaled to the measured time by their share and labeled modeled.
+Pure functions on record dicts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+OTHER = "other / not attributed"
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    name: str
+    time_s: float  # per step
+    share: float  # of the measured step time
+    provenance: str  # "measured" | "modeled" (scaled) | "derived" (the other row)
+    profiled_s: float | None = None  # before scaling; None for the other row
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    rows: list[TimeRow]  # largest first, the other row last
+    measured_step_s: float
+    measured_source: str
+    attributed_s: float  # profiled sum per step, before scaling
+    scale: float  # 1.0, or measured / attributed when the profiled sum exceeded it
+    time_kind: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def other(self) -> TimeRow:
+        return self.rows[-1]
+
+
+def measured_step_time(record: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The run clock's step time: `timeline.measured_step_time` (same epoch as the profiled
+    window) when present, else `throughput.step_time`; (seconds, source)."""
+    for section, key in (("timeline", "measured_step_time"), ("throughput", "step_time")):
+        q = (record.get(section) or {}).get(key)
+        if isinstance(q, Mapping) and q.get("value"):
+            return float(q["value"]), f"{section}.{key}: {q.get('source', '')}".rstrip(": ")
+    return None, "no measured step time"
+
+
+def reconcile(
+    times: Mapping[str, float], measured_s: float, *, time_kind: str = "", measured_source: str = ""
+) -> Reconciled:
+    """Rows with shares of `measured_s`, plus the other row; they sum to `measured_s`."""
+    if not measured_s or measured_s <= 0 or not math.isfinite(measured_s):
+        raise ValueError(f"measured step time must be positive, got {measured_s!r}")
+    attributed = math.fsum(max(0.0, float(t)) for t in times.values())
+    notes: list[str] = []
+    scale, prov = 1.0, "measured"
+    if attributed > measured_s:
+        scale, prov = measured_s / attributed, "modeled"
+        notes.append(
+            f"profiled op times sum to {attributed:.4g} s per step, more than the measured "
+            f"{measured_s:.4g} s (profiler overhead, or overlapping streams/nested times): "
+            f"each row is scaled by {scale:.3f} to its share of the measured step (modeled)"
+        )
+    rows = [
+        TimeRow(
+            n, max(0.0, float(t)) * scale, max(0.0, float(t)) * scale / measured_s, prov, float(t)
+        )
+        for n, t in times.items()
+    ]
+    rows.sort(key=lambda r: (-r.time_s, r.name))
+    other = measured_s - math.fsum(r.time_s for r in rows)
+    other = max(0.0, other) if scale == 1.0 else 0.0
+    rows.append(TimeRow(OTHER, other, other / measured_s, "derived"))
+    return Reconciled(rows, measured_s, measured_source, attributed, scale, time_kind, notes)
+
+
+def _is_device_row(row: Mapping[str, Any]) -> bool:
+    """Kernel/memcpy/GPU-annotation rows of key_averages: device time but no host time."""
+    return not row.get("self_time_s") and not row.get("total_time_s")
+
+
+def self_times(record: Mapping[str, Any]) -> tuple[dict[str, float], str]:
+    """Per-step self time per op from `timeline.ops`: device self time on GPUs, host self
+    time otherwise. Self times do not nest, so they can be summed."""
+    tl = record.get("timeline") or {}
+    steps = tl.get("steps") or 0
+    if not steps:
+        return {}, "none"
+    rows = tl.get("ops") or []
+    on_gpu = any(r.get("device_time_s") is not None for r in rows)
+    key, kind = ("device_time_s", "device self") if on_gpu else ("self_time_s", "host self")
+    out: dict[str, float] = {}
+    for r in rows:
+        if on_gpu and _is_device_row(r):
+            continue
+        t = float(r.get(key) or 0.0)
+        if t > 0:
+            out[r["op"]] = out.get(r["op"], 0.0) + t / steps
+    return out, kind
+
+
+def reconcile_timeline(record: Mapping[str, Any]) -> Reconciled | None:
+    """The profiled ops' self times against the measured step; None without both."""
+    measured, src = measured_step_time(record)
+    times, kind = self_times(record)
+    if measured is None or not times:
+        return None
+    return reconcile(times, measured, time_kind=kind, measured_source=src)

@@ -1,0 +1,65 @@
+"""The math a PyTorch run computes in: TF32 switches, matmul precision, autocast and dtypes.
+
+Why it matters: with `allow_tf32` on, an fp32 convolution runs on Tensor Cores at several times
+the CUDA-core fp32 peak, so a roofline that assumes fp32 math reports more than 100% of the
+roof. `math_policy` reads the live settings (call it where the run computes); old records
+without a `math` section are read with `default_math_for`, PyTorch's defaults for a version,
+labeled as assumed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SOURCE_LIVE = "read from torch at run time"
+
+
+def math_policy(
+    *, autocast_dtype: str | None, param_dtype: str, activation_dtype: str
+) -> dict[str, Any]:
+    """The record's `math` section from torch's current settings (imports torch)."""
+    import torch
+
+    return {
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+        "autocast_dtype": autocast_dtype,
+        "param_dtype": param_dtype,
+        "activation_dtype": activation_dtype,
+        "torch": str(torch.__version__),
+        "source": SOURCE_LIVE,
+        "provenance": "measured",
+    }
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    m = re.match(r"\s*(\d+)\.(\d+)", version or "")
+    if not m:
+        raise ValueError(f"torch version {version!r}: expected MAJOR.MINOR[...]")
+    return int(m.group(1)), int(m.group(2))
+
+
+def default_math_for(torch_version: str) -> dict[str, Any]:
+    """PyTorch's default math for a version, as an assumed `math` section (torch-free).
+
+    cuDNN convolutions may use TF32 since 1.7 (still the default); matmuls did in 1.7-1.11 and
+    have not since 1.12 (float32 matmul precision "highest"). Before 1.7 there was no TF32.
+    Dtypes are assumed fp32 without autocast: a record that ran otherwise says so in `math`.
+    """
+    ver = _major_minor(torch_version)
+    tf32_era = ver >= (1, 7)
+    matmul_tf32 = (1, 7) <= ver < (1, 12)
+    return {
+        "cudnn_allow_tf32": tf32_era,
+        "matmul_allow_tf32": matmul_tf32,
+        "float32_matmul_precision": "high" if matmul_tf32 else "highest",
+        "autocast_dtype": None,
+        "param_dtype": "float32",
+        "activation_dtype": "float32",
+        "torch": torch_version,
+        "source": f"assumed PyTorch {'.'.join(map(str, ver))} defaults "
+        "(record has no `math` section)",
+        "provenance": "assumed",
+    }

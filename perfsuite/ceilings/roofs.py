@@ -1,0 +1,137 @@
+"""Roofs per math: one peak FLOP/s for each way a device can compute, plus memory bandwidth.
+
+Why: one "peak FLOP/s" per run cannot judge a run whose convolutions ran in TF32 on Tensor
+Cores and whose elementwise ops ran on CUDA cores. `ceilings.roofs` keeps a roof per math
+(fp32 CUDA core, tf32, bf16, fp16, fp8...), each labeled measured or spec. Torch-free: the
+analyzers build roofs for old records from their `ceilings` and from a `perfsuite peaks
+--json` file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from perfsuite.ceilings.table import normalize_dtype
+
+# Roof names (analyzers.mathmode.MATHS) -> the spec table's and the peaks cache's dtype keys.
+MATH_DTYPE = {
+    "fp64": "float64",
+    "fp32": "float32",
+    "tf32": "tf32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp8": "fp8",
+    "int8": "int8",
+}
+DTYPE_MATH = {v: k for k, v in MATH_DTYPE.items()}
+UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
+
+
+class PeaksFileError(ValueError):
+    """A peaks file that cannot be used; the message names the file and the field."""
+
+
+def _q(value: float | None, unit: str, provenance: str, source: str) -> dict[str, Any]:
+    return {"value": value, "unit": unit, "provenance": provenance, "source": source}
+
+
+def roof(value: float, provenance: str, source: str) -> dict[str, Any]:
+    return {"peak_flops": _q(float(value), "FLOP/s", provenance, source)}
+
+
+def bandwidth_roof(value: float, provenance: str, source: str) -> dict[str, Any]:
+    return {"bandwidth": _q(float(value), "byte/s", provenance, source)}
+
+
+def spec_roofs(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Roofs from a spec-table entry (or user values shaped like one), labeled spec."""
+    if not spec:
+        return {}
+    src = f"{spec.get('source', 'spec table')} ({spec.get('id', '?')})"
+    out: dict[str, Any] = {}
+    for dtype, v in (spec.get("flops") or {}).items():
+        math = DTYPE_MATH.get(normalize_dtype(dtype))
+        if math and v:
+            out[math] = roof(v, "spec", src)
+    if spec.get("memory_bandwidth"):
+        out["memory"] = bandwidth_roof(spec["memory_bandwidth"], "spec", src)
+    return out
+
+
+def legacy_roofs(ceilings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Roofs of a record written before `roofs`: its one peak (for its dtype), its bandwidth."""
+    ceil = ceilings or {}
+    out: dict[str, Any] = {}
+    peak = ceil.get("peak_flops") or {}
+    math = DTYPE_MATH.get(normalize_dtype(ceil.get("dtype")))
+    if math and peak.get("value"):
+        out[math] = {"peak_flops": dict(peak)}
+    bw = ceil.get("memory_bandwidth") or {}
+    if bw.get("value"):
+        out["memory"] = {"bandwidth": dict(bw)}
+    return out
+
+
+def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
+    """Roofs from `perfsuite peaks --json` output: measured where measured, else user, else spec."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PeaksFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise PeaksFileError(f"{p}: not JSON: {exc}") from None
+    rows = data.get("rows") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        raise PeaksFileError(
+            f"{p}: field rows: missing or not a list (expected `perfsuite peaks --json` output)"
+        )
+    who = f"{data.get('device_name', '?')}, {data.get('env', '?')}"
+    out: dict[str, Any] = {}
+    for i, row in enumerate(rows):
+        name = str((row or {}).get("quantity", ""))
+        if name == "memory bandwidth":
+            key, unit = "memory", "byte/s"
+        elif name.startswith("peak "):
+            key, unit = DTYPE_MATH.get(normalize_dtype(name[5:])), "FLOP/s"
+        else:
+            raise PeaksFileError(
+                f"{p}: field rows[{i}].quantity: {name!r} is not 'peak DTYPE' or 'memory bandwidth'"
+            )
+        if key is None:
+            continue
+        for field, prov in (("measured", "measured"), ("user", "spec"), ("spec", "spec")):
+            v = row.get(field)
+            if v is None:
+                continue
+            if not isinstance(v, (int, float)) or v <= 0:
+                raise PeaksFileError(
+                    f"{p}: field rows[{i}].{field}: {v!r} is not a positive number"
+                )
+            detail = (row.get("detail") or "") if field == "measured" else ""
+            src = f"peaks file {p.name} ({field}; {who}{'; ' + detail if detail else ''})"
+            q = _q(float(v), unit, prov, src)
+            out[key] = {"bandwidth": q} if key == "memory" else {"peak_flops": q}
+            break
+    return out
+
+
+def merge_roofs(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Roofs by priority: the first layer that has a math wins for that math."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for k, v in (layer or {}).items():
+            out.setdefault(k, v)
+    return out
+
+
+def record_roofs(
+    ceilings: Mapping[str, Any] | None, peaks: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The roofs an analysis uses: a user's peaks file, then `ceilings.roofs`, then the
+    record's single peak and bandwidth, then its spec entry."""
+    ceil = ceilings or {}
+    return merge_roofs(peaks, ceil.get("roofs"), legacy_roofs(ceil), spec_roofs(ceil.get("spec")))

@@ -1,0 +1,98 @@
+"""The real H100 cifar10 run: TF32 convolutions judged against TF32 roofs, never above 100%."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+import pytest
+
+from analyzers.roofline import roofline
+from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+from perfsuite.record import load_record
+from tests.conftest import shared_path
+
+
+@pytest.fixture(scope="module")
+def h100(tmp_path_factory):
+    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
+    out = tmp_path_factory.mktemp("h100")
+    with tarfile.open(tar) as t:
+        t.extractall(out, filter="data")
+    run_json = next(out.glob("*/run.json"))
+    return load_record(run_json)
+
+
+def _fractions(res):
+    fr = [res.run.frac_of_roof] + [o.placement.frac_of_roof for o in res.ops]
+    return [f for f in fr if f is not None]
+
+
+@pytest.mark.parametrize("with_peaks", [False, True])
+def test_h100_no_fraction_above_roof_and_tf32_named(h100, with_peaks):
+    peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json")) if with_peaks else None
+    res = roofline(h100, peaks)
+    assert all(0 < f <= 1.0 for f in _fractions(res))
+    assert res.run.frac_of_roof is not None and res.run.flag is None
+    ops = {o.op: o.placement for o in res.ops}
+    for conv in ("aten::convolution", "aten::convolution_backward"):
+        assert ops[conv].math == "tf32" and ops[conv].math_evidence == "kernel names"
+        assert ops[conv].bound == "compute" and ops[conv].frac_of_roof < 1.0
+    assert "tf32" in res.run.roofs_used
+    tf32 = res.run.roofs_used["tf32"]
+    if with_peaks:  # measured TF32 matmul peak of the peaks file
+        assert tf32.provenance == "measured" and tf32.value == pytest.approx(373849727098425.56)
+        # conv backward: 774.9 GFLOP in 5.24 ms per step against 373.8 TFLOP/s
+        assert ops["aten::convolution_backward"].frac_of_roof == pytest.approx(
+            774906052608.0 / (0.015718645000000014 / 3) / 373849727098425.56
+        )
+    else:  # the record measured only fp32: TF32 comes from the spec table
+        assert tf32.provenance == "spec" and tf32.value == 494.5e12
+    # points above their roof are flags, not numbers
+    for o in res.ops:
+        if o.placement.over_roof is not None:
+            assert o.placement.frac_of_roof is None and o.placement.flag and o.lost_time_s is None
+    assert any(o.placement.flag for o in res.ops)  # aten::add beats DRAM: cache-resident bytes
+
+
+def test_h100_old_record_reads_assumed_defaults(h100, capsys):
+    assert "math" not in h100
+    res = roofline(h100)
+    assert res.math_source.startswith("assumed PyTorch 2.11 defaults")
+    from perfsuite.cli import main
+
+    assert main(["roofline", h100["_path"], "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "assumed PyTorch 2.11 defaults" in out
+    assert "tf32 peak" in out and "other / not attributed" in out
+
+
+def test_h100_json_names_roofs(h100, capsys):
+    from perfsuite.cli import main
+
+    assert (
+        main(
+            [
+                "roofline",
+                h100["_path"],
+                "--json",
+                "--peaks",
+                str(shared_path("gpu", "h100-peaks.json")),
+            ]
+        )
+        == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    run = data["roofline"]["run"]
+    assert set(run["roofs_used"]) == {"fp32", "tf32", "memory"}
+    assert run["frac_of_roof"] <= 1.0
+    rows = data["roofline"]["time_rows"]["rows"]
+    assert rows[-1]["name"] == "other / not attributed"
+    assert sum(r["time_s"] for r in rows) == pytest.approx(run["step_time"]["value"], rel=1e-12)
+
+
+def test_bad_peaks_file_is_one_line_error(tmp_path):
+    bad = tmp_path / "peaks.json"
+    bad.write_text(json.dumps({"rows": [{"quantity": "peak tf32", "measured": "fast"}]}))
+    with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].measured"):
+        peaks_file_roofs(bad)
