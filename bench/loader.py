@@ -9,8 +9,9 @@ Two trees, both made in a temp folder from the shared CIFAR-10 JPEG copy:
   decode work; the content is upscaled CIFAR, not ImageNet.
 
 For 0, 1, 2, ... workers (PERFSUITE_BENCH_WORKERS, default "0,1,2"): one warm-up epoch (starts
-the persistent workers and warms the page cache), then the mean rate over timed epochs on the
-host (batches stay on the CPU). Measured wall-clock, host CPU shared with whatever else runs.
+the persistent workers and warms the page cache), then the median and range of the rate over
+five timed epochs on the host (batches stay on the CPU). Measured wall-clock, host CPU shared
+with whatever else runs.
 With 0 workers, collation (torch.stack) runs on torch's intra-op threads in this process; on an
 oversubscribed host set OMP_NUM_THREADS=1 to see the decode rate without that contention.
 `python -m bench loader`.
@@ -19,6 +20,7 @@ oversubscribed host set OMP_NUM_THREADS=1 to see the decode rate without that co
 from __future__ import annotations
 
 import os
+import statistics
 import tarfile
 import tempfile
 import time
@@ -55,22 +57,25 @@ def _upscale(src: Path, dest: Path, per_class: int) -> None:
             )
 
 
-def rate(root: Path, transforms: tuple, workers: int, batch: int, epochs: int) -> tuple[int, float]:
-    """(images per epoch, images/s over `epochs` timed epochs after one warm-up epoch)."""
+def rates(root: Path, transforms: tuple, workers: int, batch: int, epochs: int) -> tuple:
+    """(images per epoch, [images/s of each of `epochs` timed epochs]) after one warm-up
+    epoch."""
     import torch
 
     from perfsuite.workloads.imagefolder import ImageFolderSource
 
     src = ImageFolderSource(root, *transforms, device="cpu", num_workers=workers)
     g = torch.Generator().manual_seed(0)
+    out = []
     try:
         for _ in src.train_batches(batch, g):
             pass
-        t0 = time.perf_counter()
         for _ in range(epochs):
+            t0 = time.perf_counter()
             for _ in src.train_batches(batch, g):
                 pass
-        return src.num_train, src.num_train * epochs / (time.perf_counter() - t0)
+            out.append(src.num_train / (time.perf_counter() - t0))
+        return src.num_train, out
     finally:
         src.close()
 
@@ -92,21 +97,23 @@ def main() -> None:
         _extract(small, per_class)
         _upscale(small, big, max(1, per_class // 5))
         cases = [
-            ("cifar 32x32 JPEG", small, cifar_transforms(MEAN, STD), 3),
-            ("500x375 JPEG", big, imagenet_transforms(), 2),
+            ("cifar 32x32 JPEG, CIFAR transform", small, cifar_transforms(MEAN, STD), 5),
+            ("500x375 JPEG, ImageNet transform", big, imagenet_transforms(), 5),
         ]
         for name, root, tfs, epochs in cases:
             for w in workers:
-                count, r = rate(root, tfs, w, batch=100, epochs=epochs)
-                rows.append([name, tfs[0].describe().split(" + ")[0], w, count, f"{r:,.0f}"])
-                print(f"  {name}, {w} workers: {r:,.0f} images/s", flush=True)
+                count, r = rates(root, tfs, w, batch=100, epochs=epochs)
+                med, lo, hi = statistics.median(r), min(r), max(r)
+                rows.append([name, w, count, epochs, f"{med:,.0f}", f"{lo:,.0f}-{hi:,.0f}"])
+                print(f"  {name}, {w} workers: {med:,.0f} images/s", flush=True)
     import torch
 
     print(
         f"host: {usable_cpus()} usable CPUs, torch intra-op threads {torch.get_num_threads()} "
         "(collation runs on them with 0 workers); measured wall-clock, batches on the CPU"
     )
-    print(table(rows, ["images", "train transform", "workers", "images/epoch", "images/s"]))
+    heads = ["images", "workers", "images/epoch", "epochs", "median images/s", "range"]
+    print(table(rows, heads))
 
 
 if __name__ == "__main__":

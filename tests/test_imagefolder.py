@@ -183,6 +183,14 @@ def test_undecodable_image_one_line_error(tree, workers):
     assert "\n" not in msg and msg.startswith(f"{bad}: cannot decode image")
 
 
+def test_wrong_image_size_error_names_the_file(tree):
+    odd = tree / "test/cat/001.png"
+    Image.new("RGB", (40, 32)).save(odd)
+    src = _source(tree)
+    with pytest.raises(DataError, match=f"^{odd}: expected a 32x32 image, got 40x32$"):
+        list(src.eval_batches(6))
+
+
 def test_stale_pass_refuses_to_resume(tree):
     src = _source(tree)
     g = torch.Generator().manual_seed(0)

@@ -83,7 +83,7 @@ class _Files:
 
     def __getitem__(self, key: tuple[int, int | None]) -> tuple[Any, int]:
         import torch
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
         index, seed = key
         path, label = self.files[index]
@@ -91,9 +91,13 @@ class _Files:
         try:
             with Image.open(path) as im:
                 im.load()
-                x = self.transform(im, rng)
-        except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as exc:
+                image = im if im.mode == "RGB" else im.convert("RGB")
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
             raise DataError(f"{path}: cannot decode image: {exc}") from None
+        try:
+            x = self.transform(image, rng)
+        except ValueError as exc:
+            raise DataError(f"{path}: {exc}") from None
         return torch.from_numpy(x), label
 
 
