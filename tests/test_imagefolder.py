@@ -183,6 +183,15 @@ def test_undecodable_image_one_line_error(tree, workers):
     assert "\n" not in msg and msg.startswith(f"{bad}: cannot decode image")
 
 
+def test_file_gone_after_listing_one_line_error(tree):
+    src = _source(tree, workers=2)
+    gone = tree / "test/ant/000.png"
+    gone.unlink()
+    with pytest.raises(DataError, match=f"^{gone}: cannot read: No such file or directory$"):
+        list(src.eval_batches(6))
+    src.close()
+
+
 def test_wrong_image_size_error_names_the_file(tree):
     odd = tree / "test/cat/001.png"
     Image.new("RGB", (40, 32)).save(odd)

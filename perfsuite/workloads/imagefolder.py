@@ -13,6 +13,8 @@ unpickled.
 
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,35 +72,44 @@ def balanced_limit(files: list[tuple[str, int]], limit: int, num_classes: int) -
 
 
 class _Files:
-    """Map-style dataset over (path, label); items are keyed by (index, epoch seed or None).
+    """Map-style dataset over image files; items are keyed by (index, epoch seed or None).
 
-    Plain Python (no torch.utils.data.Dataset base needed), so that it pickles to spawned
-    workers as a short list of strings."""
+    Paths and labels are held in numpy arrays, not a list of Python strings: forked workers
+    share them copy-on-write, and reading a Python object would touch its reference count and
+    copy its page into every worker (a per-worker copy of the listing at ImageNet scale)."""
 
     def __init__(self, files: list[tuple[str, int]], transform: Transform) -> None:
-        self.files, self.transform = files, transform
+        self.paths = np.array([os.fsencode(p) for p, _ in files], dtype=np.bytes_)
+        self.labels = np.array([lab for _, lab in files], dtype=np.int64)
+        self.transform = transform
 
     def __len__(self) -> int:
-        return len(self.files)
+        return len(self.labels)
+
+    def path(self, index: int) -> str:
+        return os.fsdecode(self.paths[index])
 
     def __getitem__(self, key: tuple[int, int | None]) -> tuple[Any, int]:
         import torch
         from PIL import Image
 
         index, seed = key
-        path, label = self.files[index]
+        path = self.path(index)
         rng = None if seed is None else np.random.default_rng([seed, index])
         try:
-            with Image.open(path) as im:
-                im.load()
-                image = im if im.mode == "RGB" else im.convert("RGB")
+            data = Path(path).read_bytes()  # one read; no file handle outlives a failed decode
+        except OSError as exc:
+            raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            image = Image.open(io.BytesIO(data))
+            image.load()
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
             raise DataError(f"{path}: cannot decode image: {exc}") from None
         try:
             x = self.transform(image, rng)
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
-        return torch.from_numpy(x), label
+        return torch.from_numpy(x), int(self.labels[index])
 
 
 class _Order:
@@ -250,6 +261,8 @@ class ImageFolderSource:
         """The first `n` held-out images (listing order), decoded in this process."""
         import torch
 
+        if n < 1:
+            raise ValueError(f"sample: n must be at least 1, got {n}")
         n = min(n, self.num_eval)
         items = [self._eval[(i, None)] for i in range(n)]
         x = torch.stack([t for t, _ in items])
