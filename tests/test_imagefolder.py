@@ -107,6 +107,20 @@ def test_augmentation_identical_with_0_and_2_workers(tree):
     assert redrawn >= 10, redrawn
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_passes_leave_torch_global_rng_alone(tree, workers):
+    """Model init and dropout draw from the global RNG; the loader must not consume it."""
+    src = _source(tree, workers=workers)
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    for _ in range(2):
+        list(src.train_batches(4, torch.Generator().manual_seed(0)))
+        list(src.eval_batches(4))
+    src.sample(2)
+    src.close()
+    assert torch.equal(torch.get_rng_state(), before)
+
+
 def test_same_sample_gets_same_augmentation_in_any_order(tree):
     """A sample's draws depend on (epoch seed, index) only, not on its position in the order."""
     src = _source(tree)

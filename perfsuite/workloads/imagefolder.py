@@ -197,6 +197,7 @@ class ImageFolderSource:
     def _loader(self, split: str, batch_size: int) -> tuple[Any, _Order]:
         key = (split, batch_size)
         if key not in self._loaders:
+            import torch
             from torch.utils.data import DataLoader
 
             files = self._train if split == "train" else self._eval
@@ -210,6 +211,10 @@ class ImageFolderSource:
                 pin_memory=self.pin,
                 persistent_workers=workers > 0,
                 prefetch_factor=self.prefetch_factor if workers > 0 else None,
+                # Its own generator: without one, every new iterator draws its base seed from
+                # torch's global RNG, which 0 workers do every pass and persistent workers only
+                # once, so model init and dropout streams would depend on the worker count.
+                generator=torch.Generator().manual_seed(0),
             )
             self._loaders[key] = (loader, order)
         return self._loaders[key]
