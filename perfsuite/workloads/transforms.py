@@ -31,7 +31,7 @@ class Transform(Protocol):
 
 def _normalize_chw(hwc: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """uint8 HWC (any strides, e.g. a flipped view) -> normalized float32 CHW, contiguous so
-    the tensor wrap is free. Channel by channel: about 6x faster than one transposed
+    the tensor wrap is free. Channel by channel: 4 to 5x faster at 224x224 than one transposed
     broadcast, which walks memory across the channel stride."""
     h, w, c = hwc.shape
     out = np.empty((c, h, w), dtype=np.float32)
