@@ -500,7 +500,8 @@ FAST_RECIPES: dict[str, Recipe] = {
     # The same method for a 2-core CPU (docs/recipes.md): fp32, channels_last (faster for
     # every width measured), the paper's widths and batch (per-image CPU time at 1024 was
     # within 5% of 512 and better than 256), all 10 epochs: 90% on the JPEG copy needs about
-    # the paper's full budget. About 38 min of training if the 2 cores are not shared.
+    # the paper's full budget. ~38 min of training modeled from CPU time (an optimistic bound;
+    # 172 min at the wall rate measured while the CPU was shared).
     "cpu-fast": Recipe(
         epochs=10,
         batch_size=1024,
