@@ -207,7 +207,7 @@ class _Run:
                 "window was taken after",
             )
 
-    def _train_epoch(self) -> tuple[float, float, int, int]:
+    def _train_epoch(self, epoch: int) -> tuple[float, float, int, int]:
         """One epoch; returns (seconds, mean loss, steps, samples). Clock includes data prep."""
         import torch
 
@@ -218,6 +218,7 @@ class _Run:
         loss_sum = torch.zeros((), device=backend.torch_device)
         steps = samples = 0
         stall = 0.0
+        wl.on_epoch_start(state, self.data, epoch)
         batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
         while True:
             t = time.perf_counter()
@@ -230,6 +231,7 @@ class _Run:
             samples += batch.size
             if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
+        wl.on_epoch_end(state, self.data, epoch)
         backend.sync()
         seconds = time.perf_counter() - t0
         self.stall_s.append(stall)
@@ -260,7 +262,7 @@ class _Run:
         for epoch in bar:
             if mllog:
                 mllog.epoch_start(epoch)
-            seconds, loss, steps, n = self._train_epoch()
+            seconds, loss, steps, n = self._train_epoch(epoch)
             train_time += seconds
             samples += n
             self.rec.epoch_times.append(seconds)

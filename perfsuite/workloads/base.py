@@ -175,6 +175,15 @@ class Workload:
             state.scheduler.step()
         return loss.detach()
 
+    def on_epoch_start(self, state: TrainState, data: DataSource, epoch: int) -> None:
+        """Called inside the training clock before epoch `epoch`'s first batch (1-based):
+        data-dependent initialisation (e.g. whitening from training images) belongs here, so
+        it counts as training time."""
+
+    def on_epoch_end(self, state: TrainState, data: DataSource, epoch: int) -> None:
+        """Called inside the training clock after the epoch's last step, before evaluation
+        (e.g. copying averaged weights into the model)."""
+
     # -- evaluation ----------------------------------------------------------------------
 
     def evaluate(self, model: Any, data: DataSource, batch_size: int = 1024) -> dict[str, float]:
