@@ -254,7 +254,9 @@ def _origin(record: Mapping[str, Any]) -> str:
 
 
 def _step_time(record: Mapping[str, Any]) -> Labeled:
-    for section, key in (("timeline", "measured_step_time"), ("throughput", "step_time")):
+    # The whole run is judged on the run's typical step (median epoch); per-op rows are
+    # reconciled to the step of the epoch the window was taken in (analyzers.reconcile).
+    for section, key in (("throughput", "step_time"), ("timeline", "measured_step_time")):
         step = _labeled(_q(record.get(section), key), "s", "measured")
         if step.value is not None:
             return step

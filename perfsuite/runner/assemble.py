@@ -173,3 +173,17 @@ def switch_effects(state: TrainState, switches: Switches, observed: dict[str, An
         "source": "read back from the model, optimizer and torch flags after setup; "
         "first_layer observed during the warm-up step",
     }
+
+
+def math_section(state: TrainState, observed: dict[str, Any]) -> dict[str, Any]:
+    """The record's `math`: the precision policy in effect (torch's live flags, autocast, the
+    parameter dtype, and the activation dtype the first layer was seen to produce)."""
+    from perfsuite.backends.torch_math import math_policy
+
+    param = str(next(state.module.parameters()).dtype).replace("torch.", "")
+    autocast = {"bf16": "bfloat16", "fp16": "float16"}.get(state.precision or "")
+    return math_policy(
+        autocast_dtype=autocast,
+        param_dtype=param,
+        activation_dtype=observed.get("output_dtype") or autocast or param,
+    )

@@ -55,6 +55,8 @@ def collect_counters(run: Any) -> None:
         rec["counters"] = section
         if section is None:
             run.rec.flag(f"counters: ncu collected nothing: {reason}")
+        else:
+            rec["sidecars"]["counters_ncu"] = section.get("file", "counters-ncu.csv")
         return
     try:
         rec["counters"] = _cupti_window(run, steps)

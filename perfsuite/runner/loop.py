@@ -155,6 +155,7 @@ class _Run:
             "requested": self.switches.to_dict(),
             "effect": assemble.switch_effects(self.state, self.switches, seen),
         }
+        self.record["math"] = assemble.math_section(self.state, seen)
         if opts.capture and not opts.replay_steps:
             self._capture_work()
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
@@ -276,7 +277,7 @@ class _Run:
             if mllog:
                 mllog.eval_stop(epoch)
             self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
-            self.rec.set_data(self.data.kind, self.data.description, self.stall_s)
+            self.rec.set_data(self.data.kind, self.data.description, self.stall_s, self.data)
             rec["telemetry"] = telemetry.summary()
             reached = self.rec.add_evaluation(
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples

@@ -115,13 +115,17 @@ class Recorder:
             "epoch_times_s": list(times),
         }
 
-    def set_data(self, kind: str, description: str, stall_s: list[float]) -> None:
+    def set_data(
+        self, kind: str, description: str, stall_s: list[float], source: Any = None
+    ) -> None:
         """The record's `data` section: the source and how long steps waited for batches."""
         total = sum(stall_s)
         train = sum(self.epoch_times) or None
         self.record["data"] = {
             "kind": kind,
             "description": description,
+            "num_workers": getattr(source, "num_workers", None),
+            "pinned_memory": getattr(source, "pin", None),
             "stall_time": quantity(
                 total,
                 "s",
