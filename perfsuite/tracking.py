@@ -226,6 +226,14 @@ class Tracker:
         first = next((a for a in args if hasattr(a, "dtype")), None)
         work["dtype"] = str(getattr(first, "dtype", "float32")).replace("torch.", "")
         self.record["work"] = work
+        from perfsuite.backends.torch_math import math_policy
+
+        param = str(next(self.state.module.parameters()).dtype).replace("torch.", "")
+        # autocast entered inside the user's step is not visible from here; around it, it is
+        autocast = autocast_dtype(self.backend.device.kind)
+        self.record["math"] = math_policy(
+            autocast_dtype=autocast, param_dtype=param, activation_dtype=work["dtype"]
+        )
         ceil, why = capture.resolve_ceilings(
             str(self.backend.device), work["dtype"], self.measure_peaks
         )
@@ -276,3 +284,12 @@ class Tracker:
 def track(task: str, **kwargs: Any) -> Tracker:
     """Measure a user's own training loop; see the module docstring for the pattern."""
     return Tracker(task, **kwargs)
+
+
+def autocast_dtype(kind: str) -> str | None:
+    """The autocast dtype active around the step call, if any."""
+    import torch
+
+    if not torch.is_autocast_enabled(kind):
+        return None
+    return str(torch.get_autocast_dtype(kind)).replace("torch.", "")

@@ -96,3 +96,26 @@ def test_bad_peaks_file_is_one_line_error(tmp_path):
     bad.write_text(json.dumps({"rows": [{"quantity": "peak tf32", "measured": "fast"}]}))
     with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].measured"):
         peaks_file_roofs(bad)
+
+
+def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
+    """The H100 run with the measured ncu window attached: the roofline prints counted and
+    measured FLOP per op class next to each other (same network, batch 512, TF32)."""
+    from perfsuite.cli import main
+
+    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
+    with tarfile.open(tar) as t:
+        t.extractall(tmp_path, filter="data")
+    run_dir = next(tmp_path.glob("*/run.json")).parent
+    ncu = shared_path("gpu", "h100-resnet9-2steps-tf32.ncu.csv")
+    assert main(["counters", str(ncu), "--into", str(run_dir), "--steps", "2"]) == 0
+    capsys.readouterr()
+    assert main(["roofline", str(run_dir), "--json"]) == 0
+    rows = {r["op_class"]: r for r in json.loads(capsys.readouterr().out)["counted_vs_measured"]}
+    conv = rows["convolution"]
+    assert conv["measured_tensor_flops"] == 1_168_231_104_512  # per step, from the counters
+    assert conv["flops_ratio"] == pytest.approx(conv["measured_flops"] / conv["counted_flops"])
+    assert 0.99 < conv["flops_ratio"] < 1.02
+    assert main(["roofline", str(run_dir)]) == 0
+    text = capsys.readouterr().out
+    assert "Counted vs measured, per step" in text and "FLOP measured" in text

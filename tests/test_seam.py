@@ -238,3 +238,44 @@ def test_user_loop_example_writes_a_full_record(tmp_path):
     assert rec["timeline"]["ops"] and rec["timeline"]["measured_step_time"]["value"] > 0
     assert rec["data"]["kind"] == "user loader"
     assert rec["throughput"]["step_time"]["value"] > 0
+
+
+def test_counters_request_on_cpu_never_loses_the_run(tmp_path):
+    rec = load_record(
+        run_workload(_opts(tmp_path, epochs=1, capture=True, profile_steps=1, counters="cupti"))
+    )
+    assert rec["status"] in ("reached", "not_reached")
+    assert rec.get("counters") is None
+    assert any(f.startswith("counters: ") for f in rec["flags"])
+
+
+def test_replay_window_writes_no_record(tmp_path):
+    out = tmp_path / "replay"
+    assert run_workload(_opts(tmp_path, out=str(out), replay_steps=2)) is None
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_replay_argv_repeats_the_run(tmp_path):
+    from perfsuite.runner.counters_step import replay_argv
+
+    opts = _opts(
+        tmp_path,
+        workload="cifar10",
+        data_dir="/d",
+        switches=["bf16"],
+        seed=3,
+        overrides=["width=0.5"],
+        batch_size=256,
+    )
+    argv = replay_argv(opts, 3)
+    assert argv[:2] == ["run", "cifar10"]
+    for pair in (
+        ["--seed", "3"],
+        ["--data-dir", "/d"],
+        ["--switch", "bf16"],
+        ["--set", "width=0.5"],
+        ["--batch-size", "256"],
+        ["--replay-window", "3"],
+    ):
+        i = argv.index(pair[0])
+        assert argv[i : i + 2] == pair

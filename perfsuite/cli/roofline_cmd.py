@@ -39,7 +39,50 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _text(res: Any, util: Any, top: int) -> str:
+def _measured_text(rows: list[Any]) -> list[str]:
+    """Counted vs measured FLOP and modeled vs measured DRAM bytes per op class, side by side."""
+    from perfsuite import fmt
+
+    if not rows:
+        return []
+
+    def si(v: float | None, unit: str) -> str:
+        return fmt.si(v, unit) if v is not None else "n/a"
+
+    def ratio(v: float | None) -> str:
+        return f"{v:.3f}" if v is not None else "n/a"
+
+    return [
+        "",
+        f"Counted vs measured, per step ({rows[0].mapping}):",
+        fmt.table(
+            [
+                [
+                    r.op_class,
+                    si(r.counted_flops, "FLOP"),
+                    si(r.measured_flops, "FLOP"),
+                    ratio(r.flops_ratio),
+                    si(r.modeled_bytes, "byte"),
+                    si(r.measured_dram_bytes, "byte"),
+                    ratio(r.bytes_ratio),
+                ]
+                for r in rows
+            ],
+            [
+                "op class",
+                "FLOP counted",
+                "FLOP measured",
+                "meas/count",
+                "bytes modeled",
+                "DRAM measured",
+                "meas/model",
+            ],
+            align="lrrrrrr",
+        ),
+    ]
+
+
+def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> str:
     from perfsuite import fmt
     from perfsuite.report.build import (
         OP_HEADERS,
@@ -124,6 +167,7 @@ def _text(res: Any, util: Any, top: int) -> str:
                 align="rlrrrl",
             ),
         ]
+    out += _measured_text(measured or [])
     h = res.hierarchical
     out += [
         "",
@@ -152,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
+    from analyzers.measured import compare_counted_measured
+
+    measured = compare_counted_measured(rec)
     if args.html:
         from perfsuite.report import roofline_html
 
@@ -160,7 +207,14 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(roofline_html(rec, args.top, peaks), encoding="utf-8")
         status(f"wrote {path}")
     if args.json:
-        print_json({"roofline": res, "utilization": util, "explain": EXPLAIN})
+        print_json(
+            {
+                "roofline": res,
+                "utilization": util,
+                "counted_vs_measured": measured,
+                "explain": EXPLAIN,
+            }
+        )
     else:
-        print(_text(res, util, args.top))
+        print(_text(res, util, args.top, measured))
     return 0

@@ -44,7 +44,7 @@ def collect_counters(run: Any) -> None:
 
     rec, opts = run.record, run.opts
     kind, why = choose_collector(opts.counters, run.backend.device.is_gpu)
-    if why:
+    if kind != opts.counters:  # none, or a fallback: say why where every reader looks
         run.rec.flag(f"counters: {why}")
     if kind is None:
         rec["counters"] = None
@@ -56,6 +56,7 @@ def collect_counters(run: Any) -> None:
         if section is None:
             run.rec.flag(f"counters: ncu collected nothing: {reason}")
         else:
+            section["collector_note"] = why
             rec["sidecars"]["counters_ncu"] = section.get("file", "counters-ncu.csv")
         return
     try:
