@@ -134,6 +134,15 @@ def test_switches_take_effect_and_are_recorded(tmp_path):
         "label_smoothing=0.05",
     ]
     assert rec["config"]["switches"]
+    assert (
+        rec["math"]["autocast_dtype"] == "bfloat16"
+        and rec["math"]["activation_dtype"] == "bfloat16"
+    )
+    from perfsuite.report import report_html
+
+    page = report_html([rec])
+    assert "Data, switches and math" in page and "input stall" in page
+    assert "channels_last" in page and "bfloat16" in page
     plain = load_record(run_workload(_opts(tmp_path, epochs=1)))["switches"]["effect"]
     assert plain["autocast"] is None and plain["first_layer"]["output_dtype"] == "float32"
     assert plain["parameter_memory_format"] == "contiguous (NCHW)"

@@ -1,0 +1,65 @@
+"""Report section: where the data came from (and how long training waited for it), which
+optimization switches were asked for and what they did, and the math policy in effect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from perfsuite import fmt
+from perfsuite.report import html as h
+
+
+def _value(v: Any) -> str:
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+
+
+def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
+    data = rec.get("data") or {}
+    if not data:
+        return [["data", "not recorded (older record)"]]
+    stall = data.get("stall_time") or {}
+    frac = data.get("stall_fraction")
+    rows = [
+        ["data.kind", str(data.get("kind"))],
+        ["data.description", str(data.get("description"))],
+        ["data.num_workers", str(data.get("num_workers"))],
+        ["data.pinned_memory", str(data.get("pinned_memory"))],
+        [
+            "input stall (training waited for batches)",
+            f"{fmt.si(stall.get('value'), 's')} total"
+            + (f", {fmt.pct(frac)} of training time" if frac is not None else "")
+            + f" ({stall.get('provenance')}: {stall.get('source', '')})",
+        ],
+    ]
+    per_epoch = data.get("stall_per_epoch_s") or []
+    if per_epoch:
+        rows.append(["input stall per epoch", ", ".join(fmt.si(v, "s") for v in per_epoch)])
+    return rows
+
+
+def switch_rows(rec: Mapping[str, Any]) -> list[list[str]]:
+    sw = rec.get("switches") or {}
+    if not sw:
+        return [["switches", "not recorded (older record)"]]
+    given = (sw.get("requested") or {}).get("given") or []
+    rows = [["switches given", ", ".join(given) or "none (the recipe as is)"]]
+    rows += [[f"effect.{k}", _value(v)] for k, v in (sw.get("effect") or {}).items()]
+    return rows
+
+
+def math_rows(rec: Mapping[str, Any]) -> list[list[str]]:
+    math = rec.get("math") or {}
+    if not math:
+        return [["math", "not recorded: analyses assume the torch version's defaults"]]
+    return [[f"math.{k}", _value(v)] for k, v in math.items()]
+
+
+def setup_section(records: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for rec in records:
+        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
+        rows = data_rows(rec) + switch_rows(rec) + math_rows(rec)
+        parts.append(h.table(["field", "value"], rows))
+    return "".join(parts)
