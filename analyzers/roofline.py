@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzers.mathmode import Context, context, work_by_op
 from analyzers.reconcile import Reconciled, measured_step_time, reconcile
+
+if TYPE_CHECKING:
+    from analyzers.roofline_levels import Hierarchical
 
 # One line per field of the whole-run block; the CLI and report show these verbatim.
 EXPLAIN = {
@@ -119,25 +122,6 @@ class OpRoofline:
     time_share: float | None  # of the measured step time
     placement: Placement
     lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0; None when flagged
-
-
-@dataclass(frozen=True)
-class LevelPoint:
-    """A kernel or op against one memory level of the hierarchical roofline."""
-
-    name: str
-    level: str  # "DRAM" | "L2"
-    bytes_provenance: str  # "measured" | "modeled"
-    ceiling_bandwidth: float | None
-    placement: Placement
-
-
-@dataclass(frozen=True)
-class Hierarchical:
-    source: str  # "counters" | "modeled"
-    levels: dict[str, float | None]  # level -> bandwidth byte/s (None: not known)
-    points: list[LevelPoint]
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -479,80 +463,6 @@ def op_rooflines(
     return rows, rec_rows, notes
 
 
-def _kernel_points(
-    counters: Mapping[str, Any],
-    bw: float | None,
-    l2: float | None,
-    peak: float | None,
-    ctx: Context | None = None,
-) -> list[LevelPoint]:
-    """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
-    group against the roof of its math (the op's, else its kernel names'), else `peak`."""
-    from analyzers.mathmode import from_kernels
-
-    groups: dict[str, dict[str, Any]] = {}
-    for k in counters.get("kernels") or []:
-        name = k.get("op") or k.get("name") or "?"
-        g = groups.setdefault(
-            name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}}
-        )
-        t = float(k.get("time_s") or 0.0)
-        g["time_s"] += t
-        kn = str(k.get("name") or "?")
-        g["kernels"][kn] = g["kernels"].get(kn, 0.0) + t
-        fl = [k.get(f) for f in ("flops", "flops_tensor") if k.get(f) is not None]
-        if fl:
-            g["flops"] = (g["flops"] or 0.0) + float(sum(fl))
-        for src, dst in (("dram_bytes", "dram"), ("l2_bytes", "l2")):
-            if k.get(src) is not None:
-                g[dst] = (g[dst] or 0.0) + float(k[src])
-    points = []
-    for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
-        g = groups[name]
-        om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
-        pk = (ctx.peak(om.math) if ctx and om else None) or peak
-        kw = {"math": om.math, "evidence": om.evidence} if om and pk != peak else {}
-        for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
-            if g[key] is not None:
-                p = place(g["flops"], g[key], g["time_s"], pk, ceiling, **kw)
-                points.append(LevelPoint(name, level, "measured", ceiling, p))
-    return points
-
-
-def hierarchical(
-    record: Mapping[str, Any],
-    ops: list[OpRoofline],
-    peak: float | None,
-    bandwidth: float | None,
-    ctx: Context | None = None,
-) -> Hierarchical:
-    """Measured DRAM and L2 bytes per kernel when counters exist, else modeled DRAM per op."""
-    spec = (record.get("ceilings") or {}).get("spec") or {}
-    l2 = spec.get("l2_bandwidth")
-    counters = record.get("counters")
-    if counters and counters.get("kernels"):
-        pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
-        notes = [
-            "bytes and FLOPs measured by hardware counters "
-            f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
-            "steps; FLOPs = flops + flops_tensor"
-        ]
-        if l2 is None:
-            notes.append("no published L2 bandwidth: L2 points have no roof")
-        return Hierarchical("counters", {"DRAM": bandwidth, "L2": l2}, pts, notes)
-    pts = [
-        LevelPoint(o.op, "DRAM", "modeled", bandwidth, o.placement)
-        for o in ops
-        if o.status == "joined"
-    ]
-    return Hierarchical(
-        "modeled",
-        {"DRAM": bandwidth},
-        pts,
-        ["no hardware counters: DRAM bytes are modeled (compulsory traffic)"],
-    )
-
-
 def roofline(
     record: Mapping[str, Any],
     peaks: Mapping[str, Any] | None = None,
@@ -563,6 +473,8 @@ def roofline(
     `peaks`: roofs from a peaks file (perfsuite.ceilings.roofs.peaks_file_roofs), used first;
     `kernels`: {op: {kernel: seconds}} (default: read from the record's trace sidecar).
     """
+    from analyzers.roofline_levels import hierarchical
+
     ctx = context(record, peaks, kernels)
     run = run_roofline(record, ctx)
     ops, rec_rows, notes = op_rooflines(record, ctx)

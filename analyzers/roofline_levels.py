@@ -1,0 +1,107 @@
+"""The hierarchical roofline: kernels (or ops) against each memory level's bandwidth.
+
+With hardware counters the bytes per level (DRAM, L2) are measured per kernel; without them
+only DRAM is available, as the modeled compulsory traffic of each op. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.mathmode import Context
+from analyzers.roofline import OpRoofline, Placement, place
+
+
+@dataclass(frozen=True)
+class LevelPoint:
+    """A kernel or op against one memory level of the hierarchical roofline."""
+
+    name: str
+    level: str  # "DRAM" | "L2"
+    bytes_provenance: str  # "measured" | "modeled"
+    ceiling_bandwidth: float | None
+    placement: Placement
+
+
+@dataclass(frozen=True)
+class Hierarchical:
+    source: str  # "counters" | "modeled"
+    levels: dict[str, float | None]  # level -> bandwidth byte/s (None: not known)
+    points: list[LevelPoint]
+    notes: list[str] = field(default_factory=list)
+
+
+def _kernel_points(
+    counters: Mapping[str, Any],
+    bw: float | None,
+    l2: float | None,
+    peak: float | None,
+    ctx: Context | None = None,
+) -> list[LevelPoint]:
+    """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
+    group against the roof of its math (the op's, else its kernel names'), else `peak`."""
+    from analyzers.mathmode import from_kernels
+
+    groups: dict[str, dict[str, Any]] = {}
+    for k in counters.get("kernels") or []:
+        name = k.get("op") or k.get("name") or "?"
+        g = groups.setdefault(
+            name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}}
+        )
+        t = float(k.get("time_s") or 0.0)
+        g["time_s"] += t
+        kn = str(k.get("name") or "?")
+        g["kernels"][kn] = g["kernels"].get(kn, 0.0) + t
+        fl = [k.get(f) for f in ("flops", "flops_tensor") if k.get(f) is not None]
+        if fl:
+            g["flops"] = (g["flops"] or 0.0) + float(sum(fl))
+        for src, dst in (("dram_bytes", "dram"), ("l2_bytes", "l2")):
+            if k.get(src) is not None:
+                g[dst] = (g[dst] or 0.0) + float(k[src])
+    points = []
+    for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
+        g = groups[name]
+        om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
+        pk = (ctx.peak(om.math) if ctx and om else None) or peak
+        kw = {"math": om.math, "evidence": om.evidence} if om and pk != peak else {}
+        for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
+            if g[key] is not None:
+                p = place(g["flops"], g[key], g["time_s"], pk, ceiling, **kw)
+                points.append(LevelPoint(name, level, "measured", ceiling, p))
+    return points
+
+
+def hierarchical(
+    record: Mapping[str, Any],
+    ops: list[OpRoofline],
+    peak: float | None,
+    bandwidth: float | None,
+    ctx: Context | None = None,
+) -> Hierarchical:
+    """Measured DRAM and L2 bytes per kernel when counters exist, else modeled DRAM per op."""
+    spec = (record.get("ceilings") or {}).get("spec") or {}
+    l2 = spec.get("l2_bandwidth")
+    counters = record.get("counters")
+    if counters and counters.get("kernels"):
+        pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
+        notes = [
+            "bytes and FLOPs measured by hardware counters "
+            f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
+            "steps; FLOPs = flops + flops_tensor"
+        ]
+        if l2 is None:
+            notes.append("no published L2 bandwidth: L2 points have no roof")
+        return Hierarchical("counters", {"DRAM": bandwidth, "L2": l2}, pts, notes)
+    pts = [
+        LevelPoint(o.op, "DRAM", "modeled", bandwidth, o.placement)
+        for o in ops
+        if o.status == "joined"
+    ]
+    return Hierarchical(
+        "modeled",
+        {"DRAM": bandwidth},
+        pts,
+        ["no hardware counters: DRAM bytes are modeled (compulsory traffic)"],
+    )
