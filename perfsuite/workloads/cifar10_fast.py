@@ -281,6 +281,7 @@ class Lookahead:
         self.base = base
         self.power = power
         self.ema: dict[str, torch.Tensor] | None = None
+        self.steps = 0  # optimizer steps taken (the caller's counter, kept with the EMA)
 
     def decay(self, step: int) -> float:
         return self.base**self.every * min(1.0, step / self.total_steps) ** self.power
@@ -304,6 +305,15 @@ class Lookahead:
             self.ema[k].lerp_(v, 1.0 - rho)
             v.copy_(self.ema[k])
         return True
+
+    def state_dict(self) -> dict[str, object]:
+        """The averaged weights (references; callers copy) and the step count."""
+        return {"ema": self.ema, "steps": self.steps}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        ema = state["ema"]
+        self.ema = None if ema is None else {k: v.clone() for k, v in ema.items()}  # type: ignore[attr-defined]
+        self.steps = int(state["steps"])  # type: ignore[call-overload]
 
     @torch.no_grad()
     def sync(self, model: nn.Module) -> None:
@@ -463,6 +473,7 @@ def random_translate(x: torch.Tensor, pad: int, generator: torch.Generator | Non
 # ----------------------------------------------------------------------------------------------
 
 _COMMON = {
+    "family": "fast",
     "bias_lr_scale": 64.0,
     "lr_start": 0.2,
     "lr_end": 0.07,
@@ -479,6 +490,8 @@ _COMMON = {
     "translate": 2,
     "flip": "alternating",
     "tta_level": 2,
+    "tta_flip": True,
+    "width": 1.0,
     "train_limit": 0,
 }
 
@@ -495,7 +508,12 @@ FAST_RECIPES: dict[str, Recipe] = {
         weight_decay=0.0153,
         label_smoothing=0.2,
         warmup_fraction=0.23,
-        extra={**_COMMON, "widths": "64,256,256", "dtype": "bf16", "channels_last": True},
+        extra={
+            **_COMMON,
+            "widths": "64,256,256",
+            "tuned_precision": "bf16",
+            "channels_last": True,
+        },
     ),
     # The same method for a 2-core CPU (docs/recipes.md): fp32, channels_last (faster for
     # every width measured), the paper's widths and batch (per-image CPU time at 1024 was
@@ -511,21 +529,37 @@ FAST_RECIPES: dict[str, Recipe] = {
         weight_decay=0.0153,
         label_smoothing=0.2,
         warmup_fraction=0.23,
-        extra={**_COMMON, "widths": "64,256,256", "dtype": "fp32", "channels_last": True},
+        extra={
+            **_COMMON,
+            "widths": "64,256,256",
+            "tuned_precision": "fp32",
+            "channels_last": True,
+        },
     ),
 }
 
 
 def net_from_recipe(recipe: Recipe, num_classes: int = 10) -> FastNet:
-    """`build_fast_net` with a recipe's `widths`, `bn_momentum`, `bn_eps` and `head_scale`."""
+    """`build_fast_net` with a recipe's `widths` (each times `width`, the same multiplier the
+    ResNet-9 recipes have, at least 8), `bn_momentum`, `bn_eps` and `head_scale`."""
     ex = recipe.extra
     return build_fast_net(
-        parse_widths(ex.get("widths", "64,256,256")),
+        scaled_widths(recipe),
         bn_momentum=float(ex.get("bn_momentum", 0.4)),
         bn_eps=float(ex.get("bn_eps", 1e-12)),
         head_scale=float(ex.get("head_scale", 1 / 9)),
         num_classes=num_classes,
     )
+
+
+def scaled_widths(recipe: Recipe) -> tuple[int, int, int]:
+    scale = float(recipe.extra.get("width", 1.0))
+    if scale <= 0:
+        raise ValueError(f"recipe field 'width': expected a positive multiplier, got {scale}")
+    a, b, c = (
+        max(8, round(w * scale)) for w in parse_widths(recipe.extra.get("widths", "64,256,256"))
+    )
+    return a, b, c
 
 
 def optimizer_from_recipe(
