@@ -498,7 +498,9 @@ _COMMON = {
 FAST_RECIPES: dict[str, Recipe] = {
     # The paper's airbench94 (9.9 epochs there; a whole tenth epoch here, +1% work).
     # lr and weight_decay are the decoupled per-1024-example values of make_fast_optimizer;
-    # warmup_fraction is the position of the lr peak.
+    # warmup_fraction is the position of the lr peak. `tuned_precision` only records what the
+    # recipe was tuned in (precision is the user's --switch bf16); `channels_last` is applied
+    # by the workload; `family` makes the cifar10 workload use these pieces.
     "airbench": Recipe(
         epochs=10,
         batch_size=1024,
