@@ -286,3 +286,164 @@ def test_recipes_build():
         assert look.start_step == 30 and look.every == 5, name
         assert sched.lr_lambdas[0](0) == pytest.approx(0.2)
         assert recipe.extra["tta_level"] == 2 and recipe.label_smoothing == 0.2
+
+
+# ----------------------------------------------------------------------------------------------
+# The fast family wired into the cifar10 workload seam (cifar10_fast_seam.py)
+# ----------------------------------------------------------------------------------------------
+
+TINY = ["train_limit=256", "widths=8,16,16", "whiten_images=64", "tta_level=0"]
+
+
+def _fast_state(overrides=(), switch_items=()):
+    """A cifar10 run's TrainState with the default CPU recipe (cpu-fast), tiny, synthetic."""
+    from perfsuite.backends import torch_backend
+    from perfsuite.runner.assemble import build_state, prepare_recipe
+    from perfsuite.workloads import get_workload
+    from perfsuite.workloads.switches import parse_switches
+
+    wl = get_workload("cifar10")
+    sw = parse_switches(list(switch_items), wl.switches, wl.name)
+    recipe = prepare_recipe(wl, "cpu", None, [*TINY, *overrides], 2, 64, sw)
+    wl.configure(recipe)
+    torch.manual_seed(0)
+    data = wl.synthetic_data("cpu", seed=0)
+    model = wl.build_model(recipe)
+    spe = wl.steps_per_epoch(data, recipe)
+    return wl, data, build_state(wl, recipe, model, spe, torch_backend("cpu"), sw)
+
+
+def test_fast_family_trains_through_the_runner(tmp_path, monkeypatch):
+    """Default CPU recipe (cpu-fast) on tiny synthetic data via the real runner, capture on
+    (warm-up, FLOP count and profile window all run the fast step in detours)."""
+    from perfsuite.record import load_record
+    from perfsuite.runner import RunOptions, run_workload
+
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+    opts = RunOptions(
+        workload="cifar10",
+        out=str(tmp_path / "runs"),
+        synthetic=True,
+        epochs=2,
+        batch_size=64,
+        threshold=0.99,
+        overrides=[*TINY, "lookahead_start_epoch=0", "lookahead_every=2"],
+        progress=False,
+        measure_peaks=False,
+        inference_repeats=2,
+        profile_steps=1,
+    )
+    rec = load_record(run_workload(opts))
+    assert rec["status"] == "not_reached"
+    assert rec["model"] == "airbench-style fast net, widths 8,16,16"
+    values = rec["config"]["recipe_values"]
+    assert values["extra"]["family"] == "fast" and values["batch_size"] == 64
+    assert rec["extra"]["steps_per_epoch"] == 4
+    assert [e["epoch"] for e in rec["evaluations"]] == [1, 2]
+    # the mean per-example loss (summed loss / 64), near ln(10) on random labels
+    assert 1.5 < rec["evaluations"][0]["train_loss"] < 3.5
+    assert rec["switches"]["effect"]["parameter_memory_format"] == "channels_last"
+    assert rec["work"]["flops_per_step"]["value"] > 0
+
+
+def test_whitening_is_initialized_in_epoch_one_and_its_bias_freezes():
+    wl, data, state = _fast_state()
+    conv = state.module.whiten
+    before = conv.weight.detach().clone()
+    wl.on_epoch_start(state, data, 1)
+    assert not torch.equal(conv.weight, before)
+    # the first 24 outputs whiten the 2x2 patches of the images used: covariance ~ identity
+    images = data.train_batches(64, torch.Generator().manual_seed(0))
+    x = torch.cat([b.inputs[0] for b in images])[:64]
+    with torch.no_grad():
+        out = conv(x)[:, :12].permute(0, 2, 3, 1).reshape(-1, 12).double()
+    cov = torch.cov(out.T)
+    assert torch.allclose(cov, torch.eye(12, dtype=torch.float64), atol=0.02)
+    assert conv.bias.requires_grad
+    wl.on_epoch_start(state, data, 3)
+    assert conv.bias.requires_grad  # trains for whiten_bias_epochs = 3
+    wl.on_epoch_start(state, data, 4)
+    assert not conv.bias.requires_grad and conv.bias.grad is None
+    after = conv.weight.detach().clone()
+    wl.on_epoch_start(state, data, 2)
+    assert torch.equal(conv.weight, after)
+
+
+def test_detour_leaves_lookahead_and_weights_exactly_as_before():
+    from perfsuite.workloads.state import detour
+
+    wl, data, state = _fast_state(["lookahead_start_epoch=0", "lookahead_every=1"])
+    wl.on_epoch_start(state, data, 1)
+    batches = list(data.train_batches(64, torch.Generator().manual_seed(1)))
+    for b in batches[:2]:
+        wl.train_step(state, b)
+    la = state.optimizer.lookahead
+    assert state.extras["lookahead"] is la and la.steps == 2 and la.ema is not None
+    ema = {k: v.clone() for k, v in la.ema.items()}
+    weights = {k: v.clone() for k, v in state.module.state_dict().items()}
+    with detour(state):
+        for b in batches[2:4]:
+            wl.train_step(state, b)
+        assert la.steps == 4
+        assert any(not torch.equal(ema[k], v) for k, v in la.ema.items())  # it did move
+    assert la.steps == 2
+    assert all(torch.equal(ema[k], v) for k, v in la.ema.items())
+    assert all(torch.equal(weights[k], v) for k, v in state.module.state_dict().items())
+    # and training continues from there exactly as without the detour
+    loss = wl.train_step(state, batches[2])
+    assert la.steps == 3 and torch.isfinite(loss)
+
+
+def test_fast_step_returns_mean_loss_and_lookahead_syncs_at_the_last_epoch():
+    wl, data, state = _fast_state(["lookahead_start_epoch=0", "lookahead_every=1"])
+    wl.on_epoch_start(state, data, 1)
+    b = next(data.train_batches(64, torch.Generator().manual_seed(2)))
+    with torch.no_grad():
+        summed = fast_loss(state.module(b.inputs[0]), b.target, 0.2)
+    loss = wl.train_step(state, b)
+    assert float(loss) == pytest.approx(float(summed) / 64, rel=1e-5)
+    la = state.optimizer.lookahead
+    with torch.no_grad():
+        for p in state.module.parameters():
+            p.add_(1.0)
+    wl.on_epoch_end(state, data, 1)  # not the last epoch (epochs=2): no copy-back
+    assert not torch.equal(state.module.head.linear.weight, la.ema["head.linear.weight"])
+    wl.on_epoch_end(state, data, 2)
+    assert torch.equal(state.module.head.linear.weight, la.ema["head.linear.weight"])
+
+
+def test_fast_source_alternates_flips_and_translate_pads_itself():
+    from perfsuite.workloads.cifar10_fast_seam import FastCifarSource
+
+    x = torch.randn(8, 3, 32, 32)
+    y = torch.arange(8)
+    src = FastCifarSource(x, y, x, y, translate=0)
+    g = torch.Generator().manual_seed(0)
+    src.epoch = 1
+    (b1,) = list(src.train_batches(8, g))
+    src.epoch = 2
+    (b2,) = list(src.train_batches(8, g))
+
+    def flipped(b):
+        pairs = zip(b.inputs[0], b.target, strict=True)
+        return {int(t): bool(torch.equal(img, x[t].flip(-1))) for img, t in pairs}
+
+    one, two = flipped(b1), flipped(b2)
+    assert all(one[i] != two[i] for i in range(8))  # every image in the other orientation
+    assert src.train_x.shape[-1] == 32  # stored unpadded
+    src.translate = 2
+    (b3,) = list(src.train_batches(8, g))
+    assert b3.inputs[0].shape == (8, 3, 32, 32)
+
+
+def test_tta_switch_off_means_level_zero():
+    from perfsuite.workloads.cifar10_fast_seam import tta_level
+
+    wl, data, state = _fast_state(["tta_level=2"], ["tta=off"])
+    assert tta_level(state.recipe) == 0
+    x = data.sample(4).inputs[0]
+    state.module.eval()
+    with torch.no_grad():
+        assert torch.equal(wl.predict(state.module, x), state.module(x))
+    wl, data, state = _fast_state(["tta_level=2"])
+    assert tta_level(state.recipe) == 2

@@ -138,3 +138,40 @@ def test_resnet9_and_augmentation_shapes():
             for dx in range(9)
         )
         assert found
+
+
+def test_cifar10_presets_defaults_and_dawnbench_unchanged():
+    from perfsuite.workloads.base import Recipe
+
+    wl = get_workload("cifar10")
+    presets = wl.presets()
+    assert set(presets) == {"dawnbench", "cpu", "airbench", "cpu-fast"}
+    assert presets["dawnbench"] == Recipe(
+        epochs=24,
+        batch_size=512,
+        lr=0.4,
+        weight_decay=5e-4,
+        label_smoothing=0.2,
+        warmup_fraction=0.2,
+        extra={"width": 1.0, "train_limit": 0, "tta_flip": True},
+    )
+    assert presets["cpu"] == Recipe(
+        epochs=8,
+        batch_size=256,
+        lr=0.3,
+        weight_decay=5e-4,
+        label_smoothing=0.2,
+        warmup_fraction=0.25,
+        extra={"width": 0.25, "train_limit": 0, "tta_flip": True},
+    )
+    assert wl.default_recipe("cpu") == presets["cpu-fast"]
+    assert wl.default_recipe("cuda:0") == presets["airbench"]
+    assert presets["cpu-fast"].extra["tuned_precision"] == "fp32"
+    assert presets["airbench"].extra["tuned_precision"] == "bf16"
+    wl.configure(presets["dawnbench"])
+    assert wl.model_name(presets["dawnbench"]) == "ResNet-9 style, width x1.0"
+    assert type(wl.build_model(presets["cpu"])).__name__ == "Sequential"  # the ResNet-9
+    assert type(wl.build_model(presets["cpu-fast"])).__name__ == "FastNet"
+    bad = Recipe(extra={"family": "vgg"})
+    with pytest.raises(ValueError, match="recipe field 'family'"):
+        wl.configure(bad)

@@ -5,15 +5,23 @@ blocks, max-pool downsampling, two residual blocks, global max-pool, scaled line
 one-cycle learning rate, label smoothing, Nesterov SGD, random crop (reflect-pad 4) + horizontal
 flip augmentation on the device, and test-time flip averaging. Presets: `dawnbench` (full width,
 24 epochs, aimed at 94% on a GPU) and `cpu` (quarter width, 8 epochs, for lower CPU-feasible
-thresholds such as 80%); the default follows the device.
+thresholds such as 80%).
+
+A second family, the airbench-style fast net (cifar10_fast.py, wired in cifar10_fast_seam.py),
+has presets `airbench` (the paper's settings) and `cpu-fast` (sized for a 2-core CPU); the
+recipe's `extra["family"]` ("fast"; absent means ResNet-9) picks model, optimizer, loss,
+augmentation, step and prediction. The default is `airbench` on GPUs and `cpu-fast` on CPU.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from perfsuite.workloads.base import Recipe, Workload
-from perfsuite.workloads.data import InMemorySource
+from perfsuite.workloads import cifar10_fast_seam as fast
+from perfsuite.workloads.base import Phase, Recipe, Workload
+from perfsuite.workloads.cifar10_fast import FAST_RECIPES, fast_loss
+from perfsuite.workloads.data import Batch, InMemorySource
+from perfsuite.workloads.state import TrainState, no_phase
 from perfsuite.workloads.switches import COMMON
 
 # Per-channel statistics of the CIFAR-10 training set (0-255 scale).
@@ -102,19 +110,66 @@ class Cifar10Workload(Workload):
         self.download = False
 
     def presets(self) -> dict[str, Recipe]:
-        return PRESETS
+        return {**PRESETS, **FAST_RECIPES}
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         import copy
 
-        return copy.deepcopy(PRESETS["cpu" if str(device).startswith("cpu") else "dawnbench"])
+        name = "cpu-fast" if str(device).startswith("cpu") else "airbench"
+        return copy.deepcopy(FAST_RECIPES[name])
+
+    def configure(self, recipe: Recipe) -> None:
+        fast.check_family(recipe)
+        super().configure(recipe)
+
+    def _fast(self, recipe: Recipe | None = None) -> bool:
+        return fast.is_fast(recipe if recipe is not None else self.recipe)
 
     def build_model(self, recipe: Recipe | None = None) -> Any:
+        if self._fast(recipe):
+            return fast.build(recipe or self.recipe, self.num_classes)  # type: ignore[arg-type]
         width = float((recipe or PRESETS["dawnbench"]).extra.get("width", 1.0))
         return build_resnet9(width, self.num_classes)
 
     def model_name(self, recipe: Recipe) -> str:
+        if self._fast(recipe):
+            return fast.model_name(recipe)
         return f"ResNet-9 style, width x{recipe.extra.get('width', 1.0)}"
+
+    # -- training: the fast family overrides optimizer, loss, step and the epoch hooks ------
+
+    def make_optimizer(self, model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
+        if self._fast(recipe):
+            return fast.make_optimizer(model, recipe, steps_per_epoch)
+        return super().make_optimizer(model, recipe, steps_per_epoch)
+
+    def loss(self, logits: Any, target: Any, recipe: Recipe) -> Any:
+        if self._fast(recipe):
+            return fast_loss(logits, target, recipe.label_smoothing)
+        return super().loss(logits, target, recipe)
+
+    def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
+        """ResNet-9: the base step. Fast: the base step on the summed loss (the lr assumes
+        it), then the Lookahead update; returns the mean per-example loss for the record."""
+        if not self._fast(state.recipe):
+            return super().train_step(state, batch, phase)
+        if fast.wants_channels_last(state.recipe) and not state.channels_last:
+            batch = Batch(
+                tuple(x.contiguous(memory_format=_channels_last()) for x in batch.inputs),
+                batch.target,
+                batch.size,
+            )
+        loss = super().train_step(state, batch, phase)
+        fast.after_step(state, phase)
+        return loss / batch.size
+
+    def on_epoch_start(self, state: TrainState, data: Any, epoch: int) -> None:
+        if self._fast(state.recipe):
+            fast.on_epoch_start(state, data, epoch)
+
+    def on_epoch_end(self, state: TrainState, data: Any, epoch: int) -> None:
+        if self._fast(state.recipe):
+            fast.on_epoch_end(state, data, epoch)
 
     def load_data(self, data_dir: str | None, device: Any) -> InMemorySource:
         """All of CIFAR-10, or with recipe `train_limit` N the first N/10 training images of
@@ -142,6 +197,18 @@ class Cifar10Workload(Workload):
         test_x, test_y = prep(*arrays["test"], 0)
         if limit:
             where += f" (training subset: {len(train_y)} images)"
+        if self._fast():
+            ex = self.recipe.extra  # type: ignore[union-attr]
+            # Unpadded: random_translate pads by its own amount per batch.
+            return fast.FastCifarSource(
+                train_x,
+                train_y,
+                test_x,
+                test_y,
+                description=where,
+                translate=int(ex.get("translate", 2)),
+                flip=str(ex.get("flip", "alternating")),
+            )
         # Random crops are cut from a reflect-padded copy made once: one-off work belongs to
         # setup, not to the first epoch.
         padded = F.pad(train_x, (4, 4, 4, 4), mode="reflect")
@@ -149,6 +216,8 @@ class Cifar10Workload(Workload):
 
     def predict(self, model: Any, *inputs: Any) -> Any:
         (x,) = inputs
+        if self._fast():
+            return fast.predict(model, x, self.recipe)
         logits = model(x)
         tta = self.recipe is None or bool(self.recipe.extra.get("tta_flip", True))
         return logits + model(x.flip(3)) if tta else logits
@@ -170,3 +239,9 @@ def augment(padded: Any, generator: Any, size: int = 32) -> Any:
     out = padded[bi, ci, rows, cols]
     flip = (torch.rand(b, generator=generator) < 0.5).to(dev)[:, None, None, None]
     return torch.where(flip, out.flip(3), out)
+
+
+def _channels_last() -> Any:
+    import torch
+
+    return torch.channels_last

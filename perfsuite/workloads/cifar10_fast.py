@@ -12,7 +12,8 @@ and the DAWNBench ResNet-9 line of work it extends. The pieces, each small and t
 - `make_fast_optimizer`: Nesterov SGD with decoupled hyper-parameters, 64x learning rate for
   BatchNorm biases and a triangular schedule; `fast_loss` is the summed label-smoothed loss
   whose scale the learning rate assumes;
-- `alternating_flip`, `random_translate`: the training augmentation;
+- `alternating_flip`, `random_translate`: the training augmentation (these two and
+  `tta_logits` live in cifar10_fast_views.py and are re-exported here);
 - `FAST_RECIPES`: the paper's GPU settings and a CPU preset sized by measurement
   (docs/recipes.md).
 
@@ -28,6 +29,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.workloads.base import Recipe
+from perfsuite.workloads.cifar10_fast_views import (  # noqa: F401  (re-exported)
+    TTA_FORWARDS,
+    alternating_flip,
+    random_translate,
+    tta_logits,
+)
 
 # ----------------------------------------------------------------------------------------------
 # Network
@@ -281,6 +288,7 @@ class Lookahead:
         self.base = base
         self.power = power
         self.ema: dict[str, torch.Tensor] | None = None
+        self.steps = 0  # optimizer steps taken (the caller's counter, kept with the EMA)
 
     def decay(self, step: int) -> float:
         return self.base**self.every * min(1.0, step / self.total_steps) ** self.power
@@ -305,6 +313,15 @@ class Lookahead:
             v.copy_(self.ema[k])
         return True
 
+    def state_dict(self) -> dict[str, object]:
+        """The averaged weights (references; callers copy) and the step count."""
+        return {"ema": self.ema, "steps": self.steps}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        ema = state["ema"]
+        self.ema = None if ema is None else {k: v.clone() for k, v in ema.items()}  # type: ignore[attr-defined]
+        self.steps = int(state["steps"])  # type: ignore[call-overload]
+
     @torch.no_grad()
     def sync(self, model: nn.Module) -> None:
         """net <- ema (no-op before the EMA exists)."""
@@ -312,37 +329,6 @@ class Lookahead:
             return
         for k, v in self._float_state(model).items():
             v.copy_(self.ema[k])
-
-
-# ----------------------------------------------------------------------------------------------
-# Test-time augmentation
-# ----------------------------------------------------------------------------------------------
-
-TTA_FORWARDS = {0: 1, 1: 2, 2: 6}
-
-
-def tta_logits(model: nn.Module, x: torch.Tensor, level: int) -> torch.Tensor:
-    """Logits averaged over views: 0 the image (1 forward), 1 image and mirror (2), 2 those plus
-    both views of the image shifted one pixel up-left and one pixel down-right with reflect
-    padding (6); at level 2 the untranslated pair weighs 1/2 and each shifted pair 1/4, as in
-    the paper (training translates by up to 2 pixels, so the shifted views are in-distribution).
-    """
-    if level not in TTA_FORWARDS:
-        raise ValueError(f"tta level: expected 0, 1 or 2, got {level!r}")
-    if level == 0:
-        return model(x)
-
-    def mirror(v: torch.Tensor) -> torch.Tensor:
-        return 0.5 * (model(v) + model(v.flip(-1)))
-
-    out = mirror(x)
-    if level == 1:
-        return out
-    h, w = x.shape[-2:]
-    padded = F.pad(x, (1, 1, 1, 1), mode="reflect")
-    up_left = padded[..., 0:h, 0:w]
-    down_right = padded[..., 2 : h + 2, 2 : w + 2]
-    return 0.5 * out + 0.25 * (mirror(up_left) + mirror(down_right))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -427,42 +413,11 @@ def total_steps(epochs: float, steps_per_epoch: int) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# Training augmentation
-# ----------------------------------------------------------------------------------------------
-
-
-def alternating_flip(x: torch.Tensor, first_mask: torch.Tensor, epoch: int) -> torch.Tensor:
-    """The paper's derandomized flip: image i is mirrored in epoch 0 where `first_mask[i]`
-    (drawn once, p = 1/2) and in every later epoch exactly when it was not in the one before,
-    so every pair of consecutive epochs shows both orientations (random flips repeat the same
-    orientation half the time). `x` and `first_mask` are indexed by dataset position."""
-    flip = first_mask if epoch % 2 == 0 else ~first_mask
-    return torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
-
-
-def random_translate(x: torch.Tensor, pad: int, generator: torch.Generator | None) -> torch.Tensor:
-    """Shift each image by up to `pad` pixels in each direction (reflect padding), by looping
-    over the (2 pad + 1)^2 offsets with masks: cheaper on CPU than a per-pixel gather."""
-    if pad <= 0:
-        return x
-    n, _, h, w = x.shape
-    padded = F.pad(x, (pad,) * 4, mode="reflect")
-    dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator).to(x.device)
-    dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator).to(x.device)
-    out = torch.empty_like(x)
-    for oy in range(2 * pad + 1):
-        for ox in range(2 * pad + 1):
-            sel = (dy == oy) & (dx == ox)
-            if bool(sel.any()):
-                out[sel] = padded[sel, :, oy : oy + h, ox : ox + w]
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
 # Presets
 # ----------------------------------------------------------------------------------------------
 
 _COMMON = {
+    "family": "fast",
     "bias_lr_scale": 64.0,
     "lr_start": 0.2,
     "lr_end": 0.07,
@@ -479,13 +434,17 @@ _COMMON = {
     "translate": 2,
     "flip": "alternating",
     "tta_level": 2,
+    "tta_flip": True,
+    "width": 1.0,
     "train_limit": 0,
 }
 
 FAST_RECIPES: dict[str, Recipe] = {
     # The paper's airbench94 (9.9 epochs there; a whole tenth epoch here, +1% work).
     # lr and weight_decay are the decoupled per-1024-example values of make_fast_optimizer;
-    # warmup_fraction is the position of the lr peak.
+    # warmup_fraction is the position of the lr peak. `tuned_precision` only records what the
+    # recipe was tuned in (precision is the user's --switch bf16); `channels_last` is applied
+    # by the workload; `family` makes the cifar10 workload use these pieces.
     "airbench": Recipe(
         epochs=10,
         batch_size=1024,
@@ -495,7 +454,12 @@ FAST_RECIPES: dict[str, Recipe] = {
         weight_decay=0.0153,
         label_smoothing=0.2,
         warmup_fraction=0.23,
-        extra={**_COMMON, "widths": "64,256,256", "dtype": "bf16", "channels_last": True},
+        extra={
+            **_COMMON,
+            "widths": "64,256,256",
+            "tuned_precision": "bf16",
+            "channels_last": True,
+        },
     ),
     # The same method for a 2-core CPU (docs/recipes.md): fp32, channels_last (faster for
     # every width measured), the paper's widths and batch (per-image CPU time at 1024 was
@@ -511,21 +475,37 @@ FAST_RECIPES: dict[str, Recipe] = {
         weight_decay=0.0153,
         label_smoothing=0.2,
         warmup_fraction=0.23,
-        extra={**_COMMON, "widths": "64,256,256", "dtype": "fp32", "channels_last": True},
+        extra={
+            **_COMMON,
+            "widths": "64,256,256",
+            "tuned_precision": "fp32",
+            "channels_last": True,
+        },
     ),
 }
 
 
 def net_from_recipe(recipe: Recipe, num_classes: int = 10) -> FastNet:
-    """`build_fast_net` with a recipe's `widths`, `bn_momentum`, `bn_eps` and `head_scale`."""
+    """`build_fast_net` with a recipe's `widths` (each times `width`, the same multiplier the
+    ResNet-9 recipes have, at least 8), `bn_momentum`, `bn_eps` and `head_scale`."""
     ex = recipe.extra
     return build_fast_net(
-        parse_widths(ex.get("widths", "64,256,256")),
+        scaled_widths(recipe),
         bn_momentum=float(ex.get("bn_momentum", 0.4)),
         bn_eps=float(ex.get("bn_eps", 1e-12)),
         head_scale=float(ex.get("head_scale", 1 / 9)),
         num_classes=num_classes,
     )
+
+
+def scaled_widths(recipe: Recipe) -> tuple[int, int, int]:
+    scale = float(recipe.extra.get("width", 1.0))
+    if scale <= 0:
+        raise ValueError(f"recipe field 'width': expected a positive multiplier, got {scale}")
+    a, b, c = (
+        max(8, round(w * scale)) for w in parse_widths(recipe.extra.get("widths", "64,256,256"))
+    )
+    return a, b, c
 
 
 def optimizer_from_recipe(
