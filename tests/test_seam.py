@@ -288,3 +288,11 @@ def test_replay_argv_repeats_the_run(tmp_path):
     ):
         i = argv.index(pair[0])
         assert argv[i : i + 2] == pair
+
+
+def test_eval_from_skips_early_evaluations_but_keeps_the_clock(tmp_path):
+    rec = load_record(run_workload(_opts(tmp_path, epochs=4, eval_from=3, keep_going=True)))
+    assert [e["epoch"] for e in rec["evaluations"]] == [3, 4]
+    times = rec["throughput"]["epoch_times_s"]
+    assert len(times) == 4
+    assert rec["evaluations"][0]["train_time_s"] == pytest.approx(sum(times[:3]))

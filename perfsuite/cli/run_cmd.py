@@ -78,6 +78,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="random inputs of the workload's shape instead of its data (throughput only)",
     )
     p.add_argument(
+        "--eval-from",
+        type=int,
+        default=1,
+        metavar="EPOCH",
+        help="evaluate from this epoch on (default 1); skipping early evaluations saves wall "
+        "time and can only make the time to accuracy later, never earlier",
+    )
+    p.add_argument(
         "--keep-going",
         action="store_true",
         help="train all epochs instead of stopping at the first evaluation >= threshold",
@@ -154,6 +162,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         switches=list(args.switches),
         synthetic=args.synthetic,
         replay_steps=args.replay_window,
+        eval_from=args.eval_from,
         threads=args.threads,
         counters=args.counters,
         instance_type=args.instance_type,

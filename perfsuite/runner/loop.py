@@ -60,6 +60,7 @@ class RunOptions:
     measure_peaks: bool = True
     inference_repeats: int = 100
     progress: bool = True
+    eval_from: int = 1  # first epoch that is evaluated (the last one always is)
     replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
 
 
@@ -269,6 +270,12 @@ class _Run:
             self.rec.epoch_times.append(seconds)
             if mllog:
                 mllog.epoch_stop(epoch)
+            if epoch < min(opts.eval_from, self.recipe.epochs):
+                # Not evaluated: time to accuracy can only be later than with evaluation here.
+                self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
+                self.rec.write()
+                continue
+            if mllog:
                 mllog.eval_start(epoch)
             with self.state.autocast():
                 metrics, eval_s = capture.timed(
