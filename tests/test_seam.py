@@ -296,3 +296,48 @@ def test_eval_from_skips_early_evaluations_but_keeps_the_clock(tmp_path):
     times = rec["throughput"]["epoch_times_s"]
     assert len(times) == 4
     assert rec["evaluations"][0]["train_time_s"] == pytest.approx(sum(times[:3]))
+
+
+def test_cifar10_streams_from_image_folders_with_data_workers(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from perfsuite.workloads.cifar_data import CLASSES
+
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 4), ("test", 2)):
+        for c in CLASSES:
+            d = tmp_path / "data" / split / c
+            d.mkdir(parents=True)
+            for i in range(n):
+                img = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+                Image.fromarray(img).save(d / f"{i}.png")
+    rec = load_record(
+        run_workload(
+            _opts(
+                tmp_path,
+                workload="cifar10",
+                data_dir=str(tmp_path / "data"),
+                epochs=1,
+                recipe="cpu",
+                overrides=["width=0.125"],
+                batch_size=16,
+                threshold=0.99,
+                switches=["data=workers"],
+            )
+        )
+    )
+    assert rec["data"]["kind"] == "image-folder" and rec["data"]["num_workers"] >= 1
+    assert rec["data"]["pinned_memory"] is False  # CPU run
+    assert rec["evaluations"][0]["samples"] == 40
+    assert rec["switches"]["requested"]["data"] == "workers"
+    with pytest.raises(ValueError, match="needs CIFAR-10 in image-folder layout"):
+        run_workload(
+            _opts(
+                tmp_path,
+                workload="cifar10",
+                data_dir=str(tmp_path),
+                epochs=1,
+                switches=["data=workers"],
+            )
+        )

@@ -47,6 +47,8 @@ def prepare_recipe(
         recipe.label_smoothing = switches.label_smoothing
     if switches.tta is not None:
         recipe.extra["tta_flip"] = switches.tta
+    if switches.data is not None:
+        recipe.extra["data"] = switches.data
     return recipe
 
 

@@ -104,7 +104,7 @@ class Cifar10Workload(Workload):
     dataset = "CIFAR-10 (50,000 train / 10,000 test, 32x32 RGB)"
     needs_data_dir = True
     train_size, eval_size = 50_000, 10_000
-    switches = COMMON | {"label_smoothing", "tta"}
+    switches = COMMON | {"label_smoothing", "tta", "data"}
 
     def __init__(self) -> None:
         self.download = False
@@ -171,6 +171,32 @@ class Cifar10Workload(Workload):
         if self._fast(state.recipe):
             fast.on_epoch_end(state, data, epoch)
 
+    def _streaming(self, data_dir: str | None, device: Any, limit: int) -> Any:
+        """`--switch data=workers`: JPEG/PNG folders decoded by DataLoader worker processes
+        each epoch (pinned memory on CUDA), with the loader's CIFAR augmentation (reflect-pad 4,
+        random crop, flip) instead of the recipe's on-device augmentation."""
+        from pathlib import Path
+
+        from perfsuite.workloads.cifar_data import CLASSES
+        from perfsuite.workloads.imagefolder import ImageFolderSource
+        from perfsuite.workloads.transforms import cifar_transforms
+
+        root = Path(data_dir or "")
+        if not data_dir or not (root / "train").is_dir():
+            raise ValueError(
+                f"--switch data=workers needs CIFAR-10 in image-folder layout under --data-dir "
+                f"({root / 'train'}/<class>/*.jpg|png): not found"
+            )
+        source = ImageFolderSource(
+            root,
+            *cifar_transforms(MEAN, STD),
+            device=device,
+            classes=list(CLASSES),
+            train_limit=limit or None,
+        )
+        source.description += "; loader augmentation: reflect-pad 4, random crop 32, flip"
+        return source
+
     def load_data(self, data_dir: str | None, device: Any) -> InMemorySource:
         """All of CIFAR-10, or with recipe `train_limit` N the first N/10 training images of
         each class (a balanced subset for quick checks; the record flags it)."""
@@ -180,8 +206,10 @@ class Cifar10Workload(Workload):
 
         from perfsuite.workloads.cifar_data import find_cifar10
 
-        arrays, where = find_cifar10(data_dir, download=self.download)
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
+        if (self.recipe.extra if self.recipe else {}).get("data") == "workers":
+            return self._streaming(data_dir, device, limit)
+        arrays, where = find_cifar10(data_dir, download=self.download)
 
         def prep(images: np.ndarray, labels: np.ndarray, per_class: int) -> tuple[Any, Any]:
             if per_class:

@@ -163,7 +163,10 @@ def describe(supported: frozenset[str]) -> str:
     lines = []
     for name in sorted(supported):
         spec = SPECS[name]
-        values = f" [={'|'.join(spec.choices)}]" if spec.choices else ""
+        values = f"={'|'.join(spec.choices)}" if spec.choices else ""
+        if spec.choices and spec.default_value:
+            values = f"[{values}] (bare: {spec.default_value})"
+        values = f" {values}" if values else ""
         values = " =X" if spec.number else values
         lines.append(f"  {name}{values}: {spec.help}")
     return "\n".join(lines)
