@@ -148,26 +148,22 @@ def test_switches_take_effect_and_are_recorded(tmp_path):
     assert plain["parameter_memory_format"] == "contiguous (NCHW)"
 
 
-def test_fp16_switch_uses_loss_scaling(tmp_path):
-    rec = load_record(run_workload(_opts(tmp_path, epochs=1, switches=["fp16"])))
-    assert rec["switches"]["effect"]["loss_scaling"].startswith("dynamic")
-    assert rec["status"] in ("reached", "not_reached")
+def _synthetic_cifar(tmp_path, **kw):
+    """A tiny cifar10 run on synthetic data (no dataset needed)."""
+    base = dict(
+        workload="cifar10",
+        synthetic=True,
+        epochs=1,
+        threshold=0.99,
+        batch_size=32,
+        overrides=["width=0.125", "train_limit=64"],
+    )
+    base.update(kw)
+    return load_record(run_workload(_opts(tmp_path, **base)))
 
 
 def test_synthetic_data_runs_without_the_dataset(tmp_path):
-    rec = load_record(
-        run_workload(
-            _opts(
-                tmp_path,
-                workload="cifar10",
-                synthetic=True,
-                epochs=1,
-                overrides=["width=0.125", "train_limit=512"],
-                batch_size=256,
-                threshold=0.99,
-            )
-        )
-    )
+    rec = _synthetic_cifar(tmp_path, overrides=["width=0.125", "train_limit=512"], batch_size=256)
     assert rec["data"]["kind"] == "synthetic"
     assert "random 3x32x32" in rec["task"]["dataset"]
     assert any("synthetic data" in f for f in rec["flags"])
@@ -341,3 +337,50 @@ def test_cifar10_streams_from_image_folders_with_data_workers(tmp_path):
                 switches=["data=workers"],
             )
         )
+
+
+@pytest.mark.parametrize(
+    "switch",
+    ["bf16", "fp16", "tf32=off", "channels_last", "compile", "label_smoothing=0.1", "tta=off"],
+)
+def test_each_switch_runs_on_cifar10_synthetic(tmp_path, switch):
+    rec = _synthetic_cifar(tmp_path, recipe="cpu", switches=[switch])
+    assert rec["status"] == "not_reached"
+    eff = rec["switches"]["effect"]
+    expected = {
+        "bf16": ("autocast", "bfloat16"),
+        "fp16": ("loss_scaling", "dynamic (torch.amp.GradScaler)"),
+        "channels_last": ("parameter_memory_format", "channels_last"),
+        "compile": ("compiled", "torch.compile mode=default"),
+        "label_smoothing=0.1": ("label_smoothing", 0.1),
+        "tta=off": ("tta", False),
+    }
+    if switch in expected:
+        key, value = expected[switch]
+        assert eff[key] == value
+    if switch == "tf32=off":
+        assert eff["tf32"]["cudnn_allow_tf32"] is False and eff["tf32"]["applies"] is False
+        assert rec["math"]["cudnn_allow_tf32"] is False
+        assert torch.backends.cudnn.allow_tf32 is True  # put back after the run
+
+
+def test_flops_cli_reads_a_full_input_shape(tmp_path):
+    def flops(*args):
+        proc = subprocess.run(
+            [sys.executable, "-m", "perfsuite", "flops", "builtin:resnet18", "--json", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-1000:]
+        import json
+
+        return json.loads(proc.stdout), proc.stderr
+
+    full, err = flops("--input", "2,3,224,224")
+    assert "2x3x224x224 read as a full shape (batch 2 first)" in err
+    per, err2 = flops("--input", "3,224,224", "--batch", "2")
+    assert "read as one example; batch 2 added" in err2
+    assert full["total_flops"] == per["total_flops"] and full["batch_size"] == 2
+    assert full["input_assumption"].startswith("2x3x224x224 read as a full shape")
