@@ -14,19 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+# Roof names -> the spec table's and the peaks cache's dtype keys: one table, in analyzers.
+from analyzers.mathmode import DTYPE_MATH
 from perfsuite.ceilings.table import normalize_dtype
 
-# Roof names (analyzers.mathmode.MATHS) -> the spec table's and the peaks cache's dtype keys.
-MATH_DTYPE = {
-    "fp64": "float64",
-    "fp32": "float32",
-    "tf32": "tf32",
-    "bf16": "bfloat16",
-    "fp16": "float16",
-    "fp8": "fp8",
-    "int8": "int8",
-}
-DTYPE_MATH = {v: k for k, v in MATH_DTYPE.items()}
 UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
 
 
