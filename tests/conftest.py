@@ -42,3 +42,10 @@ def make_record():
         return rec
 
     return _make
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A per-test perfsuite cache (peaks, decoded datasets), so runs never share state."""
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"

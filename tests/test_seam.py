@@ -23,9 +23,7 @@ from perfsuite.workloads.switches import COMMON, parse_switches, scaled_lr  # no
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _opts(tmp_path, **kw):
