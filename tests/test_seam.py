@@ -3,6 +3,7 @@ synthetic data, a user's own workload file and training loop."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from perfsuite.backends import parse_device, torch_backend  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
-from perfsuite.runner import RunOptions, run_workload  # noqa: E402
+from perfsuite.runner import RunOptions, capture, run_workload  # noqa: E402
 from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
 from perfsuite.runner.capture import count_step_work  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
@@ -180,9 +181,19 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(tm
         "flop_count_s" in on["extra"]["setup_s"] and "flop_count_s" not in off["extra"]["setup_s"]
     )
     assert on["timeline"]["epoch"] == 2  # after the middle epoch of 4, not before training
-    assert on["timeline"]["measured_step_time"]["provenance"] == "measured"
+    step_s = on["timeline"]["measured_step_time"]
+    assert step_s["provenance"] == "measured"
+    # the window covers about a second of the clock's steps, not just --profile-steps
+    assert on["timeline"]["steps"] == max(2, min(1000, math.ceil(1.0 / step_s["value"])))
     # capture never changes what is trained: same seed, same curve
     assert [e["metrics"] for e in on["evaluations"]] == [e["metrics"] for e in off["evaluations"]]
+
+
+def test_window_steps_cover_the_requested_seconds():
+    assert capture.window_steps(3, 1.0, 0.008) == 125  # 125 steps of 8 ms = 1 s
+    assert capture.window_steps(3, 1.0, 4.0) == 3  # long steps keep the step count
+    assert capture.window_steps(3, 0.0, 0.008) == 3  # 0 s: exactly the step count
+    assert capture.window_steps(3, 1.0, 1e-6) == 1000  # capped
 
 
 def test_user_workload_file_runs_through_the_cli(tmp_path):

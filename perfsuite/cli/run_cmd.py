@@ -106,7 +106,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--profile-steps",
         type=int,
         default=3,
-        help="training steps recorded in the timeline window (0: none; default 3)",
+        help="at least this many training steps in the timeline window (0: no window; default 3)",
+    )
+    p.add_argument(
+        "--profile-seconds",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="raise the window's step count until it covers S seconds of the measured step "
+        "time, so per-op times of short steps are reproducible (0: exactly --profile-steps; "
+        "default 1.0)",
     )
     p.add_argument(
         "--counters",
@@ -170,6 +179,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         group=group,
         download=args.download,
         profile_steps=args.profile_steps,
+        profile_seconds=args.profile_seconds,
         measure_peaks=args.measure_peaks,
         progress=not args.quiet,
     )

@@ -9,6 +9,7 @@ neither the trained model nor the time to accuracy. The seconds these take are r
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterator
@@ -62,6 +63,20 @@ def profile_window(
             window.step()
         window.close()
     return window.result()
+
+
+def window_steps(min_steps: int, min_seconds: float, step_s: float, cap: int = 1000) -> int:
+    """Steps in the profile window: `min_steps`, raised until they cover `min_seconds` of the
+    measured step time `step_s` (at most `cap` steps).
+
+    Why: three steps of a millisecond step profile a few microseconds per op, where one
+    preemption or the profiler's own per-call cost moves an op's time by tens of percent, and
+    repeated runs disagree on its roof fraction. About a second of steps averages that out;
+    long steps keep the step count.
+    """
+    if min_seconds > 0 and step_s > 0:
+        return max(min_steps, min(cap, math.ceil(min_seconds / step_s)))
+    return min_steps
 
 
 def endless(data: DataSource, batch_size: int, generator: Any) -> Iterator[Batch]:

@@ -56,7 +56,8 @@ class RunOptions:
     group: dict[str, Any] | None = None
     download: bool = False
     telemetry_interval_s: float = 0.5
-    profile_steps: int = 3
+    profile_steps: int = 3  # at least this many profiled steps...
+    profile_seconds: float = 1.0  # ...and at least this much of the run's clock (see below)
     measure_peaks: bool = True
     inference_repeats: int = 100
     progress: bool = True
@@ -192,9 +193,8 @@ class _Run:
     def _capture_timeline(self, epoch: int, epoch_step_s: float) -> None:
         """The profile window, taken warm mid-training: a few steps in a detour."""
         opts, rec = self.opts, self.record
-        window = ProfileWindow(
-            self.run_dir, self.backend, wait=2, warmup=1, active=opts.profile_steps
-        )
+        active = capture.window_steps(opts.profile_steps, opts.profile_seconds, epoch_step_s)
+        window = ProfileWindow(self.run_dir, self.backend, wait=2, warmup=1, active=active)
         rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
             capture.profile_window, self.workload, self.state, self._batches(20_011), window
         )

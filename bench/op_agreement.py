@@ -1,0 +1,130 @@
+"""Do repeated runs agree on per-op roof fractions, and do per-op times add up to the step?
+
+`python -m bench op_agreement`: the same run (capture on, seeds differ) repeated, then for every
+op the FLOP model and the profile window both know: its fraction of its roof in each run and the
+spread max/min - 1. Ops that take a small share of the step are listed but judged separately:
+their profiled times are a few microseconds, where the profiler's own cost per call is of the
+same size. Also per run: profiled op time + the "other" row against the measured step time.
+
+The roof comes from the ceilings cache, so it is the same number in every run and the spread
+is the spread of the profiled op times. Env: PERFSUITE_BENCH_REPEATS (default 3),
+PERFSUITE_BENCH_SHARE (share of the step above which an op is judged, default 0.05),
+PERFSUITE_BENCH_PROFILE_SECONDS (the run's --profile-seconds; 0 gives the old 3-step window),
+PERFSUITE_BENCH_THREADS (torch threads; default: torch's own choice).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+from analyzers.roofline import roofline
+from bench.overhead import CIFAR_DIRS
+from perfsuite.fmt import table
+from perfsuite.record import load_record
+
+
+def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
+    from perfsuite.runner import RunOptions, run_workload
+
+    records = []
+    seconds = float(os.environ.get("PERFSUITE_BENCH_PROFILE_SECONDS", "1.0"))
+    threads = os.environ.get("PERFSUITE_BENCH_THREADS")
+    for seed in range(repeats):
+        opts = RunOptions(
+            workload=workload,
+            out=out,
+            progress=False,
+            keep_going=True,
+            seed=seed,
+            profile_seconds=seconds,
+            threads=int(threads) if threads else None,
+            **kw,
+        )
+        records.append(load_record(run_workload(opts)))
+    return records
+
+
+def _report(label: str, records: list[dict], min_share: float) -> list[str]:
+    fracs: dict[str, list[float]] = {}
+    shares: dict[str, list[float]] = {}
+    sums = []
+    for rec in records:
+        rl = roofline(rec)
+        for op in rl.ops:
+            if op.status != "joined":
+                continue
+            # None: above its roof, flagged as a model/ceiling error (not a fraction)
+            fracs.setdefault(op.op, []).append(op.placement.frac_of_roof)
+            shares.setdefault(op.op, []).append(op.time_share or 0.0)
+        if rl.time_rows is not None:
+            total = sum(r.time_s for r in rl.time_rows.rows)
+            tr = rl.time_rows
+            sums.append(
+                f"{tr.attributed_s * 1e3:.3f} ms profiled + other = {total * 1e3:.3f} ms vs "
+                f"measured {tr.measured_step_s * 1e3:.3f} ms "
+                f"(profiled/measured {tr.attributed_s / tr.measured_step_s:.3f})"
+            )
+    rows, judged = [], []
+    for op, fs in sorted(fracs.items(), key=lambda kv: -statistics.median(shares[kv[0]])):
+        share = statistics.median(shares[op])
+        ok = [f for f in fs if f is not None]
+        spread = max(ok) / min(ok) - 1 if len(ok) == len(records) and min(ok) > 0 else None
+        big = share >= min_share
+        if big:
+            judged.append(spread if spread is not None else float("inf"))
+        rows.append(
+            [
+                label,
+                op,
+                f"{share:.1%}",
+                " ".join("flagged" if f is None else f"{f:.1%}" for f in fs),
+                "n/a" if spread is None else f"{spread:.1%}",
+                "yes" if big else "no",
+            ]
+        )
+    print(f"\n{label}: per-op times against the measured step")
+    for line in sums:
+        print("  " + line)
+    worst = f"{max(judged):.1%}" if judged else "n/a"
+    print(f"  ops with >= {min_share:.0%} of the step: {len(judged)}, largest spread {worst}")
+    return rows
+
+
+def main() -> None:
+    repeats = int(os.environ.get("PERFSUITE_BENCH_REPEATS", "3"))
+    min_share = float(os.environ.get("PERFSUITE_BENCH_SHARE", "0.05"))
+    rows = []
+    with tempfile.TemporaryDirectory() as out:
+        rows += _report("digits", _runs("digits", repeats, out, epochs=5), min_share)
+        if os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
+            data = None
+        else:
+            data = next((d for d in CIFAR_DIRS if (Path(d) / "train").is_dir()), None)
+        if data is None:
+            print("cifar10: skipped (no extracted CIFAR-10 folder; see bench/overhead.py)")
+        else:
+            recs = _runs(
+                "cifar10",
+                repeats,
+                out,
+                epochs=3,
+                data_dir=str(data),
+                recipe="cpu",
+                overrides=["train_limit=5000", "width=0.25"],
+                inference_repeats=20,
+            )
+            rows += _report("cifar10 (cpu recipe, width 0.25)", recs, min_share)
+    print(
+        table(
+            rows,
+            ["run", "op", "share", "fraction of roof per run", "spread", "judged"],
+            align="llrlrl",
+        )
+    )
+    print(
+        "spread = max/min - 1 over the runs; goal: <= 10% for judged ops. flagged: above its "
+        "roof in that run (a roof/model error, shown as no fraction); n/a: not in every run."
+    )
