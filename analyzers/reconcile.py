@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 OTHER = "other / not attributed"
 
@@ -113,3 +113,50 @@ def reconcile_timeline(record: Mapping[str, Any]) -> Reconciled | None:
     if measured is None or not times:
         return None
     return reconcile(times, measured, time_kind=kind, measured_source=src)
+
+
+class ProfiledOp(NamedTuple):
+    """One op of the profile window, per step."""
+
+    time_s: float
+    kind: str  # "device" | "total" (inclusive host) | "self"
+    calls: float
+    step_cv: float | None  # stdev/mean of its time across the window's steps; None if unknown
+
+
+def op_time(row: Mapping[str, Any]) -> tuple[float, str]:
+    """Inclusive device time when profiled, else device self time, else inclusive host time,
+    else self host time.
+
+    Inclusive first: the FLOP model sits on the outer op (aten::convolution) while on GPUs the
+    kernels belong to its innermost child (aten::cudnn_convolution), whose self time would
+    leave the modeled op at zero.
+    """
+    if row.get("device_total_time_s") is not None:
+        return float(row["device_total_time_s"]), "device"
+    if row.get("device_time_s") is not None:
+        return float(row["device_time_s"]), "device"
+    if row.get("total_time_s") is not None:
+        return float(row["total_time_s"]), "total"
+    return float(row.get("self_time_s") or 0.0), "self"
+
+
+def profiled_times(record: Mapping[str, Any], notes: list[str]) -> dict[str, ProfiledOp]:
+    """op -> its per-step time from `timeline.ops` (rows of one op name are summed)."""
+    tl = record.get("timeline") or {}
+    steps = tl.get("steps") or 0
+    times: dict[str, ProfiledOp] = {}
+    if tl.get("ops") and not steps:
+        notes.append("timeline.steps is 0 or missing: per-op times cannot be made per step")
+        return times
+    for row in tl.get("ops") or []:
+        if row.get("device_time_s") is not None and _is_device_row(row):
+            continue  # a kernel/memcpy row of key_averages, not an op
+        t, kind = op_time(row)
+        calls = float(row.get("calls") or 0)
+        cv = row.get("step_cv")
+        prev = times.get(row["op"])
+        if prev:
+            t, calls, cv = t + prev.time_s * steps, calls + prev.calls * steps, None
+        times[row["op"]] = ProfiledOp(t / steps, kind, calls / steps, cv)
+    return times

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from analyzers.mathmode import Context, context, work_by_op
-from analyzers.reconcile import Reconciled, measured_step_time, reconcile
+from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -122,6 +122,7 @@ class OpRoofline:
     time_share: float | None  # of the measured step time
     placement: Placement
     lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0; None when flagged
+    step_cv: float | None = None  # the op's per-step time, stdev/mean over the window's steps
 
 
 @dataclass(frozen=True)
@@ -354,49 +355,6 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     )
 
 
-def _op_time(row: Mapping[str, Any]) -> tuple[float, str]:
-    """Inclusive device time when profiled, else device self time, else inclusive host time,
-    else self host time.
-
-    Inclusive first: the FLOP model sits on the outer op (aten::convolution) while on GPUs the
-    kernels belong to its innermost child (aten::cudnn_convolution), whose self time would
-    leave the modeled op at zero.
-    """
-    if row.get("device_total_time_s") is not None:
-        return float(row["device_total_time_s"]), "device"
-    if row.get("device_time_s") is not None:
-        return float(row["device_time_s"]), "device"
-    if row.get("total_time_s") is not None:
-        return float(row["total_time_s"]), "total"
-    return float(row.get("self_time_s") or 0.0), "self"
-
-
-def _profiled_times(
-    record: Mapping[str, Any], notes: list[str]
-) -> dict[str, tuple[float, str, float]]:
-    """op -> (seconds per step, time kind, calls per step) from timeline.ops."""
-    tl = record.get("timeline") or {}
-    steps = tl.get("steps") or 0
-    times: dict[str, tuple[float, str, float]] = {}
-    if tl.get("ops") and not steps:
-        notes.append("timeline.steps is 0 or missing: per-op times cannot be made per step")
-        return times
-    for row in tl.get("ops") or []:
-        if (
-            row.get("device_time_s") is not None
-            and not row.get("total_time_s")
-            and not row.get("self_time_s")
-        ):
-            continue  # a kernel/memcpy row of key_averages, not an op
-        t, kind = _op_time(row)
-        prev = times.get(row["op"])
-        calls = float(row.get("calls") or 0)
-        if prev:
-            t, calls = t + prev[0] * steps, calls + prev[2] * steps
-        times[row["op"]] = (t / steps, kind, calls / steps)
-    return times
-
-
 def op_rooflines(
     record: Mapping[str, Any],
     ctx: Context | None = None,
@@ -406,14 +364,14 @@ def op_rooflines(
     ctx = ctx or context(record)
     notes: list[str] = []
     model = work_by_op(record.get("work") or {})
-    times = _profiled_times(record, notes)
+    times = profiled_times(record, notes)
     measured, msrc = measured_step_time(record)
-    joined = {op: times[op][0] for op in model if op in times}
+    joined = {op: times[op].time_s for op in model if op in times}
     rec_rows = None
     scale = 1.0
     if measured and joined:
         rec_rows = reconcile(
-            joined, measured, time_kind=next(iter(times.values()))[1], measured_source=msrc
+            joined, measured, time_kind=next(iter(times.values())).kind, measured_source=msrc
         )
         scale = rec_rows.scale
         notes += rec_rows.notes
@@ -422,7 +380,7 @@ def op_rooflines(
     for op in sorted(set(model) | set(times)):
         m = model.get(op)
         t = times.get(op)
-        tsec, kind, calls = t if t else (None, None, m["calls"] if m else None)
+        tsec, kind, calls = (t.time_s, t.kind, t.calls) if t else (None, None, m and m["calls"])
         om = ctx.maths.get(op)
         pk = ctx.peak(om.math if om else None)
         kw = {"math": om.math if om else None, "evidence": om.evidence if om else None}
@@ -440,7 +398,8 @@ def op_rooflines(
         if tsec is not None and p.frac_of_roof is not None:
             lost = tsec * max(0.0, 1.0 - p.frac_of_roof)
         share = _div(tsec, measured) if status == "joined" else None
-        rows.append(OpRoofline(op, status, calls, tsec, kind, share, p, lost))
+        cv = t.step_cv if t else None
+        rows.append(OpRoofline(op, status, calls, tsec, kind, share, p, lost, cv))
     flops_total = sum(m["flops"] for m in model.values())
     fps = (_q(record.get("work"), "flops_per_step") or {}).get("value")
     if model and fps and abs(flops_total - fps) > 0.01 * fps:

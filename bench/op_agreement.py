@@ -50,6 +50,7 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
 def _report(label: str, records: list[dict], min_share: float) -> list[str]:
     fracs: dict[str, list[float]] = {}
     shares: dict[str, list[float]] = {}
+    cvs: dict[str, list[float]] = {}
     sums = []
     for rec in records:
         rl = roofline(rec)
@@ -59,6 +60,8 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
             # None: above its roof, flagged as a model/ceiling error (not a fraction)
             fracs.setdefault(op.op, []).append(op.placement.frac_of_roof)
             shares.setdefault(op.op, []).append(op.time_share or 0.0)
+            if op.step_cv is not None:
+                cvs.setdefault(op.op, []).append(op.step_cv)
         if rl.time_rows is not None:
             total = sum(r.time_s for r in rl.time_rows.rows)
             tr = rl.time_rows
@@ -82,6 +85,7 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
                 f"{share:.1%}",
                 " ".join("flagged" if f is None else f"{f:.1%}" for f in fs),
                 "n/a" if spread is None else f"{spread:.1%}",
+                f"{statistics.median(cvs[op]):.0%}" if cvs.get(op) else "n/a",
                 "yes" if big else "no",
             ]
         )
@@ -115,16 +119,18 @@ def main() -> None:
                 recipe="cpu",
                 overrides=["train_limit=5000", "width=0.25"],
                 inference_repeats=20,
+                eval_from=3,
             )
             rows += _report("cifar10 (cpu recipe, width 0.25)", recs, min_share)
     print(
         table(
             rows,
-            ["run", "op", "share", "fraction of roof per run", "spread", "judged"],
-            align="llrlrl",
+            ["run", "op", "share", "fraction of roof per run", "spread", "step CV", "judged"],
+            align="llrlrrl",
         )
     )
     print(
         "spread = max/min - 1 over the runs; goal: <= 10% for judged ops. flagged: above its "
-        "roof in that run (a roof/model error, shown as no fraction); n/a: not in every run."
+        "roof in that run (a roof/model error, shown as no fraction); n/a: not in every run. "
+        "step CV: median over the runs of the op's time spread across its window's steps."
     )

@@ -83,3 +83,43 @@ def test_realistic_values_add_up():
     assert math.fsum(t.share for t in r.rows) == pytest.approx(1.0, rel=1e-15)
     with pytest.raises(ValueError, match="positive"):
         reconcile(times, 0.0)
+
+
+class _Ev:
+    """The FunctionEvent attributes step_cvs reads."""
+
+    def __init__(self, name, start_us, end_us, cpu_us=0.0, device_us=0.0):
+        self.name, self.cpu_time_total, self.device_time_total = name, cpu_us, device_us
+        self.time_range = type("R", (), {"start": start_us, "end": end_us})()
+
+
+def test_step_cv_is_the_spread_of_an_ops_time_across_the_window_steps():
+    from perfsuite.runner.profile_window import step_cvs
+
+    events = [_Ev("ProfilerStep#3", 0, 100), _Ev("ProfilerStep#4", 100, 200)]
+    events += [_Ev("ProfilerStep#5", 200, 300)]
+    # aten::mm: 10, 20, 30 us in steps 3, 4, 5 (two calls in step 4): mean 20, stdev 10
+    events += [_Ev("aten::mm", 5, 15, 10), _Ev("aten::mm", 110, 120, 10)]
+    events += [_Ev("aten::mm", 150, 160, 10), _Ev("aten::mm", 210, 240, 30)]
+    events += [_Ev("aten::add", 20, 25, 6)]  # one step only: times 6, 0, 0
+    events += [_Ev("aten::mm", 400, 500, 1000)]  # after the last step: not counted
+    cvs = step_cvs(events, on_gpu=False)
+    assert cvs["aten::mm"] == pytest.approx(0.5)
+    assert cvs["aten::add"] == pytest.approx(math.sqrt(3))  # stdev(6,0,0)=sqrt(12), mean 2
+    # on GPUs the device time is the op's time
+    gpu = [_Ev("ProfilerStep#1", 0, 10), _Ev("ProfilerStep#2", 10, 20)]
+    gpu += [_Ev("k", 1, 2, cpu_us=5, device_us=4), _Ev("k", 11, 12, cpu_us=5, device_us=8)]
+    assert step_cvs(gpu, on_gpu=True)["k"] == pytest.approx(math.sqrt(8) / 6)
+    assert step_cvs(gpu[:1], on_gpu=False) == {}  # one step: no spread
+
+
+def test_step_cv_reaches_the_roofline_rows():
+    from analyzers.roofline import op_rooflines
+
+    rec = _record(1.0)
+    rec["timeline"]["ops"][0]["step_cv"] = 0.25
+    rec["work"] = {
+        "per_op": [{"op": "aten::mm", "phase": "forward", "calls": 2, "flops": 1e9, "bytes": 1e6}]
+    }
+    rows, _, _ = op_rooflines(rec)
+    assert next(r for r in rows if r.op == "aten::mm").step_cv == 0.25

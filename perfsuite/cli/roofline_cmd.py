@@ -137,7 +137,7 @@ def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> s
             "",
             f"Per-op, per step (measured step {fmt.si(res.profiled_step_time_s, 's')}; "
             f"top {top} of {len(res.ops)} by time):",
-            fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrr"),
+            fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),
         ]
     if res.time_rows:
         tr = res.time_rows

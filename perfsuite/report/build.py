@@ -194,6 +194,7 @@ def op_rows(res: Roofline, top: int) -> list[list[Any]]:
                 math,
                 p.bound or "",
                 _of_roof(p),
+                fmt.pct(o.step_cv, 0),
                 fmt.si(o.lost_time_s, "s"),
             ]
         )
@@ -212,6 +213,7 @@ OP_HEADERS = [
     "math (from)",
     "bound",
     "of roof",
+    "step CV",
     "lost/step",
 ]
 ROOF_HEADERS = ["roof", "value", "FLOP share", "provenance", "source"]

@@ -7,9 +7,11 @@ into the record.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +28,37 @@ def _us(event: Any, name: str) -> float:
     if value is None:
         value = getattr(event, name.replace("device", "cuda"), 0.0)
     return float(value) / 1e6
+
+
+def step_cvs(events: Any, on_gpu: bool) -> dict[str, float]:
+    """Per op: coefficient of variation (sample stdev / mean) of its time per profiled step.
+
+    The time is the one the roofline judges: inclusive device time on GPUs, inclusive host
+    time otherwise. Why: it is the window's own noise; repeated runs cannot agree on an op's
+    roof fraction more closely than the op's steps agree with each other. An event belongs to
+    the step (`ProfilerStep` range) in which it starts, whichever thread ran it.
+    """
+    steps = sorted(
+        (e.time_range.start, e.time_range.end) for e in events if e.name.startswith("ProfilerStep")
+    )
+    if len(steps) < 2:
+        return {}
+    starts = [a for a, _ in steps]
+    per_step: dict[str, list[float]] = {}
+    for e in events:
+        if e.name.startswith("ProfilerStep"):
+            continue
+        i = bisect.bisect_right(starts, e.time_range.start) - 1
+        if i < 0 or e.time_range.start >= steps[i][1]:
+            continue
+        t = _us(e, "device_time_total") if on_gpu else e.cpu_time_total / 1e6
+        per_step.setdefault(e.name, [0.0] * len(steps))[i] += t
+    out = {}
+    for name, times in per_step.items():
+        mean = statistics.fmean(times)
+        if mean > 0:
+            out[name] = statistics.stdev(times) / mean
+    return out
 
 
 class ProfileWindow:
@@ -113,6 +146,9 @@ class ProfileWindow:
                     "device_total_time_s": _us(ev, "device_time_total") if on_gpu else None,
                 }
             )
+        cvs = step_cvs(prof.events(), on_gpu)
+        for row in self.ops:
+            row["step_cv"] = cvs.get(row["op"])
         self.ops.sort(key=lambda o: -o["self_time_s"])
 
     def result(self) -> dict[str, Any] | None:
