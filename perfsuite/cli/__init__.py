@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from perfsuite.fmt import printable
     from perfsuite.record import RecordError
 
     parser = build_parser()
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (CLIError, RecordError) as exc:
-        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        print(f"perfsuite: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         # the analysis commands need no framework; capture commands say what to install
