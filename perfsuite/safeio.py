@@ -23,12 +23,8 @@ MAX_STRING_BYTES = 16 * 1024 * 1024
 
 # A complete JSON string (escapes included), written as an unrolled loop so `re` stays linear.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
-# A string that is still open at the end of a chunk (group 1: a trailing unpaired backslash),
-# the rest of a string continued from the previous chunk, and a chunk entirely inside one.
-_OPEN_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(\\?)\Z', re.DOTALL)
-_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_OPEN_TAIL = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*(\\?)', re.DOTALL)
+# Every byte value except the four brackets, for bytes.translate(None, delete=...).
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class InputError(ValueError):
@@ -127,7 +123,7 @@ def json_depth_exceeds(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     Meant to run before parsing: CPython's json recurses once per level and ijson keeps a
     prefix string per level, so a few hundred KB of `[[[[` costs gigabytes without it.
     """
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", data))
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
     residue, passes = _reduce(brackets, limit)
     return passes > limit or residue.count(b"[") + residue.count(b"{") + passes > limit
 
@@ -188,8 +184,9 @@ class DepthGuard:
         self._limit = limit
         self._max_string = max_string
         self._depth = 0
-        self._string = -1  # bytes of a string still open at the end of the last chunk, or -1
-        self._escape = False  # that string's last byte was an unpaired backslash
+        self._in_string = False
+        self._string_len = 0  # bytes of the string open at the end of the last chunk
+        self._held = b""  # trailing backslashes, scanned with the next chunk
 
     def read(self, n: int = -1) -> bytes:
         chunk = self._raw.read(n)
@@ -197,18 +194,25 @@ class DepthGuard:
         return chunk
 
     def _scan(self, chunk: bytes) -> None:
-        if self._string >= 0:
-            chunk = self._continue_string(chunk)
-            if self._string >= 0:
-                return
-        stripped = _STRING.sub(b"", chunk)
-        if b'"' in stripped:  # a string runs past this chunk
-            m = _OPEN_STRING.search(chunk)
-            start = m.start() if m else len(chunk)
-            self._string = len(chunk) - start
-            self._escape = bool(m and m.group(1))
-            stripped = _STRING.sub(b"", chunk[:start])
-        brackets = _NOT_BRACKET.sub(b"", stripped)
+        data = self._held + chunk
+        self._held = b""
+        if chunk:
+            run = len(data) - len(data.rstrip(b"\\"))
+            if run:  # an escape cut by the chunk boundary: decide it with the next chunk
+                data, self._held = data[:-run], data[-run:]
+        if b"\\" in data:  # escaped backslashes first, so that \\" still ends a string
+            data = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+        parts = data.split(b'"')
+        outside = parts[1::2] if self._in_string else parts[::2]
+        if len(parts) % 2 == 0:
+            self._in_string = not self._in_string
+        if self._in_string:
+            self._string_len = (self._string_len if len(parts) == 1 else 0) + len(parts[-1])
+            if self._string_len > self._max_string:
+                raise self._error(
+                    f"{self._path}: a JSON string longer than the {self._max_string:,}-byte limit"
+                )
+        brackets = b"".join(outside).translate(None, _NOT_BRACKETS)
         residue, passes = _reduce(brackets, self._limit)
         opens = residue.count(b"[") + residue.count(b"{")
         if passes > self._limit or self._depth + opens + passes > self._limit:
@@ -216,23 +220,6 @@ class DepthGuard:
                 f"{self._path}: JSON nested deeper than the {self._limit}-level limit"
             )
         self._depth = max(0, self._depth + 2 * opens - len(residue))
-
-    def _continue_string(self, chunk: bytes) -> bytes:
-        """The part of `chunk` after the end of the open string (b"" if it is still open)."""
-        if self._escape and chunk:
-            chunk, self._string, self._escape = chunk[1:], self._string + 1, False
-        m = _STRING_REST.match(chunk)
-        if m:
-            self._string = -1
-            return chunk[m.end() :]
-        tail = _OPEN_TAIL.fullmatch(chunk)
-        self._escape = bool(tail and tail.group(1))
-        self._string += len(chunk)
-        if self._string > self._max_string:
-            raise self._error(
-                f"{self._path}: a JSON string longer than the {self._max_string:,}-byte limit"
-            )
-        return b""
 
     def close(self) -> None:
         self._raw.close()
