@@ -171,3 +171,17 @@ def test_control_characters_in_run_ids_are_escaped_in_tables(tmp_path, make_reco
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b[2J" in out
+
+
+def test_report_output_is_atomic_and_never_follows_a_planted_symlink(tmp_path, make_record):
+    write_record(tmp_path / "r", _full(make_record))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "out" / "report.html"
+    out.parent.mkdir()
+    (out.parent / ".report.html.tmp").symlink_to(victim)  # the old predictable temp name
+    assert main(["report", str(tmp_path / "r"), "-o", str(out)]) == 0
+    assert victim.read_text() == "keep me"
+    assert out.read_text().startswith("<!DOCTYPE html") or "<html" in out.read_text()
+    leftovers = {p.name for p in out.parent.iterdir()} - {"report.html", ".report.html.tmp"}
+    assert not leftovers

@@ -100,13 +100,20 @@ def _finite(obj: Any) -> Any:
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> Path:
-    """Write JSON so that readers see the old file or the new one, never a torn one.
+    """Write JSON so that readers see the old file or the new one, never a torn one."""
+    text = json.dumps(_finite(obj), indent=indent, allow_nan=False, sort_keys=False)
+    return write_text_atomic(path, text + "\n")
 
-    Temp file in the same folder, fsync, rename over the target, fsync the folder.
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Replace `path` with `text` atomically.
+
+    The temp file is made by mkstemp in the target's folder: an unguessable name, created
+    exclusively (O_EXCL), so a symlink planted at a predictable `.F.tmp` cannot redirect the
+    write; then fsync, rename over the target, fsync the folder.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_finite(obj), indent=indent, allow_nan=False, sort_keys=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
@@ -114,7 +121,6 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-            fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
