@@ -157,3 +157,37 @@ def test_counters_source_that_is_a_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / "c.csv")
     with pytest.raises(CountersError, match="FIFO"):
         load_counters(tmp_path / "c.csv")
+
+
+def test_counters_on_a_nested_array_trace_fails_fast(tmp_path):
+    path = tmp_path / "cupti.json"
+    path.write_bytes(b'{"traceEvents": [' + b"[" * 200_000 + b"]" * 200_000 + b"]}")
+    start = time.monotonic()
+    with pytest.raises(CountersError, match="64-level limit"):
+        load_counters(path)
+    assert time.monotonic() - start < 5
+
+
+def test_prices_file_that_is_a_fifo_or_nested_is_refused(tmp_path):
+    from perfsuite.pricing import PriceError, load_prices
+
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(PriceError, match="FIFO"):
+        load_prices(tmp_path / "fifo.json")
+    (tmp_path / "deep.json").write_text("[" * 10_000)
+    with pytest.raises(PriceError, match="16-level limit"):
+        load_prices(tmp_path / "deep.json")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 50_000, '{"version": 1, "devices": []}', '{"version": 1, "devices": {"a": 5}}'],
+)
+def test_misshapen_peaks_cache_reads_as_empty(tmp_path, text):
+    from perfsuite.ceilings.cache import CACHE_VERSION, device_entry, load_cache
+
+    path = tmp_path / "peaks.json"
+    path.write_text(text.replace('"version": 1', f'"version": {CACHE_VERSION}'))
+    data = load_cache(path)
+    assert data["devices"] == {}
+    device_entry(data, "host", "cpu")  # usable afterwards
