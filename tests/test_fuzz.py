@@ -30,6 +30,7 @@ from perfsuite.importers.mlperf import load_result
 from perfsuite.record import RecordError, load_record, quantity
 
 EXAMPLES = int(os.environ.get("PERFSUITE_FUZZ_EXAMPLES", "40"))
+REPORT = os.environ.get("PERFSUITE_FUZZ_REPORT", "1") == "1"  # the HTML report too (slower)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -122,6 +123,10 @@ def _analyze(rec: dict[str, Any]) -> None:
     cost_of(rec, {})
     leaderboard([rec])
     stability([rec])
+    if REPORT:
+        from perfsuite.report import report_html
+
+        report_html([rec], 5)
 
 
 @FUZZ
