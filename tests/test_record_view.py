@@ -65,3 +65,35 @@ def test_recorder_stops_on_a_lower_is_better_target(tmp_path):
     assert rec.add_evaluation(1, 10.0, {"wer": 0.3}) is False
     assert rec.add_evaluation(2, 20.0, {"wer": 0.08}) is True
     assert rec.record["time_to_accuracy"]["time_s"] == 20.0
+
+
+def _run_with_log(tmp_path, make_record, logged, status="reached", success=True):
+    from perfsuite.mllog import MLLogWriter
+    from perfsuite.record import load_record, write_record
+
+    rec = make_record([(1, 10.0, 0.5), (2, 20.0, 0.95)], threshold=0.9)
+    rec["status"] = status
+    rec["sidecars"]["mllog"] = "mllog.txt"
+    run = tmp_path / "run"
+    write_record(run, rec)
+    log = MLLogWriter(run / "mllog.txt", benchmark="toy")
+    log.start({})
+    for i, acc in enumerate(logged, start=1):
+        log.eval(i, acc)
+    log.stop(success=success)
+    return load_record(run)
+
+
+def test_mllog_sidecar_is_read_back_and_checked(tmp_path, make_record, capsys):
+    from perfsuite.cli import main
+    from perfsuite.record.mllog_check import mllog_problems
+
+    assert mllog_problems(_run_with_log(tmp_path / "a", make_record, [0.5, 0.95])) == []
+    wrong = _run_with_log(tmp_path / "b", make_record, [0.5, 0.9], success=False)
+    problems = mllog_problems(wrong)
+    assert any("eval_accuracy 2 is 0.9" in p for p in problems)
+    assert any("run_stop status 'aborted'" in p for p in problems)
+    short = mllog_problems(_run_with_log(tmp_path / "c", make_record, [0.5]))
+    assert any("1 eval_accuracy line(s), the record has 2" in p for p in short)
+    assert main(["validate", str(tmp_path / "b")]) == 0  # warnings, not errors
+    assert "warning: sidecars.mllog" in capsys.readouterr().out

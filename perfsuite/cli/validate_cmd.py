@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from perfsuite.record import RecordError, load_record
     from perfsuite.record.io import find_records
+    from perfsuite.record.mllog_check import mllog_problems
 
     results = []
     for arg in args.paths:  # every bad file and path is reported, not just the first
@@ -33,7 +34,14 @@ def _validate(args: argparse.Namespace) -> int:
         for path in paths:
             try:
                 rec = load_record(path)
-                results.append({"path": str(path), "ok": True, "status": rec["status"]})
+                results.append(
+                    {
+                        "path": str(path),
+                        "ok": True,
+                        "status": rec["status"],
+                        "warnings": mllog_problems(rec),  # the sidecar log read back
+                    }
+                )
             except RecordError as exc:
                 results.append({"path": str(path), "ok": False, "error": str(exc)})
     if not results:
@@ -44,4 +52,6 @@ def _validate(args: argparse.Namespace) -> int:
         for r in results:
             line = f"ok     {r['path']} ({r['status']})" if r["ok"] else f"error  {r['error']}"
             print(printable(line))
+            for w in r.get("warnings") or []:
+                print(printable(f"  warning: {w}"))
     return 0 if all(r["ok"] for r in results) else 1
