@@ -191,3 +191,21 @@ def test_misshapen_peaks_cache_reads_as_empty(tmp_path, text):
     data = load_cache(path)
     assert data["devices"] == {}
     device_entry(data, "host", "cpu")  # usable afterwards
+
+
+@pytest.mark.parametrize(
+    ("rows", "fragment"),
+    [
+        ('[{"quantity": "peak float32", "measured": 1e999}]', "not a positive number"),
+        ('[{"quantity": "peak float32", "measured": -1}]', "not a positive number"),
+        ("[[1]]", r"rows\[0\]: expected an object"),
+        ("[" * 100 + "]" * 100, "16-level limit"),
+    ],
+)
+def test_bad_peaks_file_is_one_line_error(tmp_path, rows, fragment):
+    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+
+    path = tmp_path / "peaks.json"
+    path.write_text('{"rows": ' + rows + "}")
+    with pytest.raises(PeaksFileError, match=fragment):
+        peaks_file_roofs(path)

@@ -71,11 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the analysis commands need no framework; capture commands say what to install
         hint = " (install the capture extra: pip install torch==2.13.0 'perfsuite[capture]')"
         needs = exc.name in ("torch", "sklearn", "PIL")
-        print(f"perfsuite: error: {exc}{hint if needs else ''}", file=sys.stderr)
+        print(printable(f"perfsuite: error: {exc}{hint if needs else ''}"), file=sys.stderr)
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"perfsuite: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"perfsuite: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("perfsuite: interrupted", file=sys.stderr)

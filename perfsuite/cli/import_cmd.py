@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.fmt import printable
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -142,7 +143,7 @@ def run_dawnbench(args: argparse.Namespace) -> int:
         rows.append([s["run_id"], s["status"], figure, f"{s['metric']} {pct(acc, 2)}", extra])
     print(table(rows, ["run", "status", "time to accuracy / latency", "final", "cost"]))
     for line in _flags_text(items):
-        print(line)
+        print(printable(line))
     status(f"{result.written} record(s) written under {args.out}/")
     return _report_failures(failed)
 
@@ -191,7 +192,7 @@ def run_mlperf(args: argparse.Namespace) -> int:
         print()
         print(table(srows, ["folder", "benchmark", "converged", "required", "score", "note"]))
     for line in _flags_text(items, skip=(mlperf.TIMING_FLAG,)):
-        print(line)
+        print(printable(line))
     status(
         f"{result.written} record(s) written under {args.out}/ (MLPerf times include evaluation)"
     )
