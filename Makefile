@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 # would download a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check . || true
+
+# The property-based fuzz suite at full length (CI runs it with 40 cases per target).
+FUZZ_EXAMPLES ?= 10000
+fuzz: setup
+	PERFSUITE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 
 bench: setup
 	$(BIN)/python -m bench

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.record_view import reached_time
 from perfsuite.record import qvalue
 
 ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
@@ -100,15 +101,13 @@ def cost_of(
     price, notes = find_price(record, prices, instance_type)
     task = record.get("task") or {}
     entry_type = (record.get("source") or {}).get("entry_type") or "training"
-    tta = record.get("time_to_accuracy") or {}
-    reached = bool(tta.get("reached")) and tta.get("time_s") is not None
-    time_s = float(tta["time_s"]) if reached else None
+    reached, time_s = reached_time(record)
 
     train_cost = train_prov = None
     if entry_type != "inference":
         if not reached:
             notes.append("did not reach the threshold: no training cost (DNC)")
-        elif price.usd_per_hour is not None:
+        elif price.usd_per_hour is not None and time_s is not None:
             train_cost = training_cost_usd(time_s, price.usd_per_hour)
             train_prov = "derived"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.cost import cost_of
+from analyzers.record_view import reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
@@ -60,7 +61,7 @@ def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) 
         if task_direction(rec) == "lower":
             return float(value) <= threshold
         return float(value) >= threshold
-    return bool((rec.get("time_to_accuracy") or {}).get("reached"))
+    return reached_time(rec)[0]
 
 
 def _no_price(notes: Sequence[str]) -> str:
@@ -77,12 +78,13 @@ def _entry(
         if is_inference_only(rec):
             return None
         tta = rec.get("time_to_accuracy") or {}
+        reached, time_s = reached_time(rec)
         if rec.get("status") == "running":
             return "n/a", None, None, "still running"
-        if not tta.get("reached") or tta.get("time_s") is None:
+        if not reached or time_s is None:
             return "DNC", None, None, f"{rec.get('status')}: did not reach {metric} {threshold:g}"
         if by == "training-time":
-            return "ranked", float(tta["time_s"]), tta.get("provenance"), None
+            return "ranked", time_s, tta.get("provenance"), None
         c = cost_of(rec, prices)
         if c.training_cost_usd is None:
             return "n/a", None, None, _no_price(c.notes)

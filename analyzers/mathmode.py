@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 # Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
@@ -293,7 +292,13 @@ def _trace_kernels(
     base = record.get("_dir")
     if not trace or not base or not ops:
         return {}
-    path = Path(base) / trace
+    from perfsuite.record.checks import resolve_sidecar
+
+    try:
+        path = resolve_sidecar(base, trace)
+    except ValueError as exc:
+        notes.append(f"trace {trace!r} not read ({exc}): per-op math from the math policy only")
+        return {}
     if not path.exists():
         notes.append(f"trace {path} not found: per-op math from the math policy only")
         return {}

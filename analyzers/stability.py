@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.tta import Crossing, first_crossing
+from analyzers.record_view import crossing
+from analyzers.tta import Crossing
 
 DEFAULT_MAX_COV = 0.05
 DEFAULT_MAX_CI_REL = 0.05
@@ -27,27 +28,9 @@ MIN_RUNS_FOR_CI = 5
 def run_crossing(
     record: dict[str, Any], metric: str | None = None, threshold: float | None = None
 ) -> Crossing:
-    """Where one run reaches its threshold.
-
-    Without overrides this is the record's own `time_to_accuracy` (which for imported records
-    may have no curve behind it). With `metric` or `threshold` it is recomputed from the
-    evaluation curve with the one DAWNBench rule, `analyzers.tta.first_crossing`.
-    """
-    task = record.get("task") or {}
-    if metric is None and threshold is None:
-        tta = record.get("time_to_accuracy") or {}
-        reached = bool(tta.get("reached")) and tta.get("time_s") is not None
-        return Crossing(
-            str(tta.get("metric", task.get("metric"))),
-            float(tta.get("threshold", task.get("threshold"))),
-            reached,
-            float(tta["time_s"]) if reached else None,
-            tta.get("epoch") if reached else None,
-            tta.get("evaluation_index") if reached else None,
-        )
-    m = metric if metric is not None else str(task.get("metric"))
-    t = threshold if threshold is not None else float(task.get("threshold"))
-    return first_crossing(record.get("evaluations") or [], m, t, task.get("direction", "higher"))
+    """Where one run reaches its threshold: `analyzers.record_view.crossing` (the record's own
+    time to accuracy, or the curve recomputed in the task's direction with overrides)."""
+    return crossing(record, metric, threshold)
 
 
 def training_records(records: Sequence[dict[str, Any]]) -> tuple[list[dict], list[dict]]:

@@ -2,8 +2,9 @@
 
 A system that is fastest to 90% is not necessarily fastest to 93% (DAWNBench and MLPerf
 threshold choices matter). From the recorded curves we compute the time to each threshold
-with the one DAWNBench rule (`analyzers.tta.first_crossing`), rank the entries at every
-threshold, and list the pairs whose order swaps between consecutive thresholds.
+with the one DAWNBench rule (`analyzers.tta.record_crossing`, in the task's direction), rank
+the entries at every threshold, and list the pairs whose order swaps between consecutive
+thresholds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from analyzers.stability import (
     threshold_problem,
     training_records,
 )
-from analyzers.tta import first_crossing
+from analyzers.tta import record_crossing
 
 
 @dataclass(frozen=True)
@@ -164,12 +165,7 @@ def analyze_thresholds(
     for t in ts:
         items = []
         for entry, recs in zip(entries, members, strict=True):
-            times = [
-                first_crossing(
-                    r.get("evaluations") or [], m, t, r["task"].get("direction", "higher")
-                ).time_s
-                for r in recs
-            ]
+            times = [record_crossing(r, threshold=t, metric=m).time_s for r in recs]
             reached = [x for x in times if x is not None]
             value = stats.mean(reached) if len(reached) == len(times) else None
             items.append((entry.name, value, len(reached), len(times)))

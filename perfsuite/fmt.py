@@ -59,6 +59,14 @@ def usd(value: float | None) -> str:
     return f"${value:.3g}"
 
 
+def printable(text: str) -> str:
+    """`text` with control characters escaped (\\x1b, \\n, ...), so names taken from records
+    and files cannot move the cursor, recolour or rewrite the user's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def truncate(text: str, width: int) -> str:
     """`text` cut to at most `width` characters, ending in "..." when it was cut."""
     if len(text) <= width:
@@ -70,7 +78,7 @@ def truncate(text: str, width: int) -> str:
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:
     """A plain-text table. `align` is one char per column, "l" or "r" (default: numbers right)."""
-    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
+    cells = [[("" if c is None else printable(str(c))) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, c in enumerate(row):

@@ -167,7 +167,7 @@ def test_cli_into_round_trip_keeps_record_valid(tmp_path, make_record, capsys):
 
     trace = shared_path("traces", CUPTI_TRACE)
     work = {"flops_per_step": quantity(1.5e9, "FLOP", "counted"), "batch_size": 128}
-    rec = make_record([(1, 10.0, 0.5)], work=work)
+    rec = make_record([(1, 10.0, 0.5)], work=work, status="not_reached")
     write_record(tmp_path, rec)
     rc = main(["counters", str(trace), "--into", str(tmp_path), "--steps", "2", "--json"])
     assert rc == 0

@@ -257,7 +257,7 @@ def test_into_record_keeps_it_valid(tmp_path, make_record, capsys):
     from perfsuite.cli import main
     from perfsuite.record import load_record, write_record
 
-    write_record(tmp_path, make_record([(1, 10.0, 0.5)]))
+    write_record(tmp_path, make_record([(1, 10.0, 0.5)], status="not_reached"))
     path = _gpu("h100-resnet9-2steps-tf32.ncu.csv")
     assert main(["counters", str(path), "--into", str(tmp_path), "--steps", "2"]) == 0
     out = capsys.readouterr().out

@@ -185,6 +185,11 @@ def analyze_trace(
         )
     if has_device and unmapped > 0:
         notes.append(f"{unmapped:.6g} s of device time has no launching cpu_op in the trace")
+    if data.malformed:
+        notes.append(
+            f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
+            "category or pid/tid belongs)"
+        )
     if data.backend != "yajl2_c":
         notes.append(f"ijson backend {data.backend} (slow); install ijson with its C extension")
     window = (data.window[1] - data.window[0]) * US if data.window else 0.0

@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from perfsuite.safeio import MAX_JSON_DEPTH, DepthGuard, InputError, open_regular
+
 # Kineto categories that are work on a device stream (older traces use the capitalised names).
 DEVICE_CATS = {
     "kernel": 0,
@@ -34,9 +36,11 @@ RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
 SYNC_CAT = "cuda_sync"
 PROFILER_RANGE_CAT = "cuda_profiler_range"
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+# Ids kept in int64 arrays; a larger (or non-integer) id is read as the field's default.
+_I64 = 2**62
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace file that cannot be read; the message is one line naming the file."""
 
 
@@ -118,12 +122,21 @@ class TraceData:
     window: tuple[float, float] | None = None  # earliest ts, latest end over X events
     backend: str = ""
     bare_list: bool = False
+    malformed: int = 0  # events skipped: a list/object where a name, phase or id belongs
 
 
 def _open(path: Path) -> BinaryIO:
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    """The decompressed byte stream behind a depth guard: regular files only, so a FIFO is
+    refused instead of waited on, and nesting is bounded before ijson builds anything."""
+    raw = open_regular(path, TraceError)
+    try:
+        magic = raw.read(2)
+        raw.seek(0)
+    except OSError as exc:
+        raw.close()
+        raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
+    stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
+    return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH)  # type: ignore[return-value]
 
 
 def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
@@ -181,21 +194,27 @@ def _num(value: Any, default: float = 0.0) -> float:
 
 
 def _int(value: Any, default: int = -1) -> int:
-    if isinstance(value, int):
-        return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
+    """An id as an int64-range int; anything else (lists, NaN, 10**30) is `default`."""
+    if isinstance(value, (bool, list, dict)):
+        return default
+    if not isinstance(value, int):
         try:
-            return int(str(value), 0)  # "0x0" streams in ROCm traces
-        except (TypeError, ValueError):
-            return default
+            value = int(value)
+        except (TypeError, ValueError, OverflowError):
+            try:
+                value = int(str(value)[:32], 0)  # "0x0" streams in ROCm traces
+            except (TypeError, ValueError):
+                return default
+    return value if -_I64 < value < _I64 else default
 
 
 def _freeze(value: Any) -> Any:
-    """Lists to tuples so shape descriptions can be interned (hashable)."""
+    """Lists to tuples so shape descriptions can be interned (hashable); objects, which no
+    profiler writes there, become None."""
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return None
     return value
 
 
@@ -206,8 +225,6 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     bad gzip, invalid JSON, undecodable bytes) is a one-line TraceError naming the file.
     """
     p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: file not found")
     backend = _ijson_backend()
     _, prefix = _read_head(p, backend)
     if prefix is None:
@@ -226,8 +243,6 @@ def read_trace(
 ) -> TraceData:
     """Stream one trace file into a TraceData. `progress(n)` is called every 65536 events."""
     p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: file not found")
     backend = _ijson_backend()
     meta, prefix = _read_head(p, backend)
     if prefix is None:
@@ -265,7 +280,7 @@ def _fill(
     shape_keys: dict[str, int] = {}
     phases: dict[str, int] = {}
     lo, hi = float("inf"), float("-inf")
-    n = 0
+    n = bad = 0
     nan = float("nan")
     with _open(p) as fh:
         try:
@@ -276,25 +291,42 @@ def _fill(
                 if type(ev) is not dict:
                     raise TraceError(f"{p}: field traceEvents[{n - 1}]: expected an object")
                 ph = ev.get("ph")
+                if type(ph) is not str:
+                    bad += 1  # a list or object as the phase: not an event we can place
+                    continue
                 phases[ph] = phases.get(ph, 0) + 1
                 if ph != "X":
                     continue
                 cat = ev.get("cat")
+                pid, tid = ev.get("pid"), ev.get("tid")
+                if (
+                    (cat is not None and type(cat) is not str)
+                    or isinstance(pid, (list, dict))
+                    or isinstance(tid, (list, dict))
+                ):
+                    bad += 1
+                    continue
                 ts = ev.get("ts")
                 if type(ts) is not float and type(ts) is not int:
                     ts = _num(ts, nan)
-                    if ts != ts:  # no usable timestamp
-                        continue
                 dur = ev.get("dur", 0.0)
                 if type(dur) is not float and type(dur) is not int:
                     dur = _num(dur)
-                if dur < 0.0:
+                try:
+                    ts, dur = float(ts), float(dur)
+                except OverflowError:
+                    ts = nan
+                if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
+                    continue
+                if not dur >= 0.0 or dur - dur != 0.0:
                     dur = 0.0
                 if ts < lo:
                     lo = ts
                 if ts + dur > hi:
                     hi = ts + dur
                 args = ev.get("args") or {}
+                if type(args) is not dict:
+                    args = {}
                 name = ev.get("name", "")
                 if type(name) is not str:
                     name = str(name)
@@ -303,59 +335,64 @@ def _fill(
                     nid = names(name)
                 code = DEVICE_CATS.get(cat)
                 if code is not None:
+                    # every value first, then the appends: the parallel arrays stay aligned
+                    v = args.get("device", pid)
+                    device = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+                    v = args.get("stream", tid)
+                    stream = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+                    v = args.get("correlation", -1)
+                    corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
                     dev.name.append(nid)
                     dev.cat.append(code)
-                    v = args.get("device", ev.get("pid"))
-                    dev.device.append(v if type(v) is int else _int(v, 0))
-                    v = args.get("stream", ev.get("tid"))
-                    dev.stream.append(v if type(v) is int else _int(v, 0))
+                    dev.device.append(device)
+                    dev.stream.append(stream)
                     dev.ts.append(ts)
                     dev.dur.append(dur)
-                    v = args.get("correlation", -1)
-                    dev.corr.append(v if type(v) is int else _int(v))
+                    dev.corr.append(corr)
                     continue
-                thread_key = (ev.get("pid"), ev.get("tid"))
+                thread_key = (pid, tid)
                 kind = RANGE_CATS.get(cat)
                 if kind is not None:
-                    tid = thread_ids.get(thread_key)
-                    rg.name.append(nid)
-                    rg.kind.append(kind)
-                    rg.thread.append(threads(thread_key) if tid is None else tid)
-                    rg.ts.append(ts)
-                    rg.dur.append(dur)
+                    th = thread_ids.get(thread_key)
+                    sid = -1
                     if "Input Dims" in args:
                         vals = [args.get(k) for k in SHAPE_KEYS]
                         key = str(vals)
-                        sid = shape_keys.get(key)
-                        if sid is None:
+                        sid = shape_keys.get(key, -1)
+                        if sid < 0:
                             sid = shape_keys[key] = shapes(_freeze(vals))
-                        rg.shape.append(sid)
-                    else:
-                        rg.shape.append(-1)
+                    rg.name.append(nid)
+                    rg.kind.append(kind)
+                    rg.thread.append(threads(thread_key) if th is None else th)
+                    rg.ts.append(ts)
+                    rg.dur.append(dur)
+                    rg.shape.append(sid)
                     continue
                 if cat in RUNTIME_CATS:
-                    tid = thread_ids.get(thread_key)
+                    th = thread_ids.get(thread_key)
+                    v = args.get("correlation", -1)
+                    corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
                     rt.name.append(nid)
-                    rt.thread.append(threads(thread_key) if tid is None else tid)
+                    rt.thread.append(threads(thread_key) if th is None else th)
                     rt.ts.append(ts)
                     rt.dur.append(dur)
-                    v = args.get("correlation", -1)
-                    rt.corr.append(v if type(v) is int else _int(v))
+                    rt.corr.append(corr)
                 elif cat == SYNC_CAT:
                     data.syncs.append(
                         (
-                            _int(args.get("device", ev.get("pid")), 0),
-                            _int(args.get("stream", ev.get("tid")), 0),
+                            _int(args.get("device", pid), 0),
+                            _int(args.get("stream", tid), 0),
                             ts,
                             dur,
                         )
                     )
                 elif cat == PROFILER_RANGE_CAT:
-                    data.profiler_ranges.append((name, _int(ev.get("pid"), 0), ts, dur, dict(args)))
+                    data.profiler_ranges.append((name, _int(pid, 0), ts, dur, dict(args)))
         except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
             raise TraceError(f"{p}: not valid JSON after {n} events ({_short(exc)})") from None
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
     data.events_total = n
+    data.malformed = bad
     data.events_by_phase = {str(k): v for k, v in phases.items()}
     data.window = (lo, hi) if n and lo <= hi else None

@@ -9,7 +9,6 @@ aten::addmm counts once, at aten::addmm.
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 from typing import Any
 
@@ -24,19 +23,46 @@ from analyzers.timeline.reader import TraceData
 _NON_TENSOR = {"", "Scalar", "ScalarList", "GenericList", "None", "String", "Device", "Layout"}
 
 
+_MAX_CONCRETE = 256  # longer "Concrete Inputs" text is kept as text, never parsed
+
+
+def _atom(text: str) -> Any:
+    """One scalar of a "Concrete Inputs" string: bool, None, int, float, else the text."""
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", ""):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(t)
+        except ValueError:
+            pass
+    return t.strip("'\"")
+
+
 def _concrete(value: Any) -> Any:
-    """A "Concrete Inputs" string ("False", "2", "[1, 1]", "") as a Python value."""
+    """A "Concrete Inputs" string ("False", "2", "[1, 1]", "") as a Python value.
+
+    Parsed by hand, never evaluated: the trace is untrusted, and `ast.literal_eval` on long or
+    deeply nested text costs unbounded time and memory. Flat lists and tuples of scalars are
+    all the op formulas use; anything else (or anything long) stays a string.
+    """
     if not isinstance(value, str):
         return value
-    if value == "":
-        return None
-    try:
-        return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        lowered = value.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        return value
+    text = value.strip()
+    if text == "" or len(text) > _MAX_CONCRETE:
+        return None if text == "" else value
+    if text[0] in "[(" and text[-1] in "])":
+        inner = text[1:-1]
+        if any(c in inner for c in "[](){}"):
+            return value
+        items = [_atom(x) for x in inner.split(",")] if inner.strip() else []
+        if items and items[-1] is None and inner.rstrip().endswith(","):
+            items.pop()  # "(1,)"
+        return items
+    return _atom(text)
 
 
 def trace_call(name: str, dims: Any, types: Any, concrete: Any) -> Any:

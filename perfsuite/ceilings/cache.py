@@ -9,12 +9,12 @@ itself and are not.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from perfsuite.record import write_json_atomic
+from perfsuite.safeio import InputError, load_json
 
 CACHE_VERSION = 1
 
@@ -29,13 +29,20 @@ def cache_path() -> Path:
 def load_cache(path: Path | None = None) -> dict[str, Any]:
     """The cache contents; a missing or unreadable file is an empty cache (it is only a cache)."""
     path = path or cache_path()
+    empty = {"version": CACHE_VERSION, "devices": {}}
+    if not path.exists():
+        return empty
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"version": CACHE_VERSION, "devices": {}}
+        data = load_json(path, InputError, max_bytes=16 * 1024 * 1024, max_depth=16)
+    except InputError:
+        return empty
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return {"version": CACHE_VERSION, "devices": {}}
-    data.setdefault("devices", {})
+        return empty
+    devices = data.setdefault("devices", {})
+    if not isinstance(devices, dict) or not all(
+        isinstance(e, dict) and isinstance(e.get("user", {}), dict) for e in devices.values()
+    ):
+        return empty  # misshapen: rebuilt by the next measurement, never half-trusted
     return data
 
 

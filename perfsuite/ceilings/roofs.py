@@ -9,7 +9,7 @@ analyzers build roofs for old records from their `ceilings` and from a `perfsuit
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,11 +17,12 @@ from typing import Any
 # Roof names -> the spec table's and the peaks cache's dtype keys: one table, in analyzers.
 from analyzers.mathmode import DTYPE_MATH
 from perfsuite.ceilings.table import normalize_dtype
+from perfsuite.safeio import InputError, load_json
 
 UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
 
 
-class PeaksFileError(ValueError):
+class PeaksFileError(InputError):
     """A peaks file that cannot be used; the message names the file and the field."""
 
 
@@ -69,12 +70,7 @@ def legacy_roofs(ceilings: Mapping[str, Any] | None) -> dict[str, Any]:
 def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
     """Roofs from `perfsuite peaks --json` output: measured where measured, else user, else spec."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PeaksFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise PeaksFileError(f"{p}: not JSON: {exc}") from None
+    data = load_json(p, PeaksFileError, max_bytes=16 * 1024 * 1024, max_depth=16)
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise PeaksFileError(
@@ -83,7 +79,9 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
     who = f"{data.get('device_name', '?')}, {data.get('env', '?')}"
     out: dict[str, Any] = {}
     for i, row in enumerate(rows):
-        name = str((row or {}).get("quantity", ""))
+        if not isinstance(row, dict):
+            raise PeaksFileError(f"{p}: field rows[{i}]: expected an object")
+        name = str(row.get("quantity", ""))
         if name == "memory bandwidth":
             key, unit = "memory", "byte/s"
         elif name.startswith("peak "):
@@ -98,7 +96,7 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             v = row.get(field)
             if v is None:
                 continue
-            if not isinstance(v, (int, float)) or v <= 0:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                 raise PeaksFileError(
                     f"{p}: field rows[{i}].{field}: {v!r} is not a positive number"
                 )

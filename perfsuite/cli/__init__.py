@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from perfsuite.fmt import printable
     from perfsuite.record import RecordError
 
     parser = build_parser()
@@ -64,17 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (CLIError, RecordError) as exc:
-        print(f"perfsuite: error: {exc}", file=sys.stderr)
+        print(f"perfsuite: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         # the analysis commands need no framework; capture commands say what to install
         hint = " (install the capture extra: pip install torch==2.13.0 'perfsuite[capture]')"
         needs = exc.name in ("torch", "sklearn", "PIL")
-        print(f"perfsuite: error: {exc}{hint if needs else ''}", file=sys.stderr)
+        print(printable(f"perfsuite: error: {exc}{hint if needs else ''}"), file=sys.stderr)
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"perfsuite: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"perfsuite: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("perfsuite: interrupted", file=sys.stderr)

@@ -46,7 +46,9 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 def status(message: str) -> None:
     """Progress and notes go to stderr, so stdout stays clean for results and --json."""
-    print(message, file=sys.stderr, flush=True)
+    from perfsuite.fmt import printable  # names from records and files: no raw escapes
+
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def load_runs(paths: list[str]) -> list[dict[str, Any]]:

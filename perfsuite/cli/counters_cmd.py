@@ -49,7 +49,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--into",
         metavar="RUN_JSON",
-        help="run.json (or its folder) to attach the section to, written atomically",
+        help="run.json (or its folder) to attach the section to, written atomically; refused "
+        "while the run's status is 'running' (its next write would drop the section)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --into: attach even to a record whose status is 'running' (a run that was "
+        "killed without a chance to write its end)",
     )
     p.add_argument(
         "--steps",
@@ -201,6 +208,11 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--steps must be a positive integer, got {args.steps}")
     source = Path(args.source)
     record = load_record(args.into) if args.into else None  # fail early on a bad record
+    if record is not None and record.get("status") == "running" and not args.force:
+        raise CLIError(
+            f"{record['_path']}: field status: the run is still 'running'; its next record "
+            "write would drop the counters: attach them after it ends (or --force if it was killed)"
+        )
     status(f"reading counters from {source}")
     try:
         section = load_counters(source, window_steps=args.steps)

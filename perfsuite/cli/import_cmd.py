@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.fmt import printable
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -16,7 +16,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         default="runs",
         metavar="DIR",
         help="where records go, one folder per run: DIR/<run_id>/run.json (default: runs/); "
-        "run ids are derived from the file names, so re-importing overwrites",
+        "run ids are derived from the file names; re-importing the same file replaces its "
+        "record, and a different result with the same name gets a content-hash suffix",
     )
     p.add_argument(
         "--keep-going",
@@ -78,36 +79,24 @@ def register(sub: Any) -> None:
     m.set_defaults(func=run_mlperf)
 
 
-def _load_all(
-    files: list[Path], load: Callable[[Path], Any], keep_going: bool, what: str
-) -> tuple[list[Any], list[dict[str, str]]]:
+def _import(importer: Any, args: argparse.Namespace) -> Any:
+    """The shared pipeline (perfsuite.importers.base) with a progress bar; one-line errors."""
     from tqdm import tqdm
 
     from perfsuite.importers import ImportFailure
+    from perfsuite.importers.base import run_import
     from perfsuite.record import RecordError
 
-    items, failed = [], []
-    for f in tqdm(files, desc=f"import {what}", unit="file", disable=None, leave=False):
-        try:
-            items.append(load(f))
-        except (ImportFailure, RecordError) as exc:
-            if not keep_going:
-                raise CLIError(str(exc)) from None
-            failed.append({"file": str(f), "error": str(exc)})
-    return items, failed
+    def bar(files: list[Path]) -> Any:
+        return tqdm(files, desc=f"import {args.kind}", unit="file", disable=None, leave=False)
 
-
-def _write(items: list[Any], out: str, keep_going: bool, failed: list[dict[str, str]]) -> None:
-    from perfsuite.record import RecordError, write_record
-
-    for it in items:
-        try:
-            it.path = write_record(Path(out) / it.record["run_id"], it.record)
-        except RecordError as exc:
-            if not keep_going:
-                raise CLIError(str(exc)) from None
-            failed.append({"file": it.summary.get("file", "?"), "error": str(exc)})
-        it.summary["path"] = None if it.path is None else str(it.path)
+    try:
+        result = run_import(importer, args.paths, args.out, args.keep_going, bar)
+    except (ImportFailure, RecordError) as exc:
+        raise CLIError(str(exc)) from None
+    for note in result.notes:
+        status(f"note: {note}")
+    return result
 
 
 def _report_failures(failed: list[dict[str, str]]) -> int:
@@ -133,16 +122,10 @@ def _seconds(x: float | None) -> str:
 
 def run_dawnbench(args: argparse.Namespace) -> int:
     from perfsuite.fmt import pct, si, table
-    from perfsuite.importers import ImportFailure, dawnbench
+    from perfsuite.importers import dawnbench
 
-    try:
-        files = list(dawnbench.discover(args.paths))
-    except ImportFailure as exc:
-        raise CLIError(str(exc)) from None
-    if not files:
-        raise CLIError(f"{' '.join(args.paths)}: no DAWNBench entry (*.json) found")
-    items, failed = _load_all(files, dawnbench.load_entry, args.keep_going, "dawnbench")
-    _write(items, args.out, args.keep_going, failed)
+    result = _import(dawnbench.DawnBenchImporter(), args)
+    items, failed = result.items, result.failed
     if args.json:
         print_json({"imported": [it.summary for it in items], "failed": failed})
         return 1 if failed else 0
@@ -160,28 +143,20 @@ def run_dawnbench(args: argparse.Namespace) -> int:
         rows.append([s["run_id"], s["status"], figure, f"{s['metric']} {pct(acc, 2)}", extra])
     print(table(rows, ["run", "status", "time to accuracy / latency", "final", "cost"]))
     for line in _flags_text(items):
-        print(line)
-    status(f"{len(items)} record(s) written under {args.out}/")
+        print(printable(line))
+    status(f"{result.written} record(s) written under {args.out}/")
     return _report_failures(failed)
 
 
 def run_mlperf(args: argparse.Namespace) -> int:
     from perfsuite.fmt import table
-    from perfsuite.importers import ImportFailure, mlperf
+    from perfsuite.importers import mlperf
 
     if args.lower_is_better and args.target is None:
         raise CLIError("--lower-is-better needs --target")
-    try:
-        files = list(mlperf.discover(args.paths))
-    except ImportFailure as exc:
-        raise CLIError(str(exc)) from None
-
-    def load(path: Path) -> Any:
-        return mlperf.load_result(path, args.benchmark, args.target, not args.lower_is_better)
-
-    items, failed = _load_all(files, load, args.keep_going, "mlperf")
-    scores = mlperf.score_folders(items)  # before writing: it sets each record's group
-    _write(items, args.out, args.keep_going, failed)
+    importer = mlperf.MLPerfImporter(args.benchmark, args.target, not args.lower_is_better)
+    result = _import(importer, args)
+    items, failed, scores = result.items, result.failed, result.extra["scores"]
     if args.json:
         print_json({"imported": [it.summary for it in items], "scores": scores, "failed": failed})
         return 1 if failed else 0
@@ -217,6 +192,8 @@ def run_mlperf(args: argparse.Namespace) -> int:
         print()
         print(table(srows, ["folder", "benchmark", "converged", "required", "score", "note"]))
     for line in _flags_text(items, skip=(mlperf.TIMING_FLAG,)):
-        print(line)
-    status(f"{len(items)} record(s) written under {args.out}/ (MLPerf times include evaluation)")
+        print(printable(line))
+    status(
+        f"{result.written} record(s) written under {args.out}/ (MLPerf times include evaluation)"
+    )
     return _report_failures(failed)

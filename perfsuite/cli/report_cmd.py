@@ -20,13 +20,25 @@ def register(subparsers: Any) -> None:
             "roofline, per-op breakdown, telemetry time series, environment and config."
         ),
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_JSON",
-                   help="run.json files or folders (folders are searched recursively)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="output file (default: reports/<run_id>.html, or "
-                        "reports/compare-N.html for N runs)")
-    p.add_argument("--top", type=int, default=20, metavar="N",
-                   help="ops shown per run in tables and bar charts (default 20)")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_JSON",
+        help="run.json files or folders (folders are searched recursively)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
+    )
+    p.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        metavar="N",
+        help="ops shown per run in tables and bar charts (default 20)",
+    )
     p.set_defaults(func=run)
 
 
@@ -40,6 +52,7 @@ def default_output(records: list[dict[str, Any]]) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_records
+    from perfsuite.record.io import write_text_atomic
     from perfsuite.report import report_html
 
     records = load_records(args.runs)
@@ -50,9 +63,6 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
     text = report_html(records, args.top)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
     print(out)
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
@@ -200,11 +199,10 @@ def run(args: argparse.Namespace) -> int:
 
     measured = compare_counted_measured(rec)
     if args.html:
+        from perfsuite.record.io import write_text_atomic
         from perfsuite.report import roofline_html
 
-        path = Path(args.html)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(roofline_html(rec, args.top, peaks), encoding="utf-8")
+        path = write_text_atomic(args.html, roofline_html(rec, args.top, peaks))
         status(f"wrote {path}")
     if args.json:
         print_json(

@@ -52,7 +52,12 @@ def resolve_trace(path: str) -> Path:
         trace = (rec.get("timeline") or {}).get("trace")
         if not trace:
             raise CLIError(f"{rec['_path']}: field timeline.trace: this run has no trace sidecar")
-        resolved = Path(rec["_dir"]) / trace
+        from perfsuite.record.checks import resolve_sidecar
+
+        try:
+            resolved = resolve_sidecar(rec["_dir"], trace)
+        except ValueError as exc:
+            raise CLIError(f"{rec['_path']}: field timeline.trace: {exc}") from None
         if not resolved.is_file():
             raise CLIError(f"{rec['_path']}: field timeline.trace: {resolved} not found")
         return resolved

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from perfsuite.cli.common import CLIError, add_json_flag, print_json
+from perfsuite.fmt import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,19 +22,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from perfsuite.record import RecordError, load_record
     from perfsuite.record.io import find_records
+    from perfsuite.record.mllog_check import mllog_problems
 
     results = []
-    for path in find_records(args.paths):
+    for arg in args.paths:  # every bad file and path is reported, not just the first
         try:
-            rec = load_record(path)
-            results.append({"path": str(path), "ok": True, "status": rec["status"]})
+            paths = list(find_records([arg]))
         except RecordError as exc:
-            results.append({"path": str(path), "ok": False, "error": str(exc)})
+            results.append({"path": arg, "ok": False, "error": str(exc)})
+            continue
+        for path in paths:
+            try:
+                rec = load_record(path)
+                results.append(
+                    {
+                        "path": str(path),
+                        "ok": True,
+                        "status": rec["status"],
+                        "warnings": mllog_problems(rec),  # the sidecar log read back
+                    }
+                )
+            except RecordError as exc:
+                results.append({"path": str(path), "ok": False, "error": str(exc)})
     if not results:
         raise CLIError(f"no run.json found under {' '.join(args.paths)}")
     if args.json:
         print_json(results)
     else:
         for r in results:
-            print(f"ok     {r['path']} ({r['status']})" if r["ok"] else f"error  {r['error']}")
+            line = f"ok     {r['path']} ({r['status']})" if r["ok"] else f"error  {r['error']}"
+            print(printable(line))
+            for w in r.get("warnings") or []:
+                print(printable(f"  warning: {w}"))
     return 0 if all(r["ok"] for r in results) else 1

@@ -15,6 +15,7 @@ from perfsuite.counters.cupti_trace import counters_from_trace
 from perfsuite.counters.metrics import default_metrics
 from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
 from perfsuite.counters.section import CountersError
+from perfsuite.safeio import open_regular
 
 __all__ = [
     "CountersError",
@@ -53,7 +54,7 @@ def _looks_like_csv(path: Path) -> bool:
 
     if path.suffix == ".ncu-rep":
         return True
-    with open(path, "rb") as fh:
+    with open_regular(path, CountersError) as fh:
         head = fh.read(4096)
     if head[:2] == b"\x1f\x8b":
         try:
@@ -68,8 +69,6 @@ def _looks_like_csv(path: Path) -> bool:
 def load_counters(path: str | os.PathLike[str], window_steps: int | None = None) -> dict[str, Any]:
     """The `counters` section from a Kineto trace with CUPTI metrics, an ncu CSV or .ncu-rep."""
     p = Path(path)
-    if not p.is_file():
-        raise CountersError(f"{p}: file not found")
     if _looks_like_csv(p):
         return counters_from_ncu(p, window_steps=window_steps)
     return counters_from_trace(p, window_steps=window_steps)

@@ -66,7 +66,7 @@ def export_csv_command(report: str | os.PathLike[str], ncu: str = "ncu") -> list
 def read_ncu(path: str | os.PathLike[str]) -> tuple[NcuData, str]:
     """Parse an ncu file: `.ncu-rep` via `ncu_report` when importable, else CSV; and how."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise CountersError(f"{p}: file not found")
     if p.suffix == ".ncu-rep":
         from perfsuite.counters import ncu_rep

@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.counters.metrics import KERNEL_TIME
 from perfsuite.counters.section import CountersError, Launch
+from perfsuite.safeio import read_bytes
+
+# ncu CSVs of long windows reach hundreds of MB; past this a file is refused, not read.
+MAX_CSV_BYTES = 1024 * 1024 * 1024
+MAX_FIELD = 128 * 1024  # one cell (a demangled template name is a few KB)
+DETAILS_COLUMNS = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
 
 _ID_COLUMNS = frozenset(
     ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
@@ -72,7 +80,9 @@ def parse_number(text: str, unit: str, where: str) -> float | None:
     try:
         value = float(t)
     except ValueError:
-        raise CountersError(f"{where}: not a number: {text!r}") from None
+        raise CountersError(f"{where}: not a number: {text[:40]!r}") from None
+    if not math.isfinite(value):
+        raise CountersError(f"{where}: not a finite number: {text[:40]!r}")
     u = unit.strip()
     if u in _TIME:
         return value * _TIME[u]
@@ -83,17 +93,15 @@ def parse_number(text: str, unit: str, where: str) -> float | None:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise CountersError(f"{path}: file not found") from None
-    except OSError as e:
-        raise CountersError(f"{path}: cannot read: {e.strerror or e}") from None
+    raw = read_bytes(path, MAX_CSV_BYTES, CountersError)
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+                raw = fh.read(MAX_CSV_BYTES + 1)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise CountersError(f"{path}: cannot read: {e}") from None
+        if len(raw) > MAX_CSV_BYTES:
+            raise CountersError(f"{path}: larger than {MAX_CSV_BYTES:,} bytes uncompressed")
     return raw.decode("utf-8", errors="replace")
 
 
@@ -105,7 +113,15 @@ def _rows(path: Path) -> list[tuple[int, list[str]]]:
             continue  # ==PROF== lines, program output
         if not out and "Kernel Name" not in line:
             continue  # a program line that happens to start with a quote
-        out.append((n, next(csv.reader([line]))))
+        if len(line) > MAX_FIELD and any(len(f) > MAX_FIELD for f in line.split('","')):
+            raise CountersError(f"{path}: line {n}: a field longer than {MAX_FIELD:,} characters")
+        try:
+            fields = next(csv.reader([line]))
+        except csv.Error as e:
+            raise CountersError(f"{path}: line {n}: not CSV ({e})") from None
+        if not out and "Kernel Name" not in fields:
+            continue
+        out.append((n, fields))
     return out
 
 
@@ -156,7 +172,8 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     body = rows[1:]
     units = [""] * len(header)
     kcol = header.index("Kernel Name")
-    if body and body[0][1] and body[0][1][0] == "" and body[0][1][kcol] == "":
+    first = body[0][1] if body else []
+    if len(first) == len(header) and first[0] == "" and first[kcol] == "":
         units, body = body[0][1], body[1:]
     nvtx_cols = _nvtx_columns(header)
     mcols = [i for i, h in enumerate(header) if _metric_column(h) and i not in nvtx_cols]
@@ -205,6 +222,12 @@ def _op(ranges: list[str]) -> str | None:
 def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     header = rows[0][1]
     col = {h: i for i, h in enumerate(header)}
+    missing = [c for c in DETAILS_COLUMNS if c not in col]
+    if missing:
+        raise CountersError(
+            f"{path}: column {missing[0]}: missing from the details-page header "
+            f"(needs {', '.join(DETAILS_COLUMNS)})"
+        )
     nvtx_cols = _nvtx_columns(header)
     by_id: dict[str, Launch] = {}
     metric_names: dict[str, None] = {}

@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfsuite.safeio import InputError, read_bytes
 
-class ImportFailure(ValueError):
+MAX_RESULT_BYTES = 256 * 1024 * 1024  # a result log or entry; larger files are refused
+
+
+class ImportFailure(InputError):
     """A result file that cannot be imported; the message is one line naming file and field."""
 
 
@@ -29,12 +33,7 @@ class Imported:
 
 def read_text(path: Path) -> str:
     """File text without a UTF-8 BOM and with CRLF/CR line endings made LF."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ImportFailure(f"{path}: file not found") from None
-    except OSError as exc:
-        raise ImportFailure(f"{path}: cannot read: {exc.strerror}") from None
+    raw = read_bytes(path, MAX_RESULT_BYTES, ImportFailure)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -44,7 +43,7 @@ def read_text(path: Path) -> str:
 
 def had_bom_or_crlf(path: Path) -> list[str]:
     """Notes about byte-level oddities that were tolerated (for the record's flags)."""
-    raw = path.read_bytes()
+    raw = read_bytes(path, MAX_RESULT_BYTES, ImportFailure)
     notes = []
     if raw.startswith(b"\xef\xbb\xbf"):
         notes.append(f"{path.name}: UTF-8 byte-order mark ignored")

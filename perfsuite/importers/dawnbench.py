@@ -32,6 +32,7 @@ from perfsuite.importers.common import (
     slug,
 )
 from perfsuite.record import new_record, quantity
+from perfsuite.safeio import MAX_JSON_DEPTH, first_line, json_depth_exceeds
 
 
 @dataclass(frozen=True)
@@ -234,12 +235,16 @@ def load_entry(path: str | Path) -> Imported:
     """One DAWNBench entry (JSON + TSV for training) as a run record."""
     path = Path(path)
     text = read_text(path)
+    if json_depth_exceeds(text.encode("utf-8", "replace"), MAX_JSON_DEPTH):
+        raise ImportFailure(f"{path}: JSON nested deeper than the {MAX_JSON_DEPTH}-level limit")
     try:
         entry = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ImportFailure(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert
+        raise ImportFailure(f"{path}: not usable JSON ({first_line(exc)})") from None
     if not isinstance(entry, dict):
         raise ImportFailure(f"{path}: field (top level): expected a JSON object")
     flags = had_bom_or_crlf(path)
@@ -398,3 +403,18 @@ def _fill_inference(
             "cost_per_item_usd": (inf.get("cost_per_item") or {}).get("value"),
         }
     )
+
+
+class DawnBenchImporter:
+    """DAWNBench v1 entries behind the common pipeline (`perfsuite.importers.base`)."""
+
+    kind = "DAWNBench entry (*.json)"
+
+    def discover(self, paths: Iterable[str | Path]) -> Iterator[Path]:
+        return discover(paths)
+
+    def load(self, path: Path) -> Imported:
+        return load_entry(path)
+
+    def finalize(self, items: list[Imported]) -> dict[str, Any]:
+        return {}

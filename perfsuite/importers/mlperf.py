@@ -10,9 +10,11 @@ MLPerf's score: the olympic mean of the runs' minutes, a failed run counting as 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +29,10 @@ from perfsuite.importers.mlperf_rules import (
     custom,
 )
 from perfsuite.record import new_record, quantity
+from perfsuite.safeio import load_json
 
 MARKER = ":::MLLOG"
+MAX_TIME_MS = 1e15  # milliseconds since 1970: year 33658; anything beyond is not a clock
 CONFIG_KEYS = (
     "seed",
     "global_batch_size",
@@ -57,10 +61,15 @@ def parse_events(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
             continue
         try:
             ev = json.loads(line[at + len(MARKER) :])
-            if not isinstance(ev, dict) or "key" not in ev:
-                raise ValueError("no key")
-            ev["time_ms"] = float(ev["time_ms"])
-        except (ValueError, KeyError, TypeError):
+            if not isinstance(ev, dict) or not isinstance(ev.get("key"), str):
+                raise ValueError("no string key")
+            ms = ev["time_ms"]
+            if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+                raise ValueError("time_ms is not a number")
+            ev["time_ms"] = float(ms)
+            if not abs(ev["time_ms"]) < MAX_TIME_MS:  # NaN, Infinity, far outside any clock
+                raise ValueError("time_ms out of range")
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
             bad.append(lineno)
             continue
         ev["lineno"] = lineno
@@ -175,6 +184,8 @@ def _epoch_times(events: list[dict[str, Any]]) -> list[float]:
     times = []
     for ev in events:
         num = ev["metadata"].get("epoch_num")
+        if isinstance(num, (list, dict)):
+            continue  # not an epoch number: unhashable, and meaningless as one
         if ev["key"] == "epoch_start":
             starts.setdefault(num, ev["time_ms"])
         elif ev["key"] == "epoch_stop" and num in starts:
@@ -207,6 +218,10 @@ def load_result(
         flags.append(f"{starts} run_start lines (several ranks?); the first one is used")
     stop = _first(events, "run_stop")
     stop_status = None if stop is None else str(stop["metadata"].get("status", "")).lower()
+    if stop is not None and stop["time_ms"] < start["time_ms"]:
+        raise ImportFailure(
+            f"{path}: line {stop['lineno']}: field run_stop.time_ms: before run_start"
+        )
 
     evaluations = _evaluations(events, bench, start["time_ms"], flags)
     synthetic = [{**e, "metrics": {"_margin": _margin(bench, e["metrics"])}} for e in evaluations]
@@ -253,9 +268,12 @@ def load_result(
         {e["key"]: e.get("value") for e in reversed(events) if e["key"].startswith("opt_")}
     )
     record = new_record(run_id=run_id, task=task, source_kind="mlperf", config=config)
-    record["created_at"] = _dt.datetime.fromtimestamp(
-        start["time_ms"] / 1000.0, _dt.timezone.utc
-    ).isoformat(timespec="seconds")
+    try:
+        record["created_at"] = _dt.datetime.fromtimestamp(
+            start["time_ms"] / 1000.0, _dt.timezone.utc
+        ).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
+        flags.append(f"run_start time_ms {start['time_ms']:g} is no date; created_at left out")
     record["status"], record["error"] = status, error
     record["source"].update({"files": [str(path)], "entry_type": "training"})
     platform = _value(events, "submission_platform")
@@ -307,11 +325,33 @@ def load_result(
     return Imported(record, summary)
 
 
+def scaling_factor(folder: Path) -> tuple[float, str | None]:
+    """The folder's `scaling.json` factor (1.0 without one) and a problem, if any.
+
+    MLPerf's result summarizer multiplies a benchmark folder's olympic mean by this factor
+    (submissions that borrowed hyper-parameters); published scores include it.
+    """
+    path = folder / "scaling.json"
+    if not path.exists():
+        return 1.0, None
+    try:
+        data = load_json(path, ImportFailure, max_bytes=1024 * 1024, max_depth=8)
+    except ImportFailure as exc:
+        return 1.0, str(exc)
+    value = data.get("scaling_factor") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 1.0, f"{path}: field scaling_factor: missing or not a number"
+    if not (math.isfinite(value) and value > 0):
+        return 1.0, f"{path}: field scaling_factor: {value!r} is not a positive number"
+    return float(value), None
+
+
 def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
     """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
 
     Score = olympic mean (analyzers.stats) of the runs' time to train in minutes, a run that
-    did not converge counting as the slowest. Fewer runs than the rules require is flagged.
+    did not converge counting as the slowest, times the folder's `scaling.json` factor as in
+    MLPerf's result summarizer. Fewer runs than the rules require is flagged.
     """
     groups: dict[str, list[Imported]] = {}
     for it in items:
@@ -319,12 +359,16 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
         if path.name.startswith("result_"):
             groups.setdefault(str(path.parent), []).append(it)
     scores = []
+    used_gids: set[str] = set()
     for folder, members in sorted(groups.items()):
         names = sorted({m.record["task"]["name"] for m in members})
         flags: list[str] = []
         if len(names) > 1:
             flags.append(f"mixed benchmarks {names}: no score")
         gid = f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
+        if gid in used_gids:  # two systems' resnet/ folders: never one group
+            gid += "-" + hashlib.sha256(folder.encode()).hexdigest()[:6]
+        used_gids.add(gid)
         minutes = []
         for i, m in enumerate(members):
             m.record["group"] = {"id": gid, "index": i, "size": len(members)}
@@ -337,6 +381,13 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
                 "(score is indicative only)"
             )
         om = olympic_mean(minutes) if len(names) == 1 else None
+        factor, problem = scaling_factor(Path(folder))
+        if problem:
+            flags.append(f"{problem}: no score")
+            om = None
+        elif factor != 1.0:
+            flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
+        score = None if om is None or om.value is None else om.value * factor
         scores.append(
             {
                 "folder": folder,
@@ -346,10 +397,31 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
                 "converged": sum(v is not None for v in minutes),
                 "required_runs": required or None,
                 "minutes": minutes,
-                "score_min": None if om is None else om.value,
+                "score_min": score,
+                "olympic_mean_min": None if om is None else om.value,
+                "scaling_factor": factor,
                 "kept_min": [] if om is None else list(om.kept),
                 "reason": None if om is None else om.reason,
                 "flags": flags,
             }
         )
     return scores
+
+
+@dataclass
+class MLPerfImporter:
+    """MLPerf training logs behind the common pipeline; finalize scores result folders."""
+
+    benchmark: str | None = None
+    target: float | None = None
+    higher_is_better: bool = True
+    kind = "MLPerf log (result_*.txt, *.log)"
+
+    def discover(self, paths: Iterable[str | Path]) -> Iterator[Path]:
+        return discover(paths)
+
+    def load(self, path: Path) -> Imported:
+        return load_result(path, self.benchmark, self.target, self.higher_is_better)
+
+    def finalize(self, items: list[Imported]) -> dict[str, Any]:
+        return {"scores": score_folders(items)}

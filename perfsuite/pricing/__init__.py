@@ -15,20 +15,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perfsuite.safeio import InputError, decode_utf8, first_line, json_depth_exceeds, read_bytes
+
 ENV_VAR = "PERFSUITE_PRICES"
 BUILTIN = "prices.json"
 
 
-class PriceError(ValueError):
+class PriceError(InputError):
     """A price file that cannot be used; the message names the file and the field."""
 
 
 def _read(text: str, origin: str) -> dict[str, dict[str, Any]]:
+    if json_depth_exceeds(text.encode("utf-8", "replace"), 16):
+        raise PriceError(f"{origin}: JSON nested deeper than the 16-level limit")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise PriceError(f"{origin}: not valid JSON ({where})") from None
+    except (ValueError, RecursionError) as exc:
+        raise PriceError(f"{origin}: not usable JSON ({first_line(exc)})") from None
     if not isinstance(data, dict) or not isinstance(data.get("instances"), dict):
         raise PriceError(f"{origin}: field instances: expected an object of instance types")
     as_of = data.get("as_of")
@@ -73,11 +79,7 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, dict[st
     if user is not None:
         p = Path(user)
         origin = str(p) if path is not None else f"{p} (${ENV_VAR})"
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise PriceError(f"{origin}: file not found") from None
-        except OSError as exc:
-            raise PriceError(f"{origin}: cannot read: {exc.strerror}") from None
+        # a regular file only (a FIFO given to --prices must not hang), 16 MB at most
+        text = decode_utf8(read_bytes(p, 16 * 1024 * 1024, PriceError), origin, PriceError)
         table.update(_read(text, origin))
     return table

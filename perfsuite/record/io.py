@@ -12,12 +12,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perfsuite.record import checks
 from perfsuite.record.model import SCHEMA, SCHEMA_VERSION, utc_now
+from perfsuite.safeio import InputError, load_json
 
 RECORD_NAME = "run.json"
+# Records are small (a long run with per-op tables is well under 1 MB); a 64-level limit is
+# ten times the depth any writer produces.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+MAX_RECORD_DEPTH = 64
 
 
-class RecordError(ValueError):
+class RecordError(InputError):
     """A record that cannot be read or does not follow the schema. The message is one line."""
 
 
@@ -47,12 +53,39 @@ def validate_record(record: Any, origin: str = "<record>") -> None:
             f"({SCHEMA_VERSION}); upgrade perfsuite"
         )
     if record.get("schema") not in (None, SCHEMA):
-        raise RecordError(f"{origin}: field schema: {record.get('schema')!r} is not {SCHEMA!r}")
-    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+        raise RecordError(
+            f"{origin}: field schema: {_short(repr(record.get('schema')))} is not {SCHEMA!r}"
+        )
+    for check in (checks.schema_version_problem, checks.finite_problem):
+        problem = check(record)
+        if problem:
+            raise RecordError(f"{origin}: field {_short(problem[0])}: {_short(problem[1])}")
+    errors = sorted(
+        _validator().iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path]
+    )
     if errors:
         err = errors[0]
-        msg = err.message if len(err.message) < 160 else err.message[:157] + "..."
-        raise RecordError(f"{origin}: field {_field_path(err.absolute_path)}: {msg}")
+        raise RecordError(
+            f"{origin}: field {_short(_field_path(err.absolute_path))}: {_short(_message(err))}"
+        )
+    problem = checks.sidecar_problem(record)
+    if problem:
+        raise RecordError(f"{origin}: field {_short(problem[0])}: {_short(problem[1])}")
+
+
+def _message(err: Any) -> str:
+    """jsonschema's message, said the way a person fixing the file needs it."""
+    if err.validator == "const":
+        return f"{_short(repr(err.instance))} is not {err.validator_value!r}"
+    if err.validator == "minimum" and err.validator_value == 0:
+        return f"{err.instance!r} is negative"
+    return err.message
+
+
+def _short(text: str, width: int = 160) -> str:
+    """One line: newlines and other control characters escaped, long text cut."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def _finite(obj: Any) -> Any:
@@ -67,13 +100,20 @@ def _finite(obj: Any) -> Any:
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> Path:
-    """Write JSON so that readers see the old file or the new one, never a torn one.
+    """Write JSON so that readers see the old file or the new one, never a torn one."""
+    text = json.dumps(_finite(obj), indent=indent, allow_nan=False, sort_keys=False)
+    return write_text_atomic(path, text + "\n")
 
-    Temp file in the same folder, fsync, rename over the target, fsync the folder.
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Replace `path` with `text` atomically.
+
+    The temp file is made by mkstemp in the target's folder: an unguessable name, created
+    exclusively (O_EXCL), so a symlink planted at a predictable `.F.tmp` cannot redirect the
+    write; then fsync, rename over the target, fsync the folder.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_finite(obj), indent=indent, allow_nan=False, sort_keys=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
@@ -81,7 +121,6 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-            fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -122,16 +161,7 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     sidecar files; these keys are never written back.
     """
     p = _resolve(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecordError(f"{p}: file not found") from None
-    except OSError as exc:
-        raise RecordError(f"{p}: cannot read: {exc.strerror}") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    record = load_json(p, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
     validate_record(record, str(p))
     record["_path"] = str(p)
     record["_dir"] = str(p.parent)
@@ -142,12 +172,13 @@ def find_records(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     """Expand run.json files and folders (searched recursively) into run.json paths, sorted."""
     for raw in paths:
         p = Path(raw)
-        if p.is_file():
-            yield p
-        elif (p / RECORD_NAME).is_file():
-            yield p / RECORD_NAME
-        elif p.is_dir():
-            yield from sorted(p.rglob(RECORD_NAME))
+        if p.is_dir():
+            if (p / RECORD_NAME).exists():
+                yield p / RECORD_NAME
+            else:
+                yield from sorted(p.rglob(RECORD_NAME))
+        elif p.exists() or p.is_symlink():
+            yield p  # a file, or something that is not one: load_record says which
         else:
             raise RecordError(f"{p}: no such file or folder")
 

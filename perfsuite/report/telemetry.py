@@ -13,7 +13,12 @@ def telemetry_path(record: Mapping[str, Any]) -> Path | None:
     name = (record.get("telemetry") or {}).get("file")
     if not name or not record.get("_dir"):
         return None
-    path = Path(record["_dir"]) / name
+    from perfsuite.record.checks import resolve_sidecar
+
+    try:
+        path = resolve_sidecar(record["_dir"], name)
+    except ValueError:  # outside the run folder: never read
+        return None
     return path if path.is_file() else None
 
 
@@ -26,10 +31,15 @@ def _num(text: str) -> float | None:
 
 def read_telemetry(path: Path) -> dict[str, list[float | None]]:
     """Columns by name; empty cells (e.g. GPU columns on a CPU run) become None."""
-    with open(path, newline="", encoding="utf-8") as fh:
+    cols: dict[str, list[float | None]] = {}
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
         reader = csv.DictReader(fh)
-        cols: dict[str, list[float | None]] = {name: [] for name in reader.fieldnames or []}
-        for row in reader:
-            for name in cols:
-                cols[name].append(_num(row.get(name) or ""))
+        try:
+            cols = {name: [] for name in reader.fieldnames or []}
+            for row in reader:
+                for name in cols:
+                    cols[name].append(_num(row.get(name) or ""))
+        except csv.Error:  # a damaged sidecar: plot the rows read so far
+            n = min((len(v) for v in cols.values()), default=0)
+            cols = {k: v[:n] for k, v in cols.items()}
     return cols

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from analyzers.tta import crossing_dict, first_crossing
+from analyzers.tta import crossing_dict, record_crossing
 from perfsuite.record import new_record, new_run_id, quantity, write_record
 from perfsuite.runner.environment import collect_environment, hardware_section
 
@@ -87,7 +87,7 @@ class Recorder:
             if value is not None:
                 entry[key] = value
         rec["evaluations"].append(entry)
-        crossing = first_crossing(rec["evaluations"], self.metric, self.threshold)
+        crossing = record_crossing(rec)  # the task's direction, as every analyzer reads it
         rec["time_to_accuracy"] = crossing_dict(crossing, "measured")
         if self.mllog:
             self.mllog.eval(epoch, metrics[self.metric], samples or 0)

@@ -1,0 +1,56 @@
+"""Derived values of a run record, computed in one place so every analyzer reads a record the
+same way: where it crossed its threshold, and whether and when it reached it.
+
+The crossing rule itself is `analyzers.tta` (first evaluation at or past the threshold, in the
+task's direction); this module decides which curve and threshold it applies to.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from analyzers.tta import Crossing, record_crossing
+
+
+def _finite_time(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def reached_time(record: Mapping[str, Any]) -> tuple[bool, float | None]:
+    """(reached, time to accuracy in s) from the record's own `time_to_accuracy`.
+
+    A run counts as reached only with a usable time: an imported "reached" without a time
+    (or with a non-finite one) cannot be ranked, costed or averaged.
+    """
+    tta = record.get("time_to_accuracy") or {}
+    time_s = _finite_time(tta.get("time_s"))
+    reached = bool(tta.get("reached")) and time_s is not None
+    return reached, (time_s if reached else None)
+
+
+def crossing(
+    record: Mapping[str, Any], metric: str | None = None, threshold: float | None = None
+) -> Crossing:
+    """Where a run reaches its target.
+
+    Without overrides: the record's own `time_to_accuracy` (imported records may have no
+    curve behind it, and MLPerf's time includes evaluation). With `metric` or `threshold`:
+    recomputed from the curve by `analyzers.tta.record_crossing`, in the task's direction.
+    """
+    if metric is not None or threshold is not None:
+        return record_crossing(dict(record), threshold=threshold, metric=metric)
+    task = record.get("task") or {}
+    tta = record.get("time_to_accuracy") or {}
+    reached, time_s = reached_time(record)
+    return Crossing(
+        str(tta.get("metric", task.get("metric"))),
+        float(tta.get("threshold", task.get("threshold"))),
+        reached,
+        time_s,
+        tta.get("epoch") if reached else None,
+        tta.get("evaluation_index") if reached else None,
+    )

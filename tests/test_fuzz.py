@@ -1,0 +1,285 @@
+"""Property-based fuzzing of every reader of outside input: each outcome is a result or the
+project's one-line error type, never another exception, a hang or a blow-up.
+
+Bounded for CI (PERFSUITE_FUZZ_EXAMPLES, default 40 per target); `make fuzz` runs many more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analyzers.cost import cost_of
+from analyzers.leaderboard import leaderboard
+from analyzers.roofline import RooflineInputError, roofline
+from analyzers.stability import stability
+from analyzers.timeline import TraceError, analyze_trace, read_trace
+from analyzers.utilization import utilization
+from perfsuite.counters import CountersError
+from perfsuite.counters.ncu_csv import read_ncu_csv
+from perfsuite.importers import ImportFailure
+from perfsuite.importers.dawnbench import load_entry
+from perfsuite.importers.mlperf import load_result
+from perfsuite.record import RecordError, load_record, quantity
+
+EXAMPLES = int(os.environ.get("PERFSUITE_FUZZ_EXAMPLES", "40"))
+REPORT = os.environ.get("PERFSUITE_FUZZ_REPORT", "1") == "1"  # the HTML report too (slower)
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    database=None,
+)
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, allow_nan=True)
+
+
+# ------------------------------------------------------------------------- record loader
+def _base_record() -> dict[str, Any]:
+    from perfsuite.record import new_record
+
+    rec = new_record(run_id="r", task={"name": "toy", "metric": "top1", "threshold": 0.9})
+    rec["status"] = "reached"
+    rec["evaluations"] = [
+        {"epoch": 1, "train_time_s": 10.0, "metrics": {"top1": 0.5}},
+        {"epoch": 2, "train_time_s": 20.0, "metrics": {"top1": 0.95}},
+    ]
+    rec["time_to_accuracy"].update({"reached": True, "time_s": 20.0, "epoch": 2})
+    rec["throughput"] = {"step_time": quantity(0.25, "s", "measured", "t"), "epoch_times_s": [10]}
+    rec["work"] = {
+        "flops_per_step": quantity(1e9, "FLOP", "counted", "t"),
+        "bytes_per_step": quantity(1e8, "byte", "modeled", "t"),
+        "dtype": "float32",
+        "batch_size": 32,
+        "per_op": [{"op": "aten::mm", "family": "matmul", "calls": 1, "flops": 1e9, "bytes": 1e8}],
+    }
+    rec["timeline"] = {
+        "trace": None,
+        "tool": "torch.profiler",
+        "steps": 3,
+        "ops": [{"op": "aten::mm", "calls": 3, "self_time_s": 0.3, "total_time_s": 0.3}],
+    }
+    rec["ceilings"] = {
+        "device": "cpu",
+        "dtype": "float32",
+        "peak_flops": quantity(1e11, "FLOP/s", "measured", "t"),
+        "memory_bandwidth": quantity(1e10, "byte/s", "measured", "t"),
+        "spec": {"id": "x", "flops": {"float32": 1e11}, "memory_bandwidth": 1e10},
+    }
+    rec["telemetry"] = {"cpu": {"util_pct_mean": 50.0}, "gpu": {"sm_clock_hz_mean": 1e9}}
+    rec["counters"] = {"window_steps": 3, "kernels": [{"name": "k", "calls": 3, "flops": 1e9}]}
+    rec["cost"] = {"usd_per_hour": quantity(3.0, "USD/h", "spec", "t")}
+    rec["inference"] = {"latency": quantity(0.01, "s", "measured", "t"), "metrics": {"top1": 0.9}}
+    return rec
+
+
+BASE = _base_record()
+
+
+def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+PATHS = [p for p in _paths(BASE) if p]
+
+
+def _analyze(rec: dict[str, Any]) -> None:
+    """Everything that reads a loaded record; only RooflineInputError is a normal outcome."""
+    with contextlib.suppress(RooflineInputError):
+        roofline(rec)
+    with contextlib.suppress(RooflineInputError):
+        utilization(rec)
+    cost_of(rec, {})
+    leaderboard([rec])
+    stability([rec])
+    if REPORT:
+        from perfsuite.report import report_html
+
+        report_html([rec], 5)
+
+
+@FUZZ
+@given(path=st.sampled_from(PATHS), value=json_values)
+def test_record_mutations_load_cleanly_or_fail_in_one_line(tmp_path, path, value):
+    rec = copy.deepcopy(BASE)
+    node = rec
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    f = tmp_path / "run.json"
+    f.write_text(_dump(rec))
+    try:
+        loaded = load_record(f)
+    except RecordError as exc:
+        assert "\n" not in str(exc) and str(f) in str(exc)
+        return
+    _analyze(loaded)
+
+
+@FUZZ
+@given(data=st.binary(max_size=300) | json_values.map(lambda v: _dump(v).encode()))
+def test_record_loader_on_arbitrary_bytes(tmp_path, data):
+    f = tmp_path / "run.json"
+    f.write_bytes(data)
+    try:
+        load_record(f)
+    except RecordError as exc:
+        assert "\n" not in str(exc)
+
+
+# ------------------------------------------------------------------------- trace reader
+event_keys = st.sampled_from(["ph", "cat", "pid", "tid", "ts", "dur", "name", "args"])
+field_values = st.one_of(
+    json_values,
+    st.sampled_from(["X", "i", "kernel", "cpu_op", "cuda_runtime", "user_annotation"]),
+    st.floats(min_value=0, max_value=1e6),
+)
+args_values = st.dictionaries(
+    st.sampled_from(["device", "stream", "correlation", "Input Dims", "Input type",
+                     "Concrete Inputs"]),
+    field_values,
+    max_size=4,
+)  # fmt: skip
+events = st.lists(
+    st.fixed_dictionaries(
+        {"ph": st.just("X") | field_values, "ts": st.floats(0, 1e6) | field_values},
+        optional={
+            "cat": st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "cuda_sync"])
+            | field_values,
+            "dur": field_values,
+            "pid": field_values,
+            "tid": field_values,
+            "name": field_values,
+            "args": args_values | field_values,
+        },
+    )
+    | json_values,
+    max_size=12,
+)
+
+
+@FUZZ
+@given(evs=events)
+def test_trace_reader_on_arbitrary_events(tmp_path, evs):
+    f = tmp_path / "trace.json"
+    f.write_text(_dump({"traceEvents": evs}))
+    try:
+        analyze_trace(read_trace(f))
+    except TraceError as exc:
+        assert "\n" not in str(exc)
+
+
+@FUZZ
+@given(data=st.binary(max_size=300))
+def test_trace_reader_on_arbitrary_bytes(tmp_path, data):
+    f = tmp_path / "trace.json"
+    f.write_bytes(data)
+    with contextlib.suppress(TraceError):  # anything else fails the test
+        read_trace(f)
+
+
+# ------------------------------------------------------------------------- importers
+MLPERF = Path(__file__).parent / "fixtures" / "mlperf" / "resnet_5runs" / "result_0.txt"
+MLPERF_LINES = MLPERF.read_text().splitlines()
+mllog_events = st.fixed_dictionaries(
+    {"key": st.sampled_from(["run_start", "run_stop", "eval_accuracy", "epoch_start"])
+     | json_values, "time_ms": st.integers(0, 2**40) | json_values},
+    optional={"value": json_values, "metadata": json_values},
+)  # fmt: skip
+
+
+@FUZZ
+@given(
+    extra=st.lists(mllog_events.map(lambda e: ":::MLLOG " + _dump(e)) | st.text(max_size=30)),
+    keep=st.integers(0, len(MLPERF_LINES)),
+)
+def test_mlperf_importer_on_arbitrary_lines(tmp_path, extra, keep):
+    f = tmp_path / "result_0.txt"
+    f.write_text("\n".join(MLPERF_LINES[:keep] + extra + MLPERF_LINES[keep:]))
+    try:
+        load_result(f)
+    except ImportFailure as exc:
+        assert "\n" not in str(exc)
+
+
+@FUZZ
+@given(
+    entry=st.fixed_dictionaries(
+        {"model": json_values, "hardware": json_values},
+        optional={
+            "version": json_values,
+            "author": json_values,
+            "framework": json_values,
+            "timestamp": json_values,
+            "costPerHour": json_values,
+            "misc": json_values,
+            "latency": json_values,
+            "cost": json_values,
+            "top1Accuracy": json_values,
+        },
+    )
+    | json_values,
+    tsv=st.lists(
+        st.lists(st.sampled_from(["1", "0.5", "94", "-1", "x", "nan", "1e999", ""]), max_size=4),
+        max_size=4,
+    ),
+)
+def test_dawnbench_importer_on_arbitrary_entries(tmp_path, entry, tsv):
+    folder = tmp_path / "CIFAR10" / "train"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "e.json").write_text(_dump(entry))
+    rows = ["epoch\thours\ttop1Accuracy"] + ["\t".join(r) for r in tsv]
+    (folder / "e.tsv").write_text("\n".join(rows))
+    try:
+        load_entry(folder / "e.json")
+    except ImportFailure as exc:
+        assert "\n" not in str(exc)
+
+
+# ------------------------------------------------------------------------- counters CSV
+cells = st.sampled_from(["", "1", "1,024", "n/a", "nan", "1e999", "x", "Kernel Name", "ID",
+                         "Metric Name", "Metric Value", "Metric Unit", "byte", "ns",
+                         "gpu__time_duration.sum", '"q"'])  # fmt: skip
+
+
+@FUZZ
+@given(rows=st.lists(st.lists(cells, min_size=1, max_size=6), min_size=1, max_size=5))
+def test_ncu_csv_reader_on_arbitrary_tables(tmp_path, rows):
+    f = tmp_path / "c.csv"
+    text = "\n".join(",".join('"' + c.replace('"', '""') + '"' for c in r) for r in rows)
+    f.write_text(text)
+    try:
+        read_ncu_csv(f)
+    except CountersError as exc:
+        assert "\n" not in str(exc)

@@ -1,0 +1,131 @@
+"""Imports never lose a record (colliding ids), skip bad MLPerf lines instead of aborting, and
+apply MLPerf's scaling.json as the published scores do."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analyzers.stats import olympic_mean
+from perfsuite.cli import main
+from perfsuite.importers.base import run_import
+from perfsuite.importers.dawnbench import DawnBenchImporter
+from perfsuite.importers.mlperf import MLPerfImporter, load_result
+
+FIX = Path(__file__).parent / "fixtures"
+RESNET = FIX / "mlperf" / "resnet_5runs"
+TRAIN = FIX / "dawnbench" / "entries" / "CIFAR10" / "train"
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(out.rglob("run.json"))]
+
+
+def test_two_systems_same_result_name_both_land(tmp_path, capsys):
+    for system in ("sysA", "sysB"):
+        dst = tmp_path / "in" / system / "resnet"
+        shutil.copytree(RESNET, dst)
+    # make system B's logs differ in content (another org)
+    for f in (tmp_path / "in" / "sysB" / "resnet").glob("result_*.txt"):
+        f.write_text(f.read_text().replace("ExampleOrg", "OtherOrg"))
+    out = tmp_path / "runs"
+    assert main(["import", "mlperf", str(tmp_path / "in"), "--out", str(out)]) == 0
+    recs = _records(out)
+    assert len(recs) == 10
+    assert len({r["run_id"] for r in recs}) == 10
+    assert len({r["group"]["id"] for r in recs}) == 2
+    assert "10 record(s) written" in capsys.readouterr().err
+
+
+def test_dawnbench_names_that_slug_alike_both_land(tmp_path):
+    src = tmp_path / "CIFAR10" / "train"
+    src.mkdir(parents=True)
+    for name, cost in (("a b", 1.0), ("a_b", 2.0)):
+        entry = json.loads((TRAIN / "null_cost.json").read_text())
+        entry["costPerHour"] = cost
+        (src / f"{name}.json").write_text(json.dumps(entry))
+        shutil.copy(TRAIN / "null_cost.tsv", src / f"{name}.tsv")
+    out = tmp_path / "runs"
+    result = run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    assert result.written == 2 == len(_records(out))
+    assert any("imported as" in n for n in result.notes)
+
+
+def test_reimport_replaces_and_other_content_is_never_overwritten(tmp_path):
+    out = tmp_path / "runs"
+    one = tmp_path / "single" / "result_0.txt"
+    one.parent.mkdir()
+    shutil.copy(RESNET / "result_0.txt", one)
+    first = run_import(MLPerfImporter(), [one], out, keep_going=False)
+    again = run_import(MLPerfImporter(), [one, one], out, keep_going=False)
+    assert first.items[0].record["run_id"] == again.items[0].record["run_id"]
+    assert len(_records(out)) == 1
+    one.write_text(one.read_text().replace("ExampleOrg", "ChangedOrg"))
+    changed = run_import(MLPerfImporter(), [one], out, keep_going=False)
+    assert changed.items[0].record["run_id"] != first.items[0].record["run_id"]
+    assert len(_records(out)) == 2
+
+
+def test_bad_mllog_lines_are_skipped_not_fatal(tmp_path):
+    lines = (RESNET / "result_0.txt").read_text().splitlines()
+    bad = [
+        ':::MLLOG {"key": 5, "time_ms": 1, "value": null}',
+        ':::MLLOG {"key": ["x"], "time_ms": 1, "value": null}',
+        ':::MLLOG {"key": "eval_accuracy", "time_ms": NaN, "value": 0.9}',
+        ':::MLLOG {"key": "eval_accuracy", "time_ms": 1e999, "value": 0.9}',
+        ':::MLLOG {"key": "eval_accuracy", "time_ms": 1' + "0" * 400 + ', "value": 0.9}',
+        ':::MLLOG {"key": "eval_accuracy", "time_ms": 1' + "0" * 5000 + ', "value": 0.9}',
+        ':::MLLOG {"key": "eval_accuracy", "time_ms": true, "value": 0.9}',
+        ':::MLLOG {"key": "epoch_start", "time_ms": 1699999950000, "metadata": {"epoch_num": [1]}}',
+        ":::MLLOG " + "[" * 100_000,
+    ]
+    path = tmp_path / "result_0.txt"
+    path.write_text("\n".join(lines[:3] + bad + lines[3:]) + "\n")
+    it = load_result(path)
+    assert it.summary["status"] == "reached"
+    assert any("8 unreadable :::MLLOG line(s)" in f for f in it.record["flags"])
+
+
+def test_run_stop_before_run_start_is_one_line_error(tmp_path):
+    text = (RESNET / "result_0.txt").read_text()
+    start = next(ln for ln in text.splitlines() if '"run_start"' in ln)
+    stop = next(ln for ln in text.splitlines() if '"run_stop"' in ln)
+    moved = json.loads(stop.split(":::MLLOG", 1)[1])
+    moved["time_ms"] = json.loads(start.split(":::MLLOG", 1)[1])["time_ms"] - 1000
+    path = tmp_path / "result_0.txt"
+    path.write_text(text.replace(stop, ":::MLLOG " + json.dumps(moved)))
+    with pytest.raises(ValueError, match=r"run_stop\.time_ms: before run_start"):
+        load_result(path)
+
+
+def _scores(folder: Path, out: Path) -> dict:
+    result = run_import(MLPerfImporter(), [folder], out, keep_going=False)
+    (score,) = result.extra["scores"]
+    return score
+
+
+def test_scaling_json_multiplies_the_olympic_mean(tmp_path):
+    folder = tmp_path / "resnet"
+    shutil.copytree(RESNET, folder)
+    plain = _scores(folder, tmp_path / "a")
+    (folder / "scaling.json").write_text('{"scaling_factor": 1.0042}')
+    scaled = _scores(folder, tmp_path / "b")
+    minutes = list(plain["minutes"])
+    assert plain["scaling_factor"] == 1.0
+    assert plain["score_min"] == pytest.approx(olympic_mean(minutes).value)
+    assert scaled["olympic_mean_min"] == pytest.approx(plain["score_min"])
+    assert scaled["score_min"] == pytest.approx(plain["score_min"] * 1.0042)
+    assert any("1.0042" in f for f in scaled["flags"])
+
+
+@pytest.mark.parametrize("text", ['{"scaling_factor": -1}', '{"x": 1}', "[", '"1.0"'])
+def test_bad_scaling_json_gives_no_score(tmp_path, text):
+    folder = tmp_path / "resnet"
+    shutil.copytree(RESNET, folder)
+    (folder / "scaling.json").write_text(text)
+    score = _scores(folder, tmp_path / "out")
+    assert score["score_min"] is None
+    assert any("scaling.json" in f for f in score["flags"])
