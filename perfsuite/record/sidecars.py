@@ -1,4 +1,8 @@
-"""Read the telemetry CSV sidecar (columns t_s, cpu_util_pct, rss_bytes, gpu_*) for plotting."""
+"""A record's sidecar files (profiler trace, telemetry CSV), resolved against its folder.
+
+Kept with the record, not with the report: the CLI, the report and the Python API all read
+sidecars, and reading one must not import the presentation layer (plotly).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,20 @@ import csv
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from perfsuite.record.io import RecordError
+
+
+def trace_path(record: Mapping[str, Any]) -> Path:
+    """The profiler trace named by `timeline.trace`; RecordError naming the field if absent."""
+    origin = record.get("_path") or record.get("run_id") or "<record>"
+    name = (record.get("timeline") or {}).get("trace")
+    if not name:
+        raise RecordError(f"{origin}: field timeline.trace: this run has no trace sidecar")
+    path = Path(record.get("_dir") or ".") / name
+    if not path.is_file():
+        raise RecordError(f"{origin}: field timeline.trace: {path} not found")
+    return path
 
 
 def telemetry_path(record: Mapping[str, Any]) -> Path | None:
