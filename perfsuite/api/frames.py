@@ -1,0 +1,60 @@
+"""Analyzer results to pandas DataFrames: the only conversion layer of the Python API.
+
+Why a table of column specs instead of `pd.DataFrame(dataclasses.asdict(...))`: the analyzers
+name fields for code (`time_share`, `placement.intensity`); the API names columns for people,
+with the unit in the name (`share`, `intensity_flop_per_byte`). Each spec says which analyzer
+field a column is, so the numbers are the analyzers' own, never recomputed here. A missing
+value (None in the analyzers, null in `--json`) becomes NaN in numeric columns.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+# (column name, getter on the analyzer object); a dotted string is an attribute path.
+Spec = Sequence[tuple[str, str | Callable[[Any], Any]]]
+
+
+def _getter(path: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
+    if callable(path):
+        return path
+    get = operator.attrgetter(path)
+
+    def safe(obj: Any) -> Any:
+        try:
+            return get(obj)
+        except AttributeError:  # an optional sub-object (e.g. no idle breakdown) is None
+            return None
+
+    return safe
+
+
+def frame(items: Iterable[Any], spec: Spec, index: str | None = None) -> pd.DataFrame:
+    """One row per item, one column per spec entry, in spec order (also when empty)."""
+    getters = [(name, _getter(path)) for name, path in spec]
+    rows = [{name: get(item) for name, get in getters} for item in items]
+    df = pd.DataFrame(rows, columns=[name for name, _ in spec])
+    df = df.infer_objects()
+    return df.set_index(index) if index else df
+
+
+def records_frame(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """Plain dict rows with exactly `columns`, in order (missing keys become NaN)."""
+    return pd.DataFrame(list(rows), columns=list(columns)).infer_objects()
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as one level with dotted keys (`recipe_values.extra.width`)."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, Mapping) and value:
+                out.update(flatten(value, name))
+            else:
+                out[name] = value
+    return out
