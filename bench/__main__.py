@@ -8,7 +8,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["overhead", "trace_throughput", "flop_counter", "loader", "cifar_fast_steps"]
+BENCHMARKS = [
+    "overhead",
+    "trace_throughput",
+    "flop_counter",
+    "loader",
+    "cifar_fast_steps",
+    "api_open",
+]
 
 
 def main(argv: list[str]) -> int:
