@@ -38,11 +38,11 @@ def trace(path: str | os.PathLike[str], device: int | None = None) -> Any:
     return _trace(path, device)
 
 
-def compare(*items: Any) -> Any:
+def compare(*items: Any, **named: Any) -> Any:
     """Runs and groups (or their paths) side by side: a row per quantity, a column each."""
     from perfsuite.api import compare as _compare
 
-    return _compare(*items)
+    return _compare(*items, **named)
 
 
 def __getattr__(name: str) -> Any:

@@ -30,12 +30,17 @@ def _columns(item: Any) -> list[pd.Series]:
     raise TypeError(f"compare takes runs, groups or their paths, not {type(item).__name__}")
 
 
-def compare(*items: Any) -> pd.DataFrame:
+def compare(*items: Any, **named: Any) -> pd.DataFrame:
     """Side-by-side table: a row per quantity, a column per run (or per group of runs);
-    NaN where a quantity does not apply to that column. Paths are opened with perfsuite.open."""
-    if len(items) < 1:
+    NaN where a quantity does not apply to that column. Paths are opened with perfsuite.open.
+    Items passed by keyword get the keyword as their column name (`compare(before=a, after=b)`).
+    """
+    if not items and not named:
         raise TypeError("compare needs at least one run or group")
     cols = [c for item in items for c in _columns(item)]
+    for label, item in named.items():
+        found = _columns(item)
+        cols += [c.rename(label if len(found) == 1 else f"{label}: {c.name}") for c in found]
     seen: dict[str, int] = {}
     for i, c in enumerate(cols):  # the same run twice gets a suffix, never a merged column
         n = seen.get(str(c.name), 0)
