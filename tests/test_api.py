@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 
 import perfsuite
 from perfsuite.record import RecordError
-from tests.api_compare import assert_rows, cli, cli_json, dig, same_value
+from tests.api_compare import ROOT, assert_rows, cli, cli_json, dig, same_value
 from tests.conftest import shared_path
 
 PLACEMENT = {
@@ -275,6 +277,9 @@ def test_compare_puts_runs_and_groups_side_by_side(digits_run, group_dir):
     assert table.loc["frac_of_roof", run.run_id] == run.summary["frac_of_roof"]
     assert table.loc["olympic_mean_s", label] == g.groups["olympic_mean_s"].iloc[0]
     assert math.isnan(table.loc["olympic_mean_s", run.run_id])
+    named = perfsuite.compare(before=run, after=g)
+    assert list(named.columns) == ["before", "after"]
+    assert named["before"].equals(run.summary.rename("before").reindex(named.index))
     with pytest.raises(TypeError, match="compare takes runs, groups or their paths"):
         perfsuite.compare(run, 3)
 
@@ -315,3 +320,78 @@ def test_bad_paths_and_records_are_one_line_errors(tmp_path):
     (bad / "run.json").write_text('{"schema": "perfsuite.run", "schema_version": 1}')
     with pytest.raises(RecordError, match=r"bad/run\.json: field \(top level\): 'run_id'"):
         perfsuite.open(bad)
+
+
+# --------------------------------------------------------------------------- no framework
+_NO_FRAMEWORK = r"""
+import sys
+import perfsuite
+assert "pandas" not in sys.modules, "import perfsuite loaded pandas"
+run, group = perfsuite.open(sys.argv[1]), perfsuite.open(sys.argv[2])
+for table in (run.epochs, run.ops, run.ranking, run.step_breakdown, run.roofs, run.hierarchical,
+              run.roofline(), run.utilization(), run.cost(), run.summary, run.config,
+              run.telemetry, run.kernels, group.runs, group.stability, group.groups,
+              group.epochs, group.cost(), perfsuite.compare(run, group)):
+    assert len(table) > 0 or table is run.kernels
+t = run.trace()
+for table in (t.temporal, t.idle, t.categories, t.streams, t.kernels, t.ops, t.summary):
+    table
+run.figures.roofline(), run.figures.ops(), group.figures.curves()
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "tensorflow"))
+print(" ".join(loaded) or "none")
+"""
+
+
+@pytest.mark.slow
+def test_open_and_every_table_import_no_framework(digits_run, group_dir):
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_FRAMEWORK, str(digits_run), str(group_dir)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "none"
+
+
+def readme_python_example() -> str:
+    """The first python block under the README's "From Python" heading."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## From Python\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("\n```", 1)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+def test_readme_python_example_runs(digits_run, group_dir, tmp_path):
+    shared = shared_path()
+    repo = tmp_path / "repo"
+    (repo / "runs").mkdir(parents=True)
+    (repo / "runs" / "demo").symlink_to(digits_run)
+    (repo / "runs" / "digits-x5").symlink_to(group_dir)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared)
+    out = subprocess.run(
+        [sys.executable, "-c", readme_python_example()],
+        capture_output=True, text=True, cwd=repo, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "time_to_accuracy_mean_s" in out.stdout and "aten::" in out.stdout
+
+
+_NO_IRI_GRAMMAR = r"""
+import importlib.util, sys
+from perfsuite.record import new_record, validate_record
+validate_record(new_record(run_id="r", task={"name": "t", "metric": "top1", "threshold": 0.9}))
+assert "jsonschema" in sys.modules and "rfc3987_syntax" not in sys.modules
+if importlib.util.find_spec("rfc3987_syntax"):  # hidden during the import only
+    import rfc3987_syntax
+print("ok")
+"""
+
+
+def test_validation_does_not_pay_for_the_iri_grammar():
+    """Opening a record validates it; jsonschema must not build rfc3987-syntax's grammar (seconds
+    on import) for a format check records never use, and the module stays importable."""
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_IRI_GRAMMAR], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
