@@ -12,7 +12,6 @@ import json
 import math
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 import perfsuite
 from perfsuite.record import RecordError
 from tests.api_compare import ROOT, assert_rows, cli, cli_json, dig, same_value
-from tests.conftest import shared_path
+from tests.conftest import extract_h100_run, shared_path
 
 PLACEMENT = {
     "flops": "placement.flops",
@@ -287,11 +286,7 @@ def test_compare_puts_runs_and_groups_side_by_side(digits_run, group_dir):
 # --------------------------------------------------------------------------- shared H100 run
 @pytest.fixture(scope="module")
 def h100_run(tmp_path_factory):
-    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
-    out = tmp_path_factory.mktemp("h100")
-    with tarfile.open(tar) as tf:
-        tf.extractall(out, filter="data")
-    return next(out.glob("*/run.json")).parent
+    return extract_h100_run(tmp_path_factory.mktemp("h100"))
 
 
 @pytest.mark.shared

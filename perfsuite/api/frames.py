@@ -33,6 +33,16 @@ def _getter(path: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
     return safe
 
 
+def of_child(spec: Spec) -> Spec:
+    """`spec` read from the second element of (parent, child) pairs: for tables whose rows are
+    children (a device's categories) with a column from their parent (the device id)."""
+    out = []
+    for name, path in spec:
+        get = _getter(path)
+        out.append((name, lambda pair, get=get: get(pair[1])))
+    return out
+
+
 def frame(items: Iterable[Any], spec: Spec, index: str | None = None) -> pd.DataFrame:
     """One row per item, one column per spec entry, in spec order (also when empty)."""
     getters = [(name, _getter(path)) for name, path in spec]

@@ -22,25 +22,30 @@ from analyzers.stability import (
     stability,
     training_records,
 )
-from perfsuite.api.frames import Spec, frame
+from perfsuite.api.frames import Spec, frame, of_child
 from perfsuite.api.run import Run, cost_frame
 from perfsuite.record import RecordError, find_records, load_record
 
 if TYPE_CHECKING:
     from perfsuite.api.figures import GroupFigures
 
+# Rows are (GroupStability, RunOutcome) pairs.
 RUNS: Spec = [
-    ("group", lambda gr: gr[0].label),
-    ("run_id", lambda gr: gr[1].run_id),
-    ("seed", lambda gr: gr[1].seed),
-    ("status", lambda gr: gr[1].status),
-    ("reached", lambda gr: gr[1].reached),
-    ("time_to_accuracy_s", lambda gr: gr[1].time_s),
-    ("epochs_to_threshold", lambda gr: gr[1].epochs),
-    ("time_per_epoch_s", lambda gr: gr[1].time_per_epoch_s),
-    ("epoch_time_cov", lambda gr: gr[1].epoch_time_cov),
-    ("epoch_times_from", lambda gr: gr[1].epoch_times_from),
-    ("path", lambda gr: gr[1].path),
+    ("group", lambda pair: pair[0].label),
+    *of_child(
+        [
+            ("run_id", "run_id"),
+            ("seed", "seed"),
+            ("status", "status"),
+            ("reached", "reached"),
+            ("time_to_accuracy_s", "time_s"),
+            ("epochs_to_threshold", "epochs"),
+            ("time_per_epoch_s", "time_per_epoch_s"),
+            ("epoch_time_cov", "epoch_time_cov"),
+            ("epoch_times_from", "epoch_times_from"),
+            ("path", "path"),
+        ]
+    ),
 ]
 # The three statistics of a group, with the unit of their values.
 STATISTICS = (

@@ -20,7 +20,12 @@ from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import Spec, flatten, frame, records_frame
 from perfsuite.record import load_record, qvalue
-from perfsuite.record.sidecars import read_telemetry, telemetry_path, trace_path
+from perfsuite.record.sidecars import (
+    TELEMETRY_COLUMNS,
+    read_telemetry,
+    telemetry_path,
+    trace_path,
+)
 
 if TYPE_CHECKING:
     from perfsuite.api.figures import RunFigures
@@ -92,15 +97,6 @@ COST: Spec = [
     ("inference_cost_provenance", "inference_cost_provenance"),
     ("notes", lambda c: "; ".join(c.notes)),
 ]
-TELEMETRY_COLUMNS = (
-    "t_s",
-    "cpu_util_pct",
-    "rss_bytes",
-    "gpu_util_pct",
-    "gpu_sm_clock_hz",
-    "gpu_power_w",
-    "gpu_mem_used_bytes",
-)
 EPOCH_COLUMNS = ("epoch", "train_time_s", "epoch_time_s", "train_loss", "eval_time_s", "samples")
 # Rows the CLI's whole-run block has beyond EXPLAIN, with what they mean.
 RUN_EXTRA = {

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from analyzers.timeline import TimelineAnalysis, analyze_file
-from perfsuite.api.frames import Spec, frame
+from perfsuite.api.frames import Spec, frame, of_child
 
 TEMPORAL: Spec = [
     ("device", "device"),
@@ -40,21 +40,14 @@ IDLE: Spec = [
     ("queued_s", "idle.queued_s"),
     ("unattributed_s", "idle.unattributed_s"),
 ]
+# Rows are (device id, child) pairs.
 CATEGORIES: Spec = [
-    ("device", lambda dc: dc[0]),
-    ("category", lambda dc: dc[1].category),
-    ("count", lambda dc: dc[1].count),
-    ("total_s", lambda dc: dc[1].total_s),
-    ("busy_s", lambda dc: dc[1].busy_s),
+    ("device", lambda pair: pair[0]),
+    *of_child([(c, c) for c in ("category", "count", "total_s", "busy_s")]),
 ]
 STREAMS: Spec = [
-    ("device", lambda ds: ds[0]),
-    ("stream", lambda ds: ds[1].stream),
-    ("events", lambda ds: ds[1].events),
-    ("total_s", lambda ds: ds[1].total_s),
-    ("busy_s", lambda ds: ds[1].busy_s),
-    ("idle_s", lambda ds: ds[1].idle_s),
-    ("host_wait_s", lambda ds: ds[1].host_wait_s),
+    ("device", lambda pair: pair[0]),
+    *of_child([(c, c) for c in ("stream", "events", "total_s", "busy_s", "idle_s", "host_wait_s")]),
 ]
 KERNELS: Spec = [
     ("name", "name"),

@@ -13,6 +13,18 @@ from typing import Any
 
 from perfsuite.record.io import RecordError
 
+# The telemetry CSV's columns, in order (written by perfsuite.runner.telemetry). GPU columns are
+# empty cells without an NVIDIA GPU.
+TELEMETRY_COLUMNS = (
+    "t_s",
+    "cpu_util_pct",
+    "rss_bytes",
+    "gpu_util_pct",
+    "gpu_sm_clock_hz",
+    "gpu_power_w",
+    "gpu_mem_used_bytes",
+)
+
 
 def trace_path(record: Mapping[str, Any]) -> Path:
     """The profiler trace named by `timeline.trace`; RecordError naming the field if absent."""
