@@ -52,6 +52,13 @@ def frame(items: Iterable[Any], spec: Spec, index: str | None = None) -> pd.Data
     return df.set_index(index) if index else df
 
 
+def series(values: Mapping[str, Any], name: str) -> pd.Series:
+    """One record as a Series of mixed types (object dtype), None written as NaN like the
+    DataFrames' missing values."""
+    clean = {k: float("nan") if v is None else v for k, v in values.items()}
+    return pd.Series(clean, name=name, dtype=object)
+
+
 def records_frame(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """Plain dict rows with exactly `columns`, in order (missing keys become NaN)."""
     return pd.DataFrame(list(rows), columns=list(columns)).infer_objects()

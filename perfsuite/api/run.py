@@ -18,7 +18,7 @@ import pandas as pd
 
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
-from perfsuite.api.frames import Spec, flatten, frame, records_frame
+from perfsuite.api.frames import Spec, flatten, frame, records_frame, series
 from perfsuite.record import load_record, qvalue
 from perfsuite.record.sidecars import (
     TELEMETRY_COLUMNS,
@@ -341,7 +341,7 @@ class Run:
                 "path": str(self.path) if self.path else None,
             }
         )
-        return pd.Series(out, name=self.run_id, dtype=object)
+        return series(out, self.run_id)
 
     # ------------------------------------------------------------------ sidecars, figures
     @cached_property

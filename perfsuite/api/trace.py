@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from analyzers.timeline import TimelineAnalysis, analyze_file
-from perfsuite.api.frames import Spec, frame, of_child
+from perfsuite.api.frames import Spec, frame, of_child, series
 
 TEMPORAL: Spec = [
     ("device", "device"),
@@ -119,7 +119,7 @@ class Trace:
     def summary(self) -> pd.Series:
         """Trace-level figures: events, profiled window, steps, device time with/without op."""
         a = self.analysis
-        return pd.Series(
+        return series(
             {
                 "path": a.path,
                 "rank": a.rank,
@@ -134,8 +134,7 @@ class Trace:
                 "unmapped_device_time_s": a.unmapped_device_time_s,
                 "reader_backend": a.reader_backend,
             },
-            name=self.path.name,
-            dtype=object,
+            self.path.name,
         )
 
     @cached_property
