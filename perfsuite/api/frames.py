@@ -9,7 +9,6 @@ value (None in the analyzers, null in `--json`) becomes NaN in numeric columns.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,15 +21,16 @@ Spec = Sequence[tuple[str, str | Callable[[Any], Any]]]
 def _getter(path: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
     if callable(path):
         return path
-    get = operator.attrgetter(path)
+    parts = path.split(".")
 
-    def safe(obj: Any) -> Any:
-        try:
-            return get(obj)
-        except AttributeError:  # an optional sub-object (e.g. no idle breakdown) is None
-            return None
+    def get(obj: Any) -> Any:
+        for part in parts:
+            if obj is None:  # an optional sub-object (a device without idle breakdown)
+                return None
+            obj = getattr(obj, part)  # a wrong field name fails loudly, never a NaN column
+        return obj
 
-    return safe
+    return get
 
 
 def of_child(spec: Spec) -> Spec:
@@ -43,13 +43,11 @@ def of_child(spec: Spec) -> Spec:
     return out
 
 
-def frame(items: Iterable[Any], spec: Spec, index: str | None = None) -> pd.DataFrame:
+def frame(items: Iterable[Any], spec: Spec) -> pd.DataFrame:
     """One row per item, one column per spec entry, in spec order (also when empty)."""
     getters = [(name, _getter(path)) for name, path in spec]
     rows = [{name: get(item) for name, get in getters} for item in items]
-    df = pd.DataFrame(rows, columns=[name for name, _ in spec])
-    df = df.infer_objects()
-    return df.set_index(index) if index else df
+    return pd.DataFrame(rows, columns=[name for name, _ in spec]).infer_objects()
 
 
 def series(values: Mapping[str, Any], name: str) -> pd.Series:

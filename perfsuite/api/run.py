@@ -105,7 +105,9 @@ RUN_EXTRA = {
 }
 
 
-def cost_frame(records: list[Mapping[str, Any]], prices: str | None, instance: str | None):
+def cost_frame(
+    records: list[Mapping[str, Any]], prices: str | None, instance: str | None
+) -> pd.DataFrame:
     """`perfsuite cost --json` as a DataFrame, one row per record (same price rules)."""
     from analyzers.cost import costs
     from perfsuite.pricing import load_prices
