@@ -15,6 +15,7 @@ BENCHMARKS = [
     "flop_counter",
     "loader",
     "cifar_fast_steps",
+    "api_open",
 ]
 
 

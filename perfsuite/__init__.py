@@ -1,10 +1,20 @@
 """perfsuite: end-to-end time-to-accuracy benchmarking and performance analysis.
 
 Importing this package must stay cheap and framework-free: the analysis half runs on machines
-without torch or tensorflow.
+without torch or tensorflow. The analysis API (`open`, `trace`, `compare`; docs/api.md) loads
+pandas on first use, never torch.
 """
 
+from __future__ import annotations
+
+import os
+from typing import Any
+
 __version__ = "0.1.0"
+
+# Loaded from perfsuite.api on first access, so `import perfsuite` imports neither pandas nor
+# the analyzers.
+_API_NAMES = ("Run", "Group", "Trace")
 
 
 def track(task: str, **kwargs: object) -> object:
@@ -12,3 +22,32 @@ def track(task: str, **kwargs: object) -> object:
     from perfsuite.tracking import track as _track
 
     return _track(task, **kwargs)
+
+
+def open(path: str | os.PathLike[str], **options: Any) -> Any:
+    """Open a run (run.json or its folder) as a Run, or a folder of runs as a Group."""
+    from perfsuite.api import open_path
+
+    return open_path(path, **options)
+
+
+def trace(path: str | os.PathLike[str], device: int | None = None) -> Any:
+    """Analyze a Kineto/Chrome trace (or a run's trace sidecar) into a Trace of DataFrames."""
+    from perfsuite.api import trace as _trace
+
+    return _trace(path, device)
+
+
+def compare(*items: Any, **named: Any) -> Any:
+    """Runs and groups (or their paths) side by side: a row per quantity, a column each."""
+    from perfsuite.api import compare as _compare
+
+    return _compare(*items, **named)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API_NAMES:
+        import perfsuite.api
+
+        return getattr(perfsuite.api, name)
+    raise AttributeError(f"module 'perfsuite' has no attribute {name!r}")

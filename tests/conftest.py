@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,14 @@ def shared_path(*parts: str) -> Path:
             pytest.fail(reason + " (PERFSUITE_REQUIRE_SHARED=1)")
         pytest.skip(reason)
     return path
+
+
+def extract_h100_run(dest: Path) -> Path:
+    """The shared real H100 cifar10 run folder, extracted under `dest` (skips when absent)."""
+    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
+    with tarfile.open(tar) as t:
+        t.extractall(dest, filter="data")
+    return next(dest.glob("*/run.json")).parent
 
 
 @pytest.fixture

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-import tarfile
 
 import pytest
 
 from analyzers.roofline import roofline
 from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
 from perfsuite.record import load_record
-from tests.conftest import shared_path
+from tests.conftest import extract_h100_run, shared_path
 
 
 @pytest.fixture(scope="module")
 def h100(tmp_path_factory):
-    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
-    out = tmp_path_factory.mktemp("h100")
-    with tarfile.open(tar) as t:
-        t.extractall(out, filter="data")
-    run_json = next(out.glob("*/run.json"))
-    return load_record(run_json)
+    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
 
 
 def _fractions(res):
@@ -103,10 +97,7 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     measured FLOP per op class next to each other (same network, batch 512, TF32)."""
     from perfsuite.cli import main
 
-    tar = shared_path("gpu", "h100-cifar10-run.tar.gz")
-    with tarfile.open(tar) as t:
-        t.extractall(tmp_path, filter="data")
-    run_dir = next(tmp_path.glob("*/run.json")).parent
+    run_dir = extract_h100_run(tmp_path)
     ncu = shared_path("gpu", "h100-resnet9-2steps-tf32.ncu.csv")
     assert main(["counters", str(ncu), "--into", str(run_dir), "--steps", "2"]) == 0
     capsys.readouterr()

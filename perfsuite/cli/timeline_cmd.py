@@ -47,20 +47,9 @@ def resolve_trace(path: str) -> Path:
     p = Path(path)
     if p.is_dir() or p.name == "run.json":
         from perfsuite.record import load_record
+        from perfsuite.record.sidecars import trace_path
 
-        rec = load_record(p)
-        trace = (rec.get("timeline") or {}).get("trace")
-        if not trace:
-            raise CLIError(f"{rec['_path']}: field timeline.trace: this run has no trace sidecar")
-        from perfsuite.record.checks import resolve_sidecar
-
-        try:
-            resolved = resolve_sidecar(rec["_dir"], trace)
-        except ValueError as exc:
-            raise CLIError(f"{rec['_path']}: field timeline.trace: {exc}") from None
-        if not resolved.is_file():
-            raise CLIError(f"{rec['_path']}: field timeline.trace: {resolved} not found")
-        return resolved
+        return trace_path(load_record(p))
     if not p.exists():
         raise CLIError(f"{p}: no such file or folder")
     return p

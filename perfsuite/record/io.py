@@ -27,9 +27,34 @@ class RecordError(InputError):
     """A record that cannot be read or does not follow the schema. The message is one line."""
 
 
+def _import_jsonschema() -> Any:
+    """jsonschema, without the seconds its optional IRI format checker can cost.
+
+    jsonschema's package import loads every optional format checker it finds; rfc3987-syntax
+    (installed with jupyter, through jsonschema[format-nongpl]) compiles a grammar when imported,
+    2.8 s on a 2-core machine, and every `perfsuite.open` or analysis command would pay it.
+    Records are validated without format checking, so that checker is never used here: the
+    module is hidden during the import (jsonschema skips a checker whose import fails) and
+    importable again afterwards. The cost of hiding it: jsonschema's FormatChecker in this
+    process does not check the "iri" formats.
+    """
+    import sys
+
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        import jsonschema
+
+        return jsonschema
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import -> ImportError
+    try:
+        import jsonschema
+    finally:
+        del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
 @cache
 def _validator() -> Any:
-    import jsonschema
+    jsonschema = _import_jsonschema()
 
     schema = json.loads(resources.files("perfsuite.record").joinpath("run.schema.json").read_text())
     return jsonschema.Draft202012Validator(schema)

@@ -10,10 +10,10 @@ from typing import Any
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite import fmt
+from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.setup_section import setup_section
-from perfsuite.report.telemetry import read_telemetry, telemetry_path
 
 
 def _analyses(
@@ -79,12 +79,15 @@ def _roofs_named(run: Any) -> str:
     return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
-def _curves(records: Sequence[Mapping[str, Any]]) -> str:
-    curves, metric = [], None
+def curve_data(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's evaluation curve of its task metric, as `figures.curves_figure` takes it.
+
+    Shared by the report and the Python API (run.figures.curves()).
+    """
+    curves = []
     for rec in records:
         task = rec.get("task") or {}
         m = task.get("metric")
-        metric = metric or m
         pts = [
             (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
             for ev in rec.get("evaluations") or []
@@ -93,13 +96,20 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
         curves.append(
             {
                 "label": rec.get("run_id"),
+                "metric": m,
                 "time_s": [p[0] for p in pts],
                 "values": [p[1] for p in pts],
                 "threshold": task.get("threshold"),
             }
         )
+    return curves
+
+
+def _curves(records: Sequence[Mapping[str, Any]]) -> str:
+    curves = curve_data(records)
     if not any(c["values"] for c in curves):
         return '<p class="note">No evaluations recorded.</p>'
+    metric = next((c["metric"] for c in curves if c["metric"]), None)
     return h.figure(figures.curves_figure(curves, metric or "metric"), "fig-curves")
 
 

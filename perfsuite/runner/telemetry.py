@@ -13,15 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-COLUMNS = [
-    "t_s",
-    "cpu_util_pct",
-    "rss_bytes",
-    "gpu_util_pct",
-    "gpu_sm_clock_hz",
-    "gpu_power_w",
-    "gpu_mem_used_bytes",
-]
+from perfsuite.record.sidecars import TELEMETRY_COLUMNS as COLUMNS
 
 
 class _Nvml:

@@ -1,4 +1,8 @@
-"""Read the telemetry CSV sidecar (columns t_s, cpu_util_pct, rss_bytes, gpu_*) for plotting."""
+"""A record's sidecar files (profiler trace, telemetry CSV), resolved against its folder.
+
+Kept with the record, not with the report: the CLI, the report and the Python API all read
+sidecars, and reading one must not import the presentation layer (plotly).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,42 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfsuite.record.checks import resolve_sidecar
+from perfsuite.record.io import RecordError
+
+# The telemetry CSV's columns, in order (written by perfsuite.runner.telemetry). GPU columns are
+# empty cells without an NVIDIA GPU.
+TELEMETRY_COLUMNS = (
+    "t_s",
+    "cpu_util_pct",
+    "rss_bytes",
+    "gpu_util_pct",
+    "gpu_sm_clock_hz",
+    "gpu_power_w",
+    "gpu_mem_used_bytes",
+)
+
+
+def trace_path(record: Mapping[str, Any]) -> Path:
+    """The profiler trace named by `timeline.trace`; RecordError naming the field if absent."""
+    origin = record.get("_path") or record.get("run_id") or "<record>"
+    name = (record.get("timeline") or {}).get("trace")
+    if not name:
+        raise RecordError(f"{origin}: field timeline.trace: this run has no trace sidecar")
+    try:
+        path = resolve_sidecar(record.get("_dir") or ".", name)
+    except ValueError as exc:  # outside the run folder: never read
+        raise RecordError(f"{origin}: field timeline.trace: {exc}") from None
+    if not path.is_file():
+        raise RecordError(f"{origin}: field timeline.trace: {path} not found")
+    return path
+
 
 def telemetry_path(record: Mapping[str, Any]) -> Path | None:
     """The sidecar named by telemetry.file, resolved against the record's folder; None if absent."""
     name = (record.get("telemetry") or {}).get("file")
     if not name or not record.get("_dir"):
         return None
-    from perfsuite.record.checks import resolve_sidecar
-
     try:
         path = resolve_sidecar(record["_dir"], name)
     except ValueError:  # outside the run folder: never read

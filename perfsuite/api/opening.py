@@ -1,0 +1,68 @@
+"""`perfsuite.open(path)`: what a path holds decides what comes back.
+
+Why a list of kinds: a run, a group of repeats, and later a study are all folders; each kind
+says how it recognizes a path and how to open it, and the first kind that recognizes the path
+wins. A new kind (a study folder with its own `study.json`, say) registers itself in front
+with `register_kind` without touching the others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfsuite.record import RecordError
+from perfsuite.record.io import RECORD_NAME
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of thing `open` can return: a test on the path and the opener."""
+
+    name: str
+    matches: Callable[[Path], bool]
+    opener: Callable[..., Any]
+
+
+def _is_run(p: Path) -> bool:
+    return p.is_file() or (p / RECORD_NAME).is_file()
+
+
+def _open_run(p: Path, **options: Any) -> Any:
+    from perfsuite.api.run import Run
+
+    return Run.load(p, **options)
+
+
+def _is_group(p: Path) -> bool:
+    return p.is_dir() and next(p.rglob(RECORD_NAME), None) is not None
+
+
+def _open_group(p: Path, **options: Any) -> Any:
+    from perfsuite.api.group import Group
+
+    return Group.load(p, **options)
+
+
+KINDS: list[Kind] = [Kind("run", _is_run, _open_run), Kind("group", _is_group, _open_group)]
+
+
+def register_kind(kind: Kind) -> None:
+    """Put a kind in front of the others (a more specific folder layout first)."""
+    KINDS.insert(0, kind)
+
+
+def open_path(path: str | os.PathLike[str], **options: Any) -> Any:
+    """A Run for a run.json or a run folder; a Group for a folder of runs (repeats, searched
+    recursively). `options` go to the opener: `peaks=FILE` for a run; `metric`, `threshold`,
+    `max_cov`, `max_ci`, `seed` for a group (as `perfsuite stability`)."""
+    p = Path(path)
+    if not p.exists():
+        raise RecordError(f"{p}: no such file or folder")
+    for kind in KINDS:
+        if kind.matches(p):
+            return kind.opener(p, **options)
+    raise RecordError(f"{p}: no {RECORD_NAME} in this folder or below it")
