@@ -13,6 +13,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.cost import cost_of
+from analyzers.generalization import headline
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
@@ -38,6 +39,7 @@ class Row:
     framework: str | None
     source: str
     note: str | None = None
+    generalization: dict[str, Any] | None = None  # analyzers.generalization.headline
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None) -> Row:
         framework=rec.get("framework"),
         source=str((rec.get("source") or {}).get("kind")),
         note=note,
+        generalization=headline(rec),
     )
 
 
