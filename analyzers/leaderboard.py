@@ -13,6 +13,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.cost import cost_of
+from analyzers.generalization import headline
 from analyzers.record_view import reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 
@@ -39,6 +40,7 @@ class Row:
     framework: str | None
     source: str
     note: str | None = None
+    generalization: dict[str, Any] | None = None  # analyzers.generalization.headline
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None) -> Row:
         framework=rec.get("framework"),
         source=str((rec.get("source") or {}).get("kind")),
         note=note,
+        generalization=headline(rec),
     )
 
 

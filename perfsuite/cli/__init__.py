@@ -29,6 +29,7 @@ COMMANDS: list[str] = [
     "perfsuite.cli.cost_cmd",
     "perfsuite.cli.import_cmd",
     "perfsuite.cli.leaderboard_cmd",
+    "perfsuite.cli.eval_cmd",
     "perfsuite.cli.validate_cmd",
 ]
 

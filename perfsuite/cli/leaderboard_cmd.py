@@ -49,6 +49,25 @@ def _value(v: float | None, by: str) -> str:
     return usd(v)
 
 
+GENERALIZATION_HEADERS = ["own top1", "shifted top1", "shift drop", "corruption mean", "probe top1"]
+
+
+def _generalization_cells(g: dict[str, Any] | None) -> list[str]:
+    """`perfsuite eval` results of the threshold model (percent; drop in points)."""
+    from perfsuite.fmt import pct
+
+    if not g:
+        return ["-"] * len(GENERALIZATION_HEADERS)
+    drop = g.get("shift_drop")
+    return [
+        pct(g.get("own_top1"), 2) if g.get("own_top1") is not None else "-",
+        pct(g.get("shift_top1"), 2) if g.get("shift_top1") is not None else "-",
+        f"{100 * drop:+.2f} pts" if drop is not None else "-",
+        pct(g.get("corruption_mean"), 2) if g.get("corruption_mean") is not None else "-",
+        pct(g.get("probe_top1"), 2) if g.get("probe_top1") is not None else "-",
+    ]
+
+
 def render(boards: list[Any]) -> str:
     from perfsuite.fmt import table
 
@@ -81,7 +100,13 @@ def render(boards: list[Any]) -> str:
             "run",
             "note",
         ]
-        lines = [head, table(rows, headers, "rrlllllll")]
+        align = "rrlllllll"
+        if any(r.generalization for r in b.rows):  # optional columns, only when measured
+            for row, r in zip(rows, b.rows, strict=True):
+                row.extend(_generalization_cells(r.generalization))
+            headers += GENERALIZATION_HEADERS
+            align += "r" * len(GENERALIZATION_HEADERS)
+        lines = [head, table(rows, headers, align)]
         lines.extend(f"note: {n}" for n in b.notes)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -13,6 +13,7 @@ from perfsuite import fmt
 from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
+from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.setup_section import setup_section
 
 
@@ -422,6 +423,7 @@ def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         ("telemetry", "Telemetry", _telemetry_section(records)),
+        ("generalization", "Generalization", generalization_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),
         ("environment", "Environment and config", _environment_section(records)),
     ]

@@ -290,6 +290,8 @@ class _Run:
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
             )
             bar.set_postfix({metric: f"{metrics[metric]:.4f}", "loss": f"{loss:.3f}"})
+            if reached and "checkpoint" not in rec and self.rec.write_files:
+                self._save_threshold_model(epoch, metrics[metric])
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             if (
                 want_window
@@ -301,6 +303,23 @@ class _Run:
             if reached and not opts.keep_going:
                 break
         bar.close()
+
+    def _save_threshold_model(self, epoch: int, value: float) -> None:
+        """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
+        from perfsuite.runner.checkpoint import save_threshold_model
+
+        section, self.setup_s["checkpoint_s"] = capture.timed(
+            save_threshold_model,
+            self.run_dir,
+            self.state.module,
+            epoch=epoch,
+            evaluation_index=len(self.record["evaluations"]) - 1,
+            metric=self.workload.metric,
+            value=value,
+        )
+        self.record["checkpoint"] = section
+        self.record["sidecars"]["checkpoint"] = section["file"]
+        self.rec.write()
 
     def _finish(self) -> None:
         rec, opts = self.record, self.opts

@@ -80,6 +80,7 @@ class Workload:
     eval_size: int = 0
     switches: frozenset[str] = COMMON  # the optimization switches this workload supports
     recipe: Recipe | None = None
+    class_names: tuple[str, ...] = ()  # label order; image folders name their classes so
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         raise NotImplementedError
@@ -202,3 +203,43 @@ class Workload:
     def predict(self, model: Any, *inputs: Any) -> Any:
         """Logits used for evaluation (a workload may add test-time augmentation)."""
         return model(*inputs)
+
+    # -- generalization (perfsuite eval; docs/generalization.md) ---------------------------
+
+    def classes(self) -> list[str]:
+        """Class names in label order: `class_names`, else "0", "1", ..."""
+        return list(self.class_names) or [str(i) for i in range(self.num_classes)]
+
+    def to_images(self, x: Any) -> Any:
+        """Model inputs (N, C, H, W) back to images in [0, 1] (undo the normalization), so
+        the test set can be corrupted. Image workloads override it with from_images."""
+        raise NotImplementedError(
+            f"workload {self.name or type(self).__name__}: its inputs are not images "
+            "(Workload.to_images/from_images not defined)"
+        )
+
+    def from_images(self, images: Any) -> Any:
+        """Images (N, C, H, W) in [0, 1] to model inputs (the workload's normalization)."""
+        raise NotImplementedError(
+            f"workload {self.name or type(self).__name__}: its inputs are not images "
+            "(Workload.to_images/from_images not defined)"
+        )
+
+    def features(self, model: Any, *inputs: Any) -> Any:
+        """Penultimate features (N, D) for a linear probe: by default the input of the
+        model's last nn.Linear, caught with a forward pre-hook during a plain forward pass
+        (no test-time augmentation). Override for models whose head is not a Linear."""
+        from torch import nn
+
+        heads = [m for m in model.modules() if isinstance(m, nn.Linear)]
+        if not heads:
+            raise NotImplementedError(
+                f"workload {self.name}: the model has no nn.Linear head; override Workload.features"
+            )
+        caught: list[Any] = []
+        handle = heads[-1].register_forward_pre_hook(lambda mod, args: caught.append(args[0]))
+        try:
+            model(*inputs)
+        finally:
+            handle.remove()
+        return caught[-1].detach().flatten(1)

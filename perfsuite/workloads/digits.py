@@ -7,6 +7,7 @@ is judged on the same test set. Default target: 98% held-out top-1.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from perfsuite.workloads.base import Recipe, Workload
@@ -80,16 +81,10 @@ class DigitsWorkload(Workload):
         return f"digits CNN, width {recipe.extra.get('width', 32)}"
 
     def load_data(self, data_dir: str | None, device: Any) -> InMemorySource:
-        import numpy as np
         import torch
         import torch.nn.functional as F
-        from sklearn.datasets import load_digits
 
-        digits = load_digits()
-        images = digits.images.astype(np.float32) / 16.0
-        labels = digits.target.astype(np.int64)
-        train, test = split_indices(labels)
-        mean, std = images[train].mean(), images[train].std()
+        images, labels, train, test, mean, std = _digits()
         x = torch.from_numpy((images - mean) / std).unsqueeze(1)
         y = torch.from_numpy(labels)
         shift = int((self.recipe or self.default_recipe()).extra.get("shift", 1))
@@ -105,6 +100,28 @@ class DigitsWorkload(Workload):
             description=self.dataset,
             augment=augment if shift else None,
         )
+
+    def to_images(self, x: Any) -> Any:
+        """Inputs back to the 8x8 images in [0, 1] (pixel value / 16)."""
+        *_, mean, std = _digits()
+        return x * std + mean
+
+    def from_images(self, images: Any) -> Any:
+        *_, mean, std = _digits()
+        return (images - mean) / std
+
+
+@functools.cache
+def _digits() -> tuple[Any, ...]:
+    """(images in [0, 1], labels, train indices, test indices, train mean, train std)."""
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = digits.images.astype(np.float32) / 16.0
+    labels = digits.target.astype(np.int64)
+    train, test = split_indices(labels)
+    return images, labels, train, test, float(images[train].mean()), float(images[train].std())
 
 
 def random_translate(padded: Any, shift: int, size: int, generator: Any) -> Any:
