@@ -20,13 +20,25 @@ def register(subparsers: Any) -> None:
             "roofline, per-op breakdown, telemetry time series, environment and config."
         ),
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_JSON",
-                   help="run.json files or folders (folders are searched recursively)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="output file (default: reports/<run_id>.html, or "
-                        "reports/compare-N.html for N runs)")
-    p.add_argument("--top", type=int, default=20, metavar="N",
-                   help="ops shown per run in tables and bar charts (default 20)")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_JSON",
+        help="run.json files or folders (folders are searched recursively)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
+    )
+    p.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        metavar="N",
+        help="ops shown per run in tables and bar charts (default 20)",
+    )
     p.set_defaults(func=run)
 
 
@@ -36,6 +48,21 @@ def default_output(records: list[dict[str, Any]]) -> Path:
     else:
         name = f"compare-{len(records)}"
     return Path("reports") / f"{name}.html"
+
+
+def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
+    """A Study section for every study folder among `paths`."""
+    from perfsuite.study.folder import MANIFEST
+
+    out = []
+    for i, p in enumerate(paths):
+        if (Path(p) / MANIFEST).is_file():
+            from perfsuite.cli.study_cmd import analysis
+            from perfsuite.report.study_section import study_section
+
+            result, records = analysis(p)
+            out.append((f"study-{i}", f"Study: {result.kind}", study_section(result, records)))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("--top must be at least 1")
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = report_html(records, args.top)
+    text = report_html(records, args.top, _study_sections(args.runs))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -396,8 +396,13 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
-    """The whole self-contained report for one or more runs."""
+def report_html(
+    records: Sequence[Mapping[str, Any]],
+    top: int = 20,
+    first: Sequence[tuple[str, str, str]] = (),
+) -> str:
+    """The whole self-contained report for one or more runs; `first`: (id, title, body)
+    sections shown before the summary (a study's section)."""
     analyses = [_analyses(r) for r in records]
     title = (
         f"perfsuite report: {records[0].get('run_id')}"
@@ -405,6 +410,7 @@ def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
         else f"perfsuite report: {len(records)} runs"
     )
     sections = [
+        *first,
         ("summary", "Summary", _summary(records, analyses)),
         ("curves", "Accuracy vs training time", _curves(records)),
         ("roofline", "Roofline", _roofline_section(records, analyses)),
