@@ -79,25 +79,26 @@ def _roofs_named(run: Any) -> str:
     return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
+def run_curve(rec: Mapping[str, Any], label: Any) -> dict[str, Any]:
+    """One run's task metric against cumulative training time, as `curves_figure` takes it."""
+    task = rec.get("task") or {}
+    m = task.get("metric")
+    pts = [
+        (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
+        for ev in rec.get("evaluations") or []
+    ]
+    pts = [p for p in pts if p[1] is not None]
+    return {
+        "label": label,
+        "time_s": [p[0] for p in pts],
+        "values": [p[1] for p in pts],
+        "threshold": task.get("threshold"),
+    }
+
+
 def _curves(records: Sequence[Mapping[str, Any]]) -> str:
-    curves, metric = [], None
-    for rec in records:
-        task = rec.get("task") or {}
-        m = task.get("metric")
-        metric = metric or m
-        pts = [
-            (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
-            for ev in rec.get("evaluations") or []
-        ]
-        pts = [p for p in pts if p[1] is not None]
-        curves.append(
-            {
-                "label": rec.get("run_id"),
-                "time_s": [p[0] for p in pts],
-                "values": [p[1] for p in pts],
-                "threshold": task.get("threshold"),
-            }
-        )
+    curves = [run_curve(rec, rec.get("run_id")) for rec in records]
+    metric = next((m for r in records if (m := (r.get("task") or {}).get("metric"))), None)
     if not any(c["values"] for c in curves):
         return '<p class="note">No evaluations recorded.</p>'
     return h.figure(figures.curves_figure(curves, metric or "metric"), "fig-curves")

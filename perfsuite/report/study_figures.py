@@ -18,27 +18,13 @@ def speedup_figure(result: StudyResult) -> go.Figure:
     """Grouped bars: time-to-accuracy speed-up beside throughput speed-up, 1x dashed; a
     configuration that did not converge gets no TTA bar but a "DNC" mark at its place."""
     names = [c.name for c in result.configs]
-    tta = [c.tta_speedup for c in result.configs]
-    thr = [c.throughput_speedup for c in result.configs]
     fig = go.Figure()
-    fig.add_trace(
-        go.Bar(
-            x=names,
-            y=tta,
-            name="time-to-accuracy speed-up",
-            text=[f"{v:.2f}x" if v is not None else "" for v in tta],
-            textposition="outside",
-        )
-    )
-    fig.add_trace(
-        go.Bar(
-            x=names,
-            y=thr,
-            name="throughput speed-up",
-            text=[f"{v:.2f}x" if v is not None else "" for v in thr],
-            textposition="outside",
-        )
-    )
+    for label, values in (
+        ("time-to-accuracy speed-up", [c.tta_speedup for c in result.configs]),
+        ("throughput speed-up", [c.throughput_speedup for c in result.configs]),
+    ):
+        text = [f"{v:.2f}x" if v is not None else "" for v in values]
+        fig.add_trace(go.Bar(x=names, y=values, name=label, text=text, textposition="outside"))
     dnc = [c.name for c in result.configs if c.status == "DNC"]
     if dnc:
         fig.add_trace(

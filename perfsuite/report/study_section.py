@@ -9,30 +9,19 @@ from typing import Any
 from analyzers.study import StudyResult
 from perfsuite.report import figures
 from perfsuite.report import html as h
+from perfsuite.report.build import run_curve
 from perfsuite.report.study_figures import speedup_figure
 from perfsuite.study.render import BATCH_HEADERS, HEADERS, row
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
-    curves = []
-    for c in result.configs:
-        for rec in records.get(c.name, []):
-            task = rec.get("task") or {}
-            m = task.get("metric")
-            pts = [
-                (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
-                for ev in rec.get("evaluations") or []
-            ]
-            pts = [p for p in pts if p[1] is not None]
-            seed = (rec.get("config") or {}).get("seed")
-            curves.append(
-                {
-                    "label": f"{c.name} seed {seed} ({rec.get('status')})",
-                    "time_s": [p[0] for p in pts],
-                    "values": [p[1] for p in pts],
-                    "threshold": task.get("threshold"),
-                }
-            )
+    curves = [
+        run_curve(
+            rec, f"{c.name} seed {(rec.get('config') or {}).get('seed')} ({rec.get('status')})"
+        )
+        for c in result.configs
+        for rec in records.get(c.name, [])
+    ]
     if not any(c["values"] for c in curves):
         return '<p class="note">No evaluations recorded.</p>'
     return h.figure(figures.curves_figure(curves, result.metric or "metric"), "fig-study-curves")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.study import FINISHED
 from perfsuite.record import RecordError, load_record, write_json_atomic
 from perfsuite.record.model import utc_now
 from perfsuite.study.plan import Config
@@ -22,7 +23,6 @@ from perfsuite.study.spec import StudyError, StudySpec, spec_from_dict
 MANIFEST = "study.json"
 SCHEMA = "perfsuite.study"
 SCHEMA_VERSION = 1
-FINISHED = ("reached", "not_reached", "diverged")
 
 
 @dataclass(frozen=True)
