@@ -193,3 +193,21 @@ def test_ray_executor_on_a_local_instance(tmp_path):
         rec = load_record(r.run_dir)
         assert rec["config"]["seed"] == seed and rec["config"]["threads"] == 1
         assert rec["evaluations"] and rec["status"] in ("reached", "not_reached")
+
+
+def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
+    """Three jobs, two GPUs: the first two run on different devices, the third on the one
+    that was freed first."""
+    from perfsuite.runner import executor as ex
+
+    class Done:
+        def poll(self):
+            return 0
+
+    spawned = []
+    monkeypatch.setattr(ex, "_spawn", lambda opts: spawned.append(opts) or Done())
+    monkeypatch.setattr(ex, "_child_result", lambda job, proc: ex.JobResult(job, None))
+    results = ex.LocalExecutor(2, ["cuda:0", "cuda:1"], poll_s=0).run(_jobs(tmp_path, 3))
+    assert [o.device for o in spawned] == ["cuda:0", "cuda:1", "cuda:0"]
+    assert [o.seed for o in spawned] == [0, 1, 2] and len(results) == 3
+    assert all(o.threads >= 1 and not o.progress for o in spawned)

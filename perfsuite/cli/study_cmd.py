@@ -116,9 +116,9 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
 def _exec_flags(k: argparse.ArgumentParser) -> None:
     k.add_argument(
         "--parallel",
-        type=int,
-        default=1,
-        help="local runs at a time, cores split between them (default 1: timings undisturbed)",
+        default="1",
+        help="local runs at a time, cores split between them (default 1: timings "
+        "undisturbed); auto: one run per GPU with --device cuda and several GPUs",
     )
     k.add_argument(
         "--executor",
@@ -164,29 +164,34 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
     return raw
 
 
-def _executor(args: argparse.Namespace) -> Any:
-    if args.parallel < 1:
-        raise CLIError("--parallel must be >= 1")
+def _executor(args: argparse.Namespace, device: str) -> Any:
     if args.executor == "ray":
         from perfsuite.runner.ray_executor import RayExecutor
 
         return RayExecutor(args.ray_address, args.cpus_per_run, args.gpus_per_run)
-    from perfsuite.runner.executor import LocalExecutor
+    from perfsuite.runner.executor import LocalExecutor, local_devices
 
-    return LocalExecutor(args.parallel)
+    if args.parallel == "auto":
+        devices = local_devices(device)
+        return LocalExecutor(max(1, len(devices)), devices)
+    parallel = int(args.parallel) if args.parallel.isdigit() else 0
+    if parallel < 1:
+        raise CLIError(f"--parallel {args.parallel}: expected an integer >= 1 or auto")
+    return LocalExecutor(parallel)
 
 
 def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
     from perfsuite.study.execute import open_study, run_study
     from perfsuite.study.spec import StudyError
 
+    executor = _executor(args, spec.run.device)
     try:
         study = open_study(spec, out)
         results = run_study(
             study,
-            _executor(args),
+            executor,
             progress=None if args.quiet else status,
-            show_run_progress=not args.quiet and args.parallel == 1,
+            show_run_progress=not args.quiet and args.parallel == "1",
         )
     except StudyError as exc:
         raise CLIError(str(exc)) from None

@@ -59,6 +59,18 @@ class Executor(Protocol):
         ...
 
 
+def local_devices(device: str) -> list[str]:
+    """`--parallel auto`: one run per GPU when `device` is "cuda" and there are several, else
+    an empty list (one run at a time: on a CPU, runs side by side share the cores and disturb
+    each other's timings)."""
+    if device != "cuda":
+        return []
+    import torch
+
+    n = torch.cuda.device_count()
+    return [f"cuda:{k}" for k in range(n)] if n > 1 else []
+
+
 def config_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean the options are wrong, not that the run crashed."""
     from perfsuite.workloads.cifar_data import DataError
@@ -82,9 +94,11 @@ def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
 
 @dataclass
 class LocalExecutor:
-    """Runs on this machine: `parallel` runs at a time, each with cpus / parallel threads."""
+    """Runs on this machine: `parallel` runs at a time, each with cpus / parallel threads.
+    With `devices` (one per accelerator), each run side by side gets one of its own."""
 
     parallel: int = 1
+    devices: Sequence[str] = ()
     poll_s: float = 0.2
 
     def run(
@@ -95,7 +109,9 @@ class LocalExecutor:
     ) -> list[JobResult]:
         if self.parallel < 1:
             raise ValueError("parallel must be >= 1")
-        if self.parallel == 1:
+        if self.devices and len(self.devices) < self.parallel:
+            raise ValueError(f"{self.parallel} runs side by side need as many devices")
+        if self.parallel == 1 and not self.devices:
             return self._sequential(jobs, on_start, on_result)
         return self._side_by_side(jobs, on_start, on_result)
 
@@ -122,20 +138,25 @@ class LocalExecutor:
 
         done: dict[int, JobResult] = {}
         queue = list(enumerate(jobs))
-        running: list[tuple[int, Job, subprocess.Popen]] = []
+        running: list[tuple[int, Job, subprocess.Popen, int]] = []
+        free = list(range(self.parallel))  # slots; slot k runs on devices[k] when given
         stop = False
         while (queue and not stop) or running:
-            while queue and not stop and len(running) < self.parallel:
+            while queue and not stop and free:
                 i, job = queue.pop(0)
+                slot = free.pop(0)
                 threads = job.options.threads or max(1, usable_cpus() // self.parallel)
                 opts = replace(job.options, threads=threads, progress=False)
+                if self.devices:
+                    opts = replace(opts, device=self.devices[slot])
                 if on_start:
                     on_start(job)
-                running.append((i, job, _spawn(opts)))
+                running.append((i, job, _spawn(opts), slot))
             time.sleep(self.poll_s)
             for entry in [e for e in running if e[2].poll() is not None]:
                 running.remove(entry)
-                i, job, proc = entry
+                i, job, proc, slot = entry
+                free.append(slot)
                 res = _child_result(job, proc)
                 done[i] = res
                 stop = stop or res.fatal
