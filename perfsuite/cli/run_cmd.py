@@ -186,16 +186,9 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
 
 def outcome_line(run_dir: Path) -> str:
     """`[perfsuite] RUN-ID: reached top1 >= 0.98 in 3.10 s (epoch 7)`, or its status."""
-    from perfsuite.record import load_record
+    from perfsuite.runner.executor import outcome
 
-    rec = load_record(run_dir)
-    tta = rec["time_to_accuracy"]
-    if tta["reached"]:
-        what = f"reached {tta['metric']} >= {tta['threshold']} in {tta['time_s']:.2f} s"
-        what += f" (epoch {tta['epoch']})"
-    else:
-        what = f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "")
-    return f"[perfsuite] {rec['run_id']}: {what}"
+    return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"
 
 
 def _run(args: argparse.Namespace) -> int:

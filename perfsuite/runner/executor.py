@@ -78,6 +78,20 @@ def config_error_types() -> tuple[type[BaseException], ...]:
     return (ValueError, KeyError, DataError)
 
 
+def outcome(run_dir: Path | None) -> str:
+    """`reached top1 >= 0.98 in 3.10 s (epoch 7)`, or the record's status and error."""
+    from perfsuite.record import load_record
+
+    if run_dir is None:
+        return "no record"
+    rec = load_record(run_dir)
+    tta = rec["time_to_accuracy"]
+    if tta["reached"]:
+        what = f"reached {tta['metric']} >= {tta['threshold']} in {tta['time_s']:.2f} s"
+        return what + f" (epoch {tta['epoch']})"
+    return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "")
+
+
 def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
     """One run here: (run folder, one-line error, fatal)."""
     from perfsuite.runner import run_workload

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfsuite.record import new_run_id
-from perfsuite.runner.executor import Executor, Job, JobResult
+from perfsuite.runner.executor import Executor, Job, JobResult, outcome
 from perfsuite.runner.loop import RunOptions
 from perfsuite.study.folder import (
     MANIFEST,
@@ -105,31 +105,20 @@ def run_study(
         )
         for c, r, seed in todo
     ]
-    counts = {c.name: [0, 0] for c in study.configs}  # finished, reached
-    for c in study.configs:
-        counts[c.name][0] = study.spec.repeats - sum(1 for t in todo if t[0] is c)
+    finished = {
+        c.name: study.spec.repeats - sum(1 for t in todo if t[0] is c) for c in study.configs
+    }
 
     def on_start(job: Job) -> None:
-        done = counts[job.key][0]
-        say(f"[study] {job.key}: run {done + 1}/{study.spec.repeats} ({job.label})")
+        say(f"[study] {job.key}: started {job.label}")
 
     def on_result(res: JobResult) -> None:
-        entry = counts[res.job.key]
-        entry[0] += 1
-        recs = refresh_runs(study)
+        finished[res.job.key] += 1
+        refresh_runs(study)
         write_manifest(study)
-        last = next(
-            (
-                r
-                for r in recs[res.job.key]
-                if r.get("_path") and res.run_dir and Path(r["_path"]).parent == Path(res.run_dir)
-            ),
-            None,
-        )
-        what = res.error or (last or {}).get("status", "finished")
-        say(
-            f"[study] {res.job.key}: {entry[0]}/{study.spec.repeats} done ({res.job.label}: {what})"
-        )
+        what = res.error or outcome(res.run_dir)
+        n, total = finished[res.job.key], study.spec.repeats
+        say(f"[study] {res.job.key}: {n}/{total} done ({res.job.label}: {what})")
 
     results = executor.run(jobs, on_start, on_result)
     refresh_runs(study)
