@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +148,18 @@ def test_manifest_round_trip_and_field_errors(tmp_path):
         load_study(tmp_path)
     with pytest.raises(StudyError, match="no study manifest here"):
         load_study(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize(
+    ("name", "configs"),
+    [
+        ("digits-lesion", ["full", "-batch=256", "-channels_last", "-bf16"]),
+        ("digits-factor", ["baseline", "+channels_last", "+batch=256", "+bf16"]),
+        ("digits-batch", ["batch=32", "batch=64", "batch=128", "batch=256", "batch=512"]),
+    ],
+)
+def test_example_study_files_plan(name, configs):
+    """The README's studies, as files: they load and plan what the README shows."""
+    spec = load_study_file(Path(__file__).parents[1] / "examples" / "studies" / f"{name}.toml")
+    assert [c.name for c in plan(spec, DIGITS, "digits")] == configs
+    assert spec.repeats == 2 and not spec.run.capture
