@@ -154,7 +154,7 @@ def test_manifest_round_trip_and_field_errors(tmp_path):
     ("name", "configs"),
     [
         ("digits-lesion", ["full", "-batch=256", "-channels_last", "-bf16"]),
-        ("digits-factor", ["baseline", "+channels_last", "+batch=256", "+bf16"]),
+        ("digits-factor", ["baseline", "+channels_last", "+batch=256"]),
         ("digits-batch", ["batch=32", "batch=64", "batch=128", "batch=256", "batch=512"]),
     ],
 )

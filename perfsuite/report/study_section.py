@@ -11,7 +11,7 @@ from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import run_curve
 from perfsuite.report.study_figures import speedup_figure
-from perfsuite.study.render import BATCH_HEADERS, HEADERS, row
+from perfsuite.study.render import HEADERS, row
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
@@ -29,15 +29,13 @@ def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any
 
 def study_section(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     """HTML body of the study section."""
-    batch = result.kind == "batch"
-    headers = BATCH_HEADERS if batch else HEADERS
     intro = (
         f"<p>{h.esc(result.kind)} study of {h.esc(result.workload)} "
         f"(<code>{h.esc(result.study_id)}</code>): {h.esc(result.metric)} &gt;= "
         f"{h.esc(result.threshold)}; speed-ups against {h.esc(result.reference)}.</p>"
     )
     table = h.table(
-        headers, [row(c, batch) for c in result.configs], [False] * 3 + [True] * (len(headers) - 3)
+        HEADERS, [row(c) for c in result.configs], [False] * 3 + [True] * (len(HEADERS) - 3)
     )
     described = h.notes([f"{c.name}: {c.description}" for c in result.configs])
     return (
