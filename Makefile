@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test]'
+	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -24,6 +24,7 @@ COMMANDS: list[str] = [
     "perfsuite.cli.flops_cmd",
     "perfsuite.cli.timeline_cmd",
     "perfsuite.cli.counters_cmd",
+    "perfsuite.cli.study_cmd",
     "perfsuite.cli.stability_cmd",
     "perfsuite.cli.thresholds_cmd",
     "perfsuite.cli.cost_cmd",

@@ -50,6 +50,21 @@ def default_output(records: list[dict[str, Any]]) -> Path:
     return Path("reports") / f"{name}.html"
 
 
+def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
+    """A Study section for every study folder among `paths`."""
+    from perfsuite.study.folder import MANIFEST
+
+    out = []
+    for i, p in enumerate(paths):
+        if (Path(p) / MANIFEST).is_file():
+            from perfsuite.cli.study_cmd import analysis
+            from perfsuite.report.study_section import study_section
+
+            result, records = analysis(p)
+            out.append((f"study-{i}", f"Study: {result.kind}", study_section(result, records)))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
@@ -62,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("--top must be at least 1")
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = report_html(records, args.top)
+    text = report_html(records, args.top, _study_sections(args.runs))
     write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
     print(out)
     return 0

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from perfsuite.cli.common import CLIError, status
@@ -145,8 +142,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    # Internal: set by a parent `--repeats --parallel` process for its children.
-    p.add_argument("--group", help=argparse.SUPPRESS)
     # Internal: a counters collector's child replays N steps of the window, writes no record.
     p.add_argument("--replay-window", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=_run)
@@ -185,30 +180,25 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
     )
 
 
-def _one(args: argparse.Namespace, seed: int, group: dict | None) -> Path | None:
-    from perfsuite.record import load_record
-    from perfsuite.runner import run_workload
-    from perfsuite.workloads.cifar_data import DataError
+def _one(args: argparse.Namespace, seed: int) -> Path | None:
+    from perfsuite.runner.executor import run_in_process
 
-    try:
-        run_dir = run_workload(_options(args, seed, group))
-    except (ValueError, KeyError, DataError) as exc:
-        raise CLIError(str(exc).strip("'\"")) from None
-    except Exception as exc:  # the record is already written with status "crashed"
-        first = (str(exc).splitlines() or [""])[0]
-        where = getattr(exc, "perfsuite_run_dir", "the run folder")
-        raise CLIError(f"run crashed ({type(exc).__name__}: {first}); record: {where}") from None
+    run_dir, error, fatal = run_in_process(_options(args, seed, None))
+    if fatal:
+        raise CLIError(error)
+    if error:
+        raise CLIError(f"{error}; record: {run_dir or 'the run folder'}")
     if run_dir is None:  # a replay child: no record
         return None
-    rec = load_record(run_dir)
-    tta = rec["time_to_accuracy"]
-    if tta["reached"]:
-        what = f"reached {tta['metric']} >= {tta['threshold']} in {tta['time_s']:.2f} s"
-        what += f" (epoch {tta['epoch']})"
-    else:
-        what = f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "")
-    status(f"[perfsuite] {rec['run_id']}: {what}")
+    status(outcome_line(run_dir))
     return run_dir
+
+
+def outcome_line(run_dir: Path) -> str:
+    """`[perfsuite] RUN-ID: reached top1 >= 0.98 in 3.10 s (epoch 7)`, or its status."""
+    from perfsuite.runner.executor import outcome
+
+    return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -226,87 +216,45 @@ def _run(args: argparse.Namespace) -> int:
         print(f"switches of {args.workload}:\n{describe(wl.switches)}")
         return 0
     if args.replay_window:
-        _one(args, args.seed, None)
+        _one(args, args.seed)
         return 0
     if wl.needs_data_dir and not args.data_dir and not args.synthetic:
         raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
     if args.repeats < 1 or args.parallel < 1:
         raise CLIError("--repeats and --parallel must be >= 1")
-    if args.group:
-        gid, index, size = args.group.split(",")
-        print(_one(args, args.seed, {"id": gid, "index": int(index), "size": int(size)}))
-        return 0
     if args.repeats == 1:
-        print(_one(args, args.seed, None))
+        print(_one(args, args.seed))
         return 0
+    return _repeats(args)
+
+
+def _repeats(args: argparse.Namespace) -> int:
+    """Repeats with seeds seed, seed+1, ... as one group, through the local executor."""
     from perfsuite.record import new_run_id
+    from perfsuite.runner.executor import Job, JobResult, LocalExecutor
 
     gid = new_run_id(f"{args.workload}-group")
-    if args.parallel == 1:
-        for i in range(args.repeats):
-            status(f"[perfsuite] repeat {i + 1}/{args.repeats} (seed {args.seed + i})")
-            group = {"id": gid, "index": i, "size": args.repeats}
-            print(_one(args, args.seed + i, group), flush=True)
-        return 0
-    return _parallel(args, gid)
-
-
-def _parallel(args: argparse.Namespace, gid: str) -> int:
-    """Child processes, each pinned to its own share of the cores."""
-    from perfsuite.hostinfo import usable_cpus
-
-    threads = args.threads or max(1, usable_cpus() // args.parallel)
-    base = [a for a in sys.argv[1:] if a not in ("--quiet",)]
-    failures = 0
-    pending = list(range(args.repeats))
-    running: list[tuple[int, subprocess.Popen]] = []
-    while pending or running:
-        while pending and len(running) < args.parallel:
-            i = pending.pop(0)
-            cmd = [sys.executable, "-m", "perfsuite", *_child_args(base, args, i, threads, gid)]
-            running.append(
-                (
-                    i,
-                    subprocess.Popen(
-                        cmd,
-                        stdout=subprocess.PIPE,
-                        text=True,
-                        env={**os.environ, "OMP_NUM_THREADS": str(threads)},
-                    ),
-                )
-            )
-        i, proc = running.pop(0)
-        out, _ = proc.communicate()
-        if proc.returncode:
-            failures += 1
-            status(f"[perfsuite] repeat {i + 1} failed (exit {proc.returncode})")
-        if out.strip():
-            print(out.strip().splitlines()[-1], flush=True)
-    return 1 if failures else 0
-
-
-def _child_args(
-    base: list[str], args: argparse.Namespace, i: int, threads: int, gid: str
-) -> list[str]:
-    drop_next = {"--repeats", "--parallel", "--seed", "--threads"}
-    out: list[str] = []
-    skip = False
-    for a in base:
-        if skip:
-            skip = False
-            continue
-        key = a.split("=", 1)[0]
-        if key in drop_next:
-            skip = "=" not in a
-            continue
-        out.append(a)
-    return [
-        *out,
-        "--seed",
-        str(args.seed + i),
-        "--threads",
-        str(threads),
-        "--quiet",
-        "--group",
-        f"{gid},{i},{args.repeats}",
+    n = args.repeats
+    jobs = [
+        Job(
+            _options(args, args.seed + i, {"id": gid, "index": i, "size": n}),
+            key=args.workload,
+            label=f"repeat {i + 1}/{n} (seed {args.seed + i})",
+        )
+        for i in range(n)
     ]
+
+    def done(res: JobResult) -> None:
+        if res.ok and res.run_dir is not None:
+            status(outcome_line(res.run_dir))
+            print(res.run_dir, flush=True)
+        elif not res.fatal:
+            status(f"[perfsuite] {res.job.label} failed: {res.error}")
+
+    results = LocalExecutor(args.parallel).run(
+        jobs, on_start=lambda job: status(f"[perfsuite] {job.label}"), on_result=done
+    )
+    fatal = [r for r in results if r.fatal]
+    if fatal:
+        raise CLIError(str(fatal[0].error))
+    return 1 if any(not r.ok for r in results) else 0

@@ -80,30 +80,27 @@ def _roofs_named(run: Any) -> str:
     return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
-def curve_data(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each run's evaluation curve of its task metric, as `figures.curves_figure` takes it.
+def run_curve(rec: Mapping[str, Any], label: Any) -> dict[str, Any]:
+    """One run's task metric against cumulative training time, as `curves_figure` takes it."""
+    task = rec.get("task") or {}
+    m = task.get("metric")
+    pts = [
+        (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
+        for ev in rec.get("evaluations") or []
+    ]
+    pts = [p for p in pts if p[1] is not None]
+    return {
+        "label": label,
+        "metric": m,
+        "time_s": [p[0] for p in pts],
+        "values": [p[1] for p in pts],
+        "threshold": task.get("threshold"),
+    }
 
-    Shared by the report and the Python API (run.figures.curves()).
-    """
-    curves = []
-    for rec in records:
-        task = rec.get("task") or {}
-        m = task.get("metric")
-        pts = [
-            (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
-            for ev in rec.get("evaluations") or []
-        ]
-        pts = [p for p in pts if p[1] is not None]
-        curves.append(
-            {
-                "label": rec.get("run_id"),
-                "metric": m,
-                "time_s": [p[0] for p in pts],
-                "values": [p[1] for p in pts],
-                "threshold": task.get("threshold"),
-            }
-        )
-    return curves
+
+def curve_data(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's evaluation curve, labeled by run id (the report and run.figures.curves())."""
+    return [run_curve(rec, rec.get("run_id")) for rec in records]
 
 
 def _curves(records: Sequence[Mapping[str, Any]]) -> str:
@@ -409,8 +406,13 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
-    """The whole self-contained report for one or more runs."""
+def report_html(
+    records: Sequence[Mapping[str, Any]],
+    top: int = 20,
+    first: Sequence[tuple[str, str, str]] = (),
+) -> str:
+    """The whole self-contained report for one or more runs; `first`: (id, title, body)
+    sections shown before the summary (a study's section)."""
     analyses = [_analyses(r) for r in records]
     title = (
         f"perfsuite report: {records[0].get('run_id')}"
@@ -418,6 +420,7 @@ def report_html(records: Sequence[Mapping[str, Any]], top: int = 20) -> str:
         else f"perfsuite report: {len(records)} runs"
     )
     sections = [
+        *first,
         ("summary", "Summary", _summary(records, analyses)),
         ("curves", "Accuracy vs training time", _curves(records)),
         ("roofline", "Roofline", _roofline_section(records, analyses)),

@@ -1,0 +1,267 @@
+"""`perfsuite study lesion|factor|batch|run|show`: which optimizations matter end to end."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+
+EPILOG = """\
+examples:
+  perfsuite study lesion digits --opts channels_last,bf16,batch=256 --switch lr_rule=linear
+  perfsuite study factor digits --opts channels_last,bf16 --repeats 3 --out runs/f1
+  perfsuite study batch digits --sizes 32,64,128,256 --lr-rule linear --repeats 2
+  perfsuite study run study.toml            # a study file (docs/studies.md)
+  perfsuite study run runs/f1               # resume: finished runs are not repeated
+  perfsuite study show runs/f1 --html reports/f1.html
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "study",
+        help="lesion, factor and batch-size studies of the optimization switches",
+        description=(
+            "Compose a workload's optimization switches into configurations, run each as "
+            "ordinary run records in one study folder (resumable), and compare time-to-"
+            "accuracy speed-up with throughput speed-up, marking configurations that did not "
+            "converge (DNC). Lesion: the full recipe, then minus each option. Factor: the "
+            "baseline, then each option added in order. Batch: one configuration per size."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    kinds = p.add_subparsers(dest="study_command", metavar="KIND")
+    kinds.required = True
+    for kind, text in (
+        ("lesion", "full recipe, then the full recipe minus each option"),
+        ("factor", "baseline, then each option added cumulatively in the given order"),
+        ("batch", "one configuration per batch size, learning rate scaled by --lr-rule"),
+    ):
+        k = kinds.add_parser(kind, help=text, description=text)
+        k.add_argument("workload", help="workload name or FILE.py:CLASS")
+        if kind == "batch":
+            k.add_argument("--sizes", required=True, help="batch sizes, e.g. 32,64,128")
+            k.add_argument(
+                "--lr-rule", default="linear", choices=["linear", "sqrt", "none"],
+                help="learning-rate scaling from the recipe's batch size (default linear)",
+            )  # fmt: skip
+        else:
+            k.add_argument(
+                "--opts", required=True,
+                help="options, comma-separated: switches (bf16, channels_last, "
+                "label_smoothing=X, ...; see run --list-switches) and batch=N",
+            )  # fmt: skip
+        _run_flags(k)
+        _exec_flags(k)
+        k.set_defaults(func=_from_args, kind=kind)
+    r = kinds.add_parser("run", help="run a TOML study file, or resume a study folder")
+    r.add_argument("source", help="study.toml, or a study folder (with study.json) to resume")
+    r.add_argument("--out", help="study folder for a study file (default runs/studies/<id>)")
+    _exec_flags(r)
+    r.set_defaults(func=_from_source)
+    s = kinds.add_parser("show", help="analyze a study folder (table, --json, --html)")
+    s.add_argument("folder", help="a study folder (with study.json)")
+    s.add_argument("--html", metavar="FILE", help="also write the study report to FILE")
+    add_json_flag(s)
+    s.set_defaults(func=_show)
+
+
+def _run_flags(k: argparse.ArgumentParser) -> None:
+    k.add_argument("--repeats", type=int, default=1, help="runs per configuration (seeds differ)")
+    k.add_argument("--threshold", type=float, help="target metric as a fraction")
+    k.add_argument("--seed", type=int, default=0, help="seed of the first repeat (default 0)")
+    k.add_argument("--out", help="study folder (default runs/studies/<id>); reused to resume")
+    k.add_argument("--epochs", type=int, help="upper bound on epochs of every run")
+    k.add_argument("--batch-size", type=int, help="batch size where the study does not set one")
+    k.add_argument("--recipe", help="named recipe preset of the workload")
+    k.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="recipe override for every run (repeatable)",
+    )
+    k.add_argument(
+        "--switch",
+        dest="switches",
+        action="append",
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="switch applied to every configuration",
+    )
+    k.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    k.add_argument("--data-dir", help="dataset folder (cifar10)")
+    k.add_argument("--synthetic", action="store_true", help="random inputs (throughput only)")
+    k.add_argument(
+        "--no-capture",
+        dest="capture",
+        action="store_false",
+        help="no FLOP count, profiler, telemetry or ceilings in the runs",
+    )
+    k.add_argument(
+        "--eval-from",
+        type=int,
+        default=1,
+        metavar="EPOCH",
+        help="evaluate from this epoch on (default 1)",
+    )
+    k.add_argument("--keep-going", action="store_true", help="train all epochs of every run")
+    k.add_argument("--threads", type=int, help="torch intra-op threads per run")
+
+
+def _exec_flags(k: argparse.ArgumentParser) -> None:
+    k.add_argument(
+        "--parallel",
+        default="1",
+        help="local runs at a time, cores split between them (default 1: timings "
+        "undisturbed); auto: one run per GPU with --device cuda and several GPUs",
+    )
+    k.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where runs go: this machine, or a Ray cluster (pip install 'perfsuite[ray]')",
+    )
+    k.add_argument("--ray-address", help="Ray cluster address (default: start a local one)")
+    k.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray: CPUs declared per run")
+    k.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: GPUs declared per run")
+    k.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_json_flag(k)
+
+
+def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line as a study dict (the same fields as a TOML study file)."""
+    run = {
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "recipe": args.recipe,
+        "set": list(args.overrides),
+        "device": args.device,
+        "data_dir": args.data_dir,
+        "synthetic": args.synthetic,
+        "capture": args.capture,
+        "keep_going": args.keep_going,
+        "eval_from": args.eval_from,
+        "threads": args.threads,
+    }
+    raw: dict[str, Any] = {
+        "kind": args.kind,
+        "workload": args.workload,
+        "switches": [p for s in args.switches for p in s.split(",") if p.strip()],
+        "repeats": args.repeats,
+        "threshold": args.threshold,
+        "seed": args.seed,
+        "run": run,
+    }
+    if args.kind == "batch":
+        raw["sizes"], raw["lr_rule"] = args.sizes, args.lr_rule
+    else:
+        raw["options"] = args.opts
+    return raw
+
+
+def _executor(args: argparse.Namespace, device: str) -> Any:
+    if args.executor == "ray":
+        from perfsuite.runner.ray_executor import RayExecutor
+
+        return RayExecutor(args.ray_address, args.cpus_per_run, args.gpus_per_run)
+    from perfsuite.runner.executor import LocalExecutor, local_devices
+
+    if args.parallel == "auto":
+        devices = local_devices(device)
+        return LocalExecutor(max(1, len(devices)), devices)
+    parallel = int(args.parallel) if args.parallel.isdigit() else 0
+    if parallel < 1:
+        raise CLIError(f"--parallel {args.parallel}: expected an integer >= 1 or auto")
+    return LocalExecutor(parallel)
+
+
+def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
+    from perfsuite.study.execute import open_study, run_study
+    from perfsuite.study.spec import StudyError
+
+    executor = _executor(args, spec.run.device)
+    try:
+        study = open_study(spec, out)
+        results = run_study(
+            study,
+            executor,
+            progress=None if args.quiet else status,
+            show_run_progress=not args.quiet and args.parallel == "1",
+        )
+    except StudyError as exc:
+        raise CLIError(str(exc)) from None
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        status(f"[study] {r.job.key} ({r.job.label}) failed: {r.error}")
+    _print(study.path, args.json)
+    return 1 if failed else 0
+
+
+def _from_args(args: argparse.Namespace) -> int:
+    from perfsuite.study.spec import StudyError, spec_from_dict
+
+    try:
+        spec = spec_from_dict(spec_dict(args), "command line")
+    except StudyError as exc:
+        raise CLIError(str(exc)) from None
+    return _execute(spec, args.out, args)
+
+
+def _from_source(args: argparse.Namespace) -> int:
+    from perfsuite.study.folder import load_study
+    from perfsuite.study.spec import StudyError, load_study_file
+
+    source = Path(args.source)
+    try:
+        if source.is_dir():
+            if args.out and Path(args.out) != source:
+                raise CLIError("--out does not apply when resuming a study folder")
+            return _execute(load_study(source).spec, str(source), args)
+        return _execute(load_study_file(source), args.out, args)
+    except StudyError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def analysis(folder: str | Path) -> tuple[Any, dict[str, list[dict]]]:
+    """(StudyResult, records by configuration) of a study folder."""
+    from analyzers.study import analyze_study
+    from perfsuite.study.folder import load_study, refresh_runs
+    from perfsuite.study.spec import StudyError
+
+    try:
+        study = load_study(folder)
+    except StudyError as exc:
+        raise CLIError(str(exc)) from None
+    records = refresh_runs(study)
+    return analyze_study(study.manifest, records), records
+
+
+def _print(folder: Path, as_json: bool) -> None:
+    from perfsuite.study.render import render
+
+    result, _ = analysis(folder)
+    if as_json:
+        print_json({"study": result, "folder": str(folder)})
+    else:
+        print(render(result))
+        print(f"study folder: {folder}")
+
+
+def _show(args: argparse.Namespace) -> int:
+    _print(Path(args.folder), args.json)
+    if args.html:
+        from perfsuite.report.study_section import study_html
+
+        result, records = analysis(args.folder)
+        out = Path(args.html)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(study_html(result, records), encoding="utf-8")
+        tmp.replace(out)
+        status(f"report: {out}")
+    return 0

@@ -1,0 +1,23 @@
+"""One run in a child process of `LocalExecutor`: RunOptions as JSON on stdin, a JSON reply
+({"run_dir", "error", "fatal"}) as the last line on stdout. Progress stays off (the parent
+shows it per configuration)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from perfsuite.runner.executor import run_in_process
+from perfsuite.runner.loop import RunOptions
+
+
+def main() -> int:
+    options = RunOptions(**json.loads(sys.stdin.read()))
+    run_dir, error, fatal = run_in_process(options)
+    reply = {"run_dir": str(run_dir) if run_dir else None, "error": error, "fatal": fatal}
+    print(json.dumps(reply), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Run a study: plan it, open (or resume) its folder, run what is missing through an executor.
+
+Every run is an ordinary run record in `configs/NN-name/`, grouped per configuration
+(`group.id` = `<study id>:<configuration>`), so `perfsuite stability` on a configuration
+folder sees its repeats as one group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from perfsuite.record import new_run_id
+from perfsuite.runner.executor import Executor, Job, JobResult, outcome
+from perfsuite.runner.loop import RunOptions
+from perfsuite.study.folder import (
+    MANIFEST,
+    Study,
+    load_study,
+    new_manifest,
+    pending,
+    refresh_runs,
+    write_manifest,
+)
+from perfsuite.study.plan import Config, plan
+from perfsuite.study.spec import StudyError, StudySpec
+
+
+def open_study(spec: StudySpec, out: str | Path | None) -> Study:
+    """Plan `spec` against its workload and create its folder, or reopen the folder of the same
+    study (resume). A folder holding a different study is an error, never overwritten."""
+    from perfsuite.workloads import get_workload
+
+    try:
+        wl = get_workload(spec.workload)
+    except (KeyError, ValueError) as exc:
+        raise StudyError(str(exc).strip("'\"")) from None
+    if wl.needs_data_dir and not spec.run.data_dir and not spec.run.synthetic:
+        raise StudyError(f"{spec.workload} needs run.data_dir (--data-dir DIR)")
+    configs = plan(spec, wl.switches, wl.name)
+    study_id = new_run_id(f"study-{spec.kind}-{wl.name or 'workload'}")
+    path = Path(out) if out else Path("runs") / "studies" / study_id
+    if (path / MANIFEST).exists():
+        study = load_study(path)
+        if study.spec != spec:
+            raise StudyError(
+                f"{path / MANIFEST}: field spec: this folder holds a different study; "
+                "resume it with `perfsuite study run DIR` or choose another --out"
+            )
+        if [c.to_dict() for c in study.configs] != [c.to_dict() for c in configs]:
+            raise StudyError(f"{path / MANIFEST}: field configurations: differ from the plan")
+        return study
+    if path.exists() and any(path.iterdir()):
+        raise StudyError(f"{path}: exists and is not a study folder (no {MANIFEST})")
+    study = Study(path, study_id, spec, configs, new_manifest(study_id, spec, configs))
+    write_manifest(study)
+    return study
+
+
+def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOptions:
+    """The options of one run: the shared run settings plus the configuration's switches."""
+    s = study.spec.run
+    return RunOptions(
+        workload=study.spec.workload,
+        data_dir=s.data_dir,
+        out=str(study.path / config.folder),
+        threshold=study.spec.threshold,
+        epochs=s.epochs,
+        batch_size=config.batch_size,
+        seed=seed,
+        device=s.device,
+        keep_going=s.keep_going,
+        capture=s.capture,
+        recipe=s.recipe,
+        overrides=list(s.set),
+        switches=list(config.switches),
+        synthetic=s.synthetic,
+        eval_from=s.eval_from,
+        threads=s.threads,
+        group={
+            "id": f"{study.study_id}:{config.name}",
+            "index": repeat,
+            "size": study.spec.repeats,
+        },
+    )
+
+
+def run_study(
+    study: Study,
+    executor: Executor,
+    progress: Callable[[str], None] | None = None,
+    show_run_progress: bool = True,
+) -> list[JobResult]:
+    """Run every run that has no finished record yet; the manifest is refreshed after each."""
+    todo = pending(study)
+    total = len(study.configs) * study.spec.repeats
+    say = progress or (lambda _msg: None)
+    say(f"[study] {study.path}: {total - len(todo)} of {total} runs already finished")
+    jobs = [
+        Job(
+            replace(run_options(study, c, r, seed), progress=show_run_progress),
+            key=c.name,
+            label=f"seed {seed}",
+        )
+        for c, r, seed in todo
+    ]
+    finished = {
+        c.name: study.spec.repeats - sum(1 for t in todo if t[0] is c) for c in study.configs
+    }
+
+    def on_start(job: Job) -> None:
+        say(f"[study] {job.key}: started {job.label}")
+
+    def on_result(res: JobResult) -> None:
+        finished[res.job.key] += 1
+        refresh_runs(study)
+        write_manifest(study)
+        what = res.error or outcome(res.run_dir)
+        n, total = finished[res.job.key], study.spec.repeats
+        say(f"[study] {res.job.key}: {n}/{total} done ({res.job.label}: {what})")
+
+    results = executor.run(jobs, on_start, on_result)
+    refresh_runs(study)
+    write_manifest(study)
+    fatal = [r for r in results if r.fatal]
+    if fatal:
+        raise StudyError(f"configuration {fatal[0].job.key!r}: {fatal[0].error}")
+    return results

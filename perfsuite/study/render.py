@@ -1,0 +1,77 @@
+"""The study table as text: the same rows for the terminal and the HTML report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.study import ConfigResult, StudyResult
+from perfsuite import fmt
+
+HEADERS = [
+    "configuration",
+    "reached",
+    "status",
+    "time to acc. (mean ± std)",
+    "epochs to thr.",
+    "s/epoch",
+    "epochs x s/epoch",
+    "samples/s",
+    "best",
+    "TTA speed-up",
+    "throughput speed-up",
+]
+
+
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def _tta(c: ConfigResult) -> str:
+    s = c.time_to_accuracy
+    if c.status == "DNC" or s.mean is None:
+        return "DNC" if c.status == "DNC" else "n/a"
+    spread = f" ± {fmt.duration(s.std)}" if s.std is not None else ""
+    return fmt.duration(s.mean) + spread
+
+
+def _epochs(c: ConfigResult) -> str:
+    s = c.epochs_to_threshold
+    if s.mean is None:
+        return "-"
+    return f"{s.mean:.3g}" + (f" ± {s.std:.2g}" if s.std is not None else "")
+
+
+def row(c: ConfigResult) -> list[Any]:
+    """One configuration as table cells (SI units; "DNC" where none of its runs reached).
+    "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
+    times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
+    out = [
+        c.name,
+        f"{c.n_reached}/{c.n_runs}",
+        c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
+        _tta(c),
+        _epochs(c),
+        fmt.duration(c.epoch_time.mean),
+        fmt.duration(c.epochs_x_epoch_time),
+    ]
+    best = "n/a" if c.best is None else f"{c.best:.4f}"
+    return [
+        *out,
+        fmt.si(c.samples_per_s.mean, "sample/s"),
+        best,
+        _x(c.tta_speedup),
+        _x(c.throughput_speedup),
+    ]
+
+
+def render(result: StudyResult) -> str:
+    """The terminal table with a heading and the warnings."""
+    head = (
+        f"== {result.kind} study of {result.workload} ({result.study_id}): "
+        f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
+    )
+    rows = [row(c) for c in result.configs]
+    lines = [head, fmt.table(rows, HEADERS, "lrl" + "r" * (len(HEADERS) - 3))]
+    lines += [f"  {c.name}: {c.description}" for c in result.configs]
+    lines += [f"warning: {w}" for w in result.warnings]
+    return "\n".join(lines)

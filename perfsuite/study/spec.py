@@ -1,0 +1,202 @@
+"""What a study is: its kind, workload, options and the run options every configuration shares.
+
+One `StudySpec` comes from the command line, from a TOML study file or from a study folder's
+`study.json`; all three go through `spec_from_dict`, so a bad value gets the same one-line
+error naming the file and the field wherever it was written. Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+KINDS = ("lesion", "factor", "batch")
+LR_RULES = ("linear", "sqrt", "none")
+# Study-level option `batch=N`: the batch size, not a switch (the LR follows the lr_rule switch).
+BATCH_OPTION = "batch"
+
+
+class StudyError(ValueError):
+    """A study file, folder or plan that cannot be used. The message is one line."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Run options shared by every configuration of a study (see `perfsuite run --help`)."""
+
+    epochs: int | None = None
+    batch_size: int | None = None
+    recipe: str | None = None
+    set: list[str] = field(default_factory=list)
+    device: str = "cpu"
+    data_dir: str | None = None
+    synthetic: bool = False
+    capture: bool = True
+    keep_going: bool = False
+    eval_from: int = 1
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A lesion, factor or batch study as written by the user."""
+
+    kind: str
+    workload: str
+    options: list[str] = field(default_factory=list)  # lesion/factor: switch items, batch=N
+    sizes: list[int] = field(default_factory=list)  # batch: the batch sizes
+    lr_rule: str = "linear"  # batch: how the learning rate follows the batch size
+    switches: list[str] = field(default_factory=list)  # applied to every configuration
+    repeats: int = 1
+    threshold: float | None = None
+    seed: int = 0
+    run: RunSettings = field(default_factory=RunSettings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_TOP = {f: None for f in StudySpec.__dataclass_fields__}
+_RUN = {f: None for f in RunSettings.__dataclass_fields__}
+
+
+def _fail(origin: str, where: str, why: str) -> StudyError:
+    return StudyError(f"{origin}: field {where}: {why}")
+
+
+def _int(value: Any, origin: str, where: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(origin, where, f"expected an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise _fail(origin, where, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _str_list(value: Any, origin: str, where: str) -> list[str]:
+    """A list of strings; a single string is split at commas (the command-line form)."""
+    if isinstance(value, str):
+        value = [v for v in (p.strip() for p in value.split(",")) if v]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _fail(origin, where, f"expected a list of non-empty strings, got {value!r}")
+    return [v.strip() for v in value]
+
+
+def _opt_str(value: Any, origin: str, where: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise _fail(origin, where, f"expected a string, got {value!r}")
+    return value
+
+
+def _bool(value: Any, origin: str, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(origin, where, f"expected true or false, got {value!r}")
+    return value
+
+
+def _run_settings(raw: Any, origin: str) -> RunSettings:
+    if raw is None:
+        return RunSettings()
+    if not isinstance(raw, dict):
+        raise _fail(origin, "run", f"expected a table, got {raw!r}")
+    for key in raw:
+        if key not in _RUN:
+            raise _fail(origin, f"run.{key}", f"unknown field; known: {', '.join(_RUN)}")
+    d = RunSettings()
+    get = raw.get
+
+    def opt_int(key: str, minimum: int) -> int | None:
+        v = get(key, getattr(d, key))
+        return None if v is None else _int(v, origin, f"run.{key}", minimum)
+
+    return RunSettings(
+        epochs=opt_int("epochs", 1),
+        batch_size=opt_int("batch_size", 1),
+        recipe=_opt_str(get("recipe"), origin, "run.recipe"),
+        set=_str_list(get("set", []), origin, "run.set") if get("set") else [],
+        device=_opt_str(get("device", d.device), origin, "run.device") or "cpu",
+        data_dir=_opt_str(get("data_dir"), origin, "run.data_dir"),
+        synthetic=_bool(get("synthetic", d.synthetic), origin, "run.synthetic"),
+        capture=_bool(get("capture", d.capture), origin, "run.capture"),
+        keep_going=_bool(get("keep_going", d.keep_going), origin, "run.keep_going"),
+        eval_from=_int(get("eval_from", d.eval_from), origin, "run.eval_from", 1),
+        threads=opt_int("threads", 1),
+    )
+
+
+def spec_from_dict(raw: Any, origin: str) -> StudySpec:
+    """Validate a study as a dict (TOML or JSON); errors name `origin` and the field."""
+    if not isinstance(raw, dict):
+        raise _fail(origin, "(top level)", "expected a table of study fields")
+    for key in raw:
+        if key not in _TOP:
+            raise _fail(origin, key, f"unknown field; known: {', '.join(_TOP)}")
+    for key in ("kind", "workload"):
+        if key not in raw:
+            raise _fail(origin, key, "missing")
+    kind = raw["kind"]
+    if kind not in KINDS:
+        raise _fail(origin, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    workload = _opt_str(raw["workload"], origin, "workload")
+    if not workload:
+        raise _fail(origin, "workload", "must not be empty")
+    options = _str_list(raw.get("options", []), origin, "options")
+    sizes_raw = raw.get("sizes", [])
+    if isinstance(sizes_raw, str):
+        try:
+            sizes_raw = [int(s) for s in sizes_raw.split(",") if s.strip()]
+        except ValueError:
+            raise _fail(origin, "sizes", f"expected integers, got {sizes_raw!r}") from None
+    if not isinstance(sizes_raw, list):
+        raise _fail(origin, "sizes", f"expected a list of integers, got {sizes_raw!r}")
+    sizes = [_int(s, origin, f"sizes[{i}]", 1) for i, s in enumerate(sizes_raw)]
+    lr_rule = raw.get("lr_rule", "linear")
+    if lr_rule not in LR_RULES:
+        raise _fail(origin, "lr_rule", f"{lr_rule!r} is not one of {', '.join(LR_RULES)}")
+    threshold = raw.get("threshold")
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise _fail(origin, "threshold", f"expected a number, got {threshold!r}")
+        if not 0.0 <= float(threshold) <= 1.0:
+            raise _fail(origin, "threshold", f"{threshold} is not a fraction in [0, 1]")
+        threshold = float(threshold)
+    if kind == "batch":
+        if not sizes:
+            raise _fail(origin, "sizes", "a batch study needs at least one batch size")
+        if len(set(sizes)) != len(sizes):
+            raise _fail(origin, "sizes", f"repeated batch size in {sizes}")
+        if options:
+            raise _fail(origin, "options", "a batch study takes sizes, not options")
+    else:
+        if not options:
+            raise _fail(origin, "options", f"a {kind} study needs at least one option")
+        if sizes:
+            raise _fail(origin, "sizes", f"only a batch study takes sizes, not a {kind} study")
+    return StudySpec(
+        kind=kind,
+        workload=workload,
+        options=options,
+        sizes=sizes,
+        lr_rule=lr_rule,
+        switches=_str_list(raw.get("switches", []), origin, "switches"),
+        repeats=_int(raw.get("repeats", 1), origin, "repeats", 1),
+        threshold=threshold,
+        seed=_int(raw.get("seed", 0), origin, "seed", 0),
+        run=_run_settings(raw.get("run"), origin),
+    )
+
+
+def load_study_file(path: str | Path) -> StudySpec:
+    """A TOML study file (see docs/studies.md)."""
+    try:
+        import tomllib  # Python >= 3.11
+    except ImportError:
+        raise StudyError(f"{path}: study files need Python >= 3.11 (tomllib)") from None
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise StudyError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return spec_from_dict(raw, str(path))

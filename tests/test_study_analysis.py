@@ -1,0 +1,124 @@
+"""The study analysis arithmetic on records built in memory (no training)."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.study import analyze_study, run_point
+
+
+@pytest.fixture
+def run(make_record):
+    """A run with epochs of `epoch_s` seconds each, `per_epoch` samples, metric per epoch."""
+
+    def _run(seed, metrics, epoch_s, status=None, per_epoch=1000, threshold=0.9):
+        curve = [(e + 1, epoch_s[: e + 1], m) for e, m in enumerate(metrics)]
+        rec = make_record(
+            [(e, sum(ts), m) for e, ts, m in curve], threshold=threshold, run_id=f"r{seed}"
+        )
+        for i, ev in enumerate(rec["evaluations"]):
+            ev["samples"] = per_epoch * (i + 1)
+        reached = [ev for ev in rec["evaluations"] if ev["metrics"]["top1"] >= threshold]
+        first = reached[0] if reached else None
+        rec["time_to_accuracy"] = {
+            "metric": "top1",
+            "threshold": threshold,
+            "reached": bool(first),
+            "time_s": first["train_time_s"] if first else None,
+            "epoch": first["epoch"] if first else None,
+            "evaluation_index": rec["evaluations"].index(first) if first else None,
+            "provenance": "measured",
+        }
+        rec["status"] = status or ("reached" if first else "not_reached")
+        rec["config"] = {"seed": seed}
+        rec["throughput"] = {"epoch_times_s": list(epoch_s)}
+        return rec
+
+    return _run
+
+
+def _manifest(*names, repeats=2, kind="factor"):
+    return {
+        "study_id": "s",
+        "spec": {"kind": kind, "workload": "toy", "repeats": repeats},
+        "configurations": [
+            {"index": i, "name": n, "description": n, "switches": [], "batch_size": None}
+            for i, n in enumerate(names)
+        ],
+    }
+
+
+def test_speedups_side_by_side_and_statistics(run):
+    records = {
+        # reference: 3 epochs of 2 s (first epoch 3 s), reaches at epoch 3 -> TTA 7 s
+        "baseline": [
+            run(0, [0.5, 0.8, 0.91], [3.0, 2.0, 2.0]),
+            run(1, [0.5, 0.8, 0.93], [3.0, 2.0, 2.0]),
+        ],
+        # twice the throughput (1 s epochs) but 5 epochs: TTA 6 s -> only 7/6 faster
+        "+fast": [
+            run(0, [0.3, 0.5, 0.7, 0.85, 0.9], [2.0, 1.0, 1.0, 1.0, 1.0]),
+            run(1, [0.3, 0.5, 0.7, 0.85, 0.92], [2.0, 1.0, 1.0, 1.0, 1.0]),
+        ],
+    }
+    res = analyze_study(_manifest("baseline", "+fast"), records)
+    base, fast = res.configs
+    assert base.time_to_accuracy.mean == pytest.approx(7.0)
+    assert base.epoch_time.mean == pytest.approx(2.0)  # first epoch left out
+    assert base.samples_per_s.mean == pytest.approx(500.0)  # 1000 samples / 2 s
+    assert fast.epochs_to_threshold.mean == pytest.approx(5.0)
+    assert fast.throughput_speedup == pytest.approx(2.0)
+    assert fast.tta_speedup == pytest.approx(7.0 / 6.0)
+    assert base.tta_speedup == pytest.approx(1.0) and base.throughput_speedup == pytest.approx(1)
+    assert fast.epochs_x_epoch_time == pytest.approx(5.0)
+    assert fast.best == pytest.approx(0.92) and fast.best_mean == pytest.approx(0.91)
+    assert (fast.status, fast.converged_fraction) == ("converged", 1.0)
+    assert res.reference == "baseline" and res.threshold == 0.9 and not res.warnings
+
+
+def test_dnc_partial_and_diverged(run):
+    records = {
+        "baseline": [run(0, [0.8, 0.95], [1.0, 1.0]), run(1, [0.8, 0.96], [1.0, 1.0])],
+        # one repeat misses, one reaches at 4 s
+        "+risky": [run(0, [0.8, 0.85], [2.0, 2.0]), run(1, [0.85, 0.91], [2.0, 2.0])],
+        # one diverged after a finished epoch, one never got there: DNC
+        "+broken": [
+            run(0, [0.4], [0.5], status="diverged"),
+            run(1, [0.4, 0.5], [0.5, 0.5]),
+        ],
+    }
+    res = analyze_study(_manifest("baseline", "+risky", "+broken"), records)
+    _, risky, broken = res.configs
+    assert (risky.status, risky.n_reached, risky.n_runs) == ("partial", 1, 2)
+    assert risky.converged_fraction == 0.5
+    assert risky.tta_speedup == pytest.approx(2.0 / 4.0)
+    assert broken.status == "DNC" and broken.n_diverged == 1
+    assert broken.tta_speedup is None and broken.time_to_accuracy.mean is None
+    assert broken.throughput_speedup == pytest.approx(2.0)  # throughput is still measured
+    assert broken.runs[0].epochs_run == 1  # the diverged run kept its finished epoch
+    assert any("+risky: 1 of 2 runs reached" in w for w in res.warnings)
+
+
+def test_crashed_runs_are_not_counted_as_dnc(run):
+    records = {
+        "baseline": [run(0, [0.95], [1.0])],
+        "+x": [run(0, [0.5], [1.0], status="crashed")],
+    }
+    res = analyze_study(_manifest("baseline", "+x", repeats=1), records)
+    x = res.configs[1]
+    assert (x.status, x.n_runs, x.n_unfinished) == ("no runs", 0, 1)
+    assert any("crashed or unfinished" in w for w in res.warnings)
+
+
+def test_reference_dnc_gives_no_tta_speedups(run):
+    records = {"full": [run(0, [0.5], [1.0])], "-x": [run(0, [0.95], [1.0])]}
+    res = analyze_study(_manifest("full", "-x", repeats=1, kind="lesion"), records)
+    assert [c.tta_speedup for c in res.configs] == [None, None]
+    assert "did not converge" in res.warnings[0]
+
+
+def test_throughput_counts_the_partial_last_batch(run):
+    # 1,438 samples per epoch with batch 512 is 3 steps, but not 3 x 512 samples
+    rec = run(0, [0.95], [2.0], per_epoch=1438)
+    rec["throughput"]["samples_per_s"] = {"value": 768.0}  # batch x steps / time: overstated
+    assert run_point(rec).samples_per_s == pytest.approx(719.0)

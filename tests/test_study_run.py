@@ -1,0 +1,213 @@
+"""Studies end to end on `digits` (seconds per run): DNC, resume, the CLI, the executors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from analyzers.study import analyze_study  # noqa: E402
+from perfsuite.record import load_record, write_record  # noqa: E402
+from perfsuite.runner import RunOptions  # noqa: E402
+from perfsuite.runner.executor import Job, LocalExecutor  # noqa: E402
+from perfsuite.study.execute import open_study, run_study  # noqa: E402
+from perfsuite.study.folder import load_study, pending, refresh_runs  # noqa: E402
+from perfsuite.study.spec import StudyError, spec_from_dict  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DIVERGING = f"{ROOT / 'tests/fixtures/study/diverging.py'}:DivergesWithChannelsLast"
+FAST = {"epochs": 2, "capture": False}
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def _perfsuite(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
+    return subprocess.run(
+        [sys.executable, "-m", "perfsuite", *args],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+
+
+def _runs(path: Path) -> list[Path]:
+    return sorted(path.glob("configs/*/*/run.json"))
+
+
+def test_factor_study_detects_dnc_and_resumes(tmp_path):
+    """baseline reaches 90%; +batch=1024 (4 steps in 2 epochs) misses it; adding channels_last
+    makes the loss NaN in epoch 2: diverged, epoch 1 kept."""
+    spec = spec_from_dict(
+        {
+            "kind": "factor",
+            "workload": DIVERGING,
+            "options": ["batch=1024", "channels_last"],
+            "threshold": 0.9,
+            "run": FAST,
+        },
+        "test",
+    )
+    study = open_study(spec, tmp_path / "s")
+    results = run_study(study, LocalExecutor(), show_run_progress=False)
+    assert [r.ok for r in results] == [True, True, True]
+    records = refresh_runs(study)
+    statuses = {name: [r["status"] for r in recs] for name, recs in records.items()}
+    assert statuses == {
+        "baseline": ["reached"],
+        "+batch=1024": ["not_reached"],
+        "+channels_last": ["diverged"],
+    }
+    diverged = records["+channels_last"][0]
+    assert [e["epoch"] for e in diverged["evaluations"]] == [1]
+    assert diverged["config"]["batch_size"] == 1024
+    assert diverged["group"]["id"] == f"{study.study_id}:+channels_last"
+
+    result = analyze_study(load_study(study.path).manifest, records)
+    assert [c.status for c in result.configs] == ["converged", "DNC", "DNC"]
+    assert result.configs[2].n_diverged == 1
+    assert result.configs[0].tta_speedup == pytest.approx(1.0)
+    assert [c.tta_speedup for c in result.configs[1:]] == [None, None]
+    manifest = json.loads((study.path / "study.json").read_text())
+    assert [r["status"] for c in manifest["configurations"] for r in c["runs"]] == [
+        "reached",
+        "not_reached",
+        "diverged",
+    ]
+
+    # resume: nothing left to do, no new run folder
+    before = _runs(study.path)
+    again = open_study(spec, tmp_path / "s")
+    assert again.study_id == study.study_id and pending(again) == []
+    assert run_study(again, LocalExecutor(), show_run_progress=False) == []
+    assert _runs(study.path) == before
+
+    # a crashed run is run again, and only that one
+    crashed_file = next(p for p in before if "01-plus-batch" in str(p))
+    rec = load_record(crashed_file)
+    rec["status"] = "crashed"
+    for key in ("_path", "_dir"):
+        rec.pop(key, None)
+    write_record(crashed_file.parent, rec)
+    assert [(c.name, seed) for c, _, seed in pending(again)] == [("+batch=1024", 0)]
+    assert len(run_study(again, LocalExecutor(), show_run_progress=False)) == 1
+    assert len(_runs(study.path)) == len(before) + 1
+    assert [r["status"] for r in refresh_runs(again)["+batch=1024"]] == ["not_reached"]
+
+    # the same folder for another study is refused
+    other = spec_from_dict({**spec.to_dict(), "options": ["channels_last"]}, "test")
+    with pytest.raises(StudyError, match="holds a different study"):
+        open_study(other, tmp_path / "s")
+
+
+def test_cli_study_file_json_and_resume(tmp_path):
+    f = tmp_path / "lesion.toml"
+    f.write_text(
+        'kind = "lesion"\nworkload = "digits"\noptions = ["channels_last"]\n'
+        "threshold = 0.5\n[run]\nepochs = 1\ncapture = false\n"
+    )
+    out = tmp_path / "study"
+    proc = _perfsuite(tmp_path, "study", "run", str(f), "--out", str(out), "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)["study"]
+    assert [c["name"] for c in result["configs"]] == ["full", "-channels_last"]
+    assert all(c["n_runs"] == 1 for c in result["configs"])
+    assert result["configs"][0]["switches"] == ["channels_last"]
+    proc = _perfsuite(tmp_path, "study", "run", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 of 2 runs already finished" in proc.stderr
+    assert "TTA speed-up" in proc.stdout and "-channels_last" in proc.stdout
+    assert len(_runs(out)) == 2
+    html = tmp_path / "s.html"
+    proc = _perfsuite(tmp_path, "study", "show", str(out), "--html", str(html))
+    assert proc.returncode == 0 and "fig-study-speedups" in html.read_text()
+
+
+def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
+    out = tmp_path / "never"
+    proc = _perfsuite(
+        tmp_path, "study", "lesion", "digits", "--opts", "bf16,tta", "--out", str(out)
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "perfsuite: error: configuration 'full': workload digits does not support switch "
+        "'tta' (bf16, channels_last, compile, fp16, label_smoothing, lr_rule, tf32)"
+    )
+    assert not out.exists()
+
+
+def _jobs(tmp_path, n: int) -> list[Job]:
+    return [
+        Job(
+            RunOptions(
+                workload="digits",
+                out=str(tmp_path / "runs"),
+                epochs=1,
+                seed=s,
+                capture=False,
+                progress=False,
+            ),
+            key="digits",
+            label=f"seed {s}",
+        )
+        for s in range(n)
+    ]
+
+
+def test_local_executor_side_by_side_splits_the_cores(tmp_path):
+    started, finished = [], []
+    results = LocalExecutor(parallel=2).run(
+        _jobs(tmp_path, 2), on_start=started.append, on_result=finished.append
+    )
+    assert [r.ok for r in results] == [True, True] and len(started) == len(finished) == 2
+    recs = [load_record(r.run_dir) for r in results]
+    assert [r["config"]["seed"] for r in recs] == [0, 1]
+    assert all(r["config"]["threads"] >= 1 for r in recs)
+    assert all(r["status"] in ("reached", "not_reached") for r in recs)
+
+
+def test_local_executor_stops_at_a_wrong_option(tmp_path):
+    jobs = _jobs(tmp_path, 2)
+    bad = Job(RunOptions(workload="digits", out=str(tmp_path), switches=["tta"]), key="bad")
+    results = LocalExecutor().run([bad, *jobs])
+    assert len(results) == 1 and results[0].fatal
+    assert "does not support switch 'tta'" in str(results[0].error)
+
+
+def test_ray_executor_on_a_local_instance(tmp_path):
+    ray = pytest.importorskip("ray", reason="ray not installed (pip install 'perfsuite[ray]')")
+    from perfsuite.runner.ray_executor import RayExecutor
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        results = RayExecutor(cpus_per_run=1).run(_jobs(tmp_path, 2))
+    finally:
+        ray.shutdown()
+    assert [r.ok for r in results] == [True, True], [r.error for r in results]
+    for r, seed in zip(results, (0, 1), strict=True):
+        assert r.run_dir.parent == tmp_path / "runs"  # unpacked into the job's out folder
+        rec = load_record(r.run_dir)
+        assert rec["config"]["seed"] == seed and rec["config"]["threads"] == 1
+        assert rec["evaluations"] and rec["status"] in ("reached", "not_reached")
+
+
+def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
+    """Three jobs, two GPUs: the first two run on different devices, the third on the one
+    that was freed first."""
+    from perfsuite.runner import executor as ex
+
+    class Done:
+        def poll(self):
+            return 0
+
+    spawned = []
+    monkeypatch.setattr(ex, "_spawn", lambda opts: spawned.append(opts) or Done())
+    monkeypatch.setattr(ex, "_child_result", lambda job, proc: ex.JobResult(job, None))
+    results = ex.LocalExecutor(2, ["cuda:0", "cuda:1"], poll_s=0).run(_jobs(tmp_path, 3))
+    assert [o.device for o in spawned] == ["cuda:0", "cuda:1", "cuda:0"]
+    assert [o.seed for o in spawned] == [0, 1, 2] and len(results) == 3
+    assert all(o.threads >= 1 and not o.progress for o in spawned)
