@@ -177,8 +177,10 @@ class DepthGuard:
         error: type[Exception],
         limit: int = MAX_JSON_DEPTH,
         max_string: int = MAX_STRING_BYTES,
+        underlying: BinaryIO | None = None,
     ) -> None:
         self._raw = raw
+        self._underlying = underlying  # the file under a decompressor, closed with it
         self._path = path
         self._error = error
         self._limit = limit
@@ -222,7 +224,11 @@ class DepthGuard:
         self._depth = max(0, self._depth + 2 * opens - len(residue))
 
     def close(self) -> None:
-        self._raw.close()
+        try:
+            self._raw.close()
+        finally:
+            if self._underlying is not None:
+                self._underlying.close()
 
     def __enter__(self) -> DepthGuard:
         return self

@@ -135,8 +135,10 @@ def _open(path: Path) -> BinaryIO:
     except OSError as exc:
         raw.close()
         raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
-    stream: Any = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw
-    return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH)  # type: ignore[return-value]
+    if magic == b"\x1f\x8b":  # GzipFile does not close a file it was given: the guard does
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH, underlying=raw)  # type: ignore[return-value]
+    return DepthGuard(raw, path, TraceError, MAX_JSON_DEPTH)  # type: ignore[return-value]
 
 
 def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
