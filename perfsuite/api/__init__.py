@@ -1,7 +1,8 @@
 """The Python analysis API: run records, groups of runs and profiler traces as DataFrames.
 
-`perfsuite.open`, `perfsuite.trace` and `perfsuite.compare` are the entry points; the tables are
-thin conversions of what the analyzers return, so they hold the numbers the CLI prints.
+`perfsuite.open` (runs, groups, studies), `perfsuite.trace` and `perfsuite.compare` are the
+entry points; the tables are thin conversions of what the analyzers return, so they hold the
+numbers the CLI prints.
 Columns and units: docs/api.md. Importing this package imports pandas, never torch.
 """
 
@@ -9,6 +10,7 @@ from perfsuite.api.compare import compare
 from perfsuite.api.group import Group
 from perfsuite.api.opening import KINDS, Kind, open_path, register_kind
 from perfsuite.api.run import Run
+from perfsuite.api.study import Study
 from perfsuite.api.trace import Trace, trace
 
 __all__ = [
@@ -16,6 +18,7 @@ __all__ = [
     "Group",
     "Kind",
     "Run",
+    "Study",
     "Trace",
     "compare",
     "open_path",

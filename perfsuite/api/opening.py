@@ -1,9 +1,9 @@
 """`perfsuite.open(path)`: what a path holds decides what comes back.
 
-Why a list of kinds: a run, a group of repeats, and later a study are all folders; each kind
-says how it recognizes a path and how to open it, and the first kind that recognizes the path
-wins. A new kind (a study folder with its own `study.json`, say) registers itself in front
-with `register_kind` without touching the others.
+Why a list of kinds: a study, a run and a group of repeats are all folders; each kind says how
+it recognizes a path and how to open it, and the first kind that recognizes the path wins (a
+study folder holds runs too, so it is tried first). A new kind registers itself in front with
+`register_kind` without touching the others.
 """
 
 from __future__ import annotations
@@ -47,7 +47,23 @@ def _open_group(p: Path, **options: Any) -> Any:
     return Group.load(p, **options)
 
 
-KINDS: list[Kind] = [Kind("run", _is_run, _open_run), Kind("group", _is_group, _open_group)]
+def _is_study(p: Path) -> bool:
+    return (p / "study.json").is_file() or (p.name == "study.json" and p.is_file())
+
+
+def _open_study(p: Path, **options: Any) -> Any:
+    from perfsuite.api.study import Study
+
+    if options:
+        raise TypeError(f"a study takes no options, got {sorted(options)}")
+    return Study.load(p)
+
+
+KINDS: list[Kind] = [
+    Kind("study", _is_study, _open_study),
+    Kind("run", _is_run, _open_run),
+    Kind("group", _is_group, _open_group),
+]
 
 
 def register_kind(kind: Kind) -> None:
@@ -56,9 +72,10 @@ def register_kind(kind: Kind) -> None:
 
 
 def open_path(path: str | os.PathLike[str], **options: Any) -> Any:
-    """A Run for a run.json or a run folder; a Group for a folder of runs (repeats, searched
-    recursively). `options` go to the opener: `peaks=FILE` for a run; `metric`, `threshold`,
-    `max_cov`, `max_ci`, `seed` for a group (as `perfsuite stability`)."""
+    """A Study for a study folder (its study.json); a Run for a run.json or a run folder; a
+    Group for a folder of runs (repeats, searched recursively). `options` go to the opener:
+    `peaks=FILE` for a run; `metric`, `threshold`, `max_cov`, `max_ci`, `seed` for a group (as
+    `perfsuite stability`); none for a study."""
     p = Path(path)
     if not p.exists():
         raise RecordError(f"{p}: no such file or folder")
