@@ -211,3 +211,20 @@ def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
     assert [o.device for o in spawned] == ["cuda:0", "cuda:1", "cuda:0"]
     assert [o.seed for o in spawned] == [0, 1, 2] and len(results) == 3
     assert all(o.threads >= 1 and not o.progress for o in spawned)
+
+
+def test_sigterm_stops_every_run_to_come(tmp_path, monkeypatch):
+    """A terminated run ends the study (or the repeats), not only itself."""
+    import perfsuite.runner as runner
+    from perfsuite.runner.loop import Terminated
+
+    seeds = []
+
+    def terminated(opts):
+        seeds.append(opts.seed)
+        raise Terminated("terminated by SIGTERM")
+
+    monkeypatch.setattr(runner, "run_workload", terminated)
+    with pytest.raises(Terminated):
+        LocalExecutor().run(_jobs(tmp_path, 3))
+    assert seeds == [0]

@@ -182,8 +182,13 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
 
 def _one(args: argparse.Namespace, seed: int) -> Path | None:
     from perfsuite.runner.executor import run_in_process
+    from perfsuite.runner.loop import Terminated
 
-    run_dir, error, fatal = run_in_process(_options(args, seed, None))
+    try:
+        run_dir, error, fatal = run_in_process(_options(args, seed, None))
+    except Terminated as exc:
+        where = getattr(exc, "perfsuite_run_dir", "the run folder")
+        raise CLIError(f"run crashed (Terminated: {exc}); record: {where}") from None
     if fatal:
         raise CLIError(error)
     if error:
@@ -251,9 +256,14 @@ def _repeats(args: argparse.Namespace) -> int:
         elif not res.fatal:
             status(f"[perfsuite] {res.job.label} failed: {res.error}")
 
-    results = LocalExecutor(args.parallel).run(
-        jobs, on_start=lambda job: status(f"[perfsuite] {job.label}"), on_result=done
-    )
+    from perfsuite.runner.loop import Terminated
+
+    try:
+        results = LocalExecutor(args.parallel).run(
+            jobs, on_start=lambda job: status(f"[perfsuite] {job.label}"), on_result=done
+        )
+    except Terminated as exc:
+        raise CLIError(f"repeats stopped ({exc}); finished runs are kept") from None
     fatal = [r for r in results if r.fatal]
     if fatal:
         raise CLIError(str(fatal[0].error))

@@ -181,6 +181,7 @@ def _executor(args: argparse.Namespace, device: str) -> Any:
 
 
 def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
+    from perfsuite.runner.loop import Terminated
     from perfsuite.study.execute import open_study, run_study
     from perfsuite.study.spec import StudyError
 
@@ -195,6 +196,10 @@ def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
         )
     except StudyError as exc:
         raise CLIError(str(exc)) from None
+    except Terminated as exc:
+        raise CLIError(
+            f"study stopped ({exc}); finished runs are kept: perfsuite study run {study.path}"
+        ) from None
     failed = [r for r in results if not r.ok]
     for r in failed:
         status(f"[study] {r.job.key} ({r.job.label}) failed: {r.error}")

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from perfsuite.runner.loop import RunOptions
+from perfsuite.runner.loop import RunOptions, Terminated
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,8 @@ def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
 
     try:
         return run_workload(options), None, False
+    except Terminated:
+        raise  # SIGTERM ends every run still to come, not only this one
     except config_error_types() as exc:
         return None, str(exc).strip("'\""), True
     except Exception as exc:  # the record is already written with status "crashed"
