@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from analyzers.record_view import framework
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import Spec, flatten, frame, records_frame, series
@@ -301,7 +302,7 @@ class Run:
             "epochs_to_threshold": tta.get("epoch") if tta.get("reached") else None,
             "evaluations": len(rec.get("evaluations") or []),
             "model": rec.get("model"),
-            "framework": rec.get("framework"),
+            "framework": framework(rec),  # environment.framework first (TensorFlow runs)
             "hardware": (rec.get("hardware") or {}).get("name"),
             "device": ceil.get("device"),
             "dtype": ceil.get("dtype") or work.get("dtype"),

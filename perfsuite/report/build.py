@@ -419,10 +419,7 @@ def report_html(
         if len(records) == 1
         else f"perfsuite report: {len(records)} runs"
     )
-    sections = [
-        *first,
-        ("summary", "Summary", _summary(records, analyses)),
-        ("curves", "Accuracy vs training time", _curves(records)),
+    details = [
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         ("telemetry", "Telemetry", _telemetry_section(records)),
@@ -430,6 +427,25 @@ def report_html(
         ("setup", "Data, switches and math", setup_section(records)),
         ("environment", "Environment and config", _environment_section(records)),
     ]
+    if len(records) > 1:  # the comparison first, each run's details folded (issue 13)
+        from perfsuite.report.compare_section import comparison_body, folded
+
+        sections = [
+            *first,
+            ("compare", "Comparison", comparison_body(records, analyses, top)),
+            ("summary", "Summary", _summary(records, analyses)),
+            *[
+                (i, t, folded(b, f"{t}: {len(records)} runs (click to open)"))
+                for i, t, b in details
+            ],
+        ]
+    else:
+        sections = [
+            *first,
+            ("summary", "Summary", _summary(records, analyses)),
+            ("curves", "Accuracy vs training time", _curves(records)),
+            *details,
+        ]
     return h.page(
         title,
         sections,
