@@ -200,3 +200,21 @@ def test_multi_run_report_shows_one_overlaid_curve_chart(tmp_path, make_record):
     assert main(["report", str(a / "ga-0"), "-o", str(single)]) == 0
     one = single.read_text()
     assert 'id="fig-curves"' in one and "fig-compare" not in one and "<details" not in one
+
+
+def test_api_verdict_is_the_command(tmp_path, make_record, capsys):
+    import perfsuite
+
+    base = _group(tmp_path, make_record, "base", _times(100, 1))
+    slow = _group(tmp_path, make_record, "slow", _times(105, 2))
+    c = perfsuite.verdict(base, perfsuite.open(slow), min_effect=0.01)
+    assert main(["compare", str(base), str(slow), "--min-effect", "0.01", "--json"]) == 3
+    cli = json.loads(capsys.readouterr().out)["comparison"]
+    assert [i.label for i in c.items] == ["base", "slow"]
+    assert c.verdicts[0].verdict == "slower"
+    for mine, theirs in zip(c.verdicts, cli["verdicts"], strict=True):
+        assert (mine.ratio, mine.ci_low, mine.test.p_value) == (
+            theirs["ratio"],
+            theirs["ci_low"],
+            theirs["test"]["p_value"],
+        )
