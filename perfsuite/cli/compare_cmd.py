@@ -125,7 +125,10 @@ def items(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]]:
     out: list[tuple[str, list[dict[str, Any]]]] = []
     for path in args.items:
         recs = _load([path])
-        out += items_from_records(recs, None if len(recs) == 1 else _folder_label(path))
+        found = items_from_records(recs, None if len(recs) == 1 else _folder_label(path))
+        if len(found) == 1 and len(recs) > 1:  # a folder of one group: named as the folder
+            found = [(_folder_label(path), recs)]
+        out += found
     if len(out) < 2:
         raise CLIError(
             "compare needs at least two runs or groups (give two paths, or --group-a/--group-b)"
