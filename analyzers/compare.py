@@ -32,6 +32,7 @@ from analyzers.compare_work import (
 from analyzers.record_view import crossing, framework
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
+from analyzers.study import FINISHED
 from analyzers.verdict import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Verdict, decide
 from perfsuite.record import qvalue
 
@@ -204,10 +205,38 @@ def _run_notes(runs: Sequence[RunValues]) -> list[str]:
     out = []
     for r in runs:
         if r.status == "running":
-            out.append(f"{r.run_id}: status 'running' (unfinished), counted as not reached")
+            out.append(f"{r.run_id}: status 'running' (unfinished or killed)")
         if r.roof_flag:
             out.append(f"{r.run_id}: roofline flagged: {r.roof_flag}")
     return out
+
+
+def _unfinished(r: RunValues) -> bool:
+    """A run that crashed or is still running and has not reached: it says nothing about
+    whether the configuration converges, so it is not counted as a DNC."""
+    return not r.reached and r.status not in FINISHED
+
+
+def group_verdicts(
+    base_label: str,
+    base_runs: Sequence[RunValues],
+    label: str,
+    runs: Sequence[RunValues],
+    **options: Any,
+) -> list[Verdict]:
+    """Time to accuracy (runs that finished without reaching count as DNC, crashed or
+    unfinished ones are left out) and time per epoch (runs with epoch times)."""
+
+    def tta(rv: Sequence[RunValues]) -> list[float | None]:
+        return [r.time_to_accuracy_s if r.reached else None for r in rv if not _unfinished(r)]
+
+    def tpe(rv: Sequence[RunValues]) -> list[float | None]:
+        return [r.time_per_epoch_s for r in rv if r.time_per_epoch_s is not None]
+
+    return [
+        decide("time_to_accuracy", base_label, label, tta(base_runs), tta(runs), **options),
+        decide("time_per_epoch", base_label, label, tpe(base_runs), tpe(runs), **options),
+    ]
 
 
 def compare(
@@ -249,30 +278,17 @@ def compare(
             )
         )
         deltas.append(op_deltas(base_label, base_recs, label, recs, top))
-        if len(base_runs) < 2 or len(rv) < 2:
-            continue
-        opts = {"alpha": alpha, "min_effect": min_effect, "resamples": resamples, "seed": seed}
-        verdicts.append(
-            decide(
-                "time_to_accuracy",
-                base_label,
-                label,
-                [r.time_to_accuracy_s if r.reached else None for r in base_runs],
-                [r.time_to_accuracy_s if r.reached else None for r in rv],
-                **opts,
+        if len(base_runs) >= 2 and len(rv) >= 2:
+            opts = {"alpha": alpha, "min_effect": min_effect, "resamples": resamples, "seed": seed}
+            verdicts += group_verdicts(base_label, base_runs, label, rv, **opts)
+    if verdicts:
+        unfinished = [r.run_id for rv in runs_by for r in rv if _unfinished(r)]
+        if unfinished:
+            notes.append(
+                f"{len(unfinished)} run(s) crashed or unfinished without reaching, left out of "
+                f"the time-to-accuracy verdict: {', '.join(unfinished)}"
             )
-        )
-        verdicts.append(
-            decide(
-                "time_per_epoch",
-                base_label,
-                label,
-                [r.time_per_epoch_s for r in base_runs if r.time_per_epoch_s is not None],
-                [r.time_per_epoch_s for r in rv if r.time_per_epoch_s is not None],
-                **opts,
-            )
-        )
-    if not verdicts:
+    else:
         notes.append(
             "no statistical verdict: it needs groups of repeated runs (2 or more each) on "
             "both sides"

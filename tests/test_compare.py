@@ -218,3 +218,16 @@ def test_api_verdict_is_the_command(tmp_path, make_record, capsys):
             theirs["ci_low"],
             theirs["test"]["p_value"],
         )
+
+
+def test_crashed_runs_are_left_out_of_the_verdict_not_counted_as_dnc(make_record):
+    a = [_run(make_record, f"a{i}", 10.0 + i, "A") for i in range(4)]
+    b = [_run(make_record, f"b{i}", 10.0 + i, "B", reach=False) for i in range(4)]
+    for r in b[1:]:
+        r["status"] = "crashed"
+    c = compare([("A", a), ("B", b)])
+    tta = c.verdicts[0]
+    assert (tta.n_candidate, tta.dnc_candidate) == (1, 1)  # only the finished run counts
+    assert any("b1, b2, b3" in n for n in c.notes)
+    b[1]["status"] = "not_reached"
+    assert compare([("A", a), ("B", b)]).verdicts[0].dnc_candidate == 2
