@@ -79,9 +79,9 @@ def framework(record: Mapping[str, Any]) -> str:
         if text:
             return text
     libs = env.get("frameworks") or {}
-    found = [
-        f"{name} {libs[key]}"
-        for key, name in (("torch", "pytorch"), ("tensorflow", "tensorflow"))
-        if isinstance(libs, Mapping) and libs.get(key)
-    ]
-    return found[0] if len(found) == 1 else "unknown"
+    keys = (("pytorch", "pytorch"), ("torch", "pytorch"), ("tensorflow", "tensorflow"))
+    found: dict[str, str] = {}
+    for key, name in keys:
+        if isinstance(libs, Mapping) and libs.get(key):
+            found.setdefault(name, f"{name} {libs[key]}")
+    return next(iter(found.values())) if len(found) == 1 else "unknown"

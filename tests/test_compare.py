@@ -84,6 +84,8 @@ def test_framework_is_read_from_environment_then_record():
     assert framework({"environment": {"framework": "tensorflow 2.21.0"}}) == "tensorflow 2.21.0"
     assert framework({"framework": "pytorch 2.13.0+cpu"}) == "pytorch 2.13.0+cpu"
     assert framework({"environment": {"frameworks": {"torch": "2.13.0"}}}) == "pytorch 2.13.0"
+    both = {"torch": "2.13.0", "tensorflow": "2.21.0"}
+    assert framework({"environment": {"frameworks": both}}) == "unknown"
     assert framework({}) == "unknown"
 
 
