@@ -176,6 +176,14 @@ def verdict_rows(c: Comparison) -> list[list[str]]:
     return rows
 
 
+def reason_lines(c: Comparison) -> list[str]:
+    """Why each verdict is what it is, one line each."""
+    return [
+        f"{v.quantity.replace('_', ' ')}, {v.candidate}: {v.verdict}: {v.reason}"
+        for v in c.verdicts
+    ]
+
+
 def method_line(c: Comparison) -> str:
     o = c.options
     return (
@@ -204,9 +212,6 @@ def render(c: Comparison) -> str:
     if c.verdicts:
         parts += ["", "verdict: " + method_line(c)]
         parts.append(fmt.table(verdict_rows(c), VERDICT_HEADERS, "lllrrrrll"))
-        parts += [
-            f"  {v.quantity.replace('_', ' ')}, {v.candidate}: {v.verdict}: {v.reason}"
-            for v in c.verdicts
-        ]
+        parts += [f"  {line}" for line in reason_lines(c)]
     parts += [f"note: {n}" for n in c.notes]
     return "\n".join(parts)

@@ -67,7 +67,7 @@ def _verdicts(c: Comparison) -> str:
     return (
         f"<p>{h.esc(rows.method_line(c))}</p>"
         + h.table(rows.VERDICT_HEADERS, rows.verdict_rows(c), [False] * 3 + [True] * 5 + [False])
-        + h.notes([f"{v.quantity}, {v.candidate}: {v.verdict}: {v.reason}" for v in c.verdicts])
+        + h.notes(rows.reason_lines(c))
     )
 
 
