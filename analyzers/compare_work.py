@@ -109,6 +109,14 @@ def _sums(record: Mapping[str, Any], key: Any) -> dict[str, float]:
     return out
 
 
+def _family_key(row: Mapping[str, Any]) -> str:
+    return f"{row.get('phase', '?')}/{row.get('family', '?')}"
+
+
+def _op_key(row: Mapping[str, Any]) -> str:
+    return f"{row.get('phase', '?')}/{row['op']}"
+
+
 def _diffs(a: Mapping[str, float], b: Mapping[str, float], tol: float) -> list[WorkDiff]:
     """Names whose FLOPs differ by more than `tol` (relative to the larger), largest first."""
     rows = []
@@ -151,18 +159,13 @@ def flop_check(
         diff = fb - fa
         rel = diff / fa if fa else None
         agree = abs(diff) <= tolerance * max(abs(fa), abs(fb))
+    # Per family whenever the counts differ at all (a small difference still has a cause);
+    # per op name only when they disagree (names differ between frameworks: a long list).
     by_family = by_op = []
+    if agree is False or (same and (agree is None or diff)):
+        by_family = _diffs(_sums(baseline, _family_key), _sums(candidate, _family_key), 0.0)
     if agree is False or (same and agree is None):
-        by_family = _diffs(
-            _sums(baseline, lambda r: f"{r.get('phase', '?')}/{r.get('family', '?')}"),
-            _sums(candidate, lambda r: f"{r.get('phase', '?')}/{r.get('family', '?')}"),
-            tolerance,
-        )
-        by_op = _diffs(
-            _sums(baseline, lambda r: f"{r.get('phase', '?')}/{r['op']}"),
-            _sums(candidate, lambda r: f"{r.get('phase', '?')}/{r['op']}"),
-            tolerance,
-        )
+        by_op = _diffs(_sums(baseline, _op_key), _sums(candidate, _op_key), tolerance)
     for label, rec in ((baseline_label, baseline), (candidate_label, candidate)):
         unknown = (rec.get("work") or {}).get("unknown_ops") or []
         if unknown and agree is False:

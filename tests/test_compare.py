@@ -233,3 +233,15 @@ def test_crashed_runs_are_left_out_of_the_verdict_not_counted_as_dnc(make_record
     assert any("b1, b2, b3" in n for n in c.notes)
     b[1]["status"] = "not_reached"
     assert compare([("A", a), ("B", b)]).verdicts[0].dnc_candidate == 2
+
+
+def test_small_flop_difference_agrees_and_is_still_explained(make_record):
+    a = _run(make_record, "torch", 10.0)
+    b = copy.deepcopy(a)
+    b["work"]["flops_per_step"] = quantity(2e9 - 455, "FLOP", "counted")
+    b["work"]["per_op"][2]["flops"] -= 455  # aten::add_, optimizer
+    check = flop_check("torch", a, "tf", b, "pytorch", "tensorflow")
+    assert check.agree is True and check.difference == -455
+    fam = a["work"]["per_op"][2].get("family", "?")
+    assert [(d.name, d.difference) for d in check.by_family] == [(f"optimizer/{fam}", -455)]
+    assert check.by_op == []

@@ -112,6 +112,11 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return headers, [[name] + [get(s) for s in items] for name, get in spec]
 
 
+def _rel(fraction: float | None) -> str:
+    """A relative difference with 3 significant digits however small (-4.93e-05%)."""
+    return "n/a" if fraction is None else f"{100 * fraction:+.3g}%"
+
+
 def flop_lines(c: Comparison) -> list[str]:
     """One line per FLOP check, then the families and ops that differ."""
     out = []
@@ -122,7 +127,7 @@ def flop_lines(c: Comparison) -> list[str]:
             continue
         size = (
             f"{fmt.si(f.flops_candidate, 'FLOP')} vs {fmt.si(f.flops_baseline, 'FLOP')}, "
-            f"difference {fmt.si(f.difference, 'FLOP')} ({fmt.pct(f.relative, 3)})"
+            f"difference {fmt.si(f.difference, 'FLOP')} ({_rel(f.relative)})"
         )
         if f.agree:
             verdict = "agree" if f.same_network else "agree (different network or batch)"
