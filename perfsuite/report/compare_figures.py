@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
+from perfsuite.report.figures import _roof  # the one roof geometry
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -82,12 +83,11 @@ def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> g
     if xs and peak and bw:
         lo = 10 ** math.floor(math.log10(min(xs) / 4))
         hi = 10 ** math.ceil(math.log10(max(xs) * 4))
-        ridge = peak / bw
-        rx = [lo] + ([ridge] if lo < ridge < hi else []) + [hi]
+        rx, ry = _roof(lo, hi, peak, bw)
         fig.add_trace(
             go.Scatter(
                 x=rx,
-                y=[min(peak, x * bw) for x in rx],
+                y=ry,
                 mode="lines",
                 line={"color": "black", "width": 2},
                 name=f"baseline roof: {fmt.si(peak, 'FLOP/s')}, {fmt.si(bw, 'byte/s')}",
