@@ -1,11 +1,14 @@
 """Image operations the spatial corruptions are built from, in numpy only (no OpenCV, scipy or
 ImageMagick): border index maps, separable and small 2-D filters, bilinear sampling, the
-colour-space round trip and the diamond-square plasma. Images are float arrays (H, W, C) or
+colour-space round trip, the diamond-square plasma, scipy's bilinear zoom and ImageMagick's
+motion blur. Images are float arrays (H, W, C) or
 batches (N, H, W, C) in [0, 1]. docs/generalization.md says which library behaviour each
 one stands in for.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -48,6 +51,12 @@ def separable_blur(x: np.ndarray, taps: np.ndarray, mode: str) -> np.ndarray:
             acc += w * np.take(padded, np.arange(k, k + n), axis=axis)
         out = acc
     return out
+
+
+def gaussian_blur(x: np.ndarray, sigma: float) -> np.ndarray:
+    """scikit-image's `gaussian` on a batch (N, H, W, C): separable, truncated at 4 sigma
+    (radius int(4 sigma + 0.5), so sigma < 0.125 is the identity), edge pixels repeated."""
+    return separable_blur(x, gaussian_taps(sigma, int(4.0 * sigma + 0.5)), "edge")
 
 
 def filter2d_reflect101(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
@@ -138,3 +147,59 @@ def plasma(size: int, decay: float, rng: np.random.Generator) -> np.ndarray:
     grid -= grid.min()
     top = grid.max()
     return grid / top if top > 0 else grid
+
+
+def zoom_matrix(n: int, factor: float) -> np.ndarray:
+    """The paper's `clipped_zoom` along one axis of length n as an (n, n) matrix: crop the
+    centre ceil(n / factor) pixels, zoom them with scipy.ndimage.zoom(order=1) (output
+    length round(crop x factor); output pixel o reads input coordinate
+    o (crop - 1) / (out - 1), linearly interpolated), and keep the centre n pixels."""
+    crop = math.ceil(n / factor)
+    top = (n - crop) // 2
+    out = round(crop * factor)  # Python's round, as scipy's zoom
+    trim = (out - n) // 2
+    scale = (crop - 1) / (out - 1) if out > 1 else 1.0
+    src = np.arange(trim, trim + n) * scale
+    lo = np.minimum(np.floor(src).astype(int), crop - 1)
+    frac = src - lo
+    hi = np.minimum(lo + 1, crop - 1)
+    m = np.zeros((n, n))
+    rows = np.arange(n)
+    np.add.at(m, (rows, top + lo), 1.0 - frac)
+    np.add.at(m, (rows, top + hi), frac)
+    return m
+
+
+def clipped_zoom(x: np.ndarray, factor: float) -> np.ndarray:
+    """Zoom a batch (N, H, W, C) by `factor` about its centre, keeping its size (the
+    paper's `clipped_zoom`, per axis, so non-square images work too)."""
+    h, w = x.shape[1:3]
+    rows = np.matmul(zoom_matrix(h, factor), x.reshape(len(x), h, -1))
+    return np.matmul(zoom_matrix(w, factor), rows.reshape(x.shape))
+
+
+def motion_kernel(radius: float, sigma: float, angle_deg: float) -> list[tuple[int, int, float]]:
+    """ImageMagick's MotionBlurImage taps: 2*ceil(radius)+1 one-sided Gaussian weights along
+    `angle`, each at a rounded (row, column) offset."""
+    width = 2 * math.ceil(radius) + 1
+    weights = np.exp(-(np.arange(width) ** 2) / (2.0 * sigma * sigma))
+    weights /= weights.sum()
+    a = math.radians(angle_deg)
+    return [
+        (math.ceil(i * math.sin(a) - 0.5), math.ceil(i * math.cos(a) - 0.5), float(weights[i]))
+        for i in range(width)
+    ]
+
+
+def motion_blur(img: np.ndarray, radius: float, sigma: float, angle_deg: float) -> np.ndarray:
+    """ImageMagick's MotionBlurImage of one image (H, W, C), edge pixels repeated (its
+    default virtual pixels), written to 8 bits the way ImageMagick 6 Q16 does: the sum
+    rounded to a 16-bit quantum, then truncated to 8 bits (pixel-exact against
+    `convert -motion-blur`, docs/generalization.md). Returns floats k / 255."""
+    h, w = img.shape[:2]
+    out = np.zeros_like(img)
+    rows, cols = np.arange(h), np.arange(w)
+    for dy, dx, wt in motion_kernel(radius, sigma, angle_deg):
+        out += wt * img[np.clip(rows + dy, 0, h - 1)][:, np.clip(cols + dx, 0, w - 1)]
+    q16 = np.floor(np.clip(out, 0.0, 1.0) * 65535.0 + 0.5)
+    return np.floor(q16 / 257.0) / 255.0
