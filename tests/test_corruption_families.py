@@ -134,14 +134,14 @@ def test_motion_blur_writes_pixels_as_imagemagick_does():
     # ImageMagick 6.9.11-60 Q16, `convert -motion-blur 1x1+0` of the row 0 0 255 0 0 gave
     # 19 88 146 0 0: weights 0.5741, 0.3482, 0.0777 x 255 = 146.39, 88.79, 19.81 truncated
     row = np.array([0, 0, 255, 0, 0], float).reshape(1, 5, 1) / 255.0
-    out = np.round(ops.motion_blur(row, 1, 1, 0.0) * 255).ravel()
+    out = np.round(ops.motion_blur(row[None], 1, 1, np.zeros(1)) * 255).ravel()
     assert out.tolist() == [19, 88, 146, 0, 0]
 
 
 def test_snow_flakes_are_zero_below_the_threshold():
     g = np.random.default_rng(0)
     c = C.FAMILIES["snow"].params[1]  # severity 2: N(0.1, 0.2), no zoom, threshold 0.5
-    flakes = W.snow_flakes((128, 128), c, g)
+    flakes = W.snow_flakes((128, 128), c, [g])[0, :, :, 0]
     lit = flakes[flakes > 0]
     assert lit.min() >= np.floor(0.5 * 255) / 255 and flakes.max() <= 1.0
     assert abs(lit.size / flakes.size - 0.02275) < 0.005  # P(N(0.1, 0.2) >= 0.5) = P(Z >= 2)

@@ -125,14 +125,12 @@ def test_gaussian_blur_keeps_constants_and_spreads_a_point():
 
 
 def test_motion_kernel_is_one_sided_gaussian_along_the_angle():
-    taps = ops.motion_kernel(6, 1, 0.0)
-    assert len(taps) == 13
-    assert [(dy, dx) for dy, dx, _ in taps] == [(0, i) for i in range(13)]
-    w = np.array([t[2] for t in taps])
+    w, dy, dx = ops.motion_taps(6, 1, np.array([0.0, 45.0]))
+    assert len(w) == 13 and dy.shape == dx.shape == (2, 13)
+    assert dy[0].tolist() == [0] * 13 and dx[0].tolist() == list(range(13))
     assert w.sum() == pytest.approx(1.0)
     assert w[1] / w[0] == pytest.approx(math.exp(-0.5))
-    diag = ops.motion_kernel(6, 1, 45.0)
-    assert diag[4][:2] == (3, 3)  # 4 * cos 45 = 2.83 -> 3
+    assert (dy[1, 4], dx[1, 4]) == (3, 3)  # 4 * cos 45 = 2.83 -> 3
     assert (C.corrupt(_grey(90, 8), "motion_blur", 5, 0, [0]) == 90).all()
 
 

@@ -45,8 +45,9 @@ def glass_pass(x: np.ndarray, moves: Sequence[np.ndarray], max_delta: int) -> np
         return out
     hs = np.arange(h - max_delta, max_delta, -1)[:, None]
     ws = np.arange(w - max_delta, max_delta, -1)[None, :]
-    for k, (dy, dx) in enumerate(moves):
-        out[k, hs, ws] = x[k, hs + dy, ws + dx]
+    dy, dx = np.stack(moves).transpose(1, 0, 2, 3)  # each (N, rows, cols)
+    batch = np.arange(len(x))[:, None, None]
+    out[:, hs, ws] = x[batch, hs + dy, ws + dx]
     return out
 
 
@@ -70,7 +71,10 @@ def zoom_blur(x: np.ndarray, stop: float, rngs: Rngs) -> np.ndarray:
     """Mean of the image and its clipped zooms by every factor (factor 1.00 included, so the
     image counts twice)."""
     factors = zoom_factors(stop)
-    out = x.copy()
+    n, h, w, c = x.shape
+    planes = x.transpose(1, 2, 0, 3).reshape(h, w, -1)  # one layout change for all zooms
+    out = planes.copy()
     for f in factors:
-        out += ops.clipped_zoom(x, float(f))
-    return out / (len(factors) + 1)
+        out += ops.zoom_planes(planes, float(f))
+    out /= len(factors) + 1
+    return out.reshape(h, w, n, c).transpose(2, 0, 1, 3)

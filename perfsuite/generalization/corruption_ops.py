@@ -46,9 +46,11 @@ def separable_blur(x: np.ndarray, taps: np.ndarray, mode: str) -> np.ndarray:
         pad[axis] = (r, r)
         padded = np.pad(out, pad, mode=mode)
         n = out.shape[axis]
+        window = [slice(None)] * out.ndim
         acc = np.zeros_like(out)
         for k, w in enumerate(taps):
-            acc += w * np.take(padded, np.arange(k, k + n), axis=axis)
+            window[axis] = slice(k, k + n)
+            acc += w * padded[tuple(window)]
         out = acc
     return out
 
@@ -170,36 +172,52 @@ def zoom_matrix(n: int, factor: float) -> np.ndarray:
     return m
 
 
+def zoom_planes(planes: np.ndarray, factor: float) -> np.ndarray:
+    """The paper's `clipped_zoom` by `factor` of planes stacked as (H, W, K), K = images x
+    channels: one matrix product per axis for all of them (per axis, so non-square images
+    work too)."""
+    h, w = planes.shape[:2]
+    rows = (zoom_matrix(h, factor) @ planes.reshape(h, -1)).reshape(planes.shape)
+    return np.matmul(zoom_matrix(w, factor), rows)  # (W, W) @ (W, K) for each row
+
+
 def clipped_zoom(x: np.ndarray, factor: float) -> np.ndarray:
-    """Zoom a batch (N, H, W, C) by `factor` about its centre, keeping its size (the
-    paper's `clipped_zoom`, per axis, so non-square images work too)."""
-    h, w = x.shape[1:3]
-    rows = np.matmul(zoom_matrix(h, factor), x.reshape(len(x), h, -1))
-    return np.matmul(zoom_matrix(w, factor), rows.reshape(x.shape))
+    """`zoom_planes` of a batch (N, H, W, C), keeping its layout."""
+    planes = x.transpose(1, 2, 0, 3).reshape(*x.shape[1:3], -1)
+    n, h, w, c = x.shape
+    return zoom_planes(planes, factor).reshape(h, w, n, c).transpose(2, 0, 1, 3)
 
 
-def motion_kernel(radius: float, sigma: float, angle_deg: float) -> list[tuple[int, int, float]]:
-    """ImageMagick's MotionBlurImage taps: 2*ceil(radius)+1 one-sided Gaussian weights along
-    `angle`, each at a rounded (row, column) offset."""
-    width = 2 * math.ceil(radius) + 1
-    weights = np.exp(-(np.arange(width) ** 2) / (2.0 * sigma * sigma))
-    weights /= weights.sum()
-    a = math.radians(angle_deg)
-    return [
-        (math.ceil(i * math.sin(a) - 0.5), math.ceil(i * math.cos(a) - 0.5), float(weights[i]))
-        for i in range(width)
-    ]
+def motion_taps(
+    radius: float, sigma: float, angles_deg: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ImageMagick's MotionBlurImage kernel: 2*ceil(radius)+1 one-sided Gaussian weights
+    exp(-i^2 / 2 sigma^2) (normalized), tap i at the rounded offset (row, column) =
+    (ceil(i sin a - 0.5), ceil(i cos a - 0.5)). Returns the weights (T,) and the row and
+    column offsets (N, T) for N angles."""
+    i = np.arange(2 * math.ceil(radius) + 1)
+    weights = np.exp(-(i**2) / (2.0 * sigma * sigma))
+    a = np.radians(np.asarray(angles_deg, dtype=float))[:, None]
+    dy = np.ceil(i * np.sin(a) - 0.5).astype(int)
+    dx = np.ceil(i * np.cos(a) - 0.5).astype(int)
+    return weights / weights.sum(), dy, dx
 
 
-def motion_blur(img: np.ndarray, radius: float, sigma: float, angle_deg: float) -> np.ndarray:
-    """ImageMagick's MotionBlurImage of one image (H, W, C), edge pixels repeated (its
-    default virtual pixels), written to 8 bits the way ImageMagick 6 Q16 does: the sum
-    rounded to a 16-bit quantum, then truncated to 8 bits (pixel-exact against
-    `convert -motion-blur`, docs/generalization.md). Returns floats k / 255."""
-    h, w = img.shape[:2]
-    out = np.zeros_like(img)
+def motion_blur(x: np.ndarray, radius: float, sigma: float, angles: np.ndarray) -> np.ndarray:
+    """ImageMagick's MotionBlurImage of each image of a batch (N, H, W, C) at its own angle
+    (degrees), edge pixels repeated (its default virtual pixels), written to 8 bits the way
+    ImageMagick 6 Q16 does: the sum rounded to a 16-bit quantum, then truncated to 8 bits
+    (pixel-exact against `convert -motion-blur`, docs/generalization.md). Returns floats
+    k / 255."""
+    n, h, w, c = x.shape
+    weights, dys, dxs = motion_taps(radius, sigma, angles)
+    flat = x.reshape(n * h * w, c)
+    base = (np.arange(n) * h * w)[:, None, None]
     rows, cols = np.arange(h), np.arange(w)
-    for dy, dx, wt in motion_kernel(radius, sigma, angle_deg):
-        out += wt * img[np.clip(rows + dy, 0, h - 1)][:, np.clip(cols + dx, 0, w - 1)]
+    out = np.zeros_like(x)
+    for i, wt in enumerate(weights):  # same weight for every image, offsets per image
+        ys = np.clip(rows + dys[:, i : i + 1], 0, h - 1)[:, :, None]
+        xs = np.clip(cols + dxs[:, i : i + 1], 0, w - 1)[:, None, :]
+        out += wt * flat[base + ys * w + xs]
     q16 = np.floor(np.clip(out, 0.0, 1.0) * 65535.0 + 0.5)
     return np.floor(q16 / 257.0) / 255.0

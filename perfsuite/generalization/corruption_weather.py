@@ -18,32 +18,29 @@ Snow = tuple[float, float, float, float, float, float, float]
 _LUMA = np.array([0.299, 0.587, 0.114])
 
 
-def snow_flakes(shape: tuple[int, int], c: Snow, g: np.random.Generator) -> np.ndarray:
-    """The flake layer (H, W) before the streaks: N(c0, c1) per pixel, zoomed by c2 about the
-    centre (clipped zoom), values below c3 set to 0, clipped to [0, 1] and truncated to
-    8 bits (the grey PNG the paper hands to ImageMagick), as floats k / 255."""
-    layer = g.normal(loc=c[0], scale=c[1], size=shape)
-    layer = ops.clipped_zoom(layer[None, :, :, None], c[2])[0, :, :, 0]
-    layer[layer < c[3]] = 0.0
-    return np.floor(np.clip(layer, 0.0, 1.0) * 255.0) / 255.0
+def snow_flakes(shape: tuple[int, int], c: Snow, rngs: Rngs) -> np.ndarray:
+    """The flake layers (N, H, W, 1) before the streaks, one per Generator: N(c0, c1) per
+    pixel, zoomed by c2 about the centre (clipped zoom), values below c3 set to 0, clipped
+    to [0, 1] and truncated to 8 bits (the grey PNG the paper hands to ImageMagick), as
+    floats k / 255."""
+    layers = np.stack([g.normal(loc=c[0], scale=c[1], size=shape) for g in rngs])
+    layers = ops.clipped_zoom(layers[..., None], c[2])
+    layers[layers < c[3]] = 0.0
+    return np.floor(np.clip(layers, 0.0, 1.0) * 255.0) / 255.0
 
 
-def snow_background(img: np.ndarray, blend: float) -> np.ndarray:
-    """blend x + (1 - blend) max(x, 1.5 grey(x) + 0.5): the image washed towards white.
+def snow_background(x: np.ndarray, blend: float) -> np.ndarray:
+    """blend x + (1 - blend) max(x, 1.5 grey(x) + 0.5): the images washed towards white.
     grey is the luma of a colour image, the image itself when it has one channel."""
-    grey = img @ _LUMA if img.shape[-1] == 3 else img[..., 0]
-    return blend * img + (1.0 - blend) * np.maximum(img, grey[..., None] * 1.5 + 0.5)
-
-
-def snow_one(img: np.ndarray, c: Snow, g: np.random.Generator) -> np.ndarray:
-    """One image (H, W, C): flakes streaked by ImageMagick's motion blur (radius c4, sigma c5,
-    angle U(-135, -45) degrees), added to the washed image once as they are and once
-    rotated by 180 degrees."""
-    flakes = snow_flakes(img.shape[:2], c, g)
-    angle = g.uniform(-135, -45)
-    streaks = ops.motion_blur(flakes[:, :, None], c[4], c[5], angle)
-    return snow_background(img, c[6]) + streaks + streaks[::-1, ::-1]
+    grey = x @ _LUMA if x.shape[-1] == 3 else x[..., 0]
+    return blend * x + (1.0 - blend) * np.maximum(x, grey[..., None] * 1.5 + 0.5)
 
 
 def snow(x: np.ndarray, c: Snow, rngs: Rngs) -> np.ndarray:
-    return np.stack([snow_one(img, c, g) for img, g in zip(x, rngs, strict=True)])
+    """Flakes streaked by ImageMagick's motion blur (radius c4, sigma c5, angle
+    U(-135, -45) degrees per image, drawn after its flakes), added to the washed images
+    once as they are and once rotated by 180 degrees."""
+    flakes = snow_flakes(x.shape[1:3], c, rngs)
+    angles = np.array([g.uniform(-135, -45) for g in rngs])
+    streaks = ops.motion_blur(flakes, c[4], c[5], angles)
+    return snow_background(x, c[6]) + streaks + streaks[:, ::-1, ::-1]

@@ -76,14 +76,9 @@ def defocus_kernel(radius: float, alias_blur: float) -> np.ndarray:
 
 
 def _motion_blur(x: np.ndarray, c: tuple[float, float], rngs: Rngs) -> np.ndarray:
-    out = np.stack(
-        [
-            ops.motion_blur(img, c[0], c[1], g.uniform(-45, 45))
-            for img, g in zip(x, rngs, strict=True)
-        ]
-    )
+    angles = np.array([g.uniform(-45, 45) for g in rngs])
     # 8-bit pixels as ImageMagick writes them; the paper keeps those as they are
-    return np.round(out * 255).astype(np.uint8)
+    return np.round(ops.motion_blur(x, c[0], c[1], angles) * 255).astype(np.uint8)
 
 
 def _gaussian_blur(x: np.ndarray, sigma: float, rngs: Rngs) -> np.ndarray:
