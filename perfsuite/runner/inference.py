@@ -270,7 +270,7 @@ def section(
 
 def not_measured(reason: str) -> dict[str, Any]:
     """The `inference` entry of a run with no threshold model: no DAWNBench latency."""
-    return {"rule": RULE, "latency": None, "not_measured": reason, "batch_size": 1}
+    return {"rule": RULE, "not_measured": reason, "batch_size": 1}
 
 
 def model_of(record: dict[str, Any]) -> dict[str, Any]:
