@@ -246,3 +246,12 @@ def test_not_measured_inference_is_no_entry(make_record):
     rec["inference"] = inference.not_measured("did not reach its threshold")
     assert cost_of(rec, {}).inference_latency_s is None
     assert leaderboard([rec], "inference-latency") == []
+
+
+def test_run_refuses_a_nonpositive_inference_limit_before_training(tmp_path):
+    from perfsuite.runner import RunOptions, run_workload
+
+    opts = RunOptions(workload="digits", out=str(tmp_path / "runs"), inference_limit=0)
+    with pytest.raises(ValueError, match="--inference-limit must be >= 1, got 0"):
+        run_workload(opts)
+    assert not (tmp_path / "runs").exists()

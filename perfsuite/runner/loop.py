@@ -91,6 +91,8 @@ class _Run:
         )
         wl.configure(self.recipe)
         self.threshold = opts.threshold if opts.threshold is not None else wl.default_threshold
+        if opts.inference_limit is not None and opts.inference_limit < 1:
+            raise ValueError(f"--inference-limit must be >= 1, got {opts.inference_limit}")
         config = {k: v for k, v in asdict(opts).items() if k not in ("group", "progress")}
         config["recipe_values"] = self.recipe.to_dict()
         config["threshold"] = self.threshold
@@ -349,17 +351,22 @@ class _Run:
             rec["inference"] = inference.not_measured(why)
             self.rec.flag(why)
             return
-        entry, self.setup_s["inference_latency_s"] = capture.timed(
-            inference.measure,
-            self.workload,
-            self._threshold_model(),
-            self.data,
-            self.backend,
-            precision=self.state.precision or "fp32",
-            limit=opts.inference_limit,
-            energy=EnergyClock.for_device(self.backend.device.gpu_index),
-            by="perfsuite run",
-        )
+        try:
+            entry, self.setup_s["inference_latency_s"] = capture.timed(
+                inference.measure,
+                self.workload,
+                self._threshold_model(),
+                self.data,
+                self.backend,
+                precision=self.state.precision or "fp32",
+                limit=opts.inference_limit,
+                energy=EnergyClock.for_device(self.backend.device.gpu_index),
+                by="perfsuite run",
+            )
+        except inference.InferenceError as exc:  # the trained run is kept, with the reason
+            rec["inference"] = inference.not_measured(str(exc))
+            self.rec.flag(f"inference not measured: {exc}")
+            return
         entry["model"] = inference.model_of(rec)
         inference.store(rec, entry)
 
