@@ -57,6 +57,21 @@ def test_the_threshold_model_is_measured_not_the_last_epochs(tmp_path, fake_gpu_
     assert "NVML" in energy["to_accuracy"]["source"]
     assert inf["energy_per_10k"]["value"] == pytest.approx(1.5 / 359 * 10_000)
 
+    # perfsuite infer on the same run: a partial measure is kept aside, a whole-set one replaces
+    from perfsuite.cli import main
+
+    run_dir = rec["_dir"]
+    assert main(["infer", run_dir, "--limit", "20", "--json"]) == 0
+    after = load_record(run_dir)
+    assert after["inference"] == inf and after["inference_measurements"][-1]["partial"] is True
+    assert after["inference_measurements"][-1]["examples"] == 20
+    assert main(["infer", run_dir, "--json"]) == 0
+    after = load_record(run_dir)
+    assert (
+        after["inference"]["by"] == "perfsuite infer" and len(after["inference_measurements"]) == 3
+    )
+    assert after["inference"]["metrics"] == inf["metrics"]
+
 
 def test_not_reached_records_no_dawnbench_latency(tmp_path):
     rec = _run(tmp_path, threshold=0.999, epochs=1)

@@ -34,6 +34,11 @@ def register(sub: Any) -> None:
         "--data-dir", metavar="DIR", help="where the run's dataset is now (default: the run's)"
     )
     p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    p.add_argument(
+        "--instance-type",
+        metavar="TYPE",
+        help="price table entry for the cost per 10,000 when the record names no instance",
+    )
     p.add_argument("--no-store", action="store_true", help="do not write into the record")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -66,7 +71,10 @@ def render(entry: dict[str, Any], cost: Any) -> str:
             f"(price {cost.price.usd_per_hour:g} USD/h, {cost.price.source})"
         )
     elif cost is not None and not entry["partial"]:
-        lines.append("inference cost per 10,000: unknown (" + "; ".join(cost.notes) + ")")
+        lines.append(
+            "inference cost per 10,000: unknown (no price: the record has none; pass "
+            "--instance-type TYPE)"
+        )
     energy = entry.get("energy") or {}
     per10k = entry.get("energy_per_10k")
     if per10k:
@@ -92,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
         backend.check_available()
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    if args.limit is not None and args.limit < 1:
+        raise CLIError(f"--limit must be >= 1, got {args.limit}")
+    prices = load_price_table(None)
+    if args.instance_type and args.instance_type not in prices:
+        raise CLIError(f"--instance-type {args.instance_type}: not in the price table")
     backend.set_threads(args.threads)
     record = load_record(args.run)
     tm = rebuild(record, str(backend.device))
@@ -120,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_store:
         inference.store(record, entry)
         write_record(record["_dir"], record)
-    cost = cost_of({**record, "inference": entry}, load_price_table(None))
+    cost = cost_of({**record, "inference": entry}, prices, args.instance_type)
     if args.json:
         print_json({"run_id": record["run_id"], "inference": entry, "cost": cost})
     else:
