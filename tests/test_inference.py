@@ -255,3 +255,60 @@ def test_run_refuses_a_nonpositive_inference_limit_before_training(tmp_path):
     with pytest.raises(ValueError, match="--inference-limit must be >= 1, got 0"):
         run_workload(opts)
     assert not (tmp_path / "runs").exists()
+
+
+def _dawnbench_record(make_record, energy=None):
+    rec = make_record([(1, 10.0, 0.95)], threshold=0.9)
+    rec["time_to_accuracy"] = {"reached": True, "time_s": 10.0, "epoch": 1}
+    rec["cost"] = {"usd_per_hour": quantity(3.6, "USD/h", "spec", "test")}
+    rec["inference"] = {
+        "rule": "dawnbench",
+        "latency": quantity(0.004, "s", "measured", "mean"),
+        "latency_p50_s": 0.001,
+        "latency_p90_s": 0.002,
+        "latency_p99_s": 0.05,
+        "examples": 359,
+        "mode": "eager",
+        "precision": "fp32",
+        "metrics": {"top1": 0.95},
+        "energy_per_10k": quantity(12.0, "J", "measured", "NVML") if energy else None,
+        "energy": {"available": bool(energy), "reason": None if energy else "no RAPL here"},
+    }
+    rec["energy"] = energy or {"available": False, "reason": "no RAPL here"}
+    return rec
+
+
+def test_cost_and_report_show_mean_percentiles_and_energy(make_record):
+    from perfsuite.cli.cost_cmd import render
+    from perfsuite.report.inference_section import energy_rows, inference_rows
+
+    energy = {"available": True, "source": "NVML", "to_accuracy": quantity(300.0, "J", "measured")}
+    rec = _dawnbench_record(make_record, energy)
+    c = cost_of(rec, {})
+    assert c.inference_cost_per_10k_usd == pytest.approx(0.004 * 10_000 / 3600 * 3.6)
+    assert (c.inference_p50_s, c.inference_p90_s, c.inference_p99_s) == (0.001, 0.002, 0.05)
+    assert c.energy_to_accuracy_j == 300.0 and c.energy_per_10k_j == 12.0
+    text = render([c])
+    assert "p50 / p90 / p99" in text and "1 ms / 2 ms / 50 ms" in text
+    assert "300 J" in text and "12 J" in text and "older rule" not in text
+    rows = dict(map(tuple, inference_rows(rec)))
+    assert rows["latency (mean, batch 1)"] == "4 ms" and rows["rule"] == "dawnbench"
+    assert dict(map(tuple, energy_rows(rec)))["energy to accuracy"] == "300 J"
+    (board,) = leaderboard([rec], "training-time")
+    assert board.rows[0].energy_j == 300.0
+    (board,) = leaderboard([rec], "inference-latency")
+    assert board.rows[0].energy_j == 12.0 and "p50/p90/p99 1/2/50 ms" in board.rows[0].note
+
+
+def test_absent_energy_shows_its_reason(make_record):
+    from perfsuite.cli.cost_cmd import render
+    from perfsuite.report.inference_section import energy_rows
+
+    rec = _dawnbench_record(make_record)
+    c = cost_of(rec, {})
+    assert c.energy_to_accuracy_j is None and c.energy_per_10k_j is None
+    assert any("energy to accuracy: no RAPL here" in n for n in c.notes)
+    assert "energy to acc." not in render([c])  # no column without a measured value
+    rows = dict(map(tuple, energy_rows(rec)))
+    assert "no RAPL here" in rows["energy to accuracy"]
+    assert "no RAPL here" in rows["energy per 10,000 inferences"]
