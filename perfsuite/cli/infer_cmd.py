@@ -125,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
             energy=EnergyClock.for_device(backend.device.gpu_index),
             by="perfsuite infer",
         )
-    except ValueError as exc:
-        raise CLIError(str(exc).splitlines()[0]) from None
+    except (ValueError, RuntimeError) as exc:  # refused rule; compiler or CUDA failures
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CLIError(f"infer --mode {args.mode}: {first}") from None
     finally:
         data.close()
     entry["model"] = inference.model_of(record)

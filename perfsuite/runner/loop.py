@@ -371,11 +371,7 @@ class _Run:
         inference.store(rec, entry)
 
     def _finish(self) -> None:
-        rec, opts = self.record, self.opts
-        if opts.capture:
-            tta = rec.get("time_to_accuracy") or {}
-            epoch = tta.get("epoch") if tta.get("reached") else None
-            rec["energy"] = training_energy(self.energy, None if epoch is None else int(epoch))
+        opts = self.opts
         if opts.capture and opts.inference_repeats > 0:
             self._measure_inference()
         if opts.capture and opts.counters:
@@ -436,6 +432,12 @@ class _Run:
 
     def _close(self, telemetry: TelemetrySampler | None) -> None:
         self.restore_switches()
+        if self.opts.capture and not self.opts.replay_steps:  # crashed runs keep theirs too
+            tta = self.record.get("time_to_accuracy") or {}
+            epoch = tta.get("epoch") if tta.get("reached") else None
+            self.record["energy"] = training_energy(
+                self.energy, None if epoch is None else int(epoch)
+            )
         if telemetry is not None:
             self.record["telemetry"] = telemetry.summary()
         self.record.setdefault("extra", {})["setup_s"] = self.setup_s
