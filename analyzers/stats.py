@@ -32,6 +32,20 @@ def mean(values: Sequence[float]) -> float | None:
     return math.fsum(xs) / len(xs) if xs else None
 
 
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100), linear between order statistics (numpy's default
+    rule, written out so every caller agrees); None for an empty sample."""
+    xs = sorted(_finite(values))
+    if not xs:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q!r}")
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
 def sample_std(values: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1 denominator, Bessel); None for fewer than 2 values."""
     xs = _finite(values)

@@ -37,6 +37,7 @@ class RunPoint:
     best: float | None  # best metric over its evaluations
     epoch_time_s: float | None  # median epoch time, first epoch left out when there are others
     samples_per_s: float | None  # training samples per epoch / epoch_time_s
+    corruption_accuracy: float | None = None  # threshold model, mean over corruption families
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class ConfigResult:
     epochs_x_epoch_time: float | None  # mean epochs to threshold x mean s/epoch
     tta_speedup: float | None
     throughput_speedup: float | None
+    corruption_accuracy: Summary = field(default_factory=lambda: summarize([]))
+    # mean corruption accuracy minus the reference configuration's (fraction; negative: the
+    # configuration's threshold models are less robust)
+    corruption_delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,12 @@ def _samples_per_epoch(rec: Mapping[str, Any]) -> float | None:
     return None
 
 
+def _corruption_mean(rec: Mapping[str, Any]) -> float | None:
+    """The record's mean corruption accuracy (`perfsuite eval shift --corruptions`)."""
+    value = ((rec.get("generalization") or {}).get("corruptions") or {}).get("mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def run_point(rec: Mapping[str, Any]) -> RunPoint:
     """The numbers of one run record."""
     crossing = run_crossing(dict(rec))
@@ -118,6 +129,7 @@ def run_point(rec: Mapping[str, Any]) -> RunPoint:
         best=_best(rec, crossing.metric),
         epoch_time_s=epoch_s,
         samples_per_s=rate,
+        corruption_accuracy=_corruption_mean(rec),
     )
 
 
@@ -170,6 +182,9 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
         epochs_x_epoch_time=ept_mean * tpe.mean if ept_mean is not None and tpe.mean else None,
         tta_speedup=None,
         throughput_speedup=None,
+        corruption_accuracy=summarize(
+            [r.corruption_accuracy for r in runs if r.corruption_accuracy is not None]
+        ),
     )
 
 
@@ -193,7 +208,11 @@ def analyze_study(
         for i, c in enumerate(configs):
             tta_speedup = _ratio(ref_tta, c.time_to_accuracy.mean) if c.status != "DNC" else None
             thr = _ratio(c.samples_per_s.mean, ref.samples_per_s.mean)
-            configs[i] = replace(c, tta_speedup=tta_speedup, throughput_speedup=thr)
+            mine, theirs = c.corruption_accuracy.mean, ref.corruption_accuracy.mean
+            delta = mine - theirs if mine is not None and theirs is not None else None
+            configs[i] = replace(
+                c, tta_speedup=tta_speedup, throughput_speedup=thr, corruption_delta=delta
+            )
     for c in configs:
         if c.status == "partial":
             warnings.append(

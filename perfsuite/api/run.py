@@ -96,6 +96,13 @@ COST: Spec = [
     ("inference_latency_s", "inference_latency_s"),
     ("inference_cost_per_10k_usd", "inference_cost_per_10k_usd"),
     ("inference_cost_provenance", "inference_cost_provenance"),
+    ("inference_rule", "inference_rule"),
+    ("inference_p50_s", "inference_p50_s"),
+    ("inference_p90_s", "inference_p90_s"),
+    ("inference_p99_s", "inference_p99_s"),
+    ("energy_to_accuracy_j", "energy_to_accuracy_j"),
+    ("energy_per_10k_j", "energy_per_10k_j"),
+    ("energy_source", "energy_source"),
     ("notes", lambda c: "; ".join(c.notes)),
 ]
 EPOCH_COLUMNS = ("epoch", "train_time_s", "epoch_time_s", "train_loss", "eval_time_s", "samples")

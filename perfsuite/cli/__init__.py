@@ -32,6 +32,7 @@ COMMANDS: list[str] = [
     "perfsuite.cli.import_cmd",
     "perfsuite.cli.leaderboard_cmd",
     "perfsuite.cli.eval_cmd",
+    "perfsuite.cli.infer_cmd",
     "perfsuite.cli.validate_cmd",
 ]
 

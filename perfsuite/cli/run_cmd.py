@@ -121,6 +121,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(Nsight Compute on a replay child) or cupti (torch.profiler range profiler, falls "
         "back to ncu where the PyTorch build lacks it); NVIDIA only",
     )
+    p.add_argument(
+        "--inference-limit",
+        type=int,
+        metavar="N",
+        help="after training, time batch-1 inference on only the first N evaluation examples "
+        "(recorded as partial, never the DAWNBench figure; default: the whole set)",
+    )
     p.add_argument("--threads", type=int, help="torch intra-op threads")
     p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
     p.add_argument(
@@ -176,6 +183,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         profile_steps=args.profile_steps,
         profile_seconds=args.profile_seconds,
         measure_peaks=args.measure_peaks,
+        inference_limit=args.inference_limit,
         progress=not args.quiet,
     )
 

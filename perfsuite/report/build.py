@@ -14,6 +14,7 @@ from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.generalization_section import generalization_section
+from perfsuite.report.inference_section import inference_section
 from perfsuite.report.setup_section import setup_section
 
 
@@ -424,6 +425,7 @@ def report_html(
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         ("telemetry", "Telemetry", _telemetry_section(records)),
         ("generalization", "Generalization", generalization_section(records)),
+        ("inference", "Inference and energy", inference_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),
         ("environment", "Environment and config", _environment_section(records)),
     ]

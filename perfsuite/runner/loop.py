@@ -18,7 +18,8 @@ from typing import Any
 
 from perfsuite.backends import torch_backend
 from perfsuite.record import quantity
-from perfsuite.runner import assemble, capture
+from perfsuite.runner import assemble, capture, inference
+from perfsuite.runner.energy import EnergyClock, training_energy
 from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
@@ -59,7 +60,8 @@ class RunOptions:
     profile_steps: int = 3  # at least this many profiled steps...
     profile_seconds: float = 1.0  # ...and at least this much of the run's clock (see below)
     measure_peaks: bool = True
-    inference_repeats: int = 100
+    inference_repeats: int = 100  # 0: no inference measurement (else the rule's whole set)
+    inference_limit: int | None = None  # measure only the first N examples (partial)
     progress: bool = True
     eval_from: int = 1  # first epoch that is evaluated (the last one always is)
     replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
@@ -89,6 +91,8 @@ class _Run:
         )
         wl.configure(self.recipe)
         self.threshold = opts.threshold if opts.threshold is not None else wl.default_threshold
+        if opts.inference_limit is not None and opts.inference_limit < 1:
+            raise ValueError(f"--inference-limit must be >= 1, got {opts.inference_limit}")
         config = {k: v for k, v in asdict(opts).items() if k not in ("group", "progress")}
         config["recipe_values"] = self.recipe.to_dict()
         config["threshold"] = self.threshold
@@ -123,6 +127,7 @@ class _Run:
             )
         self.setup_s: dict[str, float] = {}
         self.stall_s: list[float] = []
+        self.energy = EnergyClock(None, "capture off: energy not read")
         self.restore_switches = assemble.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
@@ -159,6 +164,9 @@ class _Run:
         }
         self.record["math"] = assemble.math_section(self.state, seen)
         if opts.capture and not opts.replay_steps:
+            self.energy = EnergyClock.for_device(backend.device.gpu_index)
+            if not self.energy.available:
+                self.rec.flag(f"energy not measured: {self.energy.reason}")
             self._capture_work()
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
             ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
@@ -216,6 +224,7 @@ class _Run:
         state, wl, backend = self.state, self.workload, self.backend
         check_every = 1 if not backend.device.is_gpu else 50
         backend.sync()
+        self.energy.start()  # counter reads sit outside the clock's edges
         t0 = time.perf_counter()
         loss_sum = torch.zeros((), device=backend.torch_device)
         steps = samples = 0
@@ -236,6 +245,7 @@ class _Run:
         wl.on_epoch_end(state, self.data, epoch)
         backend.sync()
         seconds = time.perf_counter() - t0
+        self.energy.stop()
         self.stall_s.append(stall)
         mean_loss = float(loss_sum) / max(1, steps)
         if not math.isfinite(mean_loss):
@@ -321,20 +331,49 @@ class _Run:
         self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
 
-    def _finish(self) -> None:
+    def _threshold_model(self) -> Any:
+        """A copy of the run's model holding the threshold checkpoint's weights (with
+        --keep-going the live model is the last epoch's, not the one that met the target)."""
+        import copy
+
+        from perfsuite.runner.checkpoint import load_threshold_model
+
+        view = {**self.record, "_dir": str(self.run_dir)}
+        model = copy.deepcopy(self.state.module)
+        model.load_state_dict(load_threshold_model(view))
+        return model
+
+    def _measure_inference(self) -> None:
+        """DAWNBench latency on the threshold model, or a stated reason for none."""
         rec, opts = self.record, self.opts
+        if "checkpoint" not in rec:
+            why = "the run did not reach its threshold: no threshold model, no DAWNBench latency"
+            rec["inference"] = inference.not_measured(why)
+            self.rec.flag(why)
+            return
+        try:
+            entry, self.setup_s["inference_latency_s"] = capture.timed(
+                inference.measure,
+                self.workload,
+                self._threshold_model(),
+                self.data,
+                self.backend,
+                precision=self.state.precision or "fp32",
+                limit=opts.inference_limit,
+                energy=EnergyClock.for_device(self.backend.device.gpu_index),
+                by="perfsuite run",
+            )
+        except inference.InferenceError as exc:  # the trained run is kept, with the reason
+            rec["inference"] = inference.not_measured(str(exc))
+            self.rec.flag(f"inference not measured: {exc}")
+            return
+        entry["model"] = inference.model_of(rec)
+        inference.store(rec, entry)
+
+    def _finish(self) -> None:
+        opts = self.opts
         if opts.capture and opts.inference_repeats > 0:
-            with self.state.autocast():
-                inf, self.setup_s["inference_latency_s"] = capture.timed(
-                    capture.measure_inference_latency,
-                    self.workload,
-                    self.state.module,
-                    self.data,
-                    self.backend,
-                    opts.inference_repeats,
-                )
-            inf["metrics"] = dict(rec["evaluations"][-1]["metrics"]) if rec["evaluations"] else {}
-            rec["inference"] = inf
+            self._measure_inference()
         if opts.capture and opts.counters:
             from perfsuite.runner.counters_step import collect_counters
 
@@ -393,6 +432,12 @@ class _Run:
 
     def _close(self, telemetry: TelemetrySampler | None) -> None:
         self.restore_switches()
+        if self.opts.capture and not self.opts.replay_steps:  # crashed runs keep theirs too
+            tta = self.record.get("time_to_accuracy") or {}
+            epoch = tta.get("epoch") if tta.get("reached") else None
+            self.record["energy"] = training_energy(
+                self.energy, None if epoch is None else int(epoch)
+            )
         if telemetry is not None:
             self.record["telemetry"] = telemetry.summary()
         self.record.setdefault("extra", {})["setup_s"] = self.setup_s

@@ -22,6 +22,19 @@ HEADERS = [
 ]
 
 
+ROBUSTNESS_HEADERS = ["corruption acc.", "vs reference"]
+
+
+def has_robustness(result: StudyResult) -> bool:
+    """Whether any configuration's runs were evaluated on the corruptions."""
+    return any(c.corruption_accuracy.n for c in result.configs)
+
+
+def headers(result: StudyResult) -> list[str]:
+    """The table's columns: the corruption columns only when the study measured them."""
+    return HEADERS + (ROBUSTNESS_HEADERS if has_robustness(result) else [])
+
+
 def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -41,7 +54,16 @@ def _epochs(c: ConfigResult) -> str:
     return f"{s.mean:.3g}" + (f" ± {s.std:.2g}" if s.std is not None else "")
 
 
-def row(c: ConfigResult) -> list[Any]:
+def _robustness(c: ConfigResult) -> list[str]:
+    s = c.corruption_accuracy
+    if s.mean is None:
+        return ["-", "-"]
+    spread = f" ± {100 * s.std:.2f}" if s.std is not None else ""
+    delta = "-" if c.corruption_delta is None else f"{100 * c.corruption_delta:+.2f} pts"
+    return [f"{100 * s.mean:.2f}%{spread}", delta]
+
+
+def row(c: ConfigResult, robustness: bool = False) -> list[Any]:
     """One configuration as table cells (SI units; "DNC" where none of its runs reached).
     "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
     times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
@@ -61,6 +83,7 @@ def row(c: ConfigResult) -> list[Any]:
         best,
         _x(c.tta_speedup),
         _x(c.throughput_speedup),
+        *(_robustness(c) if robustness else []),
     ]
 
 
@@ -70,8 +93,14 @@ def render(result: StudyResult) -> str:
         f"== {result.kind} study of {result.workload} ({result.study_id}): "
         f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
     )
-    rows = [row(c) for c in result.configs]
-    lines = [head, fmt.table(rows, HEADERS, "lrl" + "r" * (len(HEADERS) - 3))]
+    heads, robust = headers(result), has_robustness(result)
+    rows = [row(c, robust) for c in result.configs]
+    lines = [head, fmt.table(rows, heads, "lrl" + "r" * (len(heads) - 3))]
     lines += [f"  {c.name}: {c.description}" for c in result.configs]
+    if robust:
+        lines.append(
+            "corruption acc.: the threshold models' mean accuracy over the corruption families "
+            "(mean ± std over runs); vs reference: its difference from the first configuration"
+        )
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines)
