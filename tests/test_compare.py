@@ -247,3 +247,16 @@ def test_small_flop_difference_agrees_and_is_still_explained(make_record):
     fam = a["work"]["per_op"][2].get("family", "?")
     assert [(d.name, d.difference) for d in check.by_family] == [(f"optimizer/{fam}", -455)]
     assert check.by_op == []
+
+
+def test_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    expected = [
+        "0  no candidate is significantly slower",
+        "2  usage error or bad input",
+        "3  a candidate group is significantly slower",
+        "4  groups were given",
+    ]
+    assert all(line in text for line in expected)
