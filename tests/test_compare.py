@@ -260,3 +260,17 @@ def test_help_documents_the_exit_codes(capsys):
         "4  groups were given",
     ]
     assert all(line in text for line in expected)
+
+
+def test_gate_picks_the_verdicts_that_set_the_exit_code():
+    from types import SimpleNamespace as V
+
+    from perfsuite.cli.compare_cmd import exit_code
+
+    tta_same = V(quantity="time_to_accuracy", verdict="no significant difference")
+    epoch_slow = V(quantity="time_per_epoch", verdict="slower")
+    assert exit_code([tta_same, epoch_slow], "time_to_accuracy") == 0
+    assert exit_code([tta_same, epoch_slow], "time_per_epoch") == 3
+    assert exit_code([tta_same, epoch_slow], "both") == 3
+    assert exit_code([V(quantity="time_to_accuracy", verdict="no verdict")], "both") == 4
+    assert exit_code([], "time_to_accuracy") == 0
