@@ -32,6 +32,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,7 @@ def worker(control: Path) -> int:
         first = (str(exc).splitlines() or [""])[0][:300]
         reply["error"] = first.strip("'\"") if fatal else f"{type(exc).__name__}: {first}"
         reply["fatal"] = fatal
+        reply["failed_at"] = time.time()  # the earliest failure is the cause of the others
         if rank == 0 and getattr(exc, "perfsuite_run_dir", None):
             reply["run_dir"] = str(exc.perfsuite_run_dir)  # type: ignore[attr-defined]
     finally:

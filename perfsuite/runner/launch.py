@@ -116,7 +116,11 @@ def _outcome(
     fatal = [r for r in replies.values() if r.get("fatal")]
     if fatal:
         raise ValueError(fatal[0]["error"])
-    failed = {k: r["error"] for k, r in sorted(replies.items()) if r.get("error")}
+    failed = {
+        k: (str(r["error"]), float(r.get("failed_at") or 0.0))
+        for k, r in replies.items()
+        if r.get("error")
+    }
     silent = [k for k in range(nproc) if k not in replies]
     if not failed and not silent and returncode == 0 and run_dir is not None:
         return run_dir
@@ -128,17 +132,16 @@ def _outcome(
     raise exc
 
 
-def _first_cause(failed: dict[int, str], silent: list[int], returncode: int, nproc: int) -> str:
-    """The failure that started it: a rank's own error before the SIGTERMs torchrun sent."""
-    own = {k: e for k, e in failed.items() if not e.startswith("Terminated")}
-    if own:
-        k = min(own)
-        return f"rank {k} of {nproc} failed: {own[k]}"
+def _first_cause(
+    failed: dict[int, tuple[str, float]], silent: list[int], returncode: int, nproc: int
+) -> str:
+    """The failure that started it: the rank that failed first (its peers then fail too, with
+    "connection closed by peer" or torchrun's SIGTERM)."""
+    if failed:
+        k = min(failed, key=lambda r: (failed[r][0].startswith("Terminated"), failed[r][1], r))
+        return f"rank {k} of {nproc} failed: {failed[k][0]}"
     if silent:
         return f"rank {silent[0]} ended without a reply (killed?; torchrun exit {returncode})"
-    if failed:
-        k = min(failed)
-        return f"rank {k}: {failed[k]}"
     return f"torchrun exited with status {returncode}"
 
 

@@ -22,6 +22,35 @@ HEADERS = [
 ]
 
 
+# A scaling study: per process count, both speed-ups, each divided by the process ratio
+# (efficiency 1.0 = linear scaling), and the collectives' measured share of the step.
+SCALING_HEADERS = [
+    "configuration",
+    "processes",
+    "reached",
+    "status",
+    "time to acc. (mean ± std)",
+    "epochs to thr.",
+    "s/epoch",
+    "samples/s",
+    "comm. share",
+    "best",
+    "TTA speed-up",
+    "throughput speed-up",
+    "TTA efficiency",
+    "throughput efficiency",
+]
+
+
+def headers(kind: str) -> list[str]:
+    """The table's columns for a study of `kind`."""
+    return SCALING_HEADERS if kind == "scaling" else HEADERS
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
 def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -39,6 +68,33 @@ def _epochs(c: ConfigResult) -> str:
     if s.mean is None:
         return "-"
     return f"{s.mean:.3g}" + (f" ± {s.std:.2g}" if s.std is not None else "")
+
+
+def scaling_row(c: ConfigResult) -> list[Any]:
+    """One process count as table cells ("n/a" comm. share: no profile window measured it)."""
+    share = c.comm_share.mean if c.comm_share is not None else None
+    return [
+        c.name,
+        c.nproc,
+        f"{c.n_reached}/{c.n_runs}",
+        c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
+        _tta(c),
+        _epochs(c),
+        fmt.duration(c.epoch_time.mean),
+        fmt.si(c.samples_per_s.mean, "sample/s"),
+        _pct(share),
+        "n/a" if c.best is None else f"{c.best:.4f}",
+        _x(c.tta_speedup),
+        _x(c.throughput_speedup),
+        "n/a" if c.tta_efficiency is None else f"{c.tta_efficiency:.2f}",
+        "n/a" if c.scaling_efficiency is None else f"{c.scaling_efficiency:.2f}",
+    ]
+
+
+def rows(result: StudyResult) -> list[list[Any]]:
+    """Every configuration's cells, in the columns of `headers(result.kind)`."""
+    one = scaling_row if result.kind == "scaling" else row
+    return [one(c) for c in result.configs]
 
 
 def row(c: ConfigResult) -> list[Any]:
@@ -70,8 +126,8 @@ def render(result: StudyResult) -> str:
         f"== {result.kind} study of {result.workload} ({result.study_id}): "
         f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
     )
-    rows = [row(c) for c in result.configs]
-    lines = [head, fmt.table(rows, HEADERS, "lrl" + "r" * (len(HEADERS) - 3))]
+    cols = headers(result.kind)
+    lines = [head, fmt.table(rows(result), cols, "lrl" + "r" * (len(cols) - 3))]
     lines += [f"  {c.name}: {c.description}" for c in result.configs]
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines)
