@@ -278,3 +278,14 @@ def test_a_crash_on_one_rank_keeps_rank_0s_finished_epochs(tmp_path, private_cac
     assert len(rec["distributed"]["per_rank"][1]["epoch_times_s"]) == 1
     assert rec["distributed"]["communication"]["why"].startswith("capture off")
     assert json.loads((Path(e.value.perfsuite_run_dir) / "run.json").read_text())["run_id"]
+
+
+def test_example_scaling_study_file_plans_one_and_two_processes():
+    from perfsuite.study.spec import load_study_file
+
+    spec = load_study_file(Path(__file__).parents[1] / "examples/studies/digits-scaling.toml")
+    assert [(c.name, c.nproc) for c in plan(spec, DIGITS, "digits")] == [
+        ("nproc=1", 1),
+        ("nproc=2", 2),
+    ]
+    assert spec.lr_rule == "linear" and spec.run.capture
