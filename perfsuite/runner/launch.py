@@ -71,6 +71,13 @@ def launch(opts: RunOptions) -> Path:
         (control / "options.json").write_text(json.dumps(asdict(opts)), encoding="utf-8")
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         log = control / LOG_NAME
+        if opts.progress:
+            print(
+                f"[perfsuite] data-parallel: {opts.nproc} processes (torchrun), {threads} "
+                f"torch thread(s) each; their output goes to {LOG_NAME} in the run folder",
+                file=sys.stderr,
+                flush=True,
+            )
         with open(log, "wb") as out:
             proc = subprocess.run(
                 command(control, opts.nproc),
