@@ -11,7 +11,7 @@ from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import run_curve
 from perfsuite.report.study_figures import speedup_figure
-from perfsuite.study.render import headers, rows
+from perfsuite.study.render import align, headers, rows
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
@@ -35,7 +35,7 @@ def study_section(result: StudyResult, records: Mapping[str, Sequence[Mapping[st
         f"{h.esc(result.threshold)}; speed-ups against {h.esc(result.reference)}.</p>"
     )
     cols = headers(result.kind)
-    table = h.table(cols, rows(result), [False] * 3 + [True] * (len(cols) - 3))
+    table = h.table(cols, rows(result), [a == "r" for a in align(result.kind)])
     described = h.notes([f"{c.name}: {c.description}" for c in result.configs])
     return (
         intro

@@ -45,7 +45,7 @@ class ShardedSource:
 
     def __init__(self, inner: Any, rank: int, world: int, batch_size: int) -> None:
         self.inner, self.rank, self.world = inner, rank, world
-        self.by_index = all(hasattr(inner, a) for a in ("train_x", "train_y", "augment"))
+        self.by_index = hasattr(inner, "batches_of")  # in-memory: index the tensors directly
         self.method = BY_INDEX if self.by_index else BY_BATCH
         # By batch, the batches that do not fill a round of `world` are dropped: every rank
         # must run the same number of steps.
@@ -73,14 +73,8 @@ class ShardedSource:
             return
         src = self.inner
         perm = torch.randperm(int(src.num_train), generator=torch.Generator().manual_seed(seed))
-        mine = rank_indices(perm, self.rank, self.world).to(src.train_y.device)
         aug = torch.Generator().manual_seed(seed + 1 + self.rank)
-        for i in range(0, len(mine), batch_size):
-            idx = mine[i : i + batch_size]
-            x = src.train_x[idx]
-            if src.augment is not None:
-                x = src.augment(x, aug)
-            yield Batch((x,), src.train_y[idx], len(idx))
+        yield from src.batches_of(rank_indices(perm, self.rank, self.world), batch_size, aug)
 
     def eval_batches(self, batch_size: int) -> Iterator[Batch]:
         return self.inner.eval_batches(batch_size)

@@ -47,6 +47,13 @@ def headers(kind: str) -> list[str]:
     return SCALING_HEADERS if kind == "scaling" else HEADERS
 
 
+def align(kind: str) -> str:
+    """Column alignment ("l"/"r" per column) of the table for a study of `kind`."""
+    cols = headers(kind)
+    head = "lrrl" if kind == "scaling" else "lrl"
+    return head + "r" * (len(cols) - len(head))
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
@@ -70,24 +77,54 @@ def _epochs(c: ConfigResult) -> str:
     return f"{s.mean:.3g}" + (f" ± {s.std:.2g}" if s.std is not None else "")
 
 
+def _outcome(c: ConfigResult) -> list[Any]:
+    """The cells every kind shows first: reached, status, time to accuracy, epochs, s/epoch."""
+    return [
+        f"{c.n_reached}/{c.n_runs}",
+        c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
+        _tta(c),
+        _epochs(c),
+        fmt.duration(c.epoch_time.mean),
+    ]
+
+
+def _best(c: ConfigResult) -> str:
+    return "n/a" if c.best is None else f"{c.best:.4f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def row(c: ConfigResult) -> list[Any]:
+    """One configuration as table cells (SI units; "DNC" where none of its runs reached).
+    "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
+    times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
+    return [
+        c.name,
+        *_outcome(c),
+        fmt.duration(c.epochs_x_epoch_time),
+        fmt.si(c.samples_per_s.mean, "sample/s"),
+        _best(c),
+        _x(c.tta_speedup),
+        _x(c.throughput_speedup),
+    ]
+
+
 def scaling_row(c: ConfigResult) -> list[Any]:
     """One process count as table cells ("n/a" comm. share: no profile window measured it)."""
     share = c.comm_share.mean if c.comm_share is not None else None
     return [
         c.name,
         c.nproc,
-        f"{c.n_reached}/{c.n_runs}",
-        c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
-        _tta(c),
-        _epochs(c),
-        fmt.duration(c.epoch_time.mean),
+        *_outcome(c),
         fmt.si(c.samples_per_s.mean, "sample/s"),
         _pct(share),
-        "n/a" if c.best is None else f"{c.best:.4f}",
+        _best(c),
         _x(c.tta_speedup),
         _x(c.throughput_speedup),
-        "n/a" if c.tta_efficiency is None else f"{c.tta_efficiency:.2f}",
-        "n/a" if c.scaling_efficiency is None else f"{c.scaling_efficiency:.2f}",
+        _ratio(c.tta_efficiency),
+        _ratio(c.scaling_efficiency),
     ]
 
 
@@ -97,29 +134,6 @@ def rows(result: StudyResult) -> list[list[Any]]:
     return [one(c) for c in result.configs]
 
 
-def row(c: ConfigResult) -> list[Any]:
-    """One configuration as table cells (SI units; "DNC" where none of its runs reached).
-    "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
-    times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
-    out = [
-        c.name,
-        f"{c.n_reached}/{c.n_runs}",
-        c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
-        _tta(c),
-        _epochs(c),
-        fmt.duration(c.epoch_time.mean),
-        fmt.duration(c.epochs_x_epoch_time),
-    ]
-    best = "n/a" if c.best is None else f"{c.best:.4f}"
-    return [
-        *out,
-        fmt.si(c.samples_per_s.mean, "sample/s"),
-        best,
-        _x(c.tta_speedup),
-        _x(c.throughput_speedup),
-    ]
-
-
 def render(result: StudyResult) -> str:
     """The terminal table with a heading and the warnings."""
     head = (
@@ -127,7 +141,7 @@ def render(result: StudyResult) -> str:
         f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
     )
     cols = headers(result.kind)
-    lines = [head, fmt.table(rows(result), cols, "lrl" + "r" * (len(cols) - 3))]
+    lines = [head, fmt.table(rows(result), cols, align(result.kind))]
     lines += [f"  {c.name}: {c.description}" for c in result.configs]
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines)
