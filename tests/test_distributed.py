@@ -289,3 +289,45 @@ def test_example_scaling_study_file_plans_one_and_two_processes():
         ("nproc=2", 2),
     ]
     assert spec.lr_rule == "linear" and spec.run.capture
+
+
+def _dist_section(world=2, share=0.2):
+    comm = {"time_per_step": {"value": 0.01, "unit": "s", "provenance": "measured"}}
+    return {
+        "world_size": world,
+        "backend": "gloo",
+        "per_rank": [{"rank": r, "epoch_times_s": [1.0]} for r in range(world)],
+        "communication": {**comm, "share_of_step": share},
+    }
+
+
+def test_the_schema_takes_the_distributed_section_and_refuses_a_bad_one(make_record, tmp_path):
+    from perfsuite.record import RecordError, load_record, write_record
+
+    old = make_record([(1, 1.0, 0.5)])
+    write_record(tmp_path / "old", old)  # no `distributed`: a one-process record, as before
+    assert world_size(load_record(tmp_path / "old")) == 1
+    write_record(tmp_path / "new", make_record([(1, 1.0, 0.5)], distributed=_dist_section()))
+    assert world_size(load_record(tmp_path / "new")) == 2
+    bad = make_record([(1, 1.0, 0.5)], distributed=_dist_section(world=0))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "run.json").write_text(json.dumps(bad))
+    with pytest.raises(RecordError, match=r"run.json: field distributed.world_size"):
+        load_record(tmp_path / "bad")
+
+
+def test_a_study_matches_records_to_configurations_by_process_count(make_record, tmp_path):
+    from perfsuite.record import write_record
+    from perfsuite.study.folder import Study, config_records, new_manifest, pending
+
+    spec = spec_from_dict({"kind": "scaling", "workload": "digits", "nprocs": [1, 2]}, "t")
+    configs = plan(spec, DIGITS, "digits")
+    study = Study(tmp_path, "s", spec, configs, new_manifest("s", spec, configs))
+    rec = make_record([(1, 1.0, 0.99)], run_id="one", status="reached")
+    rec["config"] = {"seed": 0, "switches": ["lr_rule=linear"], "batch_size": None}
+    # a 2-process record in the 1-process folder is not that configuration's run
+    wrong = {**rec, "run_id": "two", "distributed": _dist_section()}
+    write_record(tmp_path / configs[0].folder / "one", rec)
+    write_record(tmp_path / configs[0].folder / "two", wrong)
+    assert [r["run_id"] for r in config_records(study, configs[0])] == ["one"]
+    assert [(c.name, seed) for c, _, seed in pending(study)] == [("nproc=2", 0)]
