@@ -331,3 +331,22 @@ def test_a_study_matches_records_to_configurations_by_process_count(make_record,
     write_record(tmp_path / configs[0].folder / "two", wrong)
     assert [r["run_id"] for r in config_records(study, configs[0])] == ["one"]
     assert [(c.name, seed) for c, _, seed in pending(study)] == [("nproc=2", 0)]
+
+
+def test_rank_summaries_and_the_report_section(make_record):
+    from analyzers.distributed import rank_imbalance, rank_summaries
+    from perfsuite.report.distributed_section import distributed_section
+
+    d = _dist_section()
+    d["per_rank"] = [
+        {"rank": 0, "epoch_times_s": [9.0, 2.0, 4.0], "steps": [10, 10, 10], "samples": [5] * 3},
+        {"rank": 1, "epoch_times_s": [9.0, 3.0, 5.0], "steps": [10, 10, 10], "threads": 1},
+    ]
+    ranks = rank_summaries({"distributed": d})
+    assert [r.epoch_time_s for r in ranks] == [3.0, 4.0]  # median of epochs 2-3
+    assert ranks[0].step_time_s == pytest.approx(0.3) and ranks[0].samples == 15
+    assert rank_imbalance(ranks) == pytest.approx(4.0 / 3.0)
+    assert rank_summaries(make_record([(1, 1.0, 0.5)])) == []
+    html = distributed_section([make_record([(1, 1.0, 0.5)], distributed=d, run_id="ddp")])
+    assert "ddp" in html and "20.0%" in html and "1.333" in html
+    assert distributed_section([make_record([(1, 1.0, 0.5)])]) == ""

@@ -54,10 +54,6 @@ def align(kind: str) -> str:
     return head + "r" * (len(cols) - len(head))
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
 def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -119,7 +115,7 @@ def scaling_row(c: ConfigResult) -> list[Any]:
         c.nproc,
         *_outcome(c),
         fmt.si(c.samples_per_s.mean, "sample/s"),
-        _pct(share),
+        fmt.pct(share),
         _best(c),
         _x(c.tta_speedup),
         _x(c.throughput_speedup),
