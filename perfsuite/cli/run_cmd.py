@@ -16,6 +16,7 @@ examples:
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
+  perfsuite run digits --nproc 2                       # data-parallel (DDP) in 2 processes
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
