@@ -350,3 +350,16 @@ def test_rank_summaries_and_the_report_section(make_record):
     html = distributed_section([make_record([(1, 1.0, 0.5)], distributed=d, run_id="ddp")])
     assert "ddp" in html and "20.0%" in html and "1.333" in html
     assert distributed_section([make_record([(1, 1.0, 0.5)])]) == ""
+
+
+def test_study_scaling_command_line_is_the_study_file_form():
+    from perfsuite.cli import build_parser
+    from perfsuite.cli.study_cmd import spec_dict
+
+    args = build_parser().parse_args(
+        ["study", "scaling", "digits", "--nproc", "1,2", "--lr-rule", "sqrt", "--repeats", "3"]
+    )
+    spec = spec_from_dict(spec_dict(args), "command line")
+    assert (spec.kind, spec.nprocs, spec.lr_rule, spec.repeats) == ("scaling", [1, 2], "sqrt", 3)
+    with pytest.raises(StudyError, match="command line: field nprocs"):
+        spec_from_dict({**spec_dict(args), "nprocs": "1,x"}, "command line")
