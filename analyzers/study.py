@@ -42,6 +42,7 @@ class RunPoint:
     samples_per_s: float | None  # training samples per epoch / epoch_time_s
     nproc: int = 1  # data-parallel processes (record's distributed.world_size)
     comm_share: float | None = None  # collectives' in-flight time / step (profile window)
+    corruption_accuracy: float | None = None  # threshold model, mean over corruption families
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,13 @@ class ConfigResult:
     tta_speedup: float | None
     throughput_speedup: float | None
     nproc: int = 1  # data-parallel processes of its runs (scaling studies)
-    comm_share: Summary | None = None  # over runs whose record has a communication share
+    comm_share: Summary = field(default_factory=lambda: summarize([]))  # over runs measuring it
     scaling_efficiency: float | None = None  # throughput speed-up / (nproc / reference nproc)
     tta_efficiency: float | None = None  # TTA speed-up / (nproc / reference nproc)
+    corruption_accuracy: Summary = field(default_factory=lambda: summarize([]))
+    # mean corruption accuracy minus the reference configuration's (fraction; negative: the
+    # configuration's threshold models are less robust)
+    corruption_delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,12 @@ def _samples_per_epoch(rec: Mapping[str, Any]) -> float | None:
     return None
 
 
+def _corruption_mean(rec: Mapping[str, Any]) -> float | None:
+    """The record's mean corruption accuracy (`perfsuite eval shift --corruptions`)."""
+    value = ((rec.get("generalization") or {}).get("corruptions") or {}).get("mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def run_point(rec: Mapping[str, Any]) -> RunPoint:
     """The numbers of one run record."""
     crossing = run_crossing(dict(rec))
@@ -129,6 +140,7 @@ def run_point(rec: Mapping[str, Any]) -> RunPoint:
         samples_per_s=rate,
         nproc=world_size(rec),
         comm_share=record_comm_share(rec),
+        corruption_accuracy=_corruption_mean(rec),
     )
 
 
@@ -183,6 +195,9 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
         throughput_speedup=None,
         nproc=int(config.get("nproc") or 1),
         comm_share=summarize([r.comm_share for r in runs if r.comm_share is not None]),
+        corruption_accuracy=summarize(
+            [r.corruption_accuracy for r in runs if r.corruption_accuracy is not None]
+        ),
     )
 
 
@@ -207,12 +222,15 @@ def analyze_study(
             tta_speedup = _ratio(ref_tta, c.time_to_accuracy.mean) if c.status != "DNC" else None
             thr = _ratio(c.samples_per_s.mean, ref.samples_per_s.mean)
             procs = c.nproc / ref.nproc
+            mine, theirs = c.corruption_accuracy.mean, ref.corruption_accuracy.mean
+            delta = mine - theirs if mine is not None and theirs is not None else None
             configs[i] = replace(
                 c,
                 tta_speedup=tta_speedup,
                 throughput_speedup=thr,
                 scaling_efficiency=None if thr is None else thr / procs,
                 tta_efficiency=None if tta_speedup is None else tta_speedup / procs,
+                corruption_delta=delta,
             )
     for c in configs:
         if c.status == "partial":

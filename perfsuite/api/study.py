@@ -49,6 +49,9 @@ CONFIGS: Spec = [
     ("comm_share_mean", "comm_share.mean"),
     ("tta_efficiency", "tta_efficiency"),
     ("throughput_efficiency", "scaling_efficiency"),
+    ("corruption_accuracy_mean", "corruption_accuracy.mean"),
+    ("corruption_accuracy_std", "corruption_accuracy.std"),
+    ("corruption_delta", "corruption_delta"),
 ]
 # Rows are (ConfigResult, RunPoint) pairs.
 RUNS: Spec = [
@@ -67,6 +70,7 @@ RUNS: Spec = [
             ("samples_per_s", "samples_per_s"),
             ("nproc", "nproc"),
             ("comm_share", "comm_share"),
+            ("corruption_accuracy", "corruption_accuracy"),
         ]
     ),
 ]

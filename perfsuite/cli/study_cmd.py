@@ -122,6 +122,19 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
     )
     k.add_argument("--keep-going", action="store_true", help="train all epochs of every run")
     k.add_argument("--threads", type=int, help="torch intra-op threads per run")
+    k.add_argument(
+        "--corruptions",
+        action="store_true",
+        help="evaluate each run's threshold model on the common corruptions after it finishes "
+        "(perfsuite eval shift --corruptions), so the table shows what an option costs in "
+        "robustness",
+    )
+    k.add_argument(
+        "--corruption-limit",
+        type=int,
+        metavar="N",
+        help="with --corruptions: corrupt only the first N test images (CPU time; recorded)",
+    )
 
 
 def _exec_flags(k: argparse.ArgumentParser) -> None:
@@ -168,6 +181,10 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "run": run,
     }
+    if args.corruptions or args.corruption_limit is not None:
+        if not args.corruptions:
+            raise CLIError("--corruption-limit needs --corruptions")
+        raw["eval"] = {"corruptions": True, "limit": args.corruption_limit}
     if args.kind == "batch":
         raw["sizes"], raw["lr_rule"] = args.sizes, args.lr_rule
     elif args.kind == "scaling":

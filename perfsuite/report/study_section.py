@@ -34,8 +34,7 @@ def study_section(result: StudyResult, records: Mapping[str, Sequence[Mapping[st
         f"(<code>{h.esc(result.study_id)}</code>): {h.esc(result.metric)} &gt;= "
         f"{h.esc(result.threshold)}; speed-ups against {h.esc(result.reference)}.</p>"
     )
-    cols = headers(result.kind)
-    table = h.table(cols, rows(result), [a == "r" for a in align(result.kind)])
+    table = h.table(headers(result), rows(result), [a == "r" for a in align(result)])
     described = h.notes([f"{c.name}: {c.description}" for c in result.configs])
     return (
         intro

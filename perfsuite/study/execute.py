@@ -17,6 +17,7 @@ from perfsuite.runner.loop import RunOptions
 from perfsuite.study.folder import (
     MANIFEST,
     Study,
+    config_records,
     load_study,
     new_manifest,
     pending,
@@ -87,6 +88,22 @@ def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOpti
     )
 
 
+def evaluate_robustness(study: Study, say: Callable[[str], None]) -> None:
+    """The study's generalization checks on every finished run, after all runs: evaluating
+    while other runs of the study train would slow their clocks. A failing evaluation is
+    reported and leaves the run record as it was."""
+    from perfsuite.study.robustness import evaluate_run
+
+    for config in study.configs:
+        for rec in config_records(study, config):
+            run_dir = Path(rec["_path"]).parent
+            try:
+                what = evaluate_run(run_dir, study.spec.eval, study.spec.run.device)
+            except (ValueError, NotImplementedError, OSError) as exc:
+                what = f"corruptions failed: {str(exc).splitlines()[0] if str(exc) else exc}"
+            say(f"[study] {config.name} {run_dir.name}: {what}")
+
+
 def run_study(
     study: Study,
     executor: Executor,
@@ -124,6 +141,8 @@ def run_study(
     results = executor.run(jobs, on_start, on_result)
     refresh_runs(study)
     write_manifest(study)
+    if study.spec.eval.corruptions:
+        evaluate_robustness(study, say)
     fatal = [r for r in results if r.fatal]
     if fatal:
         raise StudyError(f"configuration {fatal[0].job.key!r}: {fatal[0].error}")

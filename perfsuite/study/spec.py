@@ -39,6 +39,16 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class EvalSettings:
+    """Generalization checks run on each run's threshold model after it finishes (see
+    docs/generalization.md): so a lesion study shows which optimization costs robustness."""
+
+    corruptions: bool = False
+    limit: int | None = None  # corrupt only the first N own test images (CPU time)
+    families: list[str] = field(default_factory=list)  # empty: every family
+
+
+@dataclass(frozen=True)
 class StudySpec:
     """A lesion, factor or batch study as written by the user."""
 
@@ -53,6 +63,7 @@ class StudySpec:
     threshold: float | None = None
     seed: int = 0
     run: RunSettings = field(default_factory=RunSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +71,7 @@ class StudySpec:
 
 _TOP = {f: None for f in StudySpec.__dataclass_fields__}
 _RUN = {f: None for f in RunSettings.__dataclass_fields__}
+_EVAL = {f: None for f in EvalSettings.__dataclass_fields__}
 
 
 def _fail(origin: str, where: str, why: str) -> StudyError:
@@ -137,6 +149,24 @@ def _run_settings(raw: Any, origin: str) -> RunSettings:
     )
 
 
+def _eval_settings(raw: Any, origin: str) -> EvalSettings:
+    if raw is None:
+        return EvalSettings()
+    if not isinstance(raw, dict):
+        raise _fail(origin, "eval", f"expected a table, got {raw!r}")
+    for key in raw:
+        if key not in _EVAL:
+            raise _fail(origin, f"eval.{key}", f"unknown field; known: {', '.join(_EVAL)}")
+    limit = raw.get("limit")
+    return EvalSettings(
+        corruptions=_bool(raw.get("corruptions", False), origin, "eval.corruptions"),
+        limit=None if limit is None else _int(limit, origin, "eval.limit", 2),
+        families=_str_list(raw.get("families", []), origin, "eval.families")
+        if raw.get("families")
+        else [],
+    )
+
+
 def spec_from_dict(raw: Any, origin: str) -> StudySpec:
     """Validate a study as a dict (TOML or JSON); errors name `origin` and the field."""
     if not isinstance(raw, dict):
@@ -199,6 +229,7 @@ def spec_from_dict(raw: Any, origin: str) -> StudySpec:
         threshold=threshold,
         seed=_int(raw.get("seed", 0), origin, "seed", 0),
         run=_run_settings(raw.get("run"), origin),
+        eval=_eval_settings(raw.get("eval"), origin),
     )
 
 

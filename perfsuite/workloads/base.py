@@ -107,7 +107,10 @@ class Workload:
         raise NotImplementedError
 
     def synthetic_data(self, device: Any, seed: int) -> DataSource:
-        """Random inputs of this workload's shape (`run --synthetic`)."""
+        """Random inputs of this workload's shape (`run --synthetic`). Recipe `train_limit` N
+        also caps the evaluation set at N: accuracy on random labels is chance whatever the
+        size, and a full-size synthetic evaluation (10,000 CIFAR images, 50,000 ImageNet ones)
+        would dominate a short throughput run."""
         if not self.input_shape or not self.num_classes:
             raise ValueError(f"workload {self.name} does not declare its input shape")
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
@@ -116,7 +119,7 @@ class Workload:
             self.num_classes,
             device,
             num_train=limit or self.train_size or 1024,
-            num_eval=self.eval_size or 256,
+            num_eval=min(self.eval_size or 256, limit) if limit else self.eval_size or 256,
             seed=seed,
         )
 
