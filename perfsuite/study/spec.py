@@ -50,7 +50,7 @@ class EvalSettings:
 
 @dataclass(frozen=True)
 class StudySpec:
-    """A lesion, factor or batch study as written by the user."""
+    """A lesion, factor, batch or scaling study as written by the user."""
 
     kind: str
     workload: str
