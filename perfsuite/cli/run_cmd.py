@@ -16,6 +16,7 @@ examples:
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
+  perfsuite run digits --nproc 2                       # data-parallel (DDP) in 2 processes
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -148,6 +149,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel training in N processes (DistributedDataParallel through "
+        "torchrun; gloo on CPU, NCCL on GPUs); per-rank batch = --batch-size, global = N x it; "
+        "see docs/studies.md (default 1: one process, no torchrun)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # Internal: a counters collector's child replays N steps of the window, writes no record.
     p.add_argument("--replay-window", type=int, default=0, help=argparse.SUPPRESS)
@@ -185,6 +194,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         measure_peaks=args.measure_peaks,
         inference_limit=args.inference_limit,
         progress=not args.quiet,
+        nproc=args.nproc,
     )
 
 
@@ -233,8 +243,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if wl.needs_data_dir and not args.data_dir and not args.synthetic:
         raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
-    if args.repeats < 1 or args.parallel < 1:
-        raise CLIError("--repeats and --parallel must be >= 1")
+    if args.repeats < 1 or args.parallel < 1 or args.nproc < 1:
+        raise CLIError("--repeats, --parallel and --nproc must be >= 1")
+    if args.nproc > 1 and args.parallel > 1:
+        raise CLIError("--nproc N already uses the machine's cores: --parallel must be 1")
     if args.repeats == 1:
         print(_one(args, args.seed))
         return 0

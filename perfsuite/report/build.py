@@ -407,6 +407,14 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _distributed(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The data-parallel section, only when a run was trained with --nproc N."""
+    from perfsuite.report.distributed_section import distributed_section
+
+    body = distributed_section(records)
+    return [("distributed", "Data-parallel ranks", body)] if body else []
+
+
 def report_html(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
@@ -424,6 +432,7 @@ def report_html(
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         ("telemetry", "Telemetry", _telemetry_section(records)),
+        *_distributed(records),
         ("generalization", "Generalization", generalization_section(records)),
         ("inference", "Inference and energy", inference_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),

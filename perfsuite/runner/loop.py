@@ -65,6 +65,7 @@ class RunOptions:
     progress: bool = True
     eval_from: int = 1  # first epoch that is evaluated (the last one always is)
     replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
+    nproc: int = 1  # >1: data-parallel training in that many processes (runner/distributed.py)
 
 
 class _Run:
@@ -151,6 +152,7 @@ class _Run:
         self.state = assemble.build_state(
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
         )
+        self._distribute()
         params = sum(p.numel() for p in model.parameters())
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         seen, unhook = assemble.watch_first_layer(self.state)
@@ -182,6 +184,9 @@ class _Run:
                     "submission_platform": self.record["hardware"]["name"],
                 }
             )
+
+    def _distribute(self) -> None:
+        """Hook: a data-parallel rank wraps the model here (runner/distributed.py)."""
 
     def _batches(self, salt: int) -> Any:
         """Real training batches from a generator of their own (the run's draws stay intact)."""
@@ -459,6 +464,10 @@ class _NullTelemetry:
 
 def run_workload(opts: RunOptions) -> Any:
     """Run one workload under instrumentation; returns the run folder (with run.json)."""
+    if opts.nproc > 1:
+        from perfsuite.runner.launch import launch
+
+        return launch(opts)
     if opts.replay_steps > 0:
         run = _Run(opts)
         try:

@@ -79,6 +79,7 @@ def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOpti
         synthetic=s.synthetic,
         eval_from=s.eval_from,
         threads=s.threads,
+        nproc=config.nproc,
         group={
             "id": f"{study.study_id}:{config.name}",
             "index": repeat,
