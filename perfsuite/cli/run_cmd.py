@@ -16,6 +16,7 @@ examples:
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
+  perfsuite run digits --framework tensorflow           # the TensorFlow version
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -45,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="training batch size")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    p.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="framework the workload is written in (default pytorch; tensorflow: digits, "
+        "needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
+    )
     p.add_argument("--recipe", help="named recipe preset of the workload (e.g. dawnbench, cpu)")
     p.add_argument(
         "--set",
@@ -152,6 +160,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
 
     return RunOptions(
         workload=args.workload,
+        framework=args.framework,
         data_dir=args.data_dir,
         out=args.out,
         threshold=args.threshold,
@@ -210,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     from perfsuite.workloads import get_workload
 
     try:
-        wl = get_workload(args.workload)
+        wl = get_workload(args.workload, args.framework)
     except KeyError as exc:
         raise CLIError(str(exc).strip('"')) from None
     except ValueError as exc:

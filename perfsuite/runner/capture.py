@@ -91,25 +91,27 @@ def endless(data: DataSource, batch_size: int, generator: Any) -> Iterator[Batch
 
 
 def measure_inference_latency(
-    workload: Any, model: Any, data: DataSource, backend: Any, repeats: int = 100
+    workload: Any, model: Any, data: DataSource, backend: Any, repeats: int = 100, parts: Any = None
 ) -> dict[str, Any]:
-    """Median batch-1 latency of `workload.predict` (with its test-time augmentation)."""
-    import torch
+    """Median batch-1 latency of `workload.predict` (with its test-time augmentation).
 
+    `parts` (runner/frameworks.py) slices inputs and sets inference mode for the framework;
+    PyTorch's when not given."""
+    if parts is None:
+        from perfsuite.runner.frameworks import TorchParts
+
+        parts = TorchParts()
     sample = data.sample(min(repeats + 10, data.num_eval))
-    model.eval()
     times = []
-    with torch.no_grad():
+    with parts.inference_context(model):
         for i in range(repeats + 10):
-            j = i % sample.size
-            inputs = tuple(x[j : j + 1] for x in sample.inputs)
+            inputs = parts.slice_inputs(sample.inputs, i % sample.size)
             backend.sync()
             t0 = time.perf_counter()
-            workload.predict(model, *inputs)
+            parts.predict_batch(workload, model, inputs)
             backend.sync()
             if i >= 10:
                 times.append(time.perf_counter() - t0)
-    model.train()
     times.sort()
     return {
         "latency": quantity(
