@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfsuite.flops.call import Cost, OpCall, TensorMeta
+from perfsuite.flops.call import Cost, OpCall, TensorMeta, words
 from perfsuite.flops.registry import estimate, family_of
 from perfsuite.flops.result import CountResult, OpRow
 
@@ -26,8 +26,8 @@ SOURCE = (
 )
 # No arithmetic and no data movement of their own (graph plumbing, shape arithmetic, reads).
 ZERO_COST = frozenset(
-    """Placeholder Const ReadVariableOp Identity IdentityN NoOp Reshape Shape ShapeN ExpandDims
-    Squeeze StopGradient BroadcastGradientArgs Size Rank VarHandleOp""".split()
+    words("""Placeholder Const ReadVariableOp Identity IdentityN NoOp Reshape Shape ShapeN
+    ExpandDims Squeeze StopGradient BroadcastGradientArgs Size Rank VarHandleOp""")
 )
 # TensorFlow op type -> the aten op whose formula applies, for ops whose arguments line up.
 POINTWISE = {
@@ -239,7 +239,7 @@ def _const_value(t: Any) -> Any:
 def live_ops(graph: Any, outputs: list[Any]) -> list[Any]:
     """The ops TensorFlow runs: those the outputs or a stateful op (variable updates) need,
     through data and control inputs. Others are pruned by TensorFlow before execution."""
-    roots = [t.op for t in outputs] + [op for op in graph.get_operations() if op._is_stateful]  # noqa: SLF001
+    roots = [t.op for t in outputs] + [op for op in graph.get_operations() if op._is_stateful]
     seen: set[str] = set()
     stack = list(roots)
     while stack:
