@@ -119,6 +119,14 @@ class TFRunParts:
     def apply_process_switches(self, switches: Any) -> Any:
         return lambda: None
 
+    def check_switches(self, switches: Any, backend: TFBackend) -> None:
+        """One-line ValueError for a switch this device cannot run, before any run folder."""
+        if self._layout(switches) == "nchw" and not backend.device.is_gpu:
+            raise ValueError(
+                "switch layout=nchw: TensorFlow runs NCHW convolutions only on GPUs "
+                "(its CPU Conv2D supports NHWC only); use layout=nhwc on --device cpu"
+            )
+
     def _layout(self, switches: Any) -> str:
         return switches.layout or "nhwc"
 
@@ -127,12 +135,8 @@ class TFRunParts:
 
     def build_model(self, wl: Any, recipe: Any, backend: TFBackend, switches: Any,
                     seed: int) -> Any:  # fmt: skip
+        self.check_switches(switches, backend)
         layout = self._layout(switches)
-        if layout == "nchw" and not backend.device.is_gpu:
-            raise ValueError(
-                "switch layout=nchw: TensorFlow runs NCHW convolutions only on GPUs "
-                "(its CPU Conv2D supports NHWC only); use layout=nhwc on --device cpu"
-            )
         dtype = PRECISION_DTYPES.get(switches.precision or "", "float32")
         return wl.build_model(recipe, seed=seed, layout=layout, compute_dtype=dtype)
 

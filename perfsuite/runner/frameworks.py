@@ -46,6 +46,9 @@ class TorchParts:
 
         return assemble.apply_process_switches(switches)
 
+    def check_switches(self, switches: Any, backend: Any) -> None:
+        return None
+
     def load_data(self, wl: Any, data_dir: str | None, backend: Any, switches: Any) -> Any:
         return wl.load_data(data_dir, backend.torch_device)
 

@@ -79,6 +79,7 @@ class _Run:
         self.workload = wl = get_workload(opts.workload, opts.framework)
         wl.download = opts.download
         self.switches = parse_switches(opts.switches, wl.switches, wl.name)
+        self.parts.check_switches(self.switches, self.backend)
         self.recipe = assemble.prepare_recipe(
             wl,
             opts.device,
