@@ -295,3 +295,22 @@ def test_tensorflow_digits_end_to_end_through_the_cli(tmp_path, capsys):
     assert main(["timeline", str(run_dir), "--json"]) == 0
     assert main(["roofline", str(run_dir), "--json"]) == 0
     assert "Conv2DBackpropFilter" in capsys.readouterr().out
+
+
+def test_study_plans_tensorflow_switches_and_passes_the_framework(tmp_path):
+    from perfsuite.study.execute import open_study, run_options
+    from perfsuite.study.spec import StudyError, spec_from_dict
+
+    raw = {
+        "kind": "factor",
+        "workload": "digits",
+        "options": ["bf16", "layout=nhwc"],
+        "run": {"framework": "tensorflow", "epochs": 1},
+    }
+    study = open_study(spec_from_dict(raw, "s.toml"), tmp_path / "study")
+    assert [c.switches for c in study.configs] == [(), ("bf16",), ("bf16", "layout=nhwc")]
+    opts = run_options(study, study.configs[-1], 0, 0)
+    assert opts.framework == "tensorflow"
+    assert set(opts.switches) == {"bf16", "layout=nhwc"}
+    with pytest.raises(StudyError, match=r"s\.toml: field run\.framework"):
+        spec_from_dict({**raw, "run": {"framework": "jax"}}, "s.toml")
