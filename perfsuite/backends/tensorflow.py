@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from perfsuite.backends.device import Device
+from perfsuite.backends.torch_math import math_fields
 
 MISSING = (
     "--framework tensorflow needs TensorFlow: pip install perfsuite[tensorflow] "
@@ -198,18 +199,17 @@ class TFRunParts:
         tf = state.backend.tf
         tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())
         compute = PRECISION_DTYPES.get(state.precision or "")
-        return {
-            "cudnn_allow_tf32": tf32,
-            "matmul_allow_tf32": tf32,
-            "float32_matmul_precision": "high" if tf32 else "highest",
-            "autocast_dtype": compute,
-            "param_dtype": "float32",
-            "activation_dtype": seen.get("output_dtype") or compute or "float32",
-            "tensorflow": str(tf.__version__),
-            "source": "read from TensorFlow at run time (tensor_float_32_execution_enabled; "
+        return math_fields(
+            cudnn_tf32=tf32,
+            matmul_tf32=tf32,
+            autocast_dtype=compute,
+            param_dtype="float32",
+            activation_dtype=seen.get("output_dtype") or compute or "float32",
+            framework=("tensorflow", str(tf.__version__)),
+            source="read from TensorFlow at run time (tensor_float_32_execution_enabled; "
             "applies on NVIDIA GPUs only) and the traced graph",
-            "provenance": "measured",
-        }
+            provenance="measured",
+        )
 
     def count_step_work(self, wl: Any, state: TFTrainState, batch: Any) -> dict[str, Any]:
         from perfsuite.flops.tf_graph import count_step
