@@ -120,12 +120,18 @@ def _sum(work: dict, *, families=(), ops=(), phases=("forward", "backward")) -> 
     )
 
 
-def test_tf_graph_flops_agree_with_the_pytorch_count_of_the_same_network():
+@pytest.fixture(scope="module")
+def tf_work() -> dict:
+    """The `work` section of the TensorFlow digits step (fp32, batch 64), counted once."""
     from perfsuite.flops.tf_graph import count_step
 
     wl, state, batch, _ = _tf_state()
     wl.train_step(state, batch)  # traces the step for this batch shape
-    tfw, ptw = count_step(state, batch), _torch_work()
+    return count_step(state, batch)
+
+
+def test_tf_graph_flops_agree_with_the_pytorch_count_of_the_same_network(tf_work):
+    tfw, ptw = tf_work, _torch_work()
     assert tfw["batch_size"] == ptw["batch_size"] == 64
     assert not tfw["unknown_ops"]
     # The heavy ops map one to one and use the same formulas: exact agreement.
@@ -148,12 +154,8 @@ def test_tf_graph_flops_agree_with_the_pytorch_count_of_the_same_network():
     assert _sum(tfw, phases=opt) == _sum(ptw, phases=opt) > 0
 
 
-def test_tensorflow_profiler_cross_check_counts_dead_ops():
-    from perfsuite.flops.tf_graph import count_step
-
-    wl, state, batch, _ = _tf_state()
-    wl.train_step(state, batch)
-    check = {r["op"]: r for r in count_step(state, batch)["cross_check"]["per_op_type"]}
+def test_tensorflow_profiler_cross_check_counts_dead_ops(tf_work):
+    check = {r["op"]: r for r in tf_work["cross_check"]["per_op_type"]}
     assert check["Conv2D"]["tensorflow"] == check["Conv2D"]["perfsuite"]
     assert check["Conv2DBackpropFilter"]["tensorflow"] == check["Conv2DBackpropFilter"]["perfsuite"]
     # TensorFlow also counts the first convolution's (dead) input gradient: 64*8*8*32*9*2.
