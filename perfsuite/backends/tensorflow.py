@@ -76,10 +76,16 @@ class TFBackend:
         self.tf.random.set_seed(seed)
 
     def set_threads(self, threads: int | None) -> None:
+        """TensorFlow's pools, and torch's too: the device ceilings of the record are measured
+        with torch kernels in this process and must run at the run's thread count."""
         if threads:
             with contextlib.suppress(RuntimeError):  # after TF's runtime started: too late
                 self.tf.config.threading.set_intra_op_parallelism_threads(threads)
                 self.tf.config.threading.set_inter_op_parallelism_threads(threads)
+            with contextlib.suppress(ImportError):
+                import torch
+
+                torch.set_num_threads(threads)
 
 
 class TFTrainState:
