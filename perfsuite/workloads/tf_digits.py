@@ -257,19 +257,6 @@ def _scaled_apply(opt: SGDState, ls: LossScale, grads: list[Any], lr: Any) -> No
     tf.cond(finite, apply, skip)
 
 
-def one_cycle(recipe: Recipe, steps_per_epoch: int):
-    """The per-step LR factor of Workload.make_optimizer (linear warm-up, linear decay)."""
-    total = max(1, recipe.epochs * steps_per_epoch)
-    warm = max(1, int(recipe.warmup_fraction * total))
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total - step) / max(1, total - warm))
-
-    return factor
-
-
 class TFDigitsWorkload(DigitsWorkload):
     """Digits in TensorFlow; model, data and step differ, everything else is inherited."""
 
