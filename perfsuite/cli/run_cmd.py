@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME[=VALUE]",
         help="optimization switch, comma-separated or repeated: bf16, fp16, tf32=on|off, "
         "channels_last, compile[=MODE], lr_rule=linear|sqrt|none, label_smoothing=X, "
-        "tta=on|off, data=device|workers (see --list-switches)",
+        "tta=on|off, data=device|workers, layout=nhwc|nchw (tensorflow) (see --list-switches)",
     )
     p.add_argument(
         "--list-switches",
