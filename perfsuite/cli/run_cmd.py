@@ -17,6 +17,7 @@ examples:
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
   perfsuite run digits --nproc 2                       # data-parallel (DDP) in 2 processes
+  perfsuite run digits --framework tensorflow           # the TensorFlow version
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -46,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="training batch size")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    p.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="framework the workload is written in (default pytorch; tensorflow: digits, "
+        "needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
+    )
     p.add_argument("--recipe", help="named recipe preset of the workload (e.g. dawnbench, cpu)")
     p.add_argument(
         "--set",
@@ -63,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME[=VALUE]",
         help="optimization switch, comma-separated or repeated: bf16, fp16, tf32=on|off, "
         "channels_last, compile[=MODE], lr_rule=linear|sqrt|none, label_smoothing=X, "
-        "tta=on|off, data=device|workers (see --list-switches)",
+        "tta=on|off, data=device|workers, layout=nhwc|nchw (tensorflow) (see --list-switches)",
     )
     p.add_argument(
         "--list-switches",
@@ -168,6 +176,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
 
     return RunOptions(
         workload=args.workload,
+        framework=args.framework,
         data_dir=args.data_dir,
         out=args.out,
         threshold=args.threshold,
@@ -228,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
     from perfsuite.workloads import get_workload
 
     try:
-        wl = get_workload(args.workload)
+        wl = get_workload(args.workload, args.framework)
     except KeyError as exc:
         raise CLIError(str(exc).strip('"')) from None
     except ValueError as exc:
@@ -247,6 +256,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError("--repeats, --parallel and --nproc must be >= 1")
     if args.nproc > 1 and args.parallel > 1:
         raise CLIError("--nproc N already uses the machine's cores: --parallel must be 1")
+    if args.nproc > 1 and args.framework != "pytorch":
+        raise CLIError(f"--nproc: data-parallel runs are PyTorch only, not {args.framework}")
     if args.repeats == 1:
         print(_one(args, args.seed))
         return 0

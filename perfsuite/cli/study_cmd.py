@@ -105,6 +105,12 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
         help="switch applied to every configuration",
     )
     k.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    k.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="framework of the workload (tensorflow: digits; switches layout, bf16, fp16)",
+    )
     k.add_argument("--data-dir", help="dataset folder (cifar10)")
     k.add_argument("--synthetic", action="store_true", help="random inputs (throughput only)")
     k.add_argument(
@@ -171,6 +177,7 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
         "keep_going": args.keep_going,
         "eval_from": args.eval_from,
         "threads": args.threads,
+        "framework": args.framework,
     }
     raw: dict[str, Any] = {
         "kind": args.kind,

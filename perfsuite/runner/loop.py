@@ -16,11 +16,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perfsuite.backends import torch_backend
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference
 from perfsuite.runner.energy import EnergyClock, training_energy
-from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
 from perfsuite.workloads.switches import parse_switches
@@ -37,6 +36,7 @@ class Terminated(RuntimeError):
 @dataclass
 class RunOptions:
     workload: str
+    framework: str = "pytorch"  # or "tensorflow" (runner/frameworks.py)
     data_dir: str | None = None
     out: str = "runs"
     threshold: float | None = None
@@ -74,13 +74,15 @@ class _Run:
     def __init__(self, opts: RunOptions) -> None:
         from perfsuite.workloads import get_workload
 
-        self.backend = torch_backend(opts.device)
+        self.backend = framework_backend(opts.framework, opts.device)
+        self.parts = run_parts(opts.framework)
         self.backend.check_available()
         self.backend.set_threads(opts.threads)
         self.opts = opts
-        self.workload = wl = get_workload(opts.workload)
+        self.workload = wl = get_workload(opts.workload, opts.framework)
         wl.download = opts.download
         self.switches = parse_switches(opts.switches, wl.switches, wl.name)
+        self.parts.check_switches(self.switches, self.backend)
         self.recipe = assemble.prepare_recipe(
             wl,
             opts.device,
@@ -110,7 +112,7 @@ class _Run:
             task,
             self.backend.device,
             config,
-            framework=f"pytorch {self.backend.version}",
+            framework=f"{self.backend.framework} {self.backend.version}",
             instance_type=opts.instance_type,
             group=opts.group,
             mllog_benchmark=wl.task,
@@ -127,9 +129,12 @@ class _Run:
                 f"trained on a subset: train_limit={self.recipe.extra['train_limit']} examples"
             )
         self.setup_s: dict[str, float] = {}
+        self.checkpoint_skipped = False
+        if self.backend.framework != "pytorch":
+            self.record["environment"]["frameworks"][self.backend.framework] = self.backend.version
         self.stall_s: list[float] = []
         self.energy = EnergyClock(None, "capture off: energy not read")
-        self.restore_switches = assemble.apply_process_switches(self.switches)
+        self.restore_switches = self.parts.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
 
@@ -144,27 +149,28 @@ class _Run:
             self.rec.flag("synthetic data: accuracy is meaningless, throughput only")
         else:
             self.data, self.setup_s["data_load_s"] = capture.timed(
-                wl.load_data, opts.data_dir, backend.torch_device
+                self.parts.load_data, wl, opts.data_dir, backend, self.switches
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
-        model = wl.build_model(self.recipe).to(backend.torch_device)
+        parts = self.parts
+        model = parts.build_model(wl, self.recipe, backend, self.switches, opts.seed)
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
-        self.state = assemble.build_state(
+        self.state = parts.build_state(
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
         )
         self._distribute()
-        params = sum(p.numel() for p in model.parameters())
+        params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
-        seen, unhook = assemble.watch_first_layer(self.state)
+        seen, unhook = parts.watch_first_layer(self.state)
         _, self.setup_s["warmup_s"] = capture.timed(
             capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
         )
         unhook()
         self.record["switches"] = {
             "requested": self.switches.to_dict(),
-            "effect": assemble.switch_effects(self.state, self.switches, seen),
+            "effect": parts.switch_effects(self.state, self.switches, seen),
         }
-        self.record["math"] = assemble.math_section(self.state, seen)
+        self.record["math"] = parts.math_section(self.state, seen)
         if opts.capture and not opts.replay_steps:
             self.energy = EnergyClock.for_device(backend.device.gpu_index)
             if not self.energy.available:
@@ -197,7 +203,7 @@ class _Run:
         batch = next(self._batches(10_007))
         try:
             work, self.setup_s["flop_count_s"] = capture.timed(
-                capture.count_step_work, self.workload, self.state, batch
+                self.parts.count_step_work, self.workload, self.state, batch
             )
             self.record["work"] = work
         except ImportError as exc:
@@ -207,9 +213,14 @@ class _Run:
         """The profile window, taken warm mid-training: a few steps in a detour."""
         opts, rec = self.opts, self.record
         active = capture.window_steps(opts.profile_steps, opts.profile_seconds, epoch_step_s)
-        window = ProfileWindow(self.run_dir, self.backend, wait=2, warmup=1, active=active)
         rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
-            capture.profile_window, self.workload, self.state, self._batches(20_011), window
+            self.parts.profile_window,
+            self.run_dir,
+            self.backend,
+            self.workload,
+            self.state,
+            self._batches(20_011),
+            active,
         )
         if rec["timeline"]:
             rec["sidecars"]["trace"] = rec["timeline"]["trace"]
@@ -224,14 +235,12 @@ class _Run:
 
     def _train_epoch(self, epoch: int) -> tuple[float, float, int, int]:
         """One epoch; returns (seconds, mean loss, steps, samples). Clock includes data prep."""
-        import torch
-
-        state, wl, backend = self.state, self.workload, self.backend
+        state, wl, backend, parts = self.state, self.workload, self.backend, self.parts
         check_every = 1 if not backend.device.is_gpu else 50
         backend.sync()
         self.energy.start()  # counter reads sit outside the clock's edges
         t0 = time.perf_counter()
-        loss_sum = torch.zeros((), device=backend.torch_device)
+        loss_sum = parts.zero_loss(backend)
         steps = samples = 0
         stall = 0.0
         wl.on_epoch_start(state, self.data, epoch)
@@ -242,7 +251,7 @@ class _Run:
             stall += time.perf_counter() - t
             if batch is None:
                 break
-            loss_sum += wl.train_step(state, batch).float()
+            loss_sum = parts.add_loss(loss_sum, wl.train_step(state, batch))
             steps += 1
             samples += batch.size
             if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
@@ -305,7 +314,8 @@ class _Run:
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
             )
             bar.set_postfix({metric: f"{metrics[metric]:.4f}", "loss": f"{loss:.3f}"})
-            if reached and "checkpoint" not in rec and self.rec.write_files:
+            keep = self.rec.write_files and not self.checkpoint_skipped
+            if reached and "checkpoint" not in rec and keep:
                 self._save_threshold_model(epoch, metrics[metric])
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             if (
@@ -321,10 +331,8 @@ class _Run:
 
     def _save_threshold_model(self, epoch: int, value: float) -> None:
         """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
-        from perfsuite.runner.checkpoint import save_threshold_model
-
         section, self.setup_s["checkpoint_s"] = capture.timed(
-            save_threshold_model,
+            self.parts.save_threshold_model,
             self.run_dir,
             self.state.module,
             epoch=epoch,
@@ -332,6 +340,10 @@ class _Run:
             metric=self.workload.metric,
             value=value,
         )
+        if section is None:  # TensorFlow: no checkpoint format yet (docs/tensorflow.md)
+            self.rec.flag(f"threshold model not saved ({self.opts.framework} run)")
+            self.checkpoint_skipped = True
+            return
         self.record["checkpoint"] = section
         self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
@@ -351,6 +363,14 @@ class _Run:
     def _measure_inference(self) -> None:
         """DAWNBench latency on the threshold model, or a stated reason for none."""
         rec, opts = self.record, self.opts
+        if self.backend.framework != "pytorch":
+            why = (
+                f"{self.backend.framework} runs keep no threshold checkpoint yet: the DAWNBench "
+                "inference rule (the threshold model on the whole validation set) is not measured"
+            )
+            rec["inference"] = inference.not_measured(why)
+            self.rec.flag(why)
+            return
         if "checkpoint" not in rec:
             why = "the run did not reach its threshold: no threshold model, no DAWNBench latency"
             rec["inference"] = inference.not_measured(why)

@@ -34,7 +34,7 @@ def open_study(spec: StudySpec, out: str | Path | None) -> Study:
     from perfsuite.workloads import get_workload
 
     try:
-        wl = get_workload(spec.workload)
+        wl = get_workload(spec.workload, spec.run.framework)
     except (KeyError, ValueError) as exc:
         raise StudyError(str(exc).strip("'\"")) from None
     if wl.needs_data_dir and not spec.run.data_dir and not spec.run.synthetic:
@@ -71,6 +71,7 @@ def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOpti
         batch_size=config.batch_size,
         seed=seed,
         device=s.device,
+        framework=s.framework,
         keep_going=s.keep_going,
         capture=s.capture,
         recipe=s.recipe,

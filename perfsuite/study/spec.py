@@ -36,6 +36,7 @@ class RunSettings:
     keep_going: bool = False
     eval_from: int = 1
     threads: int | None = None
+    framework: str = "pytorch"  # or "tensorflow": the switches layout/bf16/fp16 then apply
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ def _run_settings(raw: Any, origin: str) -> RunSettings:
         keep_going=_bool(get("keep_going", d.keep_going), origin, "run.keep_going"),
         eval_from=_int(get("eval_from", d.eval_from), origin, "run.eval_from", 1),
         threads=opt_int("threads", 1),
+        framework=_framework(get("framework", d.framework), origin),
     )
 
 
@@ -165,6 +167,13 @@ def _eval_settings(raw: Any, origin: str) -> EvalSettings:
         if raw.get("families")
         else [],
     )
+
+
+def _framework(value: Any, origin: str) -> str:
+    known = ("pytorch", "tensorflow")
+    if value not in known:
+        raise _fail(origin, "run.framework", f"expected one of {', '.join(known)}, got {value!r}")
+    return str(value)
 
 
 def spec_from_dict(raw: Any, origin: str) -> StudySpec:

@@ -52,6 +52,20 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
+def one_cycle(recipe: Recipe, steps_per_epoch: int) -> Callable[[int], float]:
+    """The per-step learning-rate factor of the default schedule: linear warm-up over
+    `warmup_fraction` of the steps, then linear decay to 0 (every framework uses this one)."""
+    total = max(1, recipe.epochs * steps_per_epoch)
+    warm = max(1, int(recipe.warmup_fraction * total))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return factor
+
+
 def _convert(raw: str, kind: type, key: str) -> Any:
     try:
         if kind is bool:
@@ -149,14 +163,7 @@ class Workload:
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
         )
-        total = max(1, recipe.epochs * steps_per_epoch)
-        warm = max(1, int(recipe.warmup_fraction * total))
-
-        def factor(step: int) -> float:
-            if step < warm:
-                return (step + 1) / warm
-            return max(0.0, (total - step) / max(1, total - warm))
-
+        factor = one_cycle(recipe, steps_per_epoch)
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
