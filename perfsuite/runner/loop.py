@@ -142,6 +142,7 @@ class _Run:
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
         model = wl.build_model(self.recipe).to(backend.torch_device)
+        self.record["model"] = wl.model_name(self.recipe)  # the data may have shaped it
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
         self.state = assemble.build_state(
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
@@ -158,6 +159,8 @@ class _Run:
             "effect": assemble.switch_effects(self.state, self.switches, seen),
         }
         self.record["math"] = assemble.math_section(self.state, seen)
+        for note in wl.notes():
+            self.rec.flag(note)
         if opts.capture and not opts.replay_steps:
             self._capture_work()
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
@@ -284,7 +287,9 @@ class _Run:
             if mllog:
                 mllog.eval_stop(epoch)
             self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
-            self.rec.set_data(self.data.kind, self.data.description, self.stall_s, self.data)
+            self.rec.set_data(
+                self.data.kind, self.data.description, self.stall_s, self.data, samples
+            )
             rec["telemetry"] = telemetry.summary()
             reached = self.rec.add_evaluation(
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples

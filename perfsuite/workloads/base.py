@@ -65,6 +65,19 @@ def _convert(raw: str, kind: type, key: str) -> Any:
         raise ValueError(f"recipe field {key!r}: cannot read {raw!r} as {kind.__name__}") from None
 
 
+def decay_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: weight decay on weights of two or more dimensions (convs,
+    linear layers), none on batch-norm scales and shifts and on biases (1-D), as the fast
+    DAWNBench and MLPerf recipes do: decaying them only pulls normalization toward zero."""
+    decay, no_decay = [], []
+    for p in model.parameters():
+        (no_decay if p.ndim <= 1 else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
 class Workload:
     """Base class. Subclasses set the class attributes and implement the data and model."""
 
@@ -84,6 +97,11 @@ class Workload:
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         raise NotImplementedError
+
+    def notes(self) -> list[str]:
+        """Lines the runner adds to the record's flags after setup: caveats only the workload
+        knows (e.g. a FLOP count taken at one of several image sizes). None by default."""
+        return []
 
     def presets(self) -> dict[str, Recipe]:
         """Named recipes a user can pick with `run --recipe NAME` (none by default)."""
@@ -134,14 +152,8 @@ class Workload:
         """SGD (Nesterov) with a one-cycle schedule: linear warm-up, then linear decay to 0."""
         import torch
 
-        decay, no_decay = [], []
-        for p in model.parameters():
-            (no_decay if p.ndim <= 1 else decay).append(p)
         opt = torch.optim.SGD(
-            [
-                {"params": decay, "weight_decay": recipe.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
+            decay_groups(model, recipe.weight_decay),
             lr=recipe.lr,
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
