@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.record_view import reached_time
+from analyzers.stability import task_direction
+from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
 
 ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
@@ -47,6 +49,8 @@ class Cost:
     inference_cost_per_10k_usd: float | None
     inference_cost_provenance: str | None
     notes: list[str] = field(default_factory=list)
+    target: str = ""  # the task's target as it states it: "top-5 >= 93%", "F1 >= 0.75"
+    items: str = "items"  # what inference cost is per 10,000 of: "images", "questions"
 
 
 def find_price(
@@ -135,7 +139,15 @@ def cost_of(
         inference_cost_per_10k_usd=inf_cost,
         inference_cost_provenance=inf_prov,
         notes=notes,
+        target=_target(task, record),
+        items=items(str(task.get("name"))),
     )
+
+
+def _target(task: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    if task.get("metric") is None or task.get("threshold") is None:
+        return "n/a"
+    return target_text(str(task["metric"]), float(task["threshold"]), task_direction(record))
 
 
 def costs(

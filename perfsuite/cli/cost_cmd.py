@@ -62,6 +62,7 @@ def render(results: list[Any]) -> str:
             [
                 c.run_id,
                 c.task,
+                c.target,
                 c.instance_type or "-",
                 f"{c.price.usd_per_hour:g} ({c.price.origin})"
                 if c.price.usd_per_hour is not None
@@ -69,12 +70,15 @@ def render(results: list[Any]) -> str:
                 duration(c.training_time_s) if c.reached else train_blank,
                 usd(c.training_cost_usd),
                 si(c.inference_latency_s, "s"),
-                usd(c.inference_cost_per_10k_usd),
+                f"{usd(c.inference_cost_per_10k_usd)} per 10k {c.items}"
+                if c.inference_cost_per_10k_usd is not None
+                else "n/a",
             ]
         )
     headers = [
         "run",
         "task",
+        "target",
         "instance",
         "USD/h (from)",
         "time to acc.",
@@ -82,7 +86,7 @@ def render(results: list[Any]) -> str:
         "latency",
         "infer cost/10k",
     ]
-    out = [table(rows, headers, "lllrrrrr")]
+    out = [table(rows, headers, "llllrrrrr")]
     for c in results:
         out.extend(f"note: {c.run_id}: {n}" for n in c.notes)
     sources = sorted({c.price.source for c in results if c.price.usd_per_hour is not None})
