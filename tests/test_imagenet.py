@@ -245,6 +245,7 @@ def test_synthetic_steps_count_resnet50_flops(tmp_path):
     assert rec["data"]["samples_delivered"] == 4
     assert rec["switches"]["effect"]["parameter_memory_format"] == "channels_last"
     assert rec["switches"]["effect"]["label_smoothing"] == 0.0
+    assert any(f.startswith("evaluated on a subset: eval_limit=2") for f in rec["flags"])
     work = rec["work"]
     assert work["batch_size"] == batch and work["unknown_ops"] == []
 
@@ -268,3 +269,18 @@ def test_resnet50_forward_count_near_the_published_figure():
     assert macs == 2 * 4_089_184_256 + 1000
     assert res.total_flops == pytest.approx(8.2e9, rel=0.01)
     assert 0.005 < res.total_flops / macs - 1 < 0.01
+
+
+def test_label_smoothed_loss_has_no_uncounted_ops():
+    """The recipe's loss (cross-entropy, label smoothing 0.1) masks ignored targets with
+    bitwise_not: counted like logical_not (1 per element), so no op is left without a formula."""
+    from perfsuite.flops import OpCounter
+
+    logits = torch.randn(4, 10, requires_grad=True)
+    counter = OpCounter()
+    with counter:
+        wl = get_workload("imagenet")
+        wl.loss(logits, torch.tensor([1, 2, 3, 4]), preset("dawnbench")).backward()
+    res = counter.result()
+    assert res.unknown_ops == []
+    assert any(r.op == "aten::bitwise_not" and r.flops == 4 for r in res.per_op)

@@ -85,15 +85,23 @@ class ImageNetWorkload(Workload):
         return f"ResNet-50 v1.5{head}"
 
     def notes(self) -> list[str]:
-        """Record flags: what progressive resizing does to the one-step FLOP count."""
-        if not getattr(self, "stages", None):
-            return []
-        first = self.stages[0].size
-        return [
-            f"progressive resizing ({describe_stages(self.stages)}): work.flops_per_step was "
-            f"counted on a {first} px step (epoch 1); steps of epochs at other sizes do more "
-            "or less work, so FLOP/s from it apply to epoch-1-sized steps only"
-        ]
+        """Record flags: an evaluation subset, and what progressive resizing does to the
+        one-step FLOP count."""
+        out = []
+        limit = int(self._extra().get("eval_limit", 0) or 0)
+        if limit:
+            out.append(
+                f"evaluated on a subset: eval_limit={limit} held-out examples; accuracy is not "
+                "the benchmark's (50,000 validation images)"
+            )
+        if getattr(self, "stages", None):
+            out.append(
+                f"progressive resizing ({describe_stages(self.stages)}): work.flops_per_step "
+                f"was counted on a {self.stages[0].size} px step (epoch 1); steps of epochs at "
+                "other sizes do more or less work, so FLOP/s from it apply to epoch-1-sized "
+                "steps only"
+            )
+        return out
 
     # -- data ----------------------------------------------------------------------------
 
