@@ -19,8 +19,9 @@ from perfsuite.models.resnet import resnet50  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
+from perfsuite.workloads.base import lr_factor  # noqa: E402
 from perfsuite.workloads.imagefolder import ImageFolderSource  # noqa: E402
-from perfsuite.workloads.imagenet_recipe import lr_factor, make_optimizer, preset  # noqa: E402
+from perfsuite.workloads.imagenet_recipe import preset  # noqa: E402
 from perfsuite.workloads.progressive import parse_schedule, size_for  # noqa: E402
 from perfsuite.workloads.switches import parse_switches  # noqa: E402
 from perfsuite.workloads.transforms import imagenet_transforms  # noqa: E402
@@ -96,12 +97,17 @@ def test_lr_schedule_warmup_then_cosine_or_linear():
     assert lr_factor(100, total, warm, "cosine") == pytest.approx(0.0, abs=1e-12)
     assert lr_factor(55, total, warm, "onecycle") == pytest.approx(0.5)
     assert lr_factor(28, total, warm, "onecycle") == pytest.approx(0.8)
+    assert lr_factor(120, total, warm) == 0.0  # past the end: stays at 0
+    recipe = preset("dawnbench")
+    recipe.extra["lr_schedule"] = "step"
+    with pytest.raises(ValueError, match="'lr_schedule': 'step' is not one of onecycle, cosine"):
+        get_workload("imagenet").make_optimizer(resnet50(10), recipe, 4)
 
 
 def test_no_weight_decay_on_batchnorm_and_bias():
     model = resnet50(10)
     recipe = preset("dawnbench")
-    opt, sched = make_optimizer(model, recipe, steps_per_epoch=4)
+    opt, sched = get_workload("imagenet").make_optimizer(model, recipe, steps_per_epoch=4)
     decay, no_decay = opt.param_groups
     assert decay["weight_decay"] == 5e-5 and no_decay["weight_decay"] == 0.0
     bn = [p for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d) for p in m.parameters()]
@@ -252,7 +258,7 @@ def test_synthetic_steps_count_resnet50_flops(tmp_path):
     wl = get_workload("imagenet")
     recipe = preset("dawnbench")
     model = resnet50()
-    opt, _ = make_optimizer(model, recipe, steps_per_epoch=2)
+    opt, _ = wl.make_optimizer(model, recipe, steps_per_epoch=2)
     ref = count_model(model, (batch, 3, size, size), train=True, optimizer=opt)
     assert work["flops_per_step"]["value"] == ref.total_flops
     forward = sum(r["flops"] for r in work["per_op"] if r["phase"] == "forward")

@@ -63,6 +63,7 @@ class ImageNetWorkload(Workload):
     needs_data_dir = True
     train_size, eval_size = 1_281_167, 50_000
     switches = COMMON | {"label_smoothing", "tta", "progressive_resize"}
+    image_stats = (IMAGENET_MEAN, IMAGENET_STD)  # for to_images / from_images (perfsuite eval)
 
     def presets(self) -> dict[str, Recipe]:
         return {name: recipes.preset(name) for name in recipes.PRESETS}
@@ -178,11 +179,6 @@ class ImageNetWorkload(Workload):
         if stages:
             data.set_train_size(size_for(stages, epoch))
 
-    # -- training ------------------------------------------------------------------------
-
-    def make_optimizer(self, model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
-        return recipes.make_optimizer(model, recipe, steps_per_epoch)
-
     # -- evaluation ----------------------------------------------------------------------
 
     def evaluate(self, model: Any, data: Any, batch_size: int = 0) -> dict[str, float]:
@@ -214,19 +210,3 @@ class ImageNetWorkload(Workload):
         if self.recipe is not None and bool(self.recipe.extra.get("tta_flip", False)):
             logits = logits + model(x.flip(3))
         return logits
-
-    # -- generalization ------------------------------------------------------------------
-
-    def to_images(self, x: Any) -> Any:
-        import torch
-
-        mean = torch.tensor(IMAGENET_MEAN, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(IMAGENET_STD, device=x.device).view(1, 3, 1, 1)
-        return (x.float() * std + mean) / 255.0
-
-    def from_images(self, images: Any) -> Any:
-        import torch
-
-        mean = torch.tensor(IMAGENET_MEAN, device=images.device).view(1, 3, 1, 1)
-        std = torch.tensor(IMAGENET_STD, device=images.device).view(1, 3, 1, 1)
-        return (images * 255.0 - mean) / std

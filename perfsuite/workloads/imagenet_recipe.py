@@ -1,5 +1,5 @@
-"""The `imagenet` recipes: presets, the warm-up + cosine (or one-cycle) schedule, and the
-progressive-resizing schedule in force.
+"""The `imagenet` recipes: presets (with the warm-up + cosine schedule of `base.lr_factor`) and
+the progressive-resizing schedule in force.
 
 Designed here in the spirit of the fast DAWNBench and MLPerf ResNet-50 entries (label smoothing
 0.1, Nesterov SGD with a linear warm-up, a cosine or linear decay to zero, no weight decay on
@@ -11,13 +11,9 @@ copy); docs/imagenet.md says what was and was not measured.
 from __future__ import annotations
 
 import copy
-import math
-from typing import Any
 
-from perfsuite.workloads.base import Recipe, decay_groups
+from perfsuite.workloads.base import Recipe
 from perfsuite.workloads.progressive import Stage, parse_schedule
-
-SCHEDULES = ("cosine", "onecycle")
 
 PRESETS: dict[str, Recipe] = {
     # 32 epochs, 5 of warm-up; learning rate 0.1 per 256 images (Goyal et al.'s rule, so
@@ -75,39 +71,6 @@ PRESETS: dict[str, Recipe] = {
 
 def preset(name: str) -> Recipe:
     return copy.deepcopy(PRESETS[name])
-
-
-def lr_factor(step: int, total: int, warm: int, schedule: str) -> float:
-    """Multiplier of the base learning rate at `step` (0-based) of `total`: linear warm-up over
-    `warm` steps to 1, then cosine (half a cosine period) or linear ("onecycle") decay to 0."""
-    if step < warm:
-        return (step + 1) / warm
-    progress = min(1.0, (step - warm) / max(1, total - warm))
-    if schedule == "cosine":
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-    return 1.0 - progress
-
-
-def make_optimizer(model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
-    """Nesterov SGD, weight decay on conv/linear weights only, warm-up then the recipe's decay."""
-    import torch
-
-    schedule = str(recipe.extra.get("lr_schedule", "cosine"))
-    if schedule not in SCHEDULES:
-        raise ValueError(
-            f"recipe field 'lr_schedule': {schedule!r} is not one of {', '.join(SCHEDULES)}"
-        )
-    opt = torch.optim.SGD(
-        decay_groups(model, recipe.weight_decay),
-        lr=recipe.lr,
-        momentum=recipe.momentum,
-        nesterov=recipe.nesterov,
-    )
-    total = max(1, recipe.epochs * steps_per_epoch)
-    warm = max(1, int(recipe.warmup_fraction * total))
-    return opt, torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: lr_factor(step, total, warm, schedule)
-    )
 
 
 def resize_stages(recipe: Recipe) -> list[Stage] | None:
