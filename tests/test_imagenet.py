@@ -83,6 +83,17 @@ def test_default_recipe_and_task():
     assert r.label_smoothing == 0.1 and r.extra["lr_schedule"] == "cosine"
     assert r.extra["image_size"] == 224 and r.extra["progressive_resize"] == "off"
     assert set(wl.presets()) == {"dawnbench", "cpu"}
+    wl.configure(r)
+    model = wl.build_model(r)
+    gammas = [b.bn3.weight.detach() for b in model.modules() if hasattr(b, "bn3")]
+    assert len(gammas) == 16 and all(float(g.abs().sum()) == 0.0 for g in gammas)
+    assert float(model.bn1.weight.detach().sum()) == 64.0  # other batch norms keep scale 1
+    r.extra["zero_init_residual"] = False
+    assert all(
+        float(b.bn3.weight.detach().sum()) > 0
+        for b in wl.build_model(r).modules()
+        if hasattr(b, "bn3")
+    )
 
 
 def test_lr_schedule_warmup_then_cosine_or_linear():
@@ -217,6 +228,7 @@ def test_run_on_image_folder_with_progressive_resizing(tree, tmp_path):
     assert rec["status"] in ("reached", "not_reached")
     assert rec["task"]["metric"] == "top5" and rec["task"]["threshold"] == 0.93
     assert rec["model"] == "ResNet-50 v1.5, 6-class head"
+    assert rec["task"]["name"] == "imagenet-6class"  # never on the 1000-class board
     assert len(rec["evaluations"]) == 2
     for ev in rec["evaluations"]:
         m = ev["metrics"]

@@ -141,6 +141,7 @@ class _Run:
                 wl.load_data, opts.data_dir, backend.torch_device
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        self.record["task"]["name"] = wl.task  # a class subset renames it (imagenet-10class)
         model = wl.build_model(self.recipe).to(backend.torch_device)
         self.record["model"] = wl.model_name(self.recipe)  # the data may have shaped it
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)

@@ -40,6 +40,7 @@ PRESETS: dict[str, Recipe] = {
             "eval_limit": 0,
             "num_workers": -1,
             "tta_flip": False,
+            "zero_init_residual": True,
         },
     ),
     # Small images and batches for runs on a CPU (smoke tests of the pipeline on real files);
@@ -64,6 +65,7 @@ PRESETS: dict[str, Recipe] = {
             "eval_limit": 0,
             "num_workers": -1,
             "tta_flip": False,
+            "zero_init_residual": True,
         },
     ),
 }
