@@ -16,6 +16,8 @@ from typing import Any
 
 from analyzers.inference import energy_view, inference_view
 from analyzers.record_view import reached_time
+from analyzers.stability import task_direction
+from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
 
 ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
@@ -57,6 +59,8 @@ class Cost:
     energy_to_accuracy_j: float | None = None
     energy_per_10k_j: float | None = None
     energy_source: str | None = None
+    target: str = ""  # the task's target as it states it: "top-5 >= 93%", "F1 >= 0.75"
+    items: str = "items"  # what inference cost is per 10,000 of: "images", "questions"
 
 
 def find_price(
@@ -157,7 +161,15 @@ def cost_of(
         energy_to_accuracy_j=energy.to_accuracy_j,
         energy_per_10k_j=view.energy_per_10k_j,
         energy_source=energy.source or (inf.get("energy") or {}).get("source"),
+        target=_target(task, record),
+        items=items(str(task.get("name"))),
     )
+
+
+def _target(task: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    if task.get("metric") is None or task.get("threshold") is None:
+        return "n/a"
+    return target_text(str(task["metric"]), float(task["threshold"]), task_direction(record))
 
 
 def costs(

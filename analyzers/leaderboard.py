@@ -3,6 +3,9 @@
 One board per task (name, metric, threshold: the task's own target), ranked by one of four
 quantities. Entries that did not reach the target are listed as DNC below the ranked ones;
 entries whose value cannot be computed (e.g. no price) are listed unranked with the reason.
+Runs on synthetic data are listed unranked: their accuracy is chance. Our runs and imported
+DAWNBench/MLPerf entries share a board when they name the same task, metric and threshold
+(`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
 from analyzers.record_view import reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
+from analyzers.tasks import items, metric_info, metric_text, target_text
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
 UNITS = {
@@ -25,6 +29,11 @@ UNITS = {
     "inference-latency": "s",
     "inference-cost": "USD per 10,000 items",
 }
+
+
+def unit_of(by: str, task: str) -> str:
+    """The ranked quantity's unit on `task`'s board: inference cost per 10,000 of its items."""
+    return UNITS[by].replace("items", items(task))
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class Board:
     rows: list[Row]
     notes: list[str] = field(default_factory=list)
     direction: str = "higher"  # task.direction: "lower" for error rates, perplexity, FID
+    target: str = ""  # as the task states it: "top-5 >= 93%", "F1 >= 0.75"
 
 
 def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) -> bool:
@@ -78,6 +88,9 @@ def _entry(
     """(status, value, provenance, note) of a record on this board, or None if not an entry."""
     task = rec.get("task") or {}
     metric, threshold = str(task.get("metric")), float(task.get("threshold"))
+    target = target_text(metric, threshold, task_direction(rec))
+    if (rec.get("data") or {}).get("kind") == "synthetic":
+        return "n/a", None, None, "synthetic data: throughput only, accuracy is chance"
     if by.startswith("training"):
         if is_inference_only(rec):
             return None
@@ -86,7 +99,7 @@ def _entry(
         if rec.get("status") == "running":
             return "n/a", None, None, "still running"
         if not reached or time_s is None:
-            return "DNC", None, None, f"{rec.get('status')}: did not reach {metric} {threshold:g}"
+            return "DNC", None, None, f"{rec.get('status')}: did not reach {target}"
         if by == "training-time":
             return "ranked", time_s, tta.get("provenance"), None
         c = cost_of(rec, prices)
@@ -98,8 +111,13 @@ def _entry(
         return None
     if not _inference_qualifies(rec, metric, threshold):
         if task_direction(rec) == "lower":
-            return "DNC", None, None, f"{metric} above {threshold:g}"
-        return "DNC", None, None, f"accuracy below {metric} {threshold:g}"
+            return (
+                "DNC",
+                None,
+                None,
+                f"{metric_info(metric).label} above {metric_text(metric, threshold)}",
+            )
+        return "DNC", None, None, f"accuracy below {target}"
     if by == "inference-latency":
         lat = inf["latency"]
         if lat.get("value") is None:
@@ -181,5 +199,17 @@ def leaderboard(
         rows = [_row(*keyed[k], rank, by) for k, _, rank in stats.competition_ranks(ranked)]
         for status in ("DNC", "n/a"):
             rows += [_row(*keyed[k], None, by) for k in sorted(keyed) if keyed[k][1][0] == status]
-        boards.append(Board(name, metric, threshold, by, UNITS[by], rows, notes, direction))
+        boards.append(
+            Board(
+                name,
+                metric,
+                threshold,
+                by,
+                unit_of(by, name),
+                rows,
+                notes,
+                direction,
+                target_text(metric, threshold, direction),
+            )
+        )
     return boards

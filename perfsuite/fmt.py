@@ -35,6 +35,16 @@ def pct(fraction: float | None, digits: int = 1) -> str:
     return f"{100.0 * fraction:.{digits}f}%"
 
 
+def metric(fraction: float | None, scale: str = "percent") -> str:
+    """A metric held as a fraction, shown as its task states it, without padding digits:
+    percent 0.93 -> "93%", 0.935 -> "93.5%"; score 0.75 -> "0.75"."""
+    if fraction is None or (isinstance(fraction, float) and not math.isfinite(fraction)):
+        return "n/a"
+    if scale == "percent":
+        return f"{round(100.0 * fraction, 6):g}%"
+    return f"{round(fraction, 8):g}"
+
+
 def duration(seconds: float | None) -> str:
     """Seconds as "1h02m03s", "4m05.2s" or "12.34 s"."""
     if seconds is None or (isinstance(seconds, float) and not math.isfinite(seconds)):

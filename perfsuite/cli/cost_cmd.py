@@ -74,6 +74,7 @@ def render(results: list[Any]) -> str:
             [
                 c.run_id,
                 c.task,
+                c.target,
                 c.instance_type or "-",
                 f"{c.price.usd_per_hour:g} ({c.price.origin})"
                 if c.price.usd_per_hour is not None
@@ -81,12 +82,15 @@ def render(results: list[Any]) -> str:
                 duration(c.training_time_s) if c.reached else train_blank,
                 usd(c.training_cost_usd),
                 si(c.inference_latency_s, "s") + (" *" if c.inference_rule == OLDER_RULE else ""),
-                usd(c.inference_cost_per_10k_usd),
+                f"{usd(c.inference_cost_per_10k_usd)} per 10k {c.items}"
+                if c.inference_cost_per_10k_usd is not None
+                else "n/a",
             ]
         )
     headers = [
         "run",
         "task",
+        "target",
         "instance",
         "USD/h (from)",
         "time to acc.",
@@ -94,7 +98,7 @@ def render(results: list[Any]) -> str:
         "latency (mean)",
         "infer cost/10k",
     ]
-    align = "lllrrrrr"
+    align = "llllrrrrr"
     if any(c.inference_p50_s is not None for c in results):  # optional: DAWNBench-rule runs
         for row, c in zip(rows, results, strict=True):
             row.append(percentiles(c))

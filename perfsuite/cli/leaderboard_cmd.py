@@ -76,8 +76,7 @@ def render(boards: list[Any]) -> str:
 
     blocks = []
     for b in boards:
-        op = "<=" if b.direction == "lower" else ">="
-        head = f"== {b.task}: {b.metric} {op} {b.threshold:g}, ranked by {b.by} ({b.unit})"
+        head = f"== {b.task}: {b.target}, ranked by {b.by} ({b.unit})"
         rows = [
             [
                 str(r.rank) if r.rank is not None else r.status,

@@ -21,7 +21,7 @@ PER_ELEMENT: dict[str, int] = {
         clamp_min clamp_max hardtanh hardtanh_backward leaky_relu leaky_relu_backward maximum
         minimum where masked_fill eq ne lt le gt ge sign floor ceil round trunc sqrt rsqrt exp
         exp2 log log2 log10 log1p expm1 tanh erf sin cos pow square logical_not logical_and
-        logical_or fmod remainder relu6 sgn frac"""),
+        logical_or bitwise_not fmod remainder relu6 sgn frac"""),
         1,
     ),
     "sigmoid": 4,  # 1 / (1 + exp(-x)): neg, exp, add, div

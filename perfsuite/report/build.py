@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
+from analyzers.stability import task_direction
+from analyzers.tasks import target_text
 from analyzers.utilization import Utilization, utilization
 from perfsuite import fmt
 from perfsuite.record.sidecars import read_telemetry, telemetry_path
@@ -41,7 +43,7 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
                 rec.get("run_id"),
                 rec.get("status"),
                 task.get("name"),
-                f"{task.get('metric')} >= {task.get('threshold')}",
+                _target(task, rec),
                 fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
                 tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
                 fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
@@ -66,6 +68,13 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
         rows,
         [False] * 4 + [True, True, True, True, False, False],
     )
+
+
+def _target(task: Mapping[str, Any], rec: Mapping[str, Any]) -> str:
+    """ "top-5 >= 93%", "F1 >= 0.75": the task's target as the task states it."""
+    if task.get("metric") is None or task.get("threshold") is None:
+        return "n/a"
+    return target_text(str(task["metric"]), float(task["threshold"]), task_direction(rec))
 
 
 def _of_roof_run(run: Any) -> str:
@@ -108,8 +117,15 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
     curves = curve_data(records)
     if not any(c["values"] for c in curves):
         return '<p class="note">No evaluations recorded.</p>'
-    metric = next((c["metric"] for c in curves if c["metric"]), None)
-    return h.figure(figures.curves_figure(curves, metric or "metric"), "fig-curves")
+    # one figure per metric: top-5 and F1 do not share an axis
+    metrics = list(dict.fromkeys(c["metric"] or "metric" for c in curves))
+    return "".join(
+        h.figure(
+            figures.curves_figure([c for c in curves if (c["metric"] or "metric") == m], m),
+            "fig-curves" if i == 0 else f"fig-curves-{i}",
+        )
+        for i, m in enumerate(metrics)
+    )
 
 
 def run_rows(res: Roofline) -> list[list[str]]:

@@ -10,6 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from analyzers.roofline import Roofline
+from analyzers.tasks import metric_info, target_text
 from analyzers.utilization import Utilization
 from perfsuite import fmt
 
@@ -99,9 +100,9 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
             thresholds.add(c["threshold"])
     for t in sorted(thresholds):
         fig.add_hline(y=t, line_dash="dash", line_color="crimson",
-                      annotation_text=f"threshold {t:g}")
+                      annotation_text=f"target {target_text(metric, t)}")
     fig.update_xaxes(title="training time (s)")
-    fig.update_yaxes(title=f"{metric} (fraction)")
+    fig.update_yaxes(title=f"{metric_info(metric).label} (fraction)")
     fig.update_layout(title="Accuracy vs training time", **_LAYOUT)
     return fig
 

@@ -33,6 +33,15 @@ def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
             + f" ({stall.get('provenance')}: {stall.get('source', '')})",
         ],
     ]
+    rate = data.get("delivered_rate") or {}
+    if data.get("samples_delivered") is not None:
+        rows.append(
+            [
+                "delivered (examples the source supplied in timed epochs)",
+                f"{data['samples_delivered']:,}, {fmt.si(rate.get('value'), 'sample/s')} "
+                f"({rate.get('provenance')}: {rate.get('source', '')})",
+            ]
+        )
     per_epoch = data.get("stall_per_epoch_s") or []
     if per_epoch:
         rows.append(["input stall per epoch", ", ".join(fmt.si(v, "s") for v in per_epoch)])

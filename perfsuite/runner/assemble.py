@@ -49,6 +49,8 @@ def prepare_recipe(
         recipe.extra["tta_flip"] = switches.tta
     if switches.data is not None:
         recipe.extra["data"] = switches.data
+    if switches.progressive_resize is not None:
+        recipe.extra["progressive_resize"] = switches.progressive_resize
     return recipe
 
 

@@ -152,8 +152,10 @@ class _Run:
                 self.parts.load_data, wl, opts.data_dir, backend, self.switches
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        self.record["task"]["name"] = wl.task  # a class subset renames it (imagenet-10class)
         parts = self.parts
         model = parts.build_model(wl, self.recipe, backend, self.switches, opts.seed)
+        self.record["model"] = wl.model_name(self.recipe)  # the data may have shaped it
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
         self.state = parts.build_state(
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
@@ -171,6 +173,8 @@ class _Run:
             "effect": parts.switch_effects(self.state, self.switches, seen),
         }
         self.record["math"] = parts.math_section(self.state, seen)
+        for note in wl.notes():
+            self.rec.flag(note)
         if opts.capture and not opts.replay_steps:
             self.energy = EnergyClock.for_device(backend.device.gpu_index)
             if not self.energy.available:
@@ -308,7 +312,9 @@ class _Run:
             if mllog:
                 mllog.eval_stop(epoch)
             self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
-            self.rec.set_data(self.data.kind, self.data.description, self.stall_s, self.data)
+            self.rec.set_data(
+                self.data.kind, self.data.description, self.stall_s, self.data, samples
+            )
             rec["telemetry"] = telemetry.summary()
             reached = self.rec.add_evaluation(
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples

@@ -121,9 +121,15 @@ class Recorder:
         }
 
     def set_data(
-        self, kind: str, description: str, stall_s: list[float], source: Any = None
+        self,
+        kind: str,
+        description: str,
+        stall_s: list[float],
+        source: Any = None,
+        samples: int | None = None,
     ) -> None:
-        """The record's `data` section: the source and how long steps waited for batches."""
+        """The record's `data` section: the source, how long steps waited for batches and, when
+        `samples` (examples delivered in the timed epochs) is known, the rate it delivered."""
         total = sum(stall_s)
         train = sum(self.epoch_times) or None
         self.record["data"] = {
@@ -141,6 +147,16 @@ class Recorder:
             "stall_fraction": (total / train) if train else None,
             "stall_per_epoch_s": list(stall_s),
         }
+        if samples is not None:
+            self.record["data"]["samples_delivered"] = samples
+            self.record["data"]["delivered_rate"] = quantity(
+                samples / train if train else None,
+                "sample/s",
+                "derived",
+                "examples the source delivered in timed epochs / their training time: the rate "
+                "training consumed; the loader could supply at least this much, and it is the "
+                "loader's own limit only when stall_fraction is large",
+            )
 
     def finish(self) -> None:
         rec = self.record

@@ -10,6 +10,7 @@ forward/loss/backward/optimizer step with the switches in the TrainState applied
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -52,18 +53,14 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
-def one_cycle(recipe: Recipe, steps_per_epoch: int) -> Callable[[int], float]:
-    """The per-step learning-rate factor of the default schedule: linear warm-up over
-    `warmup_fraction` of the steps, then linear decay to 0 (every framework uses this one)."""
+def one_cycle(
+    recipe: Recipe, steps_per_epoch: int, schedule: str = "onecycle"
+) -> Callable[[int], float]:
+    """The per-step learning-rate factor of a run (every framework uses this one): linear
+    warm-up over `warmup_fraction` of the steps, then `schedule`'s decay (see lr_factor)."""
     total = max(1, recipe.epochs * steps_per_epoch)
     warm = max(1, int(recipe.warmup_fraction * total))
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total - step) / max(1, total - warm))
-
-    return factor
+    return lambda step: lr_factor(step, total, warm, schedule)
 
 
 def _convert(raw: str, kind: type, key: str) -> Any:
@@ -77,6 +74,33 @@ def _convert(raw: str, kind: type, key: str) -> Any:
         return kind(raw)
     except ValueError:
         raise ValueError(f"recipe field {key!r}: cannot read {raw!r} as {kind.__name__}") from None
+
+
+LR_SCHEDULES = ("onecycle", "cosine")
+
+
+def lr_factor(step: int, total: int, warm: int, schedule: str = "onecycle") -> float:
+    """Multiplier of the base learning rate at `step` (0-based) of `total`: linear warm-up over
+    `warm` steps to 1, then linear ("onecycle") or half-cosine ("cosine") decay to 0."""
+    if step < warm:
+        return (step + 1) / warm
+    if schedule == "cosine":
+        progress = min(1.0, (step - warm) / max(1, total - warm))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return max(0.0, (total - step) / max(1, total - warm))
+
+
+def decay_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
+    """Optimizer parameter groups: weight decay on weights of two or more dimensions (convs,
+    linear layers), none on batch-norm scales and shifts and on biases (1-D), as the fast
+    DAWNBench and MLPerf recipes do: decaying them only pulls normalization toward zero."""
+    decay, no_decay = [], []
+    for p in model.parameters():
+        (no_decay if p.ndim <= 1 else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
 
 
 class Workload:
@@ -95,9 +119,16 @@ class Workload:
     switches: frozenset[str] = COMMON  # the optimization switches this workload supports
     recipe: Recipe | None = None
     class_names: tuple[str, ...] = ()  # label order; image folders name their classes so
+    # per-channel input normalization (mean, std) on the 0-255 scale, for image workloads
+    image_stats: tuple[tuple[float, ...], tuple[float, ...]] | None = None
 
     def default_recipe(self, device: str = "cpu") -> Recipe:
         raise NotImplementedError
+
+    def notes(self) -> list[str]:
+        """Lines the runner adds to the record's flags after setup: caveats only the workload
+        knows (e.g. a FLOP count taken at one of several image sizes). None by default."""
+        return []
 
     def presets(self) -> dict[str, Recipe]:
         """Named recipes a user can pick with `run --recipe NAME` (none by default)."""
@@ -148,23 +179,24 @@ class Workload:
         return F.cross_entropy(logits, target, label_smoothing=recipe.label_smoothing)
 
     def make_optimizer(self, model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
-        """SGD (Nesterov) with a one-cycle schedule: linear warm-up, then linear decay to 0."""
+        """SGD (Nesterov) with linear warm-up, then the recipe's `lr_schedule` decay to 0:
+        "onecycle" (linear; the default) or "cosine"."""
         import torch
 
-        decay, no_decay = [], []
-        for p in model.parameters():
-            (no_decay if p.ndim <= 1 else decay).append(p)
+        schedule = str(recipe.extra.get("lr_schedule", "onecycle"))
+        if schedule not in LR_SCHEDULES:
+            raise ValueError(
+                f"recipe field 'lr_schedule': {schedule!r} is not one of {', '.join(LR_SCHEDULES)}"
+            )
         opt = torch.optim.SGD(
-            [
-                {"params": decay, "weight_decay": recipe.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
+            decay_groups(model, recipe.weight_decay),
             lr=recipe.lr,
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
         )
-        factor = one_cycle(recipe, steps_per_epoch)
-        return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+        return opt, torch.optim.lr_scheduler.LambdaLR(
+            opt, one_cycle(recipe, steps_per_epoch, schedule)
+        )
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
         """One optimization step on `batch`; returns the detached loss (not synchronised).
@@ -220,20 +252,31 @@ class Workload:
         """Class names in label order: `class_names`, else "0", "1", ..."""
         return list(self.class_names) or [str(i) for i in range(self.num_classes)]
 
-    def to_images(self, x: Any) -> Any:
-        """Model inputs (N, C, H, W) back to images in [0, 1] (undo the normalization), so
-        the test set can be corrupted. Image workloads override it with from_images."""
-        raise NotImplementedError(
-            f"workload {self.name or type(self).__name__}: its inputs are not images "
-            "(Workload.to_images/from_images not defined)"
+    def _stats(self, device: Any) -> tuple[Any, Any]:
+        """`image_stats` as (1, C, 1, 1) tensors; a one-line error for non-image workloads."""
+        import torch
+
+        if self.image_stats is None:
+            raise NotImplementedError(
+                f"workload {self.name or type(self).__name__}: its inputs are not images "
+                "(Workload.to_images/from_images not defined)"
+            )
+        mean, std = self.image_stats
+        return (
+            torch.tensor(mean, device=device).view(1, -1, 1, 1),
+            torch.tensor(std, device=device).view(1, -1, 1, 1),
         )
+
+    def to_images(self, x: Any) -> Any:
+        """Model inputs (N, C, H, W) back to images in [0, 1] (undo the normalization by
+        `image_stats`), so the test set can be corrupted. Other inputs: override it."""
+        mean, std = self._stats(getattr(x, "device", None))
+        return (x.float() * std + mean) / 255.0
 
     def from_images(self, images: Any) -> Any:
         """Images (N, C, H, W) in [0, 1] to model inputs (the workload's normalization)."""
-        raise NotImplementedError(
-            f"workload {self.name or type(self).__name__}: its inputs are not images "
-            "(Workload.to_images/from_images not defined)"
-        )
+        mean, std = self._stats(getattr(images, "device", None))
+        return (images * 255.0 - mean) / std
 
     def features(self, model: Any, *inputs: Any) -> Any:
         """Penultimate features (N, D) for a linear probe: by default the input of the

@@ -105,6 +105,7 @@ class Cifar10Workload(Workload):
     needs_data_dir = True
     train_size, eval_size = 50_000, 10_000
     switches = COMMON | {"label_smoothing", "tta", "data"}
+    image_stats = (MEAN, STD)  # to_images / from_images undo and apply this normalization
     class_names = (
         "airplane",
         "automobile",
@@ -261,21 +262,6 @@ class Cifar10Workload(Workload):
         logits = model(x)
         tta = self.recipe is None or bool(self.recipe.extra.get("tta_flip", True))
         return logits + model(x.flip(3)) if tta else logits
-
-    def to_images(self, x: Any) -> Any:
-        """Normalized inputs back to RGB images in [0, 1]."""
-        import torch
-
-        mean = torch.tensor(MEAN, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(STD, device=x.device).view(1, 3, 1, 1)
-        return (x.float() * std + mean) / 255.0
-
-    def from_images(self, images: Any) -> Any:
-        import torch
-
-        mean = torch.tensor(MEAN, device=images.device).view(1, 3, 1, 1)
-        std = torch.tensor(STD, device=images.device).view(1, 3, 1, 1)
-        return (images * 255.0 - mean) / std
 
 
 def augment(padded: Any, generator: Any, size: int = 32) -> Any:

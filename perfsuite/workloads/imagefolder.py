@@ -72,7 +72,8 @@ def balanced_limit(files: list[tuple[str, int]], limit: int, num_classes: int) -
 
 
 class _Files:
-    """Map-style dataset over image files; items are keyed by (index, epoch seed or None).
+    """Map-style dataset over image files; items are keyed by (index, epoch seed or None) or
+    (index, epoch seed, image size) when progressive resizing sets this epoch's size.
 
     Paths and labels are held in numpy arrays, not a list of Python strings: forked workers
     share them copy-on-write, and reading a Python object would touch its reference count and
@@ -82,6 +83,7 @@ class _Files:
         self.paths = np.array([os.fsencode(p) for p, _ in files], dtype=np.bytes_)
         self.labels = np.array([lab for _, lab in files], dtype=np.int64)
         self.transform = transform
+        self._sized: dict[int, Transform] = {}
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -89,11 +91,23 @@ class _Files:
     def path(self, index: int) -> str:
         return os.fsdecode(self.paths[index])
 
-    def __getitem__(self, key: tuple[int, int | None]) -> tuple[Any, int]:
+    def transform_at(self, size: int | None) -> Transform:
+        """The transform, or its copy cropping to `size` (cached per worker process)."""
+        if size is None:
+            return self.transform
+        if size not in self._sized:
+            at_size = getattr(self.transform, "at_size", None)
+            if at_size is None:
+                raise DataError(f"{self.transform.describe()}: cannot change its image size")
+            self._sized[size] = at_size(size)
+        return self._sized[size]
+
+    def __getitem__(self, key: tuple[Any, ...]) -> tuple[Any, int]:
         import torch
         from PIL import Image
 
-        index, seed = key
+        index, seed = key[0], key[1]
+        transform = self.transform_at(key[2] if len(key) > 2 else None)
         path = self.path(index)
         rng = None if seed is None else np.random.default_rng([seed, index])
         try:
@@ -106,23 +120,27 @@ class _Files:
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
             raise DataError(f"{path}: cannot decode image: {exc}") from None
         try:
-            x = self.transform(image, rng)
+            x = transform(image, rng)
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
         return torch.from_numpy(x), int(self.labels[index])
 
 
 class _Order:
-    """Sampler yielding (index, seed) keys in an order set before each epoch. It runs in the
-    main process, so persistent workers see each new epoch's order and seed."""
+    """Sampler yielding (index, seed) keys, or (index, seed, size) when an image size is set,
+    in an order set before each epoch. It runs in the main process, so persistent workers see
+    each new epoch's order, seed and size."""
 
     def __init__(self, n: int) -> None:
         self.order: list[int] = list(range(n))
         self.seed: int | None = None
+        self.size: int | None = None
 
-    def __iter__(self) -> Iterator[tuple[int, int | None]]:
-        order, seed = self.order, self.seed  # a pass keeps the order it started with
-        return ((i, seed) for i in order)
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        order, seed, size = self.order, self.seed, self.size  # a pass keeps what it started with
+        if size is None:
+            return ((i, seed) for i in order)
+        return ((i, seed, size) for i in order)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -156,6 +174,7 @@ class ImageFolderSource:
         num_workers: int | None = None,
         train_limit: int | None = None,
         eval_split: str | None = None,
+        eval_limit: int | None = None,
         classes: Sequence[str] | None = None,
         prefetch_factor: int = 2,
     ) -> None:
@@ -172,6 +191,8 @@ class ImageFolderSource:
         _, held_out = list_split(self.root / eval_split, self.classes)
         if train_limit is not None:
             train = balanced_limit(train, train_limit, len(self.classes))
+        if eval_limit is not None:
+            held_out = balanced_limit(held_out, eval_limit, len(self.classes))
         self._train, self._eval = _Files(train, train_transform), _Files(held_out, eval_transform)
         self.num_train, self.num_eval = len(train), len(held_out)
         self.device = str(device)
@@ -180,12 +201,14 @@ class ImageFolderSource:
             raise DataError(f"num_workers: must be >= 0, got {self.num_workers}")
         self.pin = self.device.startswith("cuda")
         self.prefetch_factor = prefetch_factor
+        self.train_size: int | None = None  # progressive resizing: this epoch's crop size
         self._loaders: dict[tuple[str, int], tuple[Any, _Order]] = {}
         self._tokens: dict[tuple[str, int], int] = {}
         limit = f" (train_limit {train_limit}, balanced)" if train_limit is not None else ""
+        elimit = f" (eval_limit {eval_limit}, balanced)" if eval_limit is not None else ""
         self.description = (
             f"image folder {self.root}: {self.num_train} train{limit} / {self.num_eval} "
-            f"{eval_split} images, {len(self.classes)} classes; {self.num_workers} loader "
+            f"{eval_split}{elimit} images, {len(self.classes)} classes; {self.num_workers} loader "
             f"workers, pinned memory {'on' if self.pin else 'off'}; train: "
             f"{train_transform.describe()}; eval: {eval_transform.describe()}"
         )
@@ -219,15 +242,26 @@ class ImageFolderSource:
             self._loaders[key] = (loader, order)
         return self._loaders[key]
 
-    def _stream(self, key: tuple[str, int], order: list[int], seed: int | None) -> Iterator[Batch]:
+    def set_train_size(self, size: int | None) -> None:
+        """Crop training images to `size` from the next pass on (None: the transform's own);
+        progressive resizing calls it before each epoch."""
+        if size is not None and size < 1:
+            raise DataError(f"train image size: must be positive, got {size}")
+        if size is not None:
+            self._train.transform_at(size)  # fails here, in this process, if it cannot resize
+        self.train_size = size
+
+    def _stream(
+        self, key: tuple[str, int], order: list[int], seed: int | None, size: int | None = None
+    ) -> Iterator[Batch]:
         """Batches of one pass. Each call takes a new token for its loader, so an older pass
         over the same loader (sharing its persistent workers) fails loudly if resumed."""
         loader, sampler = self._loader(*key)
         token = self._tokens[key] = self._tokens.get(key, 0) + 1
-        return self._run(loader, sampler, key, token, order, seed)
+        return self._run(loader, sampler, key, token, (order, seed, size))
 
     def _run(
-        self, loader: Any, sampler: _Order, key: Any, token: int, order: list[int], seed: Any
+        self, loader: Any, sampler: _Order, key: Any, token: int, plan: tuple[list[int], Any, Any]
     ) -> Iterator[Batch]:
         it = None
         while True:
@@ -237,7 +271,7 @@ class ImageFolderSource:
                     "while this one was unfinished; it cannot resume"
                 )
             if it is None:  # at the first next(): a pass made and dropped unused costs nothing
-                sampler.order, sampler.seed = order, seed
+                sampler.order, sampler.seed, sampler.size = plan
                 it = iter(loader)
             try:
                 x, y = next(it)
@@ -256,7 +290,7 @@ class ImageFolderSource:
 
         perm = torch.randperm(self.num_train, generator=generator).tolist()
         seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-        return self._stream(("train", batch_size), perm, seed)
+        return self._stream(("train", batch_size), perm, seed, self.train_size)
 
     def eval_batches(self, batch_size: int) -> Iterator[Batch]:
         """The held-out split in listing order (class, then file name), unaugmented."""

@@ -20,6 +20,7 @@ class SwitchSpec:
     choices: tuple[str, ...] = ()  # accepted values; empty: a flag or a number
     default_value: str | None = None  # the value a bare `--switch NAME` means
     number: bool = False
+    text: bool = False  # a free value checked by the switch's own parser (a schedule)
 
 
 SPECS: dict[str, SwitchSpec] = {
@@ -57,6 +58,13 @@ SPECS: dict[str, SwitchSpec] = {
             "where batches come from: device (whole set in memory) or workers (streaming loader)",
             ("device", "workers"),
         ),
+        SwitchSpec(
+            "progressive_resize",
+            "training image size per epoch range, e.g. 1-5:128/6-8:192/9-:224 "
+            "(bare: the recipe's schedule; off: fixed size)",
+            default_value="on",
+            text=True,
+        ),
     )
 }
 
@@ -77,6 +85,7 @@ class Switches:
     tta: bool | None = None
     data: str | None = None
     layout: str | None = None  # TensorFlow: nhwc | nchw
+    progressive_resize: str | None = None  # "on" (the recipe's schedule), "off" or a schedule
     given: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +100,7 @@ class Switches:
             "tta": self.tta,
             "data": self.data,
             "layout": self.layout,
+            "progressive_resize": self.progressive_resize,
         }
 
 
@@ -119,6 +129,12 @@ def _value(spec: SwitchSpec, value: str | None) -> str | None:
         value = spec.default_value
         if value is None and (spec.choices or spec.number):
             raise ValueError(f"switch {spec.name!r} needs a value, e.g. {spec.name}=...")
+        return value
+    if spec.text:
+        if value not in ("on", "off"):
+            from perfsuite.workloads.progressive import parse_schedule
+
+            parse_schedule(value)
         return value
     if spec.number:
         try:
@@ -160,6 +176,8 @@ def _apply(out: Switches, name: str, value: str | None) -> None:
         out.tta = value == "on"
     elif name == "data":
         out.data = value
+    elif name == "progressive_resize":
+        out.progressive_resize = value
 
 
 def scaled_lr(lr: float, base_batch: int, batch: int, rule: str) -> float:
@@ -181,5 +199,6 @@ def describe(supported: frozenset[str]) -> str:
             values = f"[{values}] (bare: {spec.default_value})"
         values = f" {values}" if values else ""
         values = " =X" if spec.number else values
+        values = " [=on|off|SCHEDULE] (bare: on)" if spec.text else values
         lines.append(f"  {name}{values}: {spec.help}")
     return "\n".join(lines)

@@ -162,6 +162,14 @@ class ImageNetTrain:
             x = x[:, ::-1]
         return _normalize_chw(x, self.mean, self.std)
 
+    def at_size(self, size: int) -> ImageNetTrain:
+        """The same transform cropping to `size` (progressive resizing changes it per epoch)."""
+        if size == self.size:
+            return self
+        out = ImageNetTrain(size, self.scale, self.ratio)
+        out.mean, out.std = self.mean, self.std
+        return out
+
     def describe(self) -> str:
         lo, hi = self.scale
         return (
@@ -211,6 +219,9 @@ def cifar_transforms(
     return CifarTrain(mean, std), CifarEval(mean, std)
 
 
-def imagenet_transforms(size: int = 224, resize: int = 256) -> tuple[ImageNetTrain, ImageNetEval]:
-    """(train, eval) transforms of the ImageNet recipe."""
-    return ImageNetTrain(size), ImageNetEval(resize, size)
+def imagenet_transforms(
+    size: int = 224, resize: int = 256, min_scale: float = 0.08
+) -> tuple[ImageNetTrain, ImageNetEval]:
+    """(train, eval) transforms of the ImageNet recipe; `min_scale`: the smallest area fraction
+    a random-resized crop may cover."""
+    return ImageNetTrain(size, scale=(min_scale, 1.0)), ImageNetEval(resize, size)
