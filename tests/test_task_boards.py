@@ -134,4 +134,4 @@ def test_report_summary_states_targets(records, tmp_path):
 
     html = report_html(records[:2])
     assert "top-5 &gt;= 93%" in html and "F1 &gt;= 0.75" in html
-    assert "fig-curves-1" in html  # top-5 and F1 curves get a figure each
+    assert "fig-compare-curves-1" in html  # top-5 and F1 curves get a figure each

@@ -76,11 +76,17 @@ def comparison_body(
 ) -> str:
     """HTML of the comparison section for records of two or more runs."""
     items = items_from_records(records)
-    metric = next((str(r.get("task", {}).get("metric")) for r in records), "metric")
+    curves = _curves(items)
+    # one chart per metric: runs of tasks with other metrics (top-5, F1) do not share an axis
+    metrics = list(dict.fromkeys(c["metric"] or "metric" for c in curves)) or ["metric"]
     parts = [
         h.figure(
-            overlay_figure(_curves(items), [i for i, _ in items], metric), "fig-compare-curves"
+            overlay_figure(
+                [c for c in curves if (c["metric"] or "metric") == m], [i for i, _ in items], m
+            ),
+            "fig-compare-curves" if k == 0 else f"fig-compare-curves-{k}",
         )
+        for k, m in enumerate(metrics)
     ]
     if len(items) < 2:
         return "".join(parts) + h.notes(
