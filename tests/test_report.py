@@ -79,7 +79,7 @@ def test_report_without_roofline_inputs(tmp_path, make_record):
 
 def test_roofline_cli_text_json_html(run_dir, tmp_path, capsys):
     html_out = tmp_path / "roof.html"
-    assert main(["roofline", str(run_dir), "--top", "3", "--html", str(html_out)]) == 0
+    assert main(["roofline", str(run_dir), "--top", "3", "-o", str(html_out)]) == 0
     text = capsys.readouterr().out
     assert "intensity" in text and "20 FLOP/byte" in text
     assert "Where to look first" in text

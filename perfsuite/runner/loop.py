@@ -19,7 +19,9 @@ from typing import Any
 from perfsuite.backends import torch_backend
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture
+from perfsuite.runner.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
 from perfsuite.workloads.switches import parse_switches
@@ -123,6 +125,7 @@ class _Run:
             )
         self.setup_s: dict[str, float] = {}
         self.stall_s: list[float] = []
+        self.progress = RunProgress(opts.progress, self.rec.run_id)
         self.restore_switches = assemble.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
@@ -131,6 +134,7 @@ class _Run:
         opts, wl, backend = self.opts, self.workload, self.backend
         backend.seed_all(opts.seed)
         self.gen = backend.generator(opts.seed)
+        self.progress.phase("loading data")
         if opts.synthetic:
             self.data, self.setup_s["data_load_s"] = capture.timed(
                 wl.synthetic_data, backend.torch_device, opts.seed
@@ -141,6 +145,7 @@ class _Run:
                 wl.load_data, opts.data_dir, backend.torch_device
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        self.progress.phase("building the model")
         model = wl.build_model(self.recipe).to(backend.torch_device)
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
         self.state = assemble.build_state(
@@ -149,6 +154,7 @@ class _Run:
         params = sum(p.numel() for p in model.parameters())
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         seen, unhook = assemble.watch_first_layer(self.state)
+        self.progress.phase(f"warm-up ({capture.WARMUP_STEPS} steps, off the clock)")
         _, self.setup_s["warmup_s"] = capture.timed(
             capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
         )
@@ -159,7 +165,9 @@ class _Run:
         }
         self.record["math"] = assemble.math_section(self.state, seen)
         if opts.capture and not opts.replay_steps:
+            self.progress.phase("counting FLOPs of one step")
             self._capture_work()
+            self.progress.phase("device ceilings (cached, or measured once)")
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
             ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
             self.record["ceilings"] = ceil
@@ -194,10 +202,17 @@ class _Run:
         """The profile window, taken warm mid-training: a few steps in a detour."""
         opts, rec = self.opts, self.record
         active = capture.window_steps(opts.profile_steps, opts.profile_seconds, epoch_step_s)
-        window = ProfileWindow(self.run_dir, self.backend, wait=2, warmup=1, active=active)
-        rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
-            capture.profile_window, self.workload, self.state, self._batches(20_011), window
-        )
+        self.progress.phase(f"profile window: {active} steps, off the clock")
+        log = self.run_dir / LOG_NAME
+        with stderr_to(log):  # the profiler's own lines go to the run's log, not the terminal
+            window = ProfileWindow(self.run_dir, self.backend, wait=2, warmup=1, active=active)
+            rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
+                capture.profile_window, self.workload, self.state, self._batches(20_011), window
+            )
+        if log.is_file() and log.stat().st_size:
+            rec["sidecars"]["log"] = LOG_NAME
+        else:
+            log.unlink(missing_ok=True)
         if rec["timeline"]:
             rec["sidecars"]["trace"] = rec["timeline"]["trace"]
             rec["timeline"]["epoch"] = epoch
@@ -222,6 +237,7 @@ class _Run:
         stall = 0.0
         wl.on_epoch_start(state, self.data, epoch)
         batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
+        tick = self.progress.step if self.progress.bar is not None else None
         while True:
             t = time.perf_counter()
             batch = next(batches, None)
@@ -231,6 +247,8 @@ class _Run:
             loss_sum += wl.train_step(state, batch).float()
             steps += 1
             samples += batch.size
+            if tick is not None:
+                tick()
             if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
         wl.on_epoch_end(state, self.data, epoch)
@@ -248,20 +266,12 @@ class _Run:
         return max(1, (self.recipe.epochs + 1) // 2)
 
     def _epochs(self, telemetry: Any) -> None:
-        from tqdm import tqdm
-
         rec, opts, metric, mllog = self.record, self.opts, self.workload.metric, self.rec.mllog
         train_time = 0.0
         samples = 0
         want_window = opts.capture and opts.profile_steps > 0
-        bar = tqdm(
-            range(1, self.recipe.epochs + 1),
-            desc=f"{self.workload.name} {self.rec.run_id}",
-            unit="epoch",
-            disable=not opts.progress,
-            leave=False,
-        )
-        for epoch in bar:
+        self.progress.start_training(self.recipe.epochs, self.steps_per_epoch)
+        for epoch in range(1, self.recipe.epochs + 1):
             if mllog:
                 mllog.epoch_start(epoch)
             seconds, loss, steps, n = self._train_epoch(epoch)
@@ -270,6 +280,7 @@ class _Run:
             self.rec.epoch_times.append(seconds)
             if mllog:
                 mllog.epoch_stop(epoch)
+            self.progress.epoch_done(epoch, n / seconds if seconds > 0 else None)
             if epoch < min(opts.eval_from, self.recipe.epochs):
                 # Not evaluated: time to accuracy can only be later than with evaluation here.
                 self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
@@ -289,7 +300,11 @@ class _Run:
             reached = self.rec.add_evaluation(
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
             )
-            bar.set_postfix({metric: f"{metrics[metric]:.4f}", "loss": f"{loss:.3f}"})
+            self.progress.epoch_done(
+                epoch,
+                n / seconds if seconds > 0 else None,
+                f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
+            )
             if reached and "checkpoint" not in rec and self.rec.write_files:
                 self._save_threshold_model(epoch, metrics[metric])
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
@@ -302,7 +317,7 @@ class _Run:
                 self.rec.write()
             if reached and not opts.keep_going:
                 break
-        bar.close()
+        self.progress.close()
 
     def _save_threshold_model(self, epoch: int, value: float) -> None:
         """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
@@ -324,6 +339,7 @@ class _Run:
     def _finish(self) -> None:
         rec, opts = self.record, self.opts
         if opts.capture and opts.inference_repeats > 0:
+            self.progress.phase("inference latency")
             with self.state.autocast():
                 inf, self.setup_s["inference_latency_s"] = capture.timed(
                     capture.measure_inference_latency,
@@ -336,6 +352,7 @@ class _Run:
             inf["metrics"] = dict(rec["evaluations"][-1]["metrics"]) if rec["evaluations"] else {}
             rec["inference"] = inf
         if opts.capture and opts.counters:
+            self.progress.phase(f"hardware counters ({opts.counters})")
             from perfsuite.runner.counters_step import collect_counters
 
             _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
@@ -379,7 +396,13 @@ class _Run:
             self._finish()
         except Diverged as exc:
             rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
-        except (Exception, KeyboardInterrupt) as exc:
+        except (Terminated, KeyboardInterrupt) as exc:  # a signal: stopped, not broken
+            exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
+            rec["status"] = "interrupted"
+            rec["error"] = str(exc) if isinstance(exc, Terminated) else "interrupted by SIGINT"
+            self._close(telemetry)
+            raise
+        except Exception as exc:
             exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
             rec["status"] = "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
@@ -392,6 +415,7 @@ class _Run:
         return self.run_dir
 
     def _close(self, telemetry: TelemetrySampler | None) -> None:
+        self.progress.close()
         self.restore_switches()
         if telemetry is not None:
             self.record["telemetry"] = telemetry.summary()
