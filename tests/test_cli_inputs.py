@@ -50,8 +50,8 @@ def test_run_threshold_98_is_an_error_that_suggests_percent(capsys):
         ["run", "digits", "--batch-size", "0"],
         ["run", "digits", "--price", "-5"],
         ["run", "digits", "--repeats", "0"],
-        ["stability", "x", "--threshold", "94"],
-        ["thresholds", "x", "--thresholds", "0.9,93"],
+        ["stability", "x", "--threshold", "150%"],
+        ["thresholds", "x", "--thresholds", "0.9,-5%"],
         ["study", "lesion", "digits", "--opts", "bf16", "--threshold", "2"],
     ],
 )
@@ -66,7 +66,7 @@ def test_bad_numbers_are_refused_before_any_work(argv, capsys):
 def test_thresholds_list_takes_percent():
     from perfsuite.cli.thresholds_cmd import _fractions
 
-    assert _fractions("90%,0.95") == pytest.approx([0.9, 0.95])
+    assert _fractions("90%,0.95,2.7") == pytest.approx([0.9, 0.95, 2.7])  # 2.7: perplexity
 
 
 # -- a record argument: file, run folder, group folder ----------------------------------

@@ -98,6 +98,19 @@ def fraction(text: str) -> float:
     return value
 
 
+def metric_value(text: str) -> float:
+    """A threshold whose range depends on the records' metric (checked once they are loaded:
+    fractions for higher-is-better metrics, any value >= 0 for lower-is-better ones): "0.93",
+    "93%" (= 0.93) or "2.7" (a log perplexity)."""
+    raw = text.strip()
+    if raw.endswith("%"):
+        return fraction(raw)
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (epochs, batch size, repeats)."""
     try:

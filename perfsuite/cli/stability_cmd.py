@@ -8,8 +8,8 @@ from typing import Any
 from perfsuite.cli.common import (
     CLIError,
     add_json_flag,
-    fraction,
     load_runs,
+    metric_value,
     print_json,
     status,
 )
@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("--metric", help="metric to use instead of each record's task metric")
     p.add_argument(
         "--threshold",
-        type=fraction,
+        type=metric_value,
         help="threshold recomputed from the curves instead of the recorded one (a fraction 0-1 "
         "for higher-is-better metrics such as top1)",
     )
