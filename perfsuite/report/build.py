@@ -14,7 +14,9 @@ from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.generalization_section import generalization_section
+from perfsuite.report.overview_section import overview_section
 from perfsuite.report.setup_section import setup_section
+from perfsuite.report.timeline_section import timeline_section
 
 
 def _analyses(
@@ -406,6 +408,19 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _single_run_sections(
+    records: Sequence[Mapping[str, Any]], analyses: list, top: int
+) -> list[tuple[str, str, str]]:
+    """The single-run page's overview (first) and trace timeline; none for several runs."""
+    if len(records) != 1:
+        return []
+    rec, (res, _util, err) = records[0], analyses[0]
+    return [
+        ("overview", "Overview", overview_section(rec, res, err)),
+        ("timeline", "Timeline of the profiled window", timeline_section(rec, min(top, 20))),
+    ]
+
+
 def report_html(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
@@ -419,12 +434,15 @@ def report_html(
         if len(records) == 1
         else f"perfsuite report: {len(records)} runs"
     )
+    single = _single_run_sections(records, analyses, top)
     sections = [
         *first,
+        *single[:1],
         ("summary", "Summary", _summary(records, analyses)),
         ("curves", "Accuracy vs training time", _curves(records)),
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
+        *single[1:],
         ("telemetry", "Telemetry", _telemetry_section(records)),
         ("generalization", "Generalization", generalization_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),
