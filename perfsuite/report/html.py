@@ -36,8 +36,9 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
-          numeric: Sequence[bool] | None = None) -> str:
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool] | None = None
+) -> str:
     """A table; cells are escaped. `numeric` marks right-aligned columns."""
     numeric = numeric or [False] * len(headers)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
@@ -45,7 +46,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
     for row in rows:
         cells = "".join(
             f'<td class="num">{esc(c)}</td>' if numeric[i] else f"<td>{esc(c)}</td>"
-            for i, c in enumerate(row))
+            for i, c in enumerate(row)
+        )
         body.append(f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -84,8 +86,7 @@ def figure(fig: go.Figure, div_id: str) -> str:
     if layout.get("template") == json.loads(_shared_template()):
         del layout["template"]  # psDraw puts the page's one copy back
     payload = _safe_json(json.dumps(data, separators=(",", ":")))
-    return (f'<div id="{div_id}" class="plot"></div>'
-            f'<script>psDraw("{div_id}",{payload});</script>')
+    return f'<div id="{div_id}" class="plot"></div><script>psDraw("{div_id}",{payload});</script>'
 
 
 # plotly.js is 4.8 MB as shipped; gzip-compressed and base64-encoded it is about 1.9 MB. The
@@ -125,12 +126,12 @@ def page(title: str, sections: Sequence[tuple[str, str, str]], subtitle: str = "
     nav = "".join(f'<a href="#{esc(i)}">{esc(t)}</a>' for i, t, _ in sections)
     body = "".join(section(i, t, b) for i, t, b in sections)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{_CSS}</style>"
         f"<!-- plotly.js v{esc(get_plotlyjs_version())}, gzip + base64 -->"
         f'<script type="application/octet-stream" id="plotly-gz">{_plotly_gz_b64()}</script>'
         f"<script>var psTemplate={_safe_json(_shared_template())};{_LOADER_HEAD}</script>"
         "</head><body>"
-        f"<h1>{esc(title)}</h1><p class=\"note\">{esc(subtitle)}</p><nav>{nav}</nav>"
+        f'<h1>{esc(title)}</h1><p class="note">{esc(subtitle)}</p><nav>{nav}</nav>'
         f"{body}<script>{_LOADER_TAIL}</script></body></html>\n"
     )
