@@ -50,6 +50,9 @@ def test_run_threshold_98_is_an_error_that_suggests_percent(capsys):
         ["run", "digits", "--batch-size", "0"],
         ["run", "digits", "--price", "-5"],
         ["run", "digits", "--repeats", "0"],
+        ["run", "digits", "--eval-from", "0"],
+        ["run", "digits", "--threads", "0"],
+        ["run", "digits", "--profile-seconds", "-1"],
         ["stability", "x", "--threshold", "150%"],
         ["thresholds", "x", "--thresholds", "0.9,-5%"],
         ["study", "lesion", "digits", "--opts", "bf16", "--threshold", "2"],
@@ -61,6 +64,11 @@ def test_bad_numbers_are_refused_before_any_work(argv, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert any(why in err for why in ("outside 0..1", "is not >= 1", "finite number >= 0")), err
+
+
+def test_counters_on_cpu_is_refused_before_setup(capsys):
+    assert main(["run", "digits", "--counters", "cupti"]) == 2
+    assert "--counters cupti needs an NVIDIA GPU" in capsys.readouterr().err
 
 
 def test_thresholds_list_takes_percent():

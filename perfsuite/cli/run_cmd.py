@@ -89,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--eval-from",
-        type=int,
+        type=positive_int,
         default=1,
         metavar="EPOCH",
         help="evaluate from this epoch on (default 1); skipping early evaluations saves wall "
@@ -122,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--profile-seconds",
-        type=float,
+        type=nonnegative_float,
         default=1.0,
         metavar="S",
         help="raise the window's step count until it covers S seconds of the measured step "
@@ -136,7 +136,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(Nsight Compute on a replay child) or cupti (torch.profiler range profiler, falls "
         "back to ncu where the PyTorch build lacks it); NVIDIA only",
     )
-    p.add_argument("--threads", type=int, help="torch intra-op threads")
+    p.add_argument("--threads", type=positive_int, help="torch intra-op threads")
     p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
     p.add_argument(
         "--price",
@@ -240,8 +240,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if wl.needs_data_dir and not args.data_dir and not args.synthetic:
         raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
-    if args.repeats < 1 or args.parallel < 1:
-        raise CLIError("--repeats and --parallel must be >= 1")
+    if args.profile_steps < 0:
+        raise CLIError("--profile-steps must be >= 0 (0: no profile window)")
+    if args.counters and not args.device.startswith("cuda"):
+        raise CLIError(f"--counters {args.counters} needs an NVIDIA GPU (--device cuda)")
     if args.repeats == 1:
         print(_one(args, args.seed))
         return 0
