@@ -104,7 +104,7 @@ def _seconds(columns: dict[str, str]) -> dict[str, float]:
 def test_trace_tables_equal_timeline_json(name):
     path = shared_path("traces", name)
     ref = cli_json("timeline", str(path), "--top", "0")
-    assert ref["time_unit"] == "us"
+    assert ref["time_unit"] == "s"
     ref = ref["traces"][0]
     t = perfsuite.trace(path)
     devices = [*ref["devices"], ref["overall"]]

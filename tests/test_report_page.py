@@ -100,9 +100,18 @@ def test_telemetry_panels_have_their_own_axes_and_units():
     axes = {t["yaxis"] for t in fig["data"]}
     assert axes == {"y", "y2"}  # CPU % and RSS bytes no longer share one axis
     titles = [a["text"] for a in fig["layout"]["annotations"]]
-    assert titles == ["CPU utilization (%, 100 = one core)", "resident memory (B)"]
+    assert titles == ["CPU utilization, system-wide (% of all cores)", "resident memory (B)"]
     assert fig["layout"]["yaxis2"]["ticksuffix"] == " B"
     assert fig["data"][1]["hovertext"] == ["100 MB", "200 MB"]
+
+
+def test_telemetry_summary_values_carry_units():
+    from perfsuite.report.build import _telemetry_value
+
+    assert _telemetry_value("rss_bytes_max", 515031040.0) == "515 MB"
+    assert _telemetry_value("sm_clock_hz_mean", 1.41e9) == "1.41 GHz"
+    assert _telemetry_value("power_w_mean", 250.0) == "250 W"
+    assert _telemetry_value("util_pct_mean", 37.25) == "37.2 %"
 
 
 def test_timeline_section_shows_idle_breakdown_and_perfetto(tmp_path, make_record):

@@ -374,12 +374,24 @@ def _telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
         else:
             parts.append('<p class="note">Telemetry CSV sidecar not found; summary only.</p>')
         rows = [
-            [f"{scope}.{k}", v]
+            [f"{scope}.{k}", _telemetry_value(k, v)]
             for scope in ("cpu", "gpu")
             for k, v in (tel.get(scope) or {}).items()
         ]
         parts.append(h.table(["summary", "value"], rows) + h.notes(tel.get("notes") or []))
     return "".join(parts)
+
+
+def _telemetry_value(key: str, value: Any) -> str:
+    """A telemetry summary value with its unit, read from the key (rss_bytes_max -> B)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    for part, unit in (("bytes", "B"), ("_hz", "Hz"), ("_w", "W"), ("_s", "s")):
+        if part in key:
+            return fmt.si(value, unit)
+    if "pct" in key:
+        return f"{value:.1f} %"
+    return f"{value:.4g}"
 
 
 def _kv(obj: Any) -> str:

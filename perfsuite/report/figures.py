@@ -261,7 +261,7 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
 
 # Telemetry columns: (panel title with unit, value scale) in the order shown.
 _TELEMETRY = {
-    "cpu_util_pct": ("CPU utilization (%, 100 = one core)", "%"),
+    "cpu_util_pct": ("CPU utilization, system-wide (% of all cores)", "%"),
     "rss_bytes": ("resident memory (B)", "B"),
     "gpu_util_pct": ("GPU utilization (%)", "%"),
     "gpu_sm_clock_hz": ("SM clock (Hz)", "Hz"),
