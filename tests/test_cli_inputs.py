@@ -212,3 +212,11 @@ def test_deprecated_spellings_still_work(capsys):
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
     assert args.output == "y.html"
     assert build_parser().parse_args(["run", "digits"]).all_epochs is False
+
+
+def test_no_capture_record_is_named_as_such_by_roofline(tmp_path, make_record, capsys):
+    rec = make_record([(1, 1.0, 0.95)], config={"capture": False})
+    write_record(tmp_path / "r", rec)
+    assert main(["roofline", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "recorded with --no-capture" in err and "not from" not in err
