@@ -6,12 +6,15 @@ STAMP := $(VENV)/.installed-stamp
 # torch is pinned to the CPU build that lies on this project's machines; an unpinned torch
 # would download a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
+# The CPU build of TensorFlow, so the TensorFlow tests run in CI (docs/tensorflow.md).
+TENSORFLOW ?= tensorflow-cpu==2.21.0
 
 .PHONY: setup demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray]'
+	$(BIN)/pip install -q --disable-pip-version-check "$(TENSORFLOW)"
 	touch $(STAMP)
 
 setup: $(STAMP)

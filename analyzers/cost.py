@@ -1,10 +1,11 @@
 """Training and inference cost in USD, with where the hourly price came from.
 
 DAWNBench cost rules: training cost = time to accuracy (h) x price (USD/h); inference cost per
-10,000 items = latency (s per item, batch 1, items served one after another) x 10,000 / 3600
-x price (USD/h), unless the record carries its own imported cost per item. A price is never
-guessed: the record's own `cost.usd_per_hour`, else the price table entry for its instance
-type, else "unknown" and no cost.
+10,000 items = latency (s per item, batch 1, items served one after another; the mean over the
+evaluation set by the DAWNBench rule, analyzers.inference) x 10,000 / 3600 x price (USD/h),
+unless the record carries its own imported cost per item. A price is never guessed: the
+record's own `cost.usd_per_hour`, else the price table entry for its instance type, else
+"unknown" and no cost.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.inference import energy_view, inference_view
 from analyzers.record_view import reached_time
 from perfsuite.record import qvalue
 
@@ -47,6 +49,14 @@ class Cost:
     inference_cost_per_10k_usd: float | None
     inference_cost_provenance: str | None
     notes: list[str] = field(default_factory=list)
+    # analyzers.inference: the latency's rule, its percentiles, and energy (J) where measured
+    inference_rule: str | None = None
+    inference_p50_s: float | None = None
+    inference_p90_s: float | None = None
+    inference_p99_s: float | None = None
+    energy_to_accuracy_j: float | None = None
+    energy_per_10k_j: float | None = None
+    energy_source: str | None = None
 
 
 def find_price(
@@ -121,6 +131,11 @@ def cost_of(
     elif latency is not None and price.usd_per_hour is not None:
         inf_cost = inference_cost_per_10k_usd(latency, price.usd_per_hour)
         inf_prov = "derived"
+    view, energy = inference_view(record), energy_view(record)
+    if view.note:
+        notes.append(view.note)
+    if energy.note and entry_type != "inference":
+        notes.append(f"energy to accuracy: {energy.note}")
     return Cost(
         run_id=str(record.get("run_id")),
         task=str(task.get("name")),
@@ -135,6 +150,13 @@ def cost_of(
         inference_cost_per_10k_usd=inf_cost,
         inference_cost_provenance=inf_prov,
         notes=notes,
+        inference_rule=view.rule,
+        inference_p50_s=view.p50_s,
+        inference_p90_s=view.p90_s,
+        inference_p99_s=view.p99_s,
+        energy_to_accuracy_j=energy.to_accuracy_j,
+        energy_per_10k_j=view.energy_per_10k_j,
+        energy_source=energy.source or (inf.get("energy") or {}).get("source"),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from analyzers import stats
 from analyzers.cost import cost_of
 from analyzers.generalization import headline
+from analyzers.inference import OLDER_RULE, energy_view, inference_view
 from analyzers.record_view import reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 
@@ -41,6 +42,7 @@ class Row:
     source: str
     note: str | None = None
     generalization: dict[str, Any] | None = None  # analyzers.generalization.headline
+    energy_j: float | None = None  # energy to accuracy (training boards) or per 10,000 (inference)
 
 
 @dataclass(frozen=True)
@@ -104,14 +106,25 @@ def _entry(
         lat = inf["latency"]
         if lat.get("value") is None:
             return "n/a", None, None, "latency not measured"
-        return "ranked", float(lat["value"]), lat.get("provenance"), None
+        return "ranked", float(lat["value"]), lat.get("provenance"), _latency_note(rec)
     c = cost_of(rec, prices)
     if c.inference_cost_per_10k_usd is None:
         return "n/a", None, None, _no_price(c.notes)
-    return "ranked", c.inference_cost_per_10k_usd, c.inference_cost_provenance, None
+    return "ranked", c.inference_cost_per_10k_usd, c.inference_cost_provenance, _latency_note(rec)
 
 
-def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None) -> Row:
+def _latency_note(rec: Mapping[str, Any]) -> str | None:
+    """Which rule the latency follows: the DAWNBench mean (with p50/p90/p99), or older."""
+    v = inference_view(rec)
+    if v.rule == OLDER_RULE:
+        return "older rule (median of a few batch-1 calls)"
+    if v.p50_s is None:
+        return None
+    ms = "/".join(f"{1e3 * x:.3g}" for x in (v.p50_s, v.p90_s, v.p99_s) if x is not None)
+    return f"mean of {v.examples} batch-1 ({v.mode}, {v.precision}); p50/p90/p99 {ms} ms"
+
+
+def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None, by: str) -> Row:
     status, value, prov, note = entry
     return Row(
         rank=rank,
@@ -125,6 +138,11 @@ def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None) -> Row:
         source=str((rec.get("source") or {}).get("kind")),
         note=note,
         generalization=headline(rec),
+        energy_j=(
+            energy_view(rec).to_accuracy_j
+            if by.startswith("training")
+            else inference_view(rec).energy_per_10k_j
+        ),
     )
 
 
@@ -162,8 +180,8 @@ def leaderboard(
         if len({r.get("run_id") for r, _ in entries}) < len(entries):
             notes.append("duplicate run ids: was the same record given twice?")
         ranked = [(k, e[1]) for k, (_, e) in keyed.items() if e[0] == "ranked"]
-        rows = [_row(*keyed[k], rank) for k, _, rank in stats.competition_ranks(ranked)]
+        rows = [_row(*keyed[k], rank, by) for k, _, rank in stats.competition_ranks(ranked)]
         for status in ("DNC", "n/a"):
-            rows += [_row(*keyed[k], None) for k in sorted(keyed) if keyed[k][1][0] == status]
+            rows += [_row(*keyed[k], None, by) for k in sorted(keyed) if keyed[k][1][0] == status]
         boards.append(Board(name, metric, threshold, by, UNITS[by], rows, notes, direction))
     return boards

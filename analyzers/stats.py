@@ -32,6 +32,20 @@ def mean(values: Sequence[float]) -> float | None:
     return math.fsum(xs) / len(xs) if xs else None
 
 
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100), linear between order statistics (numpy's default
+    rule, written out so every caller agrees); None for an empty sample."""
+    xs = sorted(_finite(values))
+    if not xs:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q!r}")
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
 def sample_std(values: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1 denominator, Bessel); None for fewer than 2 values."""
     xs = _finite(values)
@@ -50,6 +64,23 @@ def cov(values: Sequence[float]) -> float | None:
     return s / abs(m)
 
 
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _resampled_means(xs: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `resamples` samples of size n drawn with replacement from `xs`."""
+    idx = rng.integers(0, xs.size, size=(resamples, xs.size))
+    return xs[idx].mean(axis=1)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(values, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
+
+
 def bootstrap_ci(
     values: Sequence[float],
     confidence: float = 0.95,
@@ -63,17 +94,37 @@ def bootstrap_ci(
     (numpy's default linear interpolation). None for fewer than 2 values: one run says nothing
     about spread.
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_confidence(confidence)
     xs = np.asarray(_finite(values), dtype=float)
     if xs.size < 2:
         return None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, xs.size, size=(resamples, xs.size))
-    means = xs[idx].mean(axis=1)
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
+    return _percentiles(_resampled_means(xs, resamples, rng), confidence)
+
+
+def bootstrap_ratio_ci(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of mean(candidate) / mean(baseline).
+
+    The two groups are independent runs, so each is resampled on its own (same seeded
+    generator: the baseline's resamples first, then the candidate's) and the ratio of each
+    pair of resample means is taken. None when a group has fewer than 2 values or a resample
+    mean of the baseline can be 0.
+    """
+    _check_confidence(confidence)
+    xa = np.asarray(_finite(baseline), dtype=float)
+    xb = np.asarray(_finite(candidate), dtype=float)
+    if xa.size < 2 or xb.size < 2 or (xa <= 0).any():
+        return None
+    rng = np.random.default_rng(seed)
+    means_a = _resampled_means(xa, resamples, rng)
+    means_b = _resampled_means(xb, resamples, rng)
+    return _percentiles(means_b / means_a, confidence)
 
 
 @dataclass(frozen=True)

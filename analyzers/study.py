@@ -7,8 +7,10 @@ converged, and "DNC" (did not converge) when none did. Speed-ups are against the
 (the study's first configuration: the full recipe of a lesion study, the baseline of a factor
 study, the first batch size): time-to-accuracy speed-up = reference TTA / TTA, throughput
 speed-up = throughput / reference throughput, side by side, so the gap between them (the
-statistical cost of an optimization) is visible. Pure: records and the manifest in, dataclasses
-out. Definitions: docs/studies.md.
+statistical cost of an optimization) is visible. A scaling study's configurations differ in
+data-parallel processes: there the efficiencies divide each speed-up by the process ratio (1.0:
+linear scaling), and the collectives' share of the step is shown where it was measured. Pure:
+records and the manifest in, dataclasses out. Definitions: docs/studies.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from analyzers.distributed import record_comm_share, world_size
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
 
 FINISHED = ("reached", "not_reached", "diverged")
@@ -37,6 +40,9 @@ class RunPoint:
     best: float | None  # best metric over its evaluations
     epoch_time_s: float | None  # median epoch time, first epoch left out when there are others
     samples_per_s: float | None  # training samples per epoch / epoch_time_s
+    nproc: int = 1  # data-parallel processes (record's distributed.world_size)
+    comm_share: float | None = None  # collectives' in-flight time / step (profile window)
+    corruption_accuracy: float | None = None  # threshold model, mean over corruption families
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,14 @@ class ConfigResult:
     epochs_x_epoch_time: float | None  # mean epochs to threshold x mean s/epoch
     tta_speedup: float | None
     throughput_speedup: float | None
+    nproc: int = 1  # data-parallel processes of its runs (scaling studies)
+    comm_share: Summary = field(default_factory=lambda: summarize([]))  # over runs measuring it
+    scaling_efficiency: float | None = None  # throughput speed-up / (nproc / reference nproc)
+    tta_efficiency: float | None = None  # TTA speed-up / (nproc / reference nproc)
+    corruption_accuracy: Summary = field(default_factory=lambda: summarize([]))
+    # mean corruption accuracy minus the reference configuration's (fraction; negative: the
+    # configuration's threshold models are less robust)
+    corruption_delta: float | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,12 @@ def _samples_per_epoch(rec: Mapping[str, Any]) -> float | None:
     return None
 
 
+def _corruption_mean(rec: Mapping[str, Any]) -> float | None:
+    """The record's mean corruption accuracy (`perfsuite eval shift --corruptions`)."""
+    value = ((rec.get("generalization") or {}).get("corruptions") or {}).get("mean")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def run_point(rec: Mapping[str, Any]) -> RunPoint:
     """The numbers of one run record."""
     crossing = run_crossing(dict(rec))
@@ -118,6 +138,9 @@ def run_point(rec: Mapping[str, Any]) -> RunPoint:
         best=_best(rec, crossing.metric),
         epoch_time_s=epoch_s,
         samples_per_s=rate,
+        nproc=world_size(rec),
+        comm_share=record_comm_share(rec),
+        corruption_accuracy=_corruption_mean(rec),
     )
 
 
@@ -170,6 +193,11 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
         epochs_x_epoch_time=ept_mean * tpe.mean if ept_mean is not None and tpe.mean else None,
         tta_speedup=None,
         throughput_speedup=None,
+        nproc=int(config.get("nproc") or 1),
+        comm_share=summarize([r.comm_share for r in runs if r.comm_share is not None]),
+        corruption_accuracy=summarize(
+            [r.corruption_accuracy for r in runs if r.corruption_accuracy is not None]
+        ),
     )
 
 
@@ -193,7 +221,17 @@ def analyze_study(
         for i, c in enumerate(configs):
             tta_speedup = _ratio(ref_tta, c.time_to_accuracy.mean) if c.status != "DNC" else None
             thr = _ratio(c.samples_per_s.mean, ref.samples_per_s.mean)
-            configs[i] = replace(c, tta_speedup=tta_speedup, throughput_speedup=thr)
+            procs = c.nproc / ref.nproc
+            mine, theirs = c.corruption_accuracy.mean, ref.corruption_accuracy.mean
+            delta = mine - theirs if mine is not None and theirs is not None else None
+            configs[i] = replace(
+                c,
+                tta_speedup=tta_speedup,
+                throughput_speedup=thr,
+                scaling_efficiency=None if thr is None else thr / procs,
+                tta_efficiency=None if tta_speedup is None else tta_speedup / procs,
+                corruption_delta=delta,
+            )
     for c in configs:
         if c.status == "partial":
             warnings.append(

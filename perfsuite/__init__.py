@@ -1,8 +1,8 @@
 """perfsuite: end-to-end time-to-accuracy benchmarking and performance analysis.
 
 Importing this package must stay cheap and framework-free: the analysis half runs on machines
-without torch or tensorflow. The analysis API (`open`, `trace`, `compare`; docs/api.md) loads
-pandas on first use, never torch.
+without torch or tensorflow. The analysis API (`open`, `trace`, `compare`, `verdict`;
+docs/api.md) loads pandas on first use, never torch.
 """
 
 from __future__ import annotations
@@ -43,6 +43,14 @@ def compare(*items: Any, **named: Any) -> Any:
     from perfsuite.api import compare as _compare
 
     return _compare(*items, **named)
+
+
+def verdict(*items: Any, **options: Any) -> Any:
+    """`perfsuite compare` as data: runs or groups side by side and, for two groups of
+    repeats, the statistical verdict (analyzers.compare.Comparison; docs/compare.md)."""
+    from perfsuite.api import verdict as _verdict
+
+    return _verdict(*items, **options)
 
 
 def __getattr__(name: str) -> Any:

@@ -91,6 +91,7 @@ class Tracker:
             self.record["model"] = type(model).__name__
             params = sum(p.numel() for p in model.parameters())
             self.record["extra"] = {"parameters": params}
+        self.model = model
         self.state = (
             TrainState(model, model, optimizer, scheduler, None, self.backend)
             if model is not None and optimizer is not None
@@ -278,7 +279,28 @@ class Tracker:
             {k: float(v) for k, v in metrics.items()},
             samples=self._samples,
         )
+        if self.reached and self.model is not None and "checkpoint" not in self.record:
+            self._save_threshold_model(metrics)
         return self.reached
+
+    def _save_threshold_model(self, metrics: dict[str, float]) -> None:
+        """Keep the model that first met the threshold, as `perfsuite run` does (off the
+        clock: evaluate() is called between epochs); see runner/checkpoint.py."""
+        from perfsuite.runner.checkpoint import save_threshold_model
+
+        metric = (self.record.get("task") or {}).get("metric", "")
+        section, self._setup_s["checkpoint_s"] = capture.timed(
+            save_threshold_model,
+            self.run_dir,
+            self.model,
+            epoch=self._epoch,
+            evaluation_index=len(self.record["evaluations"]) - 1,
+            metric=metric,
+            value=float(metrics.get(metric, float("nan"))),
+        )
+        self.record["checkpoint"] = section
+        self.record["sidecars"]["checkpoint"] = section["file"]
+        self.rec.write()
 
 
 def track(task: str, **kwargs: Any) -> Tracker:

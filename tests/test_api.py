@@ -87,6 +87,13 @@ COST = {
     "inference_latency_s": "inference_latency_s",
     "inference_cost_per_10k_usd": "inference_cost_per_10k_usd",
     "inference_cost_provenance": "inference_cost_provenance",
+    "inference_rule": "inference_rule",
+    "inference_p50_s": "inference_p50_s",
+    "inference_p90_s": "inference_p90_s",
+    "inference_p99_s": "inference_p99_s",
+    "energy_to_accuracy_j": "energy_to_accuracy_j",
+    "energy_per_10k_j": "energy_per_10k_j",
+    "energy_source": "energy_source",
     "notes": "notes_joined",
 }
 RUNS = {

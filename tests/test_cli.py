@@ -41,7 +41,7 @@ def test_validate_nothing_found_is_an_error(tmp_path, capsys):
     assert err == f"perfsuite: error: no run.json found under {tmp_path}"
 
 
-@pytest.mark.parametrize("cmd", ["roofline", "report", "stability", "cost", "timeline"])
+@pytest.mark.parametrize("cmd", ["roofline", "report", "stability", "cost", "timeline", "compare"])
 def test_missing_input_is_one_line_error(tmp_path, capsys, cmd):
     code = main([cmd, str(tmp_path / "nowhere")])
     err = capsys.readouterr().err

@@ -37,12 +37,20 @@ def test_same_seed_same_images_and_independent_of_batching(family):
 
 
 @pytest.mark.parametrize(
-    "family", ["gaussian_noise", "shot_noise", "impulse_noise", "motion_blur", "fog"]
+    "family",
+    ["gaussian_noise", "shot_noise", "impulse_noise", "motion_blur", "fog", "glass_blur", "snow"],
 )
 def test_random_families_change_with_the_seed(family):
     x = _random()
     idx = np.arange(len(x))
     assert not np.array_equal(C.corrupt(x, family, 5, 0, idx), C.corrupt(x, family, 5, 1, idx))
+
+
+@pytest.mark.parametrize("family", ["glass_blur", "snow", "motion_blur", "fog"])
+def test_the_same_image_at_another_index_is_corrupted_differently(family):
+    x = _random(n=1, size=16)
+    out = C.corrupt(np.concatenate([x, x]), family, 4, seed=0, indices=[0, 1])
+    assert not np.array_equal(out[0], out[1])
 
 
 def test_contrast_maps_known_pixels():
@@ -117,14 +125,12 @@ def test_gaussian_blur_keeps_constants_and_spreads_a_point():
 
 
 def test_motion_kernel_is_one_sided_gaussian_along_the_angle():
-    taps = C.motion_kernel(6, 1, 0.0)
-    assert len(taps) == 13
-    assert [(dy, dx) for dy, dx, _ in taps] == [(0, i) for i in range(13)]
-    w = np.array([t[2] for t in taps])
+    w, dy, dx = ops.motion_taps(6, 1, np.array([0.0, 45.0]))
+    assert len(w) == 13 and dy.shape == dx.shape == (2, 13)
+    assert dy[0].tolist() == [0] * 13 and dx[0].tolist() == list(range(13))
     assert w.sum() == pytest.approx(1.0)
     assert w[1] / w[0] == pytest.approx(math.exp(-0.5))
-    diag = C.motion_kernel(6, 1, 45.0)
-    assert diag[4][:2] == (3, 3)  # 4 * cos 45 = 2.83 -> 3
+    assert (dy[1, 4], dx[1, 4]) == (3, 3)  # 4 * cos 45 = 2.83 -> 3
     assert (C.corrupt(_grey(90, 8), "motion_blur", 5, 0, [0]) == 90).all()
 
 
@@ -174,7 +180,7 @@ def test_hsv_round_trip_and_border_maps():
 
 def test_bad_arguments_are_refused():
     x = _random(n=1)
-    with pytest.raises(ValueError, match="unknown corruption 'snow'"):
-        C.corrupt(x, "snow", 1, 0, [0])
+    with pytest.raises(ValueError, match="unknown corruption 'frost'"):
+        C.corrupt(x, "frost", 1, 0, [0])
     with pytest.raises(ValueError, match="severity must be 1-5"):
         C.corrupt(x, "contrast", 6, 0, [0])

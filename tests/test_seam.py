@@ -393,3 +393,32 @@ def test_flops_cli_reads_a_full_input_shape(tmp_path):
     assert "read as one example; batch 2 added" in err2
     assert full["total_flops"] == per["total_flops"] and full["batch_size"] == 2
     assert full["input_assumption"].startswith("2x3x224x224 read as a full shape")
+
+
+def test_track_keeps_the_model_that_first_met_the_threshold(tmp_path):
+    """perfsuite.track saves the threshold model like `perfsuite run`: the weights at the first
+    evaluation at or above the threshold, not the last epoch's."""
+    import perfsuite
+    from perfsuite.runner.checkpoint import load_threshold_model
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 4), torch.tensor([0, 1] * 4)
+    snapshots = []
+    with perfsuite.track(
+        "toy", threshold=0.5, model=model, optimizer=opt, out=tmp_path, capture=False
+    ) as run:
+        for metric in (0.2, 0.6, 0.9):  # reached at the second evaluation
+            for xb, yb in run.epoch([(x, y)]):
+                loss = torch.nn.functional.cross_entropy(model(xb), yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            snapshots.append(model.weight.detach().clone())
+            run.evaluate(top1=metric)
+    rec = load_record(run.run_dir)
+    assert rec["checkpoint"]["epoch"] == 2 and rec["checkpoint"]["value"] == 0.6
+    assert rec["checkpoint"]["evaluation_index"] == 1
+    state = load_threshold_model(rec)
+    assert torch.equal(state["weight"], snapshots[1])
+    assert not torch.equal(state["weight"], snapshots[2])

@@ -122,3 +122,36 @@ def test_throughput_counts_the_partial_last_batch(run):
     rec = run(0, [0.95], [2.0], per_epoch=1438)
     rec["throughput"]["samples_per_s"] = {"value": 768.0}  # batch x steps / time: overstated
     assert run_point(rec).samples_per_s == pytest.approx(719.0)
+
+
+def test_corruption_accuracy_per_configuration_and_against_the_reference(run):
+    """Mean corruption accuracy over a configuration's runs and its difference from the
+    reference's; runs without the measurement are left out, not counted as 0."""
+    from perfsuite.study.render import has_robustness, headers, render
+
+    def robust(rec, mean):
+        rec["generalization"] = {"corruptions": {"mean": mean, "families": {}}}
+        return rec
+
+    records = {
+        "full": [
+            robust(run(0, [0.95], [1.0]), 0.80),
+            robust(run(1, [0.95], [1.0]), 0.70),
+        ],
+        "-aug": [robust(run(0, [0.95], [1.0]), 0.60), run(1, [0.95], [1.0])],
+        "-bf16": [run(0, [0.95], [1.0]), run(1, [0.95], [1.0])],
+    }
+    result = analyze_study(_manifest("full", "-aug", "-bf16", kind="lesion"), records)
+    full, aug, bf16 = result.configs
+    assert full.corruption_accuracy.mean == pytest.approx(0.75)
+    assert full.corruption_accuracy.n == 2 and aug.corruption_accuracy.n == 1
+    assert full.corruption_delta == pytest.approx(0.0)
+    assert aug.corruption_delta == pytest.approx(-0.15)
+    assert bf16.corruption_accuracy.mean is None and bf16.corruption_delta is None
+    assert [r.corruption_accuracy for r in aug.runs] == [0.60, None]
+    assert has_robustness(result) and headers(result)[-2:] == ["corruption acc.", "vs reference"]
+    text = render(result)
+    assert "75.00% ± 7.07" in text and "-15.00 pts" in text
+
+    plain = analyze_study(_manifest("a", "b"), {"a": [run(0, [0.95], [1.0])], "b": []})
+    assert not has_robustness(plain) and "corruption acc." not in render(plain)

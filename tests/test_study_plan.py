@@ -90,6 +90,9 @@ def test_bad_options_fail_before_anything_runs(raw, message):
         ({"kind": "lesion", "options": ["bf16"], "run": {"epochs": "3"}}, "field run.epochs:"),
         ({"kind": "lesion", "options": ["bf16"], "run": {"epoch": 3}}, "field run.epoch:"),
         ({"kind": "lesion", "options": ["bf16"], "colour": 1}, "field colour: unknown"),
+        ({"kind": "lesion", "options": ["bf16"], "eval": {"corruptions": 1}}, "field eval.corr"),
+        ({"kind": "lesion", "options": ["bf16"], "eval": {"limit": 1}}, "field eval.limit: must"),
+        ({"kind": "lesion", "options": ["bf16"], "eval": {"probe": True}}, "field eval.probe:"),
     ],
 )
 def test_spec_errors_name_the_field(raw, field):

@@ -228,3 +228,44 @@ def test_sigterm_stops_every_run_to_come(tmp_path, monkeypatch):
     with pytest.raises(Terminated):
         LocalExecutor().run(_jobs(tmp_path, 3))
     assert seeds == [0]
+
+
+def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
+    """`eval.corruptions`: every run that reached gets the corruption suite on its threshold
+    model after the runs (same images for every configuration); resume does not repeat it."""
+    spec = spec_from_dict(
+        {
+            "kind": "lesion",
+            "workload": "digits",
+            "options": ["channels_last"],
+            "threshold": 0.5,
+            "run": {"epochs": 1, "capture": False},
+            "eval": {"corruptions": True, "limit": 40, "families": ["gaussian_noise", "contrast"]},
+        },
+        "test",
+    )
+    study = open_study(spec, tmp_path / "s")
+    said: list[str] = []
+    run_study(study, LocalExecutor(), progress=said.append, show_run_progress=False)
+    records = refresh_runs(study)
+    for recs in records.values():
+        c = recs[0]["generalization"]["corruptions"]
+        assert c["limit"] == 40 and sorted(c["families"]) == ["contrast", "gaussian_noise"]
+        assert 0.0 <= c["mean"] <= 1.0
+    assert sum("mean corruption accuracy" in s for s in said) == 2
+    result = analyze_study(load_study(study.path).manifest, records)
+    means = [r["generalization"]["corruptions"]["mean"] for r in records["-channels_last"]]
+    assert result.configs[1].corruption_accuracy.mean == pytest.approx(means[0])
+    assert result.configs[0].corruption_delta == pytest.approx(0.0)
+
+    said.clear()
+    run_study(open_study(spec, tmp_path / "s"), LocalExecutor(), progress=said.append)
+    assert sum("corruptions already measured" in s for s in said) == 2
+
+
+def test_cli_corruption_limit_needs_corruptions(tmp_path):
+    proc = _perfsuite(
+        tmp_path, "study", "lesion", "digits", "--opts", "channels_last", "--corruption-limit", "5"
+    )
+    assert proc.returncode != 0 and "--corruption-limit needs --corruptions" in proc.stderr
+    assert not (tmp_path / "runs").exists()

@@ -6,7 +6,7 @@ numbers the CLI prints.
 Columns and units: docs/api.md. Importing this package imports pandas, never torch.
 """
 
-from perfsuite.api.compare import compare
+from perfsuite.api.compare import compare, verdict
 from perfsuite.api.group import Group
 from perfsuite.api.opening import KINDS, Kind, open_path, register_kind
 from perfsuite.api.run import Run
@@ -24,4 +24,5 @@ __all__ = [
     "open_path",
     "register_kind",
     "trace",
+    "verdict",
 ]

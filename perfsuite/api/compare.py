@@ -48,3 +48,35 @@ def compare(*items: Any, **named: Any) -> pd.DataFrame:
         if n:
             cols[i] = c.rename(f"{c.name} ({n + 1})")
     return pd.concat(cols, axis=1)
+
+
+def _items(item: Any, label: str | None) -> list[tuple[str, list[dict[str, Any]]]]:
+    from analyzers.compare import items_from_records
+
+    if isinstance(item, (str, os.PathLike)):
+        from perfsuite.api.opening import open_path
+
+        item = open_path(item)
+    if isinstance(item, Run):
+        return [(label or item.run_id, [item.record])]
+    if isinstance(item, Group):
+        found = items_from_records(item.records, label or "group")
+        if label and len(found) > 1:
+            return [(f"{label}: {name}", recs) for name, recs in found]
+        return found
+    raise TypeError(f"verdict takes runs, groups or their paths, not {type(item).__name__}")
+
+
+def verdict(*items: Any, **options: Any) -> Any:
+    """What `perfsuite compare ITEMS --json` computes (`analyzers.compare.Comparison`): the
+    first item is the baseline; a group is split by group.id like the command splits a folder.
+    Options: `alpha`, `min_effect`, `resamples`, `seed`, `flop_tolerance`, `top`, and
+    `labels` (one name per item). `.verdicts` holds the statistical verdicts of two groups.
+    """
+    from analyzers.compare import compare as compare_items
+
+    labels = list(options.pop("labels", None) or [None] * len(items))
+    if len(labels) != len(items):
+        raise ValueError(f"labels: {len(labels)} names for {len(items)} items")
+    found = [pair for item, name in zip(items, labels, strict=True) for pair in _items(item, name)]
+    return compare_items(found, **options)

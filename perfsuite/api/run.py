@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from analyzers.record_view import framework
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import Spec, flatten, frame, records_frame, series
@@ -95,6 +96,13 @@ COST: Spec = [
     ("inference_latency_s", "inference_latency_s"),
     ("inference_cost_per_10k_usd", "inference_cost_per_10k_usd"),
     ("inference_cost_provenance", "inference_cost_provenance"),
+    ("inference_rule", "inference_rule"),
+    ("inference_p50_s", "inference_p50_s"),
+    ("inference_p90_s", "inference_p90_s"),
+    ("inference_p99_s", "inference_p99_s"),
+    ("energy_to_accuracy_j", "energy_to_accuracy_j"),
+    ("energy_per_10k_j", "energy_per_10k_j"),
+    ("energy_source", "energy_source"),
     ("notes", lambda c: "; ".join(c.notes)),
 ]
 EPOCH_COLUMNS = ("epoch", "train_time_s", "epoch_time_s", "train_loss", "eval_time_s", "samples")
@@ -301,7 +309,7 @@ class Run:
             "epochs_to_threshold": tta.get("epoch") if tta.get("reached") else None,
             "evaluations": len(rec.get("evaluations") or []),
             "model": rec.get("model"),
-            "framework": rec.get("framework"),
+            "framework": framework(rec),  # environment.framework first (TensorFlow runs)
             "hardware": (rec.get("hardware") or {}).get("name"),
             "device": ceil.get("device"),
             "dtype": ceil.get("dtype") or work.get("dtype"),

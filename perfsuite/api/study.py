@@ -45,6 +45,13 @@ CONFIGS: Spec = [
     ("epochs_x_epoch_time_s", "epochs_x_epoch_time"),
     ("tta_speedup", "tta_speedup"),
     ("throughput_speedup", "throughput_speedup"),
+    ("nproc", "nproc"),
+    ("comm_share_mean", "comm_share.mean"),
+    ("tta_efficiency", "tta_efficiency"),
+    ("throughput_efficiency", "scaling_efficiency"),
+    ("corruption_accuracy_mean", "corruption_accuracy.mean"),
+    ("corruption_accuracy_std", "corruption_accuracy.std"),
+    ("corruption_delta", "corruption_delta"),
 ]
 # Rows are (ConfigResult, RunPoint) pairs.
 RUNS: Spec = [
@@ -61,6 +68,9 @@ RUNS: Spec = [
             ("best", "best"),
             ("epoch_time_s", "epoch_time_s"),
             ("samples_per_s", "samples_per_s"),
+            ("nproc", "nproc"),
+            ("comm_share", "comm_share"),
+            ("corruption_accuracy", "corruption_accuracy"),
         ]
     ),
 ]

@@ -67,6 +67,21 @@ class TorchBackend:
     def seed_all(self, seed: int) -> None:
         torch.manual_seed(seed)
 
+    def collective_backend(self) -> str:
+        """The torch.distributed backend for data-parallel runs on this device kind."""
+        return "nccl" if self.device.is_gpu else "gloo"
+
+    def rank_device(self, local_rank: int) -> Device:
+        """The device of a data-parallel rank: its own GPU (`cuda:<local rank>`), or the CPU."""
+        if not self.device.is_gpu:
+            return self.device
+        if local_rank >= torch.cuda.device_count():
+            raise ValueError(
+                f"rank {local_rank} needs cuda:{local_rank}; "
+                f"only {torch.cuda.device_count()} CUDA device(s)"
+            )
+        return Device("cuda", local_rank)
+
     def set_threads(self, threads: int | None) -> None:
         if threads:
             torch.set_num_threads(threads)

@@ -15,23 +15,50 @@ from typing import Any
 SOURCE_LIVE = "read from torch at run time"
 
 
+def math_fields(
+    *,
+    cudnn_tf32: bool,
+    matmul_tf32: bool,
+    autocast_dtype: str | None,
+    param_dtype: str,
+    activation_dtype: str,
+    framework: tuple[str, str],
+    source: str,
+    provenance: str,
+    matmul_precision: str | None = None,
+) -> dict[str, Any]:
+    """The record's `math` section from its parts (torch-free; every framework builds it
+    here). `framework` is (key, version), e.g. ("torch", "2.13.0")."""
+    return {
+        "cudnn_allow_tf32": cudnn_tf32,
+        "matmul_allow_tf32": matmul_tf32,
+        "float32_matmul_precision": matmul_precision or ("high" if matmul_tf32 else "highest"),
+        "autocast_dtype": autocast_dtype,
+        "param_dtype": param_dtype,
+        "activation_dtype": activation_dtype,
+        framework[0]: framework[1],
+        "source": source,
+        "provenance": provenance,
+    }
+
+
 def math_policy(
     *, autocast_dtype: str | None, param_dtype: str, activation_dtype: str
 ) -> dict[str, Any]:
     """The record's `math` section from torch's current settings (imports torch)."""
     import torch
 
-    return {
-        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-        "matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-        "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
-        "autocast_dtype": autocast_dtype,
-        "param_dtype": param_dtype,
-        "activation_dtype": activation_dtype,
-        "torch": str(torch.__version__),
-        "source": SOURCE_LIVE,
-        "provenance": "measured",
-    }
+    return math_fields(
+        cudnn_tf32=bool(torch.backends.cudnn.allow_tf32),
+        matmul_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+        matmul_precision=str(torch.get_float32_matmul_precision()),
+        autocast_dtype=autocast_dtype,
+        param_dtype=param_dtype,
+        activation_dtype=activation_dtype,
+        framework=("torch", str(torch.__version__)),
+        source=SOURCE_LIVE,
+        provenance="measured",
+    )
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -49,17 +76,13 @@ def default_math_for(torch_version: str) -> dict[str, Any]:
     Dtypes are assumed fp32 without autocast: a record that ran otherwise says so in `math`.
     """
     ver = _major_minor(torch_version)
-    tf32_era = ver >= (1, 7)
-    matmul_tf32 = (1, 7) <= ver < (1, 12)
-    return {
-        "cudnn_allow_tf32": tf32_era,
-        "matmul_allow_tf32": matmul_tf32,
-        "float32_matmul_precision": "high" if matmul_tf32 else "highest",
-        "autocast_dtype": None,
-        "param_dtype": "float32",
-        "activation_dtype": "float32",
-        "torch": torch_version,
-        "source": f"assumed PyTorch {'.'.join(map(str, ver))} defaults "
-        "(record has no `math` section)",
-        "provenance": "assumed",
-    }
+    return math_fields(
+        cudnn_tf32=ver >= (1, 7),
+        matmul_tf32=(1, 7) <= ver < (1, 12),
+        autocast_dtype=None,
+        param_dtype="float32",
+        activation_dtype="float32",
+        framework=("torch", torch_version),
+        source=f"assumed PyTorch {'.'.join(map(str, ver))} defaults (record has no `math` section)",
+        provenance="assumed",
+    )

@@ -26,11 +26,13 @@ COMMANDS: list[str] = [
     "perfsuite.cli.counters_cmd",
     "perfsuite.cli.study_cmd",
     "perfsuite.cli.stability_cmd",
+    "perfsuite.cli.compare_cmd",
     "perfsuite.cli.thresholds_cmd",
     "perfsuite.cli.cost_cmd",
     "perfsuite.cli.import_cmd",
     "perfsuite.cli.leaderboard_cmd",
     "perfsuite.cli.eval_cmd",
+    "perfsuite.cli.infer_cmd",
     "perfsuite.cli.validate_cmd",
 ]
 

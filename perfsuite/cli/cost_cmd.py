@@ -36,9 +36,11 @@ def register(sub: Any) -> None:
         help="training cost (time to accuracy x USD/h) and inference cost per 10,000 items",
         description=(
             "Training cost = time to accuracy (h) x price (USD/h). Inference cost per 10,000 "
-            "items = batch-1 latency (s) x 10,000 / 3600 x price, or the record's imported "
-            "cost per item x 10,000. The price is the record's own cost.usd_per_hour, else the "
-            "price table entry for hardware.instance_type, else unknown (never guessed)."
+            "items = batch-1 latency (s; the mean over the evaluation set, see perfsuite "
+            "infer) x 10,000 / 3600 x price, or the record's imported cost per item x 10,000. "
+            "Energy (J) is shown where a hardware counter measured it. The price is the "
+            "record's own cost.usd_per_hour, else the price table entry for "
+            "hardware.instance_type, else unknown (never guessed)."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
@@ -52,7 +54,17 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def percentiles(c: Any) -> str:
+    """`p50 / p90 / p99` of a DAWNBench-rule latency, or "-"."""
+    from perfsuite.fmt import si
+
+    if c.inference_p50_s is None:
+        return "-"
+    return " / ".join(si(v, "s") for v in (c.inference_p50_s, c.inference_p90_s, c.inference_p99_s))
+
+
 def render(results: list[Any]) -> str:
+    from analyzers.inference import OLDER_RULE
     from perfsuite.fmt import duration, si, table, usd
 
     rows = []
@@ -68,7 +80,7 @@ def render(results: list[Any]) -> str:
                 else "unknown",
                 duration(c.training_time_s) if c.reached else train_blank,
                 usd(c.training_cost_usd),
-                si(c.inference_latency_s, "s"),
+                si(c.inference_latency_s, "s") + (" *" if c.inference_rule == OLDER_RULE else ""),
                 usd(c.inference_cost_per_10k_usd),
             ]
         )
@@ -79,10 +91,23 @@ def render(results: list[Any]) -> str:
         "USD/h (from)",
         "time to acc.",
         "train cost",
-        "latency",
+        "latency (mean)",
         "infer cost/10k",
     ]
-    out = [table(rows, headers, "lllrrrrr")]
+    align = "lllrrrrr"
+    if any(c.inference_p50_s is not None for c in results):  # optional: DAWNBench-rule runs
+        for row, c in zip(rows, results, strict=True):
+            row.append(percentiles(c))
+        headers.append("p50 / p90 / p99")
+        align += "r"
+    if any(c.energy_to_accuracy_j is not None or c.energy_per_10k_j is not None for c in results):
+        for row, c in zip(rows, results, strict=True):
+            row += [si(c.energy_to_accuracy_j, "J"), si(c.energy_per_10k_j, "J")]
+        headers += ["energy to acc.", "energy/10k inf."]
+        align += "rr"
+    out = [table(rows, headers, align)]
+    if any(c.inference_rule == OLDER_RULE for c in results):
+        out.append("* older rule: median of a few batch-1 calls, not the DAWNBench mean")
     for c in results:
         out.extend(f"note: {c.run_id}: {n}" for n in c.notes)
     sources = sorted({c.price.source for c in results if c.price.usd_per_hour is not None})

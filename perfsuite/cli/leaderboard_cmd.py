@@ -68,8 +68,11 @@ def _generalization_cells(g: dict[str, Any] | None) -> list[str]:
     ]
 
 
+ENERGY_HEADER = {"training": "energy to acc.", "inference": "energy/10k"}
+
+
 def render(boards: list[Any]) -> str:
-    from perfsuite.fmt import table
+    from perfsuite.fmt import si, table
 
     blocks = []
     for b in boards:
@@ -106,6 +109,11 @@ def render(boards: list[Any]) -> str:
                 row.extend(_generalization_cells(r.generalization))
             headers += GENERALIZATION_HEADERS
             align += "r" * len(GENERALIZATION_HEADERS)
+        if any(r.energy_j is not None for r in b.rows):  # only where a counter measured it
+            for row, r in zip(rows, b.rows, strict=True):
+                row.append(si(r.energy_j, "J"))
+            headers.append(ENERGY_HEADER[b.by.split("-")[0]])
+            align += "r"
         lines = [head, table(rows, headers, align)]
         lines.extend(f"note: {n}" for n in b.notes)
         blocks.append("\n".join(lines))

@@ -17,7 +17,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Write ONE self-contained HTML file (plotly.js embedded, no network needed) for one "
             "or more runs: summary table, accuracy vs training time with the threshold, "
-            "roofline, per-op breakdown, telemetry time series, environment and config."
+            "roofline, per-op breakdown, telemetry time series, environment and config. "
+            "For two or more runs the page opens with their comparison (every curve on one "
+            "chart, side by side with ratios, FLOP agreement, roofline positions and, for "
+            "groups of repeats, the verdict of perfsuite compare); per-run sections are folded."
         ),
     )
     p.add_argument(

@@ -23,6 +23,8 @@ examples:
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
+  perfsuite run digits --nproc 2                       # data-parallel (DDP) in 2 processes
+  perfsuite run digits --framework tensorflow           # the TensorFlow version
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -58,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=positive_int, help="training batch size")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    p.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="framework the workload is written in (default pytorch; tensorflow: digits, "
+        "needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
+    )
     p.add_argument("--recipe", help="named recipe preset of the workload (e.g. dawnbench, cpu)")
     p.add_argument(
         "--set",
@@ -75,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME[=VALUE]",
         help="optimization switch, comma-separated or repeated: bf16, fp16, tf32=on|off, "
         "channels_last, compile[=MODE], lr_rule=linear|sqrt|none, label_smoothing=X, "
-        "tta=on|off, data=device|workers (see --list-switches)",
+        "tta=on|off, data=device|workers, layout=nhwc|nchw (tensorflow) (see --list-switches)",
     )
     p.add_argument(
         "--list-switches",
@@ -136,6 +145,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(Nsight Compute on a replay child) or cupti (torch.profiler range profiler, falls "
         "back to ncu where the PyTorch build lacks it); NVIDIA only",
     )
+    p.add_argument(
+        "--inference-limit",
+        type=positive_int,
+        metavar="N",
+        help="after training, time batch-1 inference on only the first N evaluation examples "
+        "(recorded as partial, never the DAWNBench figure; default: the whole set)",
+    )
     p.add_argument("--threads", type=positive_int, help="torch intra-op threads")
     p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
     p.add_argument(
@@ -156,6 +172,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
+    p.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel training in N processes (DistributedDataParallel through "
+        "torchrun; gloo on CPU, NCCL on GPUs); per-rank batch = --batch-size, global = N x it; "
+        "see docs/studies.md (default 1: one process, no torchrun)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # Internal: a counters collector's child replays N steps of the window, writes no record.
     p.add_argument("--replay-window", type=int, default=0, help=argparse.SUPPRESS)
@@ -167,6 +191,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
 
     return RunOptions(
         workload=args.workload,
+        framework=args.framework,
         data_dir=args.data_dir,
         out=args.out,
         threshold=args.threshold,
@@ -191,7 +216,9 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         profile_steps=args.profile_steps,
         profile_seconds=args.profile_seconds,
         measure_peaks=args.measure_peaks,
+        inference_limit=args.inference_limit,
         progress=not args.quiet,
+        nproc=args.nproc,
     )
 
 
@@ -225,7 +252,7 @@ def _run(args: argparse.Namespace) -> int:
     from perfsuite.workloads import get_workload
 
     try:
-        wl = get_workload(args.workload)
+        wl = get_workload(args.workload, args.framework)
     except KeyError as exc:
         raise CLIError(str(exc).strip('"')) from None
     except ValueError as exc:
@@ -244,6 +271,12 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError("--profile-steps must be >= 0 (0: no profile window)")
     if args.counters and not args.device.startswith("cuda"):
         raise CLIError(f"--counters {args.counters} needs an NVIDIA GPU (--device cuda)")
+    if args.repeats < 1 or args.parallel < 1 or args.nproc < 1:
+        raise CLIError("--repeats, --parallel and --nproc must be >= 1")
+    if args.nproc > 1 and args.parallel > 1:
+        raise CLIError("--nproc N already uses the machine's cores: --parallel must be 1")
+    if args.nproc > 1 and args.framework != "pytorch":
+        raise CLIError(f"--nproc: data-parallel runs are PyTorch only, not {args.framework}")
     if args.repeats == 1:
         print(_one(args, args.seed))
         return 0

@@ -21,6 +21,7 @@ examples:
   perfsuite study lesion digits --opts channels_last,bf16,batch=256 --switch lr_rule=linear
   perfsuite study factor digits --opts channels_last,bf16 --repeats 3 --out runs/f1
   perfsuite study batch digits --sizes 32,64,128,256 --lr-rule linear --repeats 2
+  perfsuite study scaling digits --nproc 1,2 --repeats 2   # data-parallel processes
   perfsuite study run study.toml            # a study file (docs/studies.md)
   perfsuite study run runs/f1               # resume: finished runs are not repeated
   perfsuite study show runs/f1 -o reports/f1.html
@@ -30,13 +31,14 @@ examples:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "study",
-        help="lesion, factor and batch-size studies of the optimization switches",
+        help="lesion, factor, batch-size and scaling studies",
         description=(
             "Compose a workload's optimization switches into configurations, run each as "
             "ordinary run records in one study folder (resumable), and compare time-to-"
             "accuracy speed-up with throughput speed-up, marking configurations that did not "
             "converge (DNC). Lesion: the full recipe, then minus each option. Factor: the "
-            "baseline, then each option added in order. Batch: one configuration per size."
+            "baseline, then each option added in order. Batch: one configuration per size. "
+            "Scaling: one configuration per data-parallel process count."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -47,14 +49,23 @@ def register(sub: Any) -> None:
         ("lesion", "full recipe, then the full recipe minus each option"),
         ("factor", "baseline, then each option added cumulatively in the given order"),
         ("batch", "one configuration per batch size, learning rate scaled by --lr-rule"),
+        ("scaling", "one configuration per data-parallel process count (DDP via torchrun)"),
     ):
         k = kinds.add_parser(kind, help=text, description=text)
         k.add_argument("workload", help="workload name or FILE.py:CLASS")
+        if kind == "scaling":
+            k.add_argument(
+                "--nproc", required=True,
+                help="process counts, e.g. 1,2,4; the per-process batch is --batch-size (or "
+                "the recipe's), the global batch N times it",
+            )  # fmt: skip
         if kind == "batch":
             k.add_argument("--sizes", required=True, help="batch sizes, e.g. 32,64,128")
+        if kind in ("batch", "scaling"):
             k.add_argument(
                 "--lr-rule", default="linear", choices=["linear", "sqrt", "none"],
-                help="learning-rate scaling from the recipe's batch size (default linear)",
+                help="learning-rate scaling from the recipe's batch size to the (global) "
+                "batch size (default linear)",
             )  # fmt: skip
         else:
             k.add_argument(
@@ -109,6 +120,12 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
         help="switch applied to every configuration",
     )
     k.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
+    k.add_argument(
+        "--framework",
+        choices=("pytorch", "tensorflow"),
+        default="pytorch",
+        help="framework of the workload (tensorflow: digits; switches layout, bf16, fp16)",
+    )
     k.add_argument("--data-dir", help="dataset folder (cifar10)")
     k.add_argument("--synthetic", action="store_true", help="random inputs (throughput only)")
     k.add_argument(
@@ -129,6 +146,19 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
     )
     add_deprecated(k, "--keep-going", "--all-epochs", "all_epochs", flag=True)
     k.add_argument("--threads", type=int, help="torch intra-op threads per run")
+    k.add_argument(
+        "--corruptions",
+        action="store_true",
+        help="evaluate each run's threshold model on the common corruptions after it finishes "
+        "(perfsuite eval shift --corruptions), so the table shows what an option costs in "
+        "robustness",
+    )
+    k.add_argument(
+        "--corruption-limit",
+        type=int,
+        metavar="N",
+        help="with --corruptions: corrupt only the first N test images (CPU time; recorded)",
+    )
 
 
 def _exec_flags(k: argparse.ArgumentParser) -> None:
@@ -165,6 +195,7 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
         "keep_going": args.all_epochs,
         "eval_from": args.eval_from,
         "threads": args.threads,
+        "framework": args.framework,
     }
     raw: dict[str, Any] = {
         "kind": args.kind,
@@ -175,8 +206,14 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "run": run,
     }
+    if args.corruptions or args.corruption_limit is not None:
+        if not args.corruptions:
+            raise CLIError("--corruption-limit needs --corruptions")
+        raw["eval"] = {"corruptions": True, "limit": args.corruption_limit}
     if args.kind == "batch":
         raw["sizes"], raw["lr_rule"] = args.sizes, args.lr_rule
+    elif args.kind == "scaling":
+        raw["nprocs"], raw["lr_rule"] = args.nproc, args.lr_rule
     else:
         raw["options"] = args.opts
     return raw
@@ -203,6 +240,8 @@ def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
     from perfsuite.study.execute import open_study, run_study
     from perfsuite.study.spec import StudyError
 
+    if spec.kind == "scaling" and args.parallel != "1":
+        raise CLIError("a scaling study runs one run at a time (its runs use every core)")
     executor = _executor(args, spec.run.device)
     try:
         study = open_study(spec, out)

@@ -20,8 +20,9 @@ from perfsuite.flops.registry import (
     registered_ops,
     unregister,
 )
+from perfsuite.flops.result import CountResult, OpRow
 
-_LAZY = {"OpCounter", "CountResult", "count_model", "OpRow"}
+_LAZY = {"OpCounter", "count_model"}
 
 
 def __getattr__(name: str) -> Any:

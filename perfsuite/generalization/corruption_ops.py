@@ -1,11 +1,14 @@
 """Image operations the spatial corruptions are built from, in numpy only (no OpenCV, scipy or
 ImageMagick): border index maps, separable and small 2-D filters, bilinear sampling, the
-colour-space round trip and the diamond-square plasma. Images are float arrays (H, W, C) or
+colour-space round trip, the diamond-square plasma, scipy's bilinear zoom and ImageMagick's
+motion blur. Images are float arrays (H, W, C) or
 batches (N, H, W, C) in [0, 1]. docs/generalization.md says which library behaviour each
 one stands in for.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -43,11 +46,19 @@ def separable_blur(x: np.ndarray, taps: np.ndarray, mode: str) -> np.ndarray:
         pad[axis] = (r, r)
         padded = np.pad(out, pad, mode=mode)
         n = out.shape[axis]
+        window = [slice(None)] * out.ndim
         acc = np.zeros_like(out)
         for k, w in enumerate(taps):
-            acc += w * np.take(padded, np.arange(k, k + n), axis=axis)
+            window[axis] = slice(k, k + n)
+            acc += w * padded[tuple(window)]
         out = acc
     return out
+
+
+def gaussian_blur(x: np.ndarray, sigma: float) -> np.ndarray:
+    """scikit-image's `gaussian` on a batch (N, H, W, C): separable, truncated at 4 sigma
+    (radius int(4 sigma + 0.5), so sigma < 0.125 is the identity), edge pixels repeated."""
+    return separable_blur(x, gaussian_taps(sigma, int(4.0 * sigma + 0.5)), "edge")
 
 
 def filter2d_reflect101(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
@@ -138,3 +149,75 @@ def plasma(size: int, decay: float, rng: np.random.Generator) -> np.ndarray:
     grid -= grid.min()
     top = grid.max()
     return grid / top if top > 0 else grid
+
+
+def zoom_matrix(n: int, factor: float) -> np.ndarray:
+    """The paper's `clipped_zoom` along one axis of length n as an (n, n) matrix: crop the
+    centre ceil(n / factor) pixels, zoom them with scipy.ndimage.zoom(order=1) (output
+    length round(crop x factor); output pixel o reads input coordinate
+    o (crop - 1) / (out - 1), linearly interpolated), and keep the centre n pixels."""
+    crop = math.ceil(n / factor)
+    top = (n - crop) // 2
+    out = round(crop * factor)  # Python's round, as scipy's zoom
+    trim = (out - n) // 2
+    scale = (crop - 1) / (out - 1) if out > 1 else 1.0
+    src = np.arange(trim, trim + n) * scale
+    lo = np.minimum(np.floor(src).astype(int), crop - 1)
+    frac = src - lo
+    hi = np.minimum(lo + 1, crop - 1)
+    m = np.zeros((n, n))
+    rows = np.arange(n)
+    np.add.at(m, (rows, top + lo), 1.0 - frac)
+    np.add.at(m, (rows, top + hi), frac)
+    return m
+
+
+def zoom_planes(planes: np.ndarray, factor: float) -> np.ndarray:
+    """The paper's `clipped_zoom` by `factor` of planes stacked as (H, W, K), K = images x
+    channels: one matrix product per axis for all of them (per axis, so non-square images
+    work too)."""
+    h, w = planes.shape[:2]
+    rows = (zoom_matrix(h, factor) @ planes.reshape(h, -1)).reshape(planes.shape)
+    return np.matmul(zoom_matrix(w, factor), rows)  # (W, W) @ (W, K) for each row
+
+
+def clipped_zoom(x: np.ndarray, factor: float) -> np.ndarray:
+    """`zoom_planes` of a batch (N, H, W, C), keeping its layout."""
+    planes = x.transpose(1, 2, 0, 3).reshape(*x.shape[1:3], -1)
+    n, h, w, c = x.shape
+    return zoom_planes(planes, factor).reshape(h, w, n, c).transpose(2, 0, 1, 3)
+
+
+def motion_taps(
+    radius: float, sigma: float, angles_deg: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ImageMagick's MotionBlurImage kernel: 2*ceil(radius)+1 one-sided Gaussian weights
+    exp(-i^2 / 2 sigma^2) (normalized), tap i at the rounded offset (row, column) =
+    (ceil(i sin a - 0.5), ceil(i cos a - 0.5)). Returns the weights (T,) and the row and
+    column offsets (N, T) for N angles."""
+    i = np.arange(2 * math.ceil(radius) + 1)
+    weights = np.exp(-(i**2) / (2.0 * sigma * sigma))
+    a = np.radians(np.asarray(angles_deg, dtype=float))[:, None]
+    dy = np.ceil(i * np.sin(a) - 0.5).astype(int)
+    dx = np.ceil(i * np.cos(a) - 0.5).astype(int)
+    return weights / weights.sum(), dy, dx
+
+
+def motion_blur(x: np.ndarray, radius: float, sigma: float, angles: np.ndarray) -> np.ndarray:
+    """ImageMagick's MotionBlurImage of each image of a batch (N, H, W, C) at its own angle
+    (degrees), edge pixels repeated (its default virtual pixels), written to 8 bits the way
+    ImageMagick 6 Q16 does: the sum rounded to a 16-bit quantum, then truncated to 8 bits
+    (pixel-exact against `convert -motion-blur`, docs/generalization.md). Returns floats
+    k / 255."""
+    n, h, w, c = x.shape
+    weights, dys, dxs = motion_taps(radius, sigma, angles)
+    flat = x.reshape(n * h * w, c)
+    base = (np.arange(n) * h * w)[:, None, None]
+    rows, cols = np.arange(h), np.arange(w)
+    out = np.zeros_like(x)
+    for i, wt in enumerate(weights):  # same weight for every image, offsets per image
+        ys = np.clip(rows + dys[:, i : i + 1], 0, h - 1)[:, :, None]
+        xs = np.clip(cols + dxs[:, i : i + 1], 0, w - 1)[:, None, :]
+        out += wt * flat[base + ys * w + xs]
+    q16 = np.floor(np.clip(out, 0.0, 1.0) * 65535.0 + 0.5)
+    return np.floor(q16 / 257.0) / 255.0

@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from perfsuite.generalization import corruption_blur as blur
 from perfsuite.generalization import corruption_ops as ops
+from perfsuite.generalization import corruption_weather as weather
 
 Rngs = Sequence[np.random.Generator]
 Fn = Callable[[np.ndarray, Any, Rngs], np.ndarray]
@@ -73,34 +75,14 @@ def defocus_kernel(radius: float, alias_blur: float) -> np.ndarray:
     return ops.separable_blur(disk[None, :, :, None], taps, "reflect")[0, :, :, 0]
 
 
-def motion_kernel(radius: float, sigma: float, angle_deg: float) -> list[tuple[int, int, float]]:
-    """ImageMagick's MotionBlurImage taps: 2*ceil(radius)+1 one-sided Gaussian weights along
-    `angle`, each at a rounded (row, column) offset."""
-    width = 2 * math.ceil(radius) + 1
-    weights = np.exp(-(np.arange(width) ** 2) / (2.0 * sigma * sigma))
-    weights /= weights.sum()
-    a = math.radians(angle_deg)
-    return [
-        (math.ceil(i * math.sin(a) - 0.5), math.ceil(i * math.cos(a) - 0.5), float(weights[i]))
-        for i in range(width)
-    ]
-
-
 def _motion_blur(x: np.ndarray, c: tuple[float, float], rngs: Rngs) -> np.ndarray:
-    _, h, w, _ = x.shape
-    out = np.zeros_like(x)
-    rows, cols = np.arange(h), np.arange(w)
-    for k, g in enumerate(rngs):
-        for dy, dx, wt in motion_kernel(c[0], c[1], g.uniform(-45, 45)):
-            ys = np.clip(rows + dy, 0, h - 1)
-            xs = np.clip(cols + dx, 0, w - 1)
-            out[k] += wt * x[k][ys][:, xs]
-    # ImageMagick writes 8-bit pixels rounded to nearest; the paper keeps those as they are
-    return np.round(np.clip(out, 0, 1) * 255).astype(np.uint8)
+    angles = np.array([g.uniform(-45, 45) for g in rngs])
+    # 8-bit pixels as ImageMagick writes them; the paper keeps those as they are
+    return np.round(ops.motion_blur(x, c[0], c[1], angles) * 255).astype(np.uint8)
 
 
 def _gaussian_blur(x: np.ndarray, sigma: float, rngs: Rngs) -> np.ndarray:
-    return ops.separable_blur(x, ops.gaussian_taps(sigma, int(4.0 * sigma + 0.5)), "edge")
+    return ops.gaussian_blur(x, sigma)
 
 
 def _contrast(x: np.ndarray, c: float, rngs: Rngs) -> np.ndarray:
@@ -223,7 +205,14 @@ FAMILIES: dict[str, Family] = {
             ((0.3, 0.4), (0.4, 0.5), (0.5, 0.6), (1, 0.2), (1.5, 0.1)),
             _defocus_blur,
         ),
+        Family(
+            "glass_blur",
+            14,
+            ((0.05, 1, 1), (0.25, 1, 1), (0.4, 1, 1), (0.25, 1, 2), (0.4, 1, 2)),
+            blur.glass_blur,
+        ),
         Family("motion_blur", 5, ((6, 1), (6, 1.5), (6, 2), (8, 2), (9, 2.5)), _motion_blur),
+        Family("zoom_blur", 15, (1.06, 1.11, 1.16, 1.21, 1.26), blur.zoom_blur),
         Family("gaussian_blur", 6, (0.4, 0.6, 0.7, 0.8, 1.0), _gaussian_blur),
         Family("contrast", 7, (0.75, 0.5, 0.4, 0.3, 0.15), _contrast),
         Family("brightness", 8, (0.05, 0.1, 0.15, 0.2, 0.3), _brightness),
@@ -233,6 +222,18 @@ FAMILIES: dict[str, Family] = {
             ((0.3, 0), (0.1, 0), (1.5, 0), (2, 0.1), (2.5, 0.2)),
             _saturate,
             needs_color=True,
+        ),
+        Family(
+            "snow",
+            16,
+            (
+                (0.1, 0.2, 1, 0.6, 8, 3, 0.95),
+                (0.1, 0.2, 1, 0.5, 10, 4, 0.9),
+                (0.15, 0.3, 1.75, 0.55, 10, 4, 0.9),
+                (0.25, 0.3, 2.25, 0.6, 12, 6, 0.85),
+                (0.3, 0.3, 1.25, 0.65, 14, 12, 0.8),
+            ),
+            weather.snow,
         ),
         Family("fog", 10, ((0.2, 3), (0.5, 3), (0.75, 2.5), (1, 2), (1.5, 1.75)), _fog),
         Family("pixelate", 11, (0.95, 0.9, 0.85, 0.75, 0.65), _pixelate),

@@ -14,6 +14,7 @@ from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.generalization_section import generalization_section
+from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.timeline_section import timeline_section
@@ -433,6 +434,14 @@ def _single_run_sections(
     ]
 
 
+def _distributed(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The data-parallel section, only when a run was trained with --nproc N."""
+    from perfsuite.report.distributed_section import distributed_section
+
+    body = distributed_section(records)
+    return [("distributed", "Data-parallel ranks", body)] if body else []
+
+
 def report_html(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
@@ -447,19 +456,37 @@ def report_html(
         else f"perfsuite report: {len(records)} runs"
     )
     single = _single_run_sections(records, analyses, top)
-    sections = [
-        *first,
-        *single[:1],
-        ("summary", "Summary", _summary(records, analyses)),
-        ("curves", "Accuracy vs training time", _curves(records)),
+    details = [
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         *single[1:],
         ("telemetry", "Telemetry", _telemetry_section(records)),
+        *_distributed(records),
         ("generalization", "Generalization", generalization_section(records)),
+        ("inference", "Inference and energy", inference_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),
         ("environment", "Environment and config", _environment_section(records)),
     ]
+    if len(records) > 1:  # the comparison first, each run's details folded (issue 13)
+        from perfsuite.report.compare_section import comparison_body, folded
+
+        sections = [
+            *first,
+            ("compare", "Comparison", comparison_body(records, analyses, top)),
+            ("summary", "Summary", _summary(records, analyses)),
+            *[
+                (i, t, folded(b, f"{t}: {len(records)} runs (click to open)"))
+                for i, t, b in details
+            ],
+        ]
+    else:
+        sections = [
+            *first,
+            *single[:1],
+            ("summary", "Summary", _summary(records, analyses)),
+            ("curves", "Accuracy vs training time", _curves(records)),
+            *details,
+        ]
     return h.page(
         title,
         sections,

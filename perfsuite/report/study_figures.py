@@ -25,6 +25,17 @@ def speedup_figure(result: StudyResult) -> go.Figure:
     ):
         text = [f"{v:.2f}x" if v is not None else "" for v in values]
         fig.add_trace(go.Bar(x=names, y=values, name=label, text=text, textposition="outside"))
+    if result.kind == "scaling" and result.configs:
+        ref = result.configs[0].nproc
+        fig.add_trace(
+            go.Scatter(
+                x=names,
+                y=[c.nproc / ref for c in result.configs],
+                mode="lines+markers",
+                line={"dash": "dot", "color": "black"},
+                name="linear scaling (processes / reference processes)",
+            )
+        )
     dnc = [c.name for c in result.configs if c.status == "DNC"]
     if dnc:
         fig.add_trace(

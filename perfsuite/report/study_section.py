@@ -11,7 +11,7 @@ from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import run_curve
 from perfsuite.report.study_figures import speedup_figure
-from perfsuite.study.render import HEADERS, row
+from perfsuite.study.render import align, headers, rows
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
@@ -34,9 +34,7 @@ def study_section(result: StudyResult, records: Mapping[str, Sequence[Mapping[st
         f"(<code>{h.esc(result.study_id)}</code>): {h.esc(result.metric)} &gt;= "
         f"{h.esc(result.threshold)}; speed-ups against {h.esc(result.reference)}.</p>"
     )
-    table = h.table(
-        HEADERS, [row(c) for c in result.configs], [False] * 3 + [True] * (len(HEADERS) - 3)
-    )
+    table = h.table(headers(result), rows(result), [a == "r" for a in align(result)])
     described = h.notes([f"{c.name}: {c.description}" for c in result.configs])
     return (
         intro

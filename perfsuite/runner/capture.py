@@ -1,5 +1,5 @@
 """One-off measurements around the training loop: warm-up, FLOP count, profile window,
-ceilings, inference latency.
+ceilings (inference latency: runner/inference.py).
 
 Each runs `Workload.train_step` (the step the clock times) inside a `detour`: the run's own
 model takes the extra steps off the clock and is then restored exactly, so capture changes
@@ -10,12 +10,10 @@ neither the trained model nor the time to accuracy. The seconds these take are r
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from perfsuite.record import quantity
 from perfsuite.workloads.data import Batch, DataSource
 from perfsuite.workloads.state import TrainState, detour
 
@@ -88,40 +86,6 @@ def endless(data: DataSource, batch_size: int, generator: Any) -> Iterator[Batch
             yield batch
         if empty:
             raise ValueError(f"data source {data.description!r} yields no training batches")
-
-
-def measure_inference_latency(
-    workload: Any, model: Any, data: DataSource, backend: Any, repeats: int = 100
-) -> dict[str, Any]:
-    """Median batch-1 latency of `workload.predict` (with its test-time augmentation)."""
-    import torch
-
-    sample = data.sample(min(repeats + 10, data.num_eval))
-    model.eval()
-    times = []
-    with torch.no_grad():
-        for i in range(repeats + 10):
-            j = i % sample.size
-            inputs = tuple(x[j : j + 1] for x in sample.inputs)
-            backend.sync()
-            t0 = time.perf_counter()
-            workload.predict(model, *inputs)
-            backend.sync()
-            if i >= 10:
-                times.append(time.perf_counter() - t0)
-    model.train()
-    times.sort()
-    return {
-        "latency": quantity(
-            statistics.median(times),
-            "s",
-            "measured",
-            f"median of {repeats} batch-1 predictions after 10 warm-up, on {backend.device}, "
-            "time.perf_counter",
-        ),
-        "latency_p90_s": times[int(0.9 * (len(times) - 1))],
-        "batch_size": 1,
-    }
 
 
 def resolve_ceilings(device: str, dtype: str, measure: bool) -> tuple[dict | None, str]:

@@ -16,11 +16,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perfsuite.backends import torch_backend
 from perfsuite.record import quantity
-from perfsuite.runner import assemble, capture
+from perfsuite.runner import assemble, capture, inference
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
-from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.energy import EnergyClock, training_energy
+from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
@@ -38,6 +38,7 @@ class Terminated(RuntimeError):
 @dataclass
 class RunOptions:
     workload: str
+    framework: str = "pytorch"  # or "tensorflow" (runner/frameworks.py)
     data_dir: str | None = None
     out: str = "runs"
     threshold: float | None = None
@@ -61,10 +62,12 @@ class RunOptions:
     profile_steps: int = 3  # at least this many profiled steps...
     profile_seconds: float = 1.0  # ...and at least this much of the run's clock (see below)
     measure_peaks: bool = True
-    inference_repeats: int = 100
+    inference_repeats: int = 100  # 0: no inference measurement (else the rule's whole set)
+    inference_limit: int | None = None  # measure only the first N examples (partial)
     progress: bool = True
     eval_from: int = 1  # first epoch that is evaluated (the last one always is)
     replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
+    nproc: int = 1  # >1: data-parallel training in that many processes (runner/distributed.py)
 
 
 class _Run:
@@ -73,13 +76,15 @@ class _Run:
     def __init__(self, opts: RunOptions) -> None:
         from perfsuite.workloads import get_workload
 
-        self.backend = torch_backend(opts.device)
+        self.backend = framework_backend(opts.framework, opts.device)
+        self.parts = run_parts(opts.framework)
         self.backend.check_available()
         self.backend.set_threads(opts.threads)
         self.opts = opts
-        self.workload = wl = get_workload(opts.workload)
+        self.workload = wl = get_workload(opts.workload, opts.framework)
         wl.download = opts.download
         self.switches = parse_switches(opts.switches, wl.switches, wl.name)
+        self.parts.check_switches(self.switches, self.backend)
         self.recipe = assemble.prepare_recipe(
             wl,
             opts.device,
@@ -91,6 +96,8 @@ class _Run:
         )
         wl.configure(self.recipe)
         self.threshold = opts.threshold if opts.threshold is not None else wl.default_threshold
+        if opts.inference_limit is not None and opts.inference_limit < 1:
+            raise ValueError(f"--inference-limit must be >= 1, got {opts.inference_limit}")
         config = {k: v for k, v in asdict(opts).items() if k not in ("group", "progress")}
         config["recipe_values"] = self.recipe.to_dict()
         config["threshold"] = self.threshold
@@ -107,7 +114,7 @@ class _Run:
             task,
             self.backend.device,
             config,
-            framework=f"pytorch {self.backend.version}",
+            framework=f"{self.backend.framework} {self.backend.version}",
             instance_type=opts.instance_type,
             group=opts.group,
             mllog_benchmark=wl.task,
@@ -124,9 +131,13 @@ class _Run:
                 f"trained on a subset: train_limit={self.recipe.extra['train_limit']} examples"
             )
         self.setup_s: dict[str, float] = {}
+        self.checkpoint_skipped = False
+        if self.backend.framework != "pytorch":
+            self.record["environment"]["frameworks"][self.backend.framework] = self.backend.version
         self.stall_s: list[float] = []
         self.progress = RunProgress(opts.progress, self.rec.run_id)
-        self.restore_switches = assemble.apply_process_switches(self.switches)
+        self.energy = EnergyClock(None, "capture off: energy not read")
+        self.restore_switches = self.parts.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
 
@@ -142,18 +153,20 @@ class _Run:
             self.rec.flag("synthetic data: accuracy is meaningless, throughput only")
         else:
             self.data, self.setup_s["data_load_s"] = capture.timed(
-                wl.load_data, opts.data_dir, backend.torch_device
+                self.parts.load_data, wl, opts.data_dir, backend, self.switches
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
         self.progress.phase("building the model")
-        model = wl.build_model(self.recipe).to(backend.torch_device)
+        parts = self.parts
+        model = parts.build_model(wl, self.recipe, backend, self.switches, opts.seed)
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
-        self.state = assemble.build_state(
+        self.state = parts.build_state(
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
         )
-        params = sum(p.numel() for p in model.parameters())
+        self._distribute()
+        params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
-        seen, unhook = assemble.watch_first_layer(self.state)
+        seen, unhook = parts.watch_first_layer(self.state)
         self.progress.phase(f"warm-up ({capture.WARMUP_STEPS} steps, off the clock)")
         _, self.setup_s["warmup_s"] = capture.timed(
             capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
@@ -161,10 +174,13 @@ class _Run:
         unhook()
         self.record["switches"] = {
             "requested": self.switches.to_dict(),
-            "effect": assemble.switch_effects(self.state, self.switches, seen),
+            "effect": parts.switch_effects(self.state, self.switches, seen),
         }
-        self.record["math"] = assemble.math_section(self.state, seen)
+        self.record["math"] = parts.math_section(self.state, seen)
         if opts.capture and not opts.replay_steps:
+            self.energy = EnergyClock.for_device(backend.device.gpu_index)
+            if not self.energy.available:
+                self.rec.flag(f"energy not measured: {self.energy.reason}")
             self.progress.phase("counting FLOPs of one step")
             self._capture_work()
             self.progress.phase("device ceilings (cached, or measured once)")
@@ -183,6 +199,9 @@ class _Run:
                 }
             )
 
+    def _distribute(self) -> None:
+        """Hook: a data-parallel rank wraps the model here (runner/distributed.py)."""
+
     def _batches(self, salt: int) -> Any:
         """Real training batches from a generator of their own (the run's draws stay intact)."""
         g = self.backend.generator(self.opts.seed + salt)
@@ -192,7 +211,7 @@ class _Run:
         batch = next(self._batches(10_007))
         try:
             work, self.setup_s["flop_count_s"] = capture.timed(
-                capture.count_step_work, self.workload, self.state, batch
+                self.parts.count_step_work, self.workload, self.state, batch
             )
             self.record["work"] = work
         except ImportError as exc:
@@ -205,9 +224,14 @@ class _Run:
         self.progress.phase(f"profile window: {active} steps, off the clock")
         log = self.run_dir / LOG_NAME
         with stderr_to(log):  # the profiler's own lines go to the run's log, not the terminal
-            window = ProfileWindow(self.run_dir, self.backend, wait=2, warmup=1, active=active)
             rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
-                capture.profile_window, self.workload, self.state, self._batches(20_011), window
+                self.parts.profile_window,
+                self.run_dir,
+                self.backend,
+                self.workload,
+                self.state,
+                self._batches(20_011),
+                active,
             )
         if log.is_file() and log.stat().st_size:
             rec["sidecars"]["log"] = LOG_NAME
@@ -226,13 +250,12 @@ class _Run:
 
     def _train_epoch(self, epoch: int) -> tuple[float, float, int, int]:
         """One epoch; returns (seconds, mean loss, steps, samples). Clock includes data prep."""
-        import torch
-
-        state, wl, backend = self.state, self.workload, self.backend
+        state, wl, backend, parts = self.state, self.workload, self.backend, self.parts
         check_every = 1 if not backend.device.is_gpu else 50
         backend.sync()
+        self.energy.start()  # counter reads sit outside the clock's edges
         t0 = time.perf_counter()
-        loss_sum = torch.zeros((), device=backend.torch_device)
+        loss_sum = parts.zero_loss(backend)
         steps = samples = 0
         stall = 0.0
         wl.on_epoch_start(state, self.data, epoch)
@@ -244,7 +267,7 @@ class _Run:
             stall += time.perf_counter() - t
             if batch is None:
                 break
-            loss_sum += wl.train_step(state, batch).float()
+            loss_sum = parts.add_loss(loss_sum, wl.train_step(state, batch))
             steps += 1
             samples += batch.size
             if tick is not None:
@@ -254,6 +277,7 @@ class _Run:
         wl.on_epoch_end(state, self.data, epoch)
         backend.sync()
         seconds = time.perf_counter() - t0
+        self.energy.stop()
         self.stall_s.append(stall)
         mean_loss = float(loss_sum) / max(1, steps)
         if not math.isfinite(mean_loss):
@@ -305,7 +329,8 @@ class _Run:
                 n / seconds if seconds > 0 else None,
                 f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
             )
-            if reached and "checkpoint" not in rec and self.rec.write_files:
+            keep = self.rec.write_files and not self.checkpoint_skipped
+            if reached and "checkpoint" not in rec and keep:
                 self._save_threshold_model(epoch, metrics[metric])
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             if (
@@ -321,10 +346,8 @@ class _Run:
 
     def _save_threshold_model(self, epoch: int, value: float) -> None:
         """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
-        from perfsuite.runner.checkpoint import save_threshold_model
-
         section, self.setup_s["checkpoint_s"] = capture.timed(
-            save_threshold_model,
+            self.parts.save_threshold_model,
             self.run_dir,
             self.state.module,
             epoch=epoch,
@@ -332,25 +355,66 @@ class _Run:
             metric=self.workload.metric,
             value=value,
         )
+        if section is None:  # TensorFlow: no checkpoint format yet (docs/tensorflow.md)
+            self.rec.flag(f"threshold model not saved ({self.opts.framework} run)")
+            self.checkpoint_skipped = True
+            return
         self.record["checkpoint"] = section
         self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
 
-    def _finish(self) -> None:
+    def _threshold_model(self) -> Any:
+        """A copy of the run's model holding the threshold checkpoint's weights (with
+        --keep-going the live model is the last epoch's, not the one that met the target)."""
+        import copy
+
+        from perfsuite.runner.checkpoint import load_threshold_model
+
+        view = {**self.record, "_dir": str(self.run_dir)}
+        model = copy.deepcopy(self.state.module)
+        model.load_state_dict(load_threshold_model(view))
+        return model
+
+    def _measure_inference(self) -> None:
+        """DAWNBench latency on the threshold model, or a stated reason for none."""
         rec, opts = self.record, self.opts
+        if self.backend.framework != "pytorch":
+            why = (
+                f"{self.backend.framework} runs keep no threshold checkpoint yet: the DAWNBench "
+                "inference rule (the threshold model on the whole validation set) is not measured"
+            )
+            rec["inference"] = inference.not_measured(why)
+            self.rec.flag(why)
+            return
+        if "checkpoint" not in rec:
+            why = "the run did not reach its threshold: no threshold model, no DAWNBench latency"
+            rec["inference"] = inference.not_measured(why)
+            self.rec.flag(why)
+            return
+        try:
+            entry, self.setup_s["inference_latency_s"] = capture.timed(
+                inference.measure,
+                self.workload,
+                self._threshold_model(),
+                self.data,
+                self.backend,
+                precision=self.state.precision or "fp32",
+                limit=opts.inference_limit,
+                energy=EnergyClock.for_device(self.backend.device.gpu_index),
+                by="perfsuite run",
+            )
+        except inference.InferenceError as exc:  # the trained run is kept, with the reason
+            rec["inference"] = inference.not_measured(str(exc))
+            self.rec.flag(f"inference not measured: {exc}")
+            return
+        entry["model"] = inference.model_of(rec)
+        inference.store(rec, entry)
+
+    def _finish(self) -> None:
+        opts = self.opts
         if opts.capture and opts.inference_repeats > 0:
             self.progress.phase("inference latency")
-            with self.state.autocast():
-                inf, self.setup_s["inference_latency_s"] = capture.timed(
-                    capture.measure_inference_latency,
-                    self.workload,
-                    self.state.module,
-                    self.data,
-                    self.backend,
-                    opts.inference_repeats,
-                )
-            inf["metrics"] = dict(rec["evaluations"][-1]["metrics"]) if rec["evaluations"] else {}
-            rec["inference"] = inf
+            self._measure_inference()
         if opts.capture and opts.counters:
             self.progress.phase(f"hardware counters ({opts.counters})")
             from perfsuite.runner.counters_step import collect_counters
@@ -417,6 +481,12 @@ class _Run:
     def _close(self, telemetry: TelemetrySampler | None) -> None:
         self.progress.close()
         self.restore_switches()
+        if self.opts.capture and not self.opts.replay_steps:  # crashed runs keep theirs too
+            tta = self.record.get("time_to_accuracy") or {}
+            epoch = tta.get("epoch") if tta.get("reached") else None
+            self.record["energy"] = training_energy(
+                self.energy, None if epoch is None else int(epoch)
+            )
         if telemetry is not None:
             self.record["telemetry"] = telemetry.summary()
         self.record.setdefault("extra", {})["setup_s"] = self.setup_s
@@ -438,6 +508,10 @@ class _NullTelemetry:
 
 def run_workload(opts: RunOptions) -> Any:
     """Run one workload under instrumentation; returns the run folder (with run.json)."""
+    if opts.nproc > 1:
+        from perfsuite.runner.launch import launch
+
+        return launch(opts)
     if opts.replay_steps > 0:
         run = _Run(opts)
         try:

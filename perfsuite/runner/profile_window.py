@@ -38,21 +38,38 @@ def step_cvs(events: Any, on_gpu: bool) -> dict[str, float]:
     roof fraction more closely than the op's steps agree with each other. An event belongs to
     the step (`ProfilerStep` range) in which it starts, whichever thread ran it.
     """
-    steps = sorted(
-        (e.time_range.start, e.time_range.end) for e in events if e.name.startswith("ProfilerStep")
-    )
+    steps = [(e.time_range.start, e.time_range.end) for e in events if _is_step(e.name)]
+    items = [
+        (
+            e.name,
+            e.time_range.start,
+            _us(e, "device_time_total") if on_gpu else e.cpu_time_total / 1e6,
+        )
+        for e in events
+        if not _is_step(e.name)
+    ]
+    return cvs_per_step(steps, items)
+
+
+def _is_step(name: str) -> bool:
+    return name.startswith("ProfilerStep")
+
+
+def cvs_per_step(
+    steps: list[tuple[float, float]], items: list[tuple[str, float, float]]
+) -> dict[str, float]:
+    """Framework-free core of `step_cvs`: `steps` are (start, end) ranges, `items` are
+    (op name, start, seconds); an item belongs to the step in which it starts."""
+    steps = sorted(steps)
     if len(steps) < 2:
         return {}
     starts = [a for a, _ in steps]
     per_step: dict[str, list[float]] = {}
-    for e in events:
-        if e.name.startswith("ProfilerStep"):
+    for name, start, seconds in items:
+        i = bisect.bisect_right(starts, start) - 1
+        if i < 0 or start >= steps[i][1]:
             continue
-        i = bisect.bisect_right(starts, e.time_range.start) - 1
-        if i < 0 or e.time_range.start >= steps[i][1]:
-            continue
-        t = _us(e, "device_time_total") if on_gpu else e.cpu_time_total / 1e6
-        per_step.setdefault(e.name, [0.0] * len(steps))[i] += t
+        per_step.setdefault(name, [0.0] * len(steps))[i] += seconds
     out = {}
     for name, times in per_step.items():
         mean = statistics.fmean(times)

@@ -87,7 +87,9 @@ class RayExecutor:
             opts = replace(job.options, progress=False, threads=job.options.threads or threads)
             if on_start:
                 on_start(job)
-            refs[task.remote(asdict(opts))] = i
+            n = max(1, opts.nproc)  # a data-parallel run: its resources for every process
+            sized = task.options(num_cpus=self.cpus_per_run * n, num_gpus=self.gpus_per_run * n)
+            refs[sized.remote(asdict(opts))] = i
         done: dict[int, JobResult] = {}
         waiting = list(refs)
         while waiting:

@@ -48,6 +48,7 @@ class Recorder:
         self.record["framework"] = framework
         self.metric, self.threshold = task["metric"], task["threshold"]
         self.epoch_times: list[float] = []
+        self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
         self.mllog = None
         if write_files:
             self._create_folder()
@@ -130,10 +131,14 @@ class Recorder:
             f"{steps_per_epoch} steps (data preparation included"
             + ("; first epoch excluded)" if len(times) > 1 else ")")
         )
+        n = self.world_size
         self.record["throughput"] = {
             "step_time": quantity(per_step, "s", "measured", source),
             "samples_per_s": quantity(
-                batch_size / per_step, "sample/s", "derived", "batch_size / step_time"
+                batch_size * n / per_step,
+                "sample/s",
+                "derived",
+                f"batch_size x {n} ranks / step_time" if n > 1 else "batch_size / step_time",
             ),
             "epoch_times_s": list(times),
         }

@@ -17,6 +17,7 @@ from perfsuite.runner.loop import RunOptions
 from perfsuite.study.folder import (
     MANIFEST,
     Study,
+    config_records,
     load_study,
     new_manifest,
     pending,
@@ -33,7 +34,7 @@ def open_study(spec: StudySpec, out: str | Path | None) -> Study:
     from perfsuite.workloads import get_workload
 
     try:
-        wl = get_workload(spec.workload)
+        wl = get_workload(spec.workload, spec.run.framework)
     except (KeyError, ValueError) as exc:
         raise StudyError(str(exc).strip("'\"")) from None
     if wl.needs_data_dir and not spec.run.data_dir and not spec.run.synthetic:
@@ -70,6 +71,7 @@ def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOpti
         batch_size=config.batch_size,
         seed=seed,
         device=s.device,
+        framework=s.framework,
         keep_going=s.keep_going,
         capture=s.capture,
         recipe=s.recipe,
@@ -78,12 +80,29 @@ def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOpti
         synthetic=s.synthetic,
         eval_from=s.eval_from,
         threads=s.threads,
+        nproc=config.nproc,
         group={
             "id": f"{study.study_id}:{config.name}",
             "index": repeat,
             "size": study.spec.repeats,
         },
     )
+
+
+def evaluate_robustness(study: Study, say: Callable[[str], None]) -> None:
+    """The study's generalization checks on every finished run, after all runs: evaluating
+    while other runs of the study train would slow their clocks. A failing evaluation is
+    reported and leaves the run record as it was."""
+    from perfsuite.study.robustness import evaluate_run
+
+    for config in study.configs:
+        for rec in config_records(study, config):
+            run_dir = Path(rec["_path"]).parent
+            try:
+                what = evaluate_run(run_dir, study.spec.eval, study.spec.run.device)
+            except (ValueError, NotImplementedError, OSError) as exc:
+                what = f"corruptions failed: {str(exc).splitlines()[0] if str(exc) else exc}"
+            say(f"[study] {config.name} {run_dir.name}: {what}")
 
 
 def run_study(
@@ -123,6 +142,8 @@ def run_study(
     results = executor.run(jobs, on_start, on_result)
     refresh_runs(study)
     write_manifest(study)
+    if study.spec.eval.corruptions:
+        evaluate_robustness(study, say)
     fatal = [r for r in results if r.fatal]
     if fatal:
         raise StudyError(f"configuration {fatal[0].job.key!r}: {fatal[0].error}")

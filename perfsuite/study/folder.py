@@ -3,8 +3,8 @@ plus one ordinary run folder per run under `configs/NN-name/`.
 
 The manifest is written atomically and validated on load with a one-line error naming the file
 and the field. Resume needs no bookkeeping of its own: a run is finished when a record with
-the configuration's switches and the repeat's seed has a final status (reached, not_reached,
-diverged) in the configuration's folder; crashed and killed runs are run again.
+the configuration's switches, process count and the repeat's seed has a final status (reached,
+not_reached, diverged) in the configuration's folder; crashed and killed runs are run again.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.distributed import world_size
 from analyzers.study import FINISHED
 from perfsuite.record import RecordError, load_record, write_json_atomic
 from perfsuite.record.model import utc_now
@@ -76,7 +77,10 @@ def _check_config(raw: Any, i: int, origin: str) -> Config:
         raise _field(origin, f"{where}.index", f"expected {i}, got {raw.get('index')!r}")
     if not isinstance(raw.get("runs", []), list):
         raise _field(origin, f"{where}.runs", "expected a list")
-    return Config(i, raw["name"], raw["description"], tuple(raw["switches"]), batch, folder)
+    nproc = raw.get("nproc", 1)  # absent in studies written before scaling studies
+    if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
+        raise _field(origin, f"{where}.nproc", f"expected a positive integer, got {nproc!r}")
+    return Config(i, raw["name"], raw["description"], tuple(raw["switches"]), batch, folder, nproc)
 
 
 def load_study(path: str | Path) -> Study:
@@ -129,6 +133,8 @@ def config_records(study: Study, config: Config) -> list[dict[str, Any]]:
         if list(cfg.get("switches") or []) != list(config.switches):
             continue
         if cfg.get("batch_size") != config.batch_size:
+            continue
+        if world_size(rec) != config.nproc:
             continue
         seed = cfg.get("seed")
         old = by_seed.get(seed)

@@ -2,7 +2,9 @@
 
 Lesion: the full recipe (every option on), then the full recipe minus each option. Factor: the
 baseline (no option), then each option added cumulatively in the given order. Batch: one
-configuration per batch size, with the learning rate scaled by the study's lr_rule. Every
+configuration per batch size, with the learning rate scaled by the study's lr_rule. Scaling:
+one configuration per data-parallel process count, the per-process batch fixed (the global
+batch grows with the processes) and the learning rate scaled to it by the lr_rule. Every
 configuration's switches are parsed against what the workload declares before anything runs,
 so an unsupported switch (or bf16 with fp16 in one full recipe) is an error up front.
 """
@@ -35,6 +37,7 @@ class Config:
     switches: tuple[str, ...]
     batch_size: int | None
     folder: str  # relative to the study folder
+    nproc: int = 1  # data-parallel processes of each run (scaling studies)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -44,6 +47,7 @@ class Config:
             "switches": list(self.switches),
             "batch_size": self.batch_size,
             "folder": self.folder,
+            "nproc": self.nproc,
         }
 
 
@@ -89,6 +93,22 @@ def plan(spec: StudySpec, supported: frozenset[str], workload: str) -> list[Conf
                 _folder(i, f"batch-{size}"),
             )
             for i, size in enumerate(spec.sizes)
+        ]
+    elif spec.kind == "scaling":
+        per_rank = spec.run.batch_size
+        batch = f"{per_rank}" if per_rank else "the recipe's batch"
+        configs = [
+            Config(
+                i,
+                f"nproc={n}",
+                f"{n} data-parallel process(es), {batch} per process (global batch x{n}), "
+                f"learning rate scaled by lr_rule={spec.lr_rule}",
+                (*spec.switches, f"lr_rule={spec.lr_rule}"),
+                per_rank,
+                _folder(i, f"nproc-{n}"),
+                n,
+            )
+            for i, n in enumerate(spec.nprocs)
         ]
     else:
         options = [parse_option(t) for t in spec.options]

@@ -22,6 +22,45 @@ HEADERS = [
 ]
 
 
+# A scaling study: per process count, both speed-ups, each divided by the process ratio
+# (efficiency 1.0 = linear scaling), and the collectives' measured share of the step.
+SCALING_HEADERS = [
+    "configuration",
+    "processes",
+    "reached",
+    "status",
+    "time to acc. (mean ± std)",
+    "epochs to thr.",
+    "s/epoch",
+    "samples/s",
+    "comm. share",
+    "best",
+    "TTA speed-up",
+    "throughput speed-up",
+    "TTA efficiency",
+    "throughput efficiency",
+]
+ROBUSTNESS_HEADERS = ["corruption acc.", "vs reference"]
+
+
+def has_robustness(result: StudyResult) -> bool:
+    """Whether any configuration's runs were evaluated on the corruptions."""
+    return any(c.corruption_accuracy.n for c in result.configs)
+
+
+def headers(result: StudyResult) -> list[str]:
+    """The table's columns for the study's kind; the corruption columns only when the study
+    measured them."""
+    base = SCALING_HEADERS if result.kind == "scaling" else HEADERS
+    return base + (ROBUSTNESS_HEADERS if has_robustness(result) else [])
+
+
+def align(result: StudyResult) -> str:
+    """Column alignment ("l"/"r" per column) of the study's table."""
+    head = "lrrl" if result.kind == "scaling" else "lrl"
+    return head + "r" * (len(headers(result)) - len(head))
+
+
 def _x(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -41,27 +80,72 @@ def _epochs(c: ConfigResult) -> str:
     return f"{s.mean:.3g}" + (f" ± {s.std:.2g}" if s.std is not None else "")
 
 
-def row(c: ConfigResult) -> list[Any]:
-    """One configuration as table cells (SI units; "DNC" where none of its runs reached).
-    "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
-    times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
-    out = [
-        c.name,
+def _robustness(c: ConfigResult) -> list[str]:
+    s = c.corruption_accuracy
+    if s.mean is None:
+        return ["-", "-"]
+    spread = f" ± {100 * s.std:.2f}" if s.std is not None else ""
+    delta = "-" if c.corruption_delta is None else f"{100 * c.corruption_delta:+.2f} pts"
+    return [f"{100 * s.mean:.2f}%{spread}", delta]
+
+
+def _outcome(c: ConfigResult) -> list[Any]:
+    """The cells every kind shows first: reached, status, time to accuracy, epochs, s/epoch."""
+    return [
         f"{c.n_reached}/{c.n_runs}",
         c.status + (f" ({c.n_diverged} diverged)" if c.n_diverged else ""),
         _tta(c),
         _epochs(c),
         fmt.duration(c.epoch_time.mean),
-        fmt.duration(c.epochs_x_epoch_time),
     ]
-    best = "n/a" if c.best is None else f"{c.best:.4f}"
+
+
+def _best(c: ConfigResult) -> str:
+    return "n/a" if c.best is None else f"{c.best:.4f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def row(c: ConfigResult, robustness: bool = False) -> list[Any]:
+    """One configuration as table cells (SI units; "DNC" where none of its runs reached).
+    "epochs x s/epoch" is the time to accuracy the two efficiencies predict from median epoch
+    times: beside the measured one it shows when a few slow epochs (a busy machine) moved it."""
     return [
-        *out,
+        c.name,
+        *_outcome(c),
+        fmt.duration(c.epochs_x_epoch_time),
         fmt.si(c.samples_per_s.mean, "sample/s"),
-        best,
+        _best(c),
         _x(c.tta_speedup),
         _x(c.throughput_speedup),
+        *(_robustness(c) if robustness else []),
     ]
+
+
+def scaling_row(c: ConfigResult, robustness: bool = False) -> list[Any]:
+    """One process count as table cells ("n/a" comm. share: no profile window measured it)."""
+    return [
+        c.name,
+        c.nproc,
+        *_outcome(c),
+        fmt.si(c.samples_per_s.mean, "sample/s"),
+        fmt.pct(c.comm_share.mean),
+        _best(c),
+        _x(c.tta_speedup),
+        _x(c.throughput_speedup),
+        _ratio(c.tta_efficiency),
+        _ratio(c.scaling_efficiency),
+        *(_robustness(c) if robustness else []),
+    ]
+
+
+def rows(result: StudyResult) -> list[list[Any]]:
+    """Every configuration's cells, in the columns of `headers(result)`."""
+    one = scaling_row if result.kind == "scaling" else row
+    robust = has_robustness(result)
+    return [one(c, robust) for c in result.configs]
 
 
 def render(result: StudyResult) -> str:
@@ -70,8 +154,13 @@ def render(result: StudyResult) -> str:
         f"== {result.kind} study of {result.workload} ({result.study_id}): "
         f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
     )
-    rows = [row(c) for c in result.configs]
-    lines = [head, fmt.table(rows, HEADERS, "lrl" + "r" * (len(HEADERS) - 3))]
+    robust = has_robustness(result)
+    lines = [head, fmt.table(rows(result), headers(result), align(result))]
     lines += [f"  {c.name}: {c.description}" for c in result.configs]
+    if robust:
+        lines.append(
+            "corruption acc.: the threshold models' mean accuracy over the corruption families "
+            "(mean ± std over runs); vs reference: its difference from the first configuration"
+        )
     lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-KINDS = ("lesion", "factor", "batch")
+KINDS = ("lesion", "factor", "batch", "scaling")
 LR_RULES = ("linear", "sqrt", "none")
 # Study-level option `batch=N`: the batch size, not a switch (the LR follows the lr_rule switch).
 BATCH_OPTION = "batch"
@@ -36,22 +36,35 @@ class RunSettings:
     keep_going: bool = False
     eval_from: int = 1
     threads: int | None = None
+    framework: str = "pytorch"  # or "tensorflow": the switches layout/bf16/fp16 then apply
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """Generalization checks run on each run's threshold model after it finishes (see
+    docs/generalization.md): so a lesion study shows which optimization costs robustness."""
+
+    corruptions: bool = False
+    limit: int | None = None  # corrupt only the first N own test images (CPU time)
+    families: list[str] = field(default_factory=list)  # empty: every family
 
 
 @dataclass(frozen=True)
 class StudySpec:
-    """A lesion, factor or batch study as written by the user."""
+    """A lesion, factor, batch or scaling study as written by the user."""
 
     kind: str
     workload: str
     options: list[str] = field(default_factory=list)  # lesion/factor: switch items, batch=N
     sizes: list[int] = field(default_factory=list)  # batch: the batch sizes
-    lr_rule: str = "linear"  # batch: how the learning rate follows the batch size
+    lr_rule: str = "linear"  # batch, scaling: how the learning rate follows the batch size
+    nprocs: list[int] = field(default_factory=list)  # scaling: data-parallel process counts
     switches: list[str] = field(default_factory=list)  # applied to every configuration
     repeats: int = 1
     threshold: float | None = None
     seed: int = 0
     run: RunSettings = field(default_factory=RunSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +72,7 @@ class StudySpec:
 
 _TOP = {f: None for f in StudySpec.__dataclass_fields__}
 _RUN = {f: None for f in RunSettings.__dataclass_fields__}
+_EVAL = {f: None for f in EvalSettings.__dataclass_fields__}
 
 
 def _fail(origin: str, where: str, why: str) -> StudyError:
@@ -71,6 +85,18 @@ def _int(value: Any, origin: str, where: str, minimum: int | None = None) -> int
     if minimum is not None and value < minimum:
         raise _fail(origin, where, f"must be >= {minimum}, got {value}")
     return value
+
+
+def _int_list(value: Any, origin: str, where: str) -> list[int]:
+    """Positive integers; a string is split at commas (the command-line form, `1,2,4`)."""
+    if isinstance(value, str):
+        try:
+            value = [int(v) for v in value.split(",") if v.strip()]
+        except ValueError:
+            raise _fail(origin, where, f"expected integers, got {value!r}") from None
+    if not isinstance(value, list):
+        raise _fail(origin, where, f"expected a list of integers, got {value!r}")
+    return [_int(v, origin, f"{where}[{i}]", 1) for i, v in enumerate(value)]
 
 
 def _str_list(value: Any, origin: str, where: str) -> list[str]:
@@ -121,7 +147,33 @@ def _run_settings(raw: Any, origin: str) -> RunSettings:
         keep_going=_bool(get("keep_going", d.keep_going), origin, "run.keep_going"),
         eval_from=_int(get("eval_from", d.eval_from), origin, "run.eval_from", 1),
         threads=opt_int("threads", 1),
+        framework=_framework(get("framework", d.framework), origin),
     )
+
+
+def _eval_settings(raw: Any, origin: str) -> EvalSettings:
+    if raw is None:
+        return EvalSettings()
+    if not isinstance(raw, dict):
+        raise _fail(origin, "eval", f"expected a table, got {raw!r}")
+    for key in raw:
+        if key not in _EVAL:
+            raise _fail(origin, f"eval.{key}", f"unknown field; known: {', '.join(_EVAL)}")
+    limit = raw.get("limit")
+    return EvalSettings(
+        corruptions=_bool(raw.get("corruptions", False), origin, "eval.corruptions"),
+        limit=None if limit is None else _int(limit, origin, "eval.limit", 2),
+        families=_str_list(raw.get("families", []), origin, "eval.families")
+        if raw.get("families")
+        else [],
+    )
+
+
+def _framework(value: Any, origin: str) -> str:
+    known = ("pytorch", "tensorflow")
+    if value not in known:
+        raise _fail(origin, "run.framework", f"expected one of {', '.join(known)}, got {value!r}")
+    return str(value)
 
 
 def spec_from_dict(raw: Any, origin: str) -> StudySpec:
@@ -141,15 +193,8 @@ def spec_from_dict(raw: Any, origin: str) -> StudySpec:
     if not workload:
         raise _fail(origin, "workload", "must not be empty")
     options = _str_list(raw.get("options", []), origin, "options")
-    sizes_raw = raw.get("sizes", [])
-    if isinstance(sizes_raw, str):
-        try:
-            sizes_raw = [int(s) for s in sizes_raw.split(",") if s.strip()]
-        except ValueError:
-            raise _fail(origin, "sizes", f"expected integers, got {sizes_raw!r}") from None
-    if not isinstance(sizes_raw, list):
-        raise _fail(origin, "sizes", f"expected a list of integers, got {sizes_raw!r}")
-    sizes = [_int(s, origin, f"sizes[{i}]", 1) for i, s in enumerate(sizes_raw)]
+    sizes = _int_list(raw.get("sizes", []), origin, "sizes")
+    nprocs = _int_list(raw.get("nprocs", []), origin, "nprocs")
     lr_rule = raw.get("lr_rule", "linear")
     if lr_rule not in LR_RULES:
         raise _fail(origin, "lr_rule", f"{lr_rule!r} is not one of {', '.join(LR_RULES)}")
@@ -160,6 +205,15 @@ def spec_from_dict(raw: Any, origin: str) -> StudySpec:
         if not 0.0 <= float(threshold) <= 1.0:
             raise _fail(origin, "threshold", f"{threshold} is not a fraction in [0, 1]")
         threshold = float(threshold)
+    if kind == "scaling":
+        if not nprocs:
+            raise _fail(origin, "nprocs", "a scaling study needs process counts, e.g. [1, 2]")
+        if len(set(nprocs)) != len(nprocs):
+            raise _fail(origin, "nprocs", f"repeated process count in {nprocs}")
+        if options or sizes:
+            raise _fail(origin, "options" if options else "sizes", "a scaling study takes nprocs")
+    elif nprocs:
+        raise _fail(origin, "nprocs", f"only a scaling study takes nprocs, not a {kind} study")
     if kind == "batch":
         if not sizes:
             raise _fail(origin, "sizes", "a batch study needs at least one batch size")
@@ -167,7 +221,7 @@ def spec_from_dict(raw: Any, origin: str) -> StudySpec:
             raise _fail(origin, "sizes", f"repeated batch size in {sizes}")
         if options:
             raise _fail(origin, "options", "a batch study takes sizes, not options")
-    else:
+    elif kind != "scaling":
         if not options:
             raise _fail(origin, "options", f"a {kind} study needs at least one option")
         if sizes:
@@ -178,11 +232,13 @@ def spec_from_dict(raw: Any, origin: str) -> StudySpec:
         options=options,
         sizes=sizes,
         lr_rule=lr_rule,
+        nprocs=nprocs,
         switches=_str_list(raw.get("switches", []), origin, "switches"),
         repeats=_int(raw.get("repeats", 1), origin, "repeats", 1),
         threshold=threshold,
         seed=_int(raw.get("seed", 0), origin, "seed", 0),
         run=_run_settings(raw.get("run"), origin),
+        eval=_eval_settings(raw.get("eval"), origin),
     )
 
 

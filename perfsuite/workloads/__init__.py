@@ -26,8 +26,11 @@ def workload_names() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def get_workload(name: str) -> Workload:
+def get_workload(name: str, framework: str = "pytorch") -> Workload:
+    """A fresh workload; `framework="tensorflow"` gives its TensorFlow version (digits only)."""
     _register_builtins()
+    if framework != "pytorch":
+        return _framework_workload(name, framework)
     if name not in _FACTORIES and ":" in name:
         from perfsuite.workloads.user import load_workload_class
 
@@ -37,6 +40,17 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         known = ", ".join(sorted(_FACTORIES))
         raise KeyError(f"unknown workload {name!r}; known: {known}") from None
+
+
+def _framework_workload(name: str, framework: str) -> Workload:
+    """Workloads written in another framework (their modules import it only when used)."""
+    if framework != "tensorflow":
+        raise ValueError(f"unknown framework {framework!r}; known: pytorch, tensorflow")
+    if name != "digits":
+        raise ValueError(f"workload {name!r} has no TensorFlow version; known: digits")
+    from perfsuite.workloads.tf_digits import TFDigitsWorkload
+
+    return TFDigitsWorkload()
 
 
 def _register_builtins() -> None:

@@ -52,6 +52,20 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
+def one_cycle(recipe: Recipe, steps_per_epoch: int) -> Callable[[int], float]:
+    """The per-step learning-rate factor of the default schedule: linear warm-up over
+    `warmup_fraction` of the steps, then linear decay to 0 (every framework uses this one)."""
+    total = max(1, recipe.epochs * steps_per_epoch)
+    warm = max(1, int(recipe.warmup_fraction * total))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return factor
+
+
 def _convert(raw: str, kind: type, key: str) -> Any:
     try:
         if kind is bool:
@@ -107,7 +121,10 @@ class Workload:
         raise NotImplementedError
 
     def synthetic_data(self, device: Any, seed: int) -> DataSource:
-        """Random inputs of this workload's shape (`run --synthetic`)."""
+        """Random inputs of this workload's shape (`run --synthetic`). Recipe `train_limit` N
+        also caps the evaluation set at N: accuracy on random labels is chance whatever the
+        size, and a full-size synthetic evaluation (10,000 CIFAR images, 50,000 ImageNet ones)
+        would dominate a short throughput run."""
         if not self.input_shape or not self.num_classes:
             raise ValueError(f"workload {self.name} does not declare its input shape")
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
@@ -116,7 +133,7 @@ class Workload:
             self.num_classes,
             device,
             num_train=limit or self.train_size or 1024,
-            num_eval=self.eval_size or 256,
+            num_eval=min(self.eval_size or 256, limit) if limit else self.eval_size or 256,
             seed=seed,
         )
 
@@ -146,14 +163,7 @@ class Workload:
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
         )
-        total = max(1, recipe.epochs * steps_per_epoch)
-        warm = max(1, int(recipe.warmup_fraction * total))
-
-        def factor(step: int) -> float:
-            if step < warm:
-                return (step + 1) / warm
-            return max(0.0, (total - step) / max(1, total - warm))
-
+        factor = one_cycle(recipe, steps_per_epoch)
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:

@@ -83,10 +83,15 @@ class InMemorySource:
     def train_batches(self, batch_size: int, generator: Any) -> Iterator[Batch]:
         import torch
 
-        device = self.train_y.device
-        perm = torch.randperm(self.num_train, generator=generator).to(device)
-        for i in range(0, self.num_train, batch_size):
-            idx = perm[i : i + batch_size]
+        perm = torch.randperm(self.num_train, generator=generator)
+        yield from self.batches_of(perm, batch_size, generator)
+
+    def batches_of(self, indices: Any, batch_size: int, generator: Any) -> Iterator[Batch]:
+        """Batches of the training examples at `indices`, in order, augmented with draws from
+        `generator` (a data-parallel rank passes its shard of the epoch's permutation)."""
+        indices = indices.to(self.train_y.device)
+        for i in range(0, len(indices), batch_size):
+            idx = indices[i : i + batch_size]
             x = self.train_x[idx]
             if self.augment is not None:
                 x = self.augment(x, generator)

@@ -35,6 +35,11 @@ SPECS: dict[str, SwitchSpec] = {
         ),
         SwitchSpec("channels_last", "NHWC memory format for the model and 4-D inputs"),
         SwitchSpec(
+            "layout",
+            "TensorFlow tensor layout: nhwc (its default) or nchw (GPUs only)",
+            ("nhwc", "nchw"),
+        ),
+        SwitchSpec(
             "compile",
             "torch.compile the model (mode: default, reduce-overhead, max-autotune)",
             ("default", "reduce-overhead", "max-autotune"),
@@ -71,6 +76,7 @@ class Switches:
     label_smoothing: float | None = None
     tta: bool | None = None
     data: str | None = None
+    layout: str | None = None  # TensorFlow: nhwc | nchw
     given: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +90,7 @@ class Switches:
             "label_smoothing": self.label_smoothing,
             "tta": self.tta,
             "data": self.data,
+            "layout": self.layout,
         }
 
 
@@ -136,7 +143,13 @@ def _apply(out: Switches, name: str, value: str | None) -> None:
     elif name == "tf32":
         out.tf32 = value == "on"
     elif name == "channels_last":
+        if out.layout == "nchw":
+            raise ValueError("switches channels_last and layout=nchw exclude each other")
         out.channels_last = True
+    elif name == "layout":
+        if out.channels_last and value == "nchw":
+            raise ValueError("switches channels_last and layout=nchw exclude each other")
+        out.layout = value
     elif name == "compile":
         out.compile = value
     elif name == "lr_rule":

@@ -1,0 +1,335 @@
+"""Runs, or groups of repeated runs, side by side: what `perfsuite compare` and the multi-run
+report show.
+
+Each item is one run or a group of repeats; the first item is the baseline. Per run: the
+framework, time to accuracy (`analyzers.record_view.crossing`), time per epoch
+(`analyzers.stability.epoch_times`), the measured step time, FLOPs per step, achieved FLOP/s
+and the roofline position (`analyzers.roofline`). Per item: the means over its runs and the
+ratio to the baseline. Per pair (item, baseline): the FLOP agreement and the op time deltas
+(`analyzers.compare_work`), and for two groups the statistical verdict on time to accuracy
+and time per epoch (`analyzers.verdict`). Framework-agnostic: it reads only the record.
+Pure: records in, dataclasses out; rules in docs/compare.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from analyzers import stats
+from analyzers.compare_work import (
+    DEFAULT_FLOP_TOLERANCE,
+    FlopCheck,
+    OpDeltas,
+    batch_size_of,
+    flop_check,
+    mean_or_none,
+    op_deltas,
+    spread_within,
+    workload_of,
+)
+from analyzers.record_view import crossing, framework
+from analyzers.roofline import RooflineInputError, roofline
+from analyzers.stability import epoch_times
+from analyzers.study import FINISHED
+from analyzers.verdict import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Verdict, decide
+from perfsuite.record import qvalue
+
+QUANTITIES = ("time_to_accuracy", "time_per_epoch")
+
+
+@dataclass(frozen=True)
+class RunValues:
+    """One run's numbers, as the per-run table shows them (None where unknown)."""
+
+    item: str
+    run_id: str
+    path: str | None
+    framework: str
+    workload: str | None
+    model: str | None
+    batch_size: Any
+    hardware: str | None
+    status: str
+    metric: str
+    threshold: float
+    reached: bool
+    time_to_accuracy_s: float | None
+    epochs_to_threshold: float | None
+    time_per_epoch_s: float | None
+    step_time_s: float | None
+    flops_per_step: float | None
+    achieved_flop_per_s: float | None
+    intensity_flop_per_byte: float | None
+    bound: str | None
+    frac_of_roof: float | None
+    roof_flag: str | None
+    roofline_missing: str | None  # why there is no roofline position
+
+
+@dataclass(frozen=True)
+class ItemSummary:
+    """One column of the side-by-side table: a run, or the means over a group's runs.
+
+    Times to accuracy are averaged over the runs that reached; `*_ratio` = this item's value /
+    the baseline's (above 1: more time, more FLOPs, a higher rate).
+    """
+
+    label: str
+    kind: str  # "run" | "group"
+    n_runs: int
+    n_reached: int
+    frameworks: list[str]
+    workload: str | None
+    model: str | None
+    batch_size: Any
+    metric: str
+    threshold: float
+    time_to_accuracy_s: float | None
+    time_to_accuracy_cov: float | None
+    epochs_to_threshold: float | None
+    time_per_epoch_s: float | None
+    step_time_s: float | None
+    flops_per_step: float | None
+    achieved_flop_per_s: float | None
+    intensity_flop_per_byte: float | None
+    frac_of_roof: float | None
+    bounds: list[str]
+    time_to_accuracy_ratio: float | None = None
+    time_per_epoch_ratio: float | None = None
+    step_time_ratio: float | None = None
+    flops_ratio: float | None = None
+    achieved_flops_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    items: list[ItemSummary]  # the baseline first
+    runs: list[RunValues]
+    flops: list[FlopCheck]  # each candidate against the baseline
+    ops: list[OpDeltas]
+    verdicts: list[Verdict]  # per candidate group and quantity; empty without two groups
+    notes: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
+    """The numbers of one run (roofline position from `analyzers.roofline`)."""
+    c = crossing(record)
+    times, _ = epoch_times(dict(record))
+    try:
+        r = roofline(record).run
+        missing = None
+    except RooflineInputError as exc:
+        r, missing = None, str(exc)
+    return RunValues(
+        item=item,
+        run_id=str(record.get("run_id")),
+        path=record.get("_path"),
+        framework=framework(record),
+        workload=workload_of(record),
+        model=record.get("model"),
+        batch_size=batch_size_of(record),
+        hardware=(record.get("hardware") or {}).get("name"),
+        status=str(record.get("status")),
+        metric=c.metric,
+        threshold=c.threshold,
+        reached=c.reached,
+        time_to_accuracy_s=c.time_s,
+        epochs_to_threshold=None if c.epoch is None else float(c.epoch),
+        time_per_epoch_s=stats.mean(times) if times else None,
+        step_time_s=qvalue((record.get("throughput") or {}).get("step_time")),
+        flops_per_step=r.flops_per_step.value if r else None,
+        achieved_flop_per_s=r.achieved_flops.value if r else None,
+        intensity_flop_per_byte=r.intensity.value if r else None,
+        bound=r.bound if r else None,
+        frac_of_roof=r.frac_of_roof if r else None,
+        roof_flag=r.flag if r else None,
+        roofline_missing=missing,
+    )
+
+
+def _ratio(x: float | None, base: float | None) -> float | None:
+    return x / base if x is not None and base else None
+
+
+def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
+    reached = [r for r in runs if r.reached and r.time_to_accuracy_s is not None]
+    tta = [r.time_to_accuracy_s for r in reached if r.time_to_accuracy_s is not None]
+    first = runs[0]
+    return ItemSummary(
+        label=label,
+        kind="run" if len(runs) == 1 else "group",
+        n_runs=len(runs),
+        n_reached=len(reached),
+        frameworks=sorted({r.framework for r in runs}),
+        workload=first.workload,
+        model=first.model,
+        batch_size=first.batch_size,
+        metric=first.metric,
+        threshold=first.threshold,
+        time_to_accuracy_s=mean_or_none(tta),
+        time_to_accuracy_cov=stats.cov(tta),
+        epochs_to_threshold=mean_or_none([r.epochs_to_threshold for r in reached]),
+        time_per_epoch_s=mean_or_none([r.time_per_epoch_s for r in runs]),
+        step_time_s=mean_or_none([r.step_time_s for r in runs]),
+        flops_per_step=mean_or_none([r.flops_per_step for r in runs]),
+        achieved_flop_per_s=mean_or_none([r.achieved_flop_per_s for r in runs]),
+        intensity_flop_per_byte=mean_or_none([r.intensity_flop_per_byte for r in runs]),
+        frac_of_roof=mean_or_none([r.frac_of_roof for r in runs]),
+        bounds=sorted({r.bound for r in runs if r.bound}),
+    )
+
+
+def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
+    return replace(
+        s,
+        time_to_accuracy_ratio=_ratio(s.time_to_accuracy_s, base.time_to_accuracy_s),
+        time_per_epoch_ratio=_ratio(s.time_per_epoch_s, base.time_per_epoch_s),
+        step_time_ratio=_ratio(s.step_time_s, base.step_time_s),
+        flops_ratio=_ratio(s.flops_per_step, base.flops_per_step),
+        achieved_flops_ratio=_ratio(s.achieved_flop_per_s, base.achieved_flop_per_s),
+    )
+
+
+def _target_notes(items: Sequence[ItemSummary]) -> list[str]:
+    targets = {(s.metric, s.threshold) for s in items}
+    if len(targets) > 1:
+        shown = ", ".join(f"{m} >= {t:g}" for m, t in sorted(targets))
+        return [f"items use different targets ({shown}): times to accuracy are not comparable"]
+    return []
+
+
+def _run_notes(runs: Sequence[RunValues]) -> list[str]:
+    out = []
+    for r in runs:
+        if r.status == "running":
+            out.append(f"{r.run_id}: status 'running' (unfinished or killed)")
+        if r.roof_flag:
+            out.append(f"{r.run_id}: roofline flagged: {r.roof_flag}")
+    return out
+
+
+def _unfinished(r: RunValues) -> bool:
+    """A run that crashed or is still running and has not reached: it says nothing about
+    whether the configuration converges, so it is not counted as a DNC."""
+    return not r.reached and r.status not in FINISHED
+
+
+def group_verdicts(
+    base_label: str,
+    base_runs: Sequence[RunValues],
+    label: str,
+    runs: Sequence[RunValues],
+    **options: Any,
+) -> list[Verdict]:
+    """Time to accuracy (runs that finished without reaching count as DNC, crashed or
+    unfinished ones are left out) and time per epoch (runs with epoch times)."""
+
+    def tta(rv: Sequence[RunValues]) -> list[float | None]:
+        return [r.time_to_accuracy_s if r.reached else None for r in rv if not _unfinished(r)]
+
+    def tpe(rv: Sequence[RunValues]) -> list[float | None]:
+        return [r.time_per_epoch_s for r in rv if r.time_per_epoch_s is not None]
+
+    return [
+        decide("time_to_accuracy", base_label, label, tta(base_runs), tta(runs), **options),
+        decide("time_per_epoch", base_label, label, tpe(base_runs), tpe(runs), **options),
+    ]
+
+
+def compare(
+    items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = stats.DEFAULT_SEED,
+    flop_tolerance: float = DEFAULT_FLOP_TOLERANCE,
+    top: int = 10,
+) -> Comparison:
+    """Compare items (label, records); the first is the baseline. Verdicts are given for
+    every candidate that is a group (2+ runs) when the baseline is one too."""
+    if len(items) < 2:
+        raise ValueError("a comparison needs at least two items (runs or groups)")
+    for label, records in items:
+        if not records:
+            raise ValueError(f"{label}: no runs")
+    runs_by = [[run_values(label, r) for r in records] for label, records in items]
+    summaries = [_summary(label, rv) for (label, _), rv in zip(items, runs_by, strict=True)]
+    base = summaries[0]
+    summaries = [base] + [_with_ratios(s, base) for s in summaries[1:]]
+    (base_label, base_recs), base_runs = items[0], runs_by[0]
+    checks, deltas, verdicts = [], [], []
+    notes = _target_notes(summaries)
+    notes += spread_within(base_label, base_recs, flop_tolerance)
+    for (label, recs), rv in zip(items[1:], runs_by[1:], strict=True):
+        notes += spread_within(label, recs, flop_tolerance)
+        checks.append(
+            flop_check(
+                base_label,
+                base_recs[0],
+                label,
+                recs[0],
+                base_runs[0].framework,
+                rv[0].framework,
+                flop_tolerance,
+            )
+        )
+        deltas.append(op_deltas(base_label, base_recs, label, recs, top))
+        if len(base_runs) >= 2 and len(rv) >= 2:
+            opts = {"alpha": alpha, "min_effect": min_effect, "resamples": resamples, "seed": seed}
+            verdicts += group_verdicts(base_label, base_runs, label, rv, **opts)
+    if verdicts:
+        unfinished = [r.run_id for rv in runs_by for r in rv if _unfinished(r)]
+        if unfinished:
+            notes.append(
+                f"{len(unfinished)} run(s) crashed or unfinished without reaching, left out of "
+                f"the time-to-accuracy verdict: {', '.join(unfinished)}"
+            )
+    else:
+        notes.append(
+            "no statistical verdict: it needs groups of repeated runs (2 or more each) on "
+            "both sides"
+        )
+    notes += _run_notes([r for rv in runs_by for r in rv])
+    return Comparison(
+        items=summaries,
+        runs=[r for rv in runs_by for r in rv],
+        flops=checks,
+        ops=deltas,
+        verdicts=verdicts,
+        notes=notes,
+        options={
+            "alpha": alpha,
+            "confidence": 1 - alpha,
+            "min_effect": min_effect,
+            "resamples": resamples,
+            "seed": seed,
+            "flop_tolerance": flop_tolerance,
+            "top": top,
+            "baseline": base_label,
+        },
+    )
+
+
+def items_from_records(
+    records: Sequence[Mapping[str, Any]], loose_label: str | None = None
+) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """Records split into items by `group.id` (written by `run --repeats` and studies), in
+    first-seen order, each labeled by its group id. Records without a group id form one item
+    labeled `loose_label` when it is given (a folder of repeats run by hand), else one item
+    each, labeled by run id. Switches are not looked at: two runs are only a group when
+    their records say so."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        gid = (rec.get("group") or {}).get("id")
+        if gid:
+            key = str(gid)
+        elif loose_label is not None:
+            key = loose_label
+        else:
+            key = str(rec.get("run_id"))
+        groups.setdefault(key, []).append(rec)
+    return list(groups.items())

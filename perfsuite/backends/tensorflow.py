@@ -1,0 +1,251 @@
+"""The TensorFlow backend, and the framework hooks the runner calls for a TensorFlow run.
+
+`TFBackend` has the TorchBackend methods (sync, autocast, NVTX range, generators, seeds,
+threads, version); `TFRunParts` has the `runner/frameworks.py` hooks (state, switch effects,
+math, FLOP count, profile window, inference latency). TensorFlow is imported only when a
+TensorFlow run starts: `import perfsuite` never imports it, and a missing TensorFlow is a
+one-line error naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from perfsuite.backends.device import Device
+from perfsuite.backends.torch_math import math_fields
+
+MISSING = (
+    "--framework tensorflow needs TensorFlow: pip install perfsuite[tensorflow] "
+    "(CPU only: pip install tensorflow-cpu)"
+)
+PRECISION_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def require_tensorflow() -> Any:
+    """The tensorflow module, or ValueError(MISSING) (one line) when it is not installed."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        raise ValueError(MISSING) from None
+    return tf
+
+
+class TFBackend:
+    """One device seen through TensorFlow. Holds no state but the device."""
+
+    framework = "tensorflow"
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.tf = require_tensorflow()
+        self.torch_device = None  # the runner asks TFRunParts for data and models instead
+
+    @property
+    def version(self) -> str:
+        return str(self.tf.__version__)
+
+    def check_available(self) -> None:
+        if self.device.is_gpu:
+            gpus = self.tf.config.list_physical_devices("GPU")
+            if (self.device.index or 0) >= len(gpus):
+                raise ValueError(f"--device {self.device}: TensorFlow sees {len(gpus)} GPU(s)")
+
+    def sync(self) -> None:
+        """Wait for queued device work (GPU only; CPU ops finish before they return)."""
+        if self.device.is_gpu:
+            self.tf.test.experimental.sync_devices()
+
+    def autocast(self, precision: str | None) -> contextlib.AbstractContextManager[Any]:
+        """Nothing: the mixed-precision policy is built into the model (compute dtype)."""
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def nvtx_range(self, name: str) -> Iterator[None]:
+        yield
+
+    def generator(self, seed: int) -> Any:
+        """A numpy Generator: shuffling and augmentation draws happen on the host."""
+        import numpy as np
+
+        return np.random.default_rng(seed)
+
+    def seed_all(self, seed: int) -> None:
+        self.tf.random.set_seed(seed)
+
+    def set_threads(self, threads: int | None) -> None:
+        """TensorFlow's pools, and torch's too: the device ceilings of the record are measured
+        with torch kernels in this process and must run at the run's thread count."""
+        if threads:
+            with contextlib.suppress(RuntimeError):  # after TF's runtime started: too late
+                self.tf.config.threading.set_intra_op_parallelism_threads(threads)
+                self.tf.config.threading.set_inter_op_parallelism_threads(threads)
+            with contextlib.suppress(ImportError):
+                import torch
+
+                torch.set_num_threads(threads)
+
+
+class TFTrainState:
+    """Everything the TensorFlow step touches; `snapshot`/`restore` serve `detour`."""
+
+    def __init__(self, model: Any, opt: Any, step_fn: Any, schedule: Any, recipe: Any,
+                 backend: TFBackend, precision: str | None, layout: str,
+                 loss_scale: Any = None) -> None:  # fmt: skip
+        self.model = self.module = model
+        self.optimizer, self.step_fn, self.schedule = opt, step_fn, schedule
+        self.recipe, self.backend = recipe, backend
+        self.precision, self.layout, self.loss_scale = precision, layout, loss_scale
+        self.scaler = loss_scale
+        self.step = 0
+        self.extras: dict[str, Any] = {}
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def _variables(self) -> list[Any]:
+        extra = self.loss_scale.variables if self.loss_scale is not None else []
+        return self.model.variables + self.optimizer.buffers + extra
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"vars": [v.numpy().copy() for v in self._variables()], "step": self.step}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        for v, value in zip(self._variables(), snap["vars"], strict=True):
+            v.assign(value)
+        self.step = snap["step"]
+
+
+class TFRunParts:
+    """The runner's framework hooks for a TensorFlow workload (see runner/frameworks.py)."""
+
+    framework = "tensorflow"
+
+    def apply_process_switches(self, switches: Any) -> Any:
+        return lambda: None
+
+    def check_switches(self, switches: Any, backend: TFBackend) -> None:
+        """One-line ValueError for a switch this device cannot run, before any run folder."""
+        if self._layout(switches) == "nchw" and not backend.device.is_gpu:
+            raise ValueError(
+                "switch layout=nchw: TensorFlow runs NCHW convolutions only on GPUs "
+                "(its CPU Conv2D supports NHWC only); use layout=nhwc on --device cpu"
+            )
+
+    def _layout(self, switches: Any) -> str:
+        return switches.layout or "nhwc"
+
+    def load_data(self, wl: Any, data_dir: str | None, backend: TFBackend, switches: Any) -> Any:
+        return wl.load_data(data_dir, None, layout=self._layout(switches))
+
+    def build_model(self, wl: Any, recipe: Any, backend: TFBackend, switches: Any,
+                    seed: int) -> Any:  # fmt: skip
+        self.check_switches(switches, backend)
+        layout = self._layout(switches)
+        dtype = PRECISION_DTYPES.get(switches.precision or "", "float32")
+        return wl.build_model(recipe, seed=seed, layout=layout, compute_dtype=dtype)
+
+    def build_state(self, wl: Any, recipe: Any, model: Any, steps_per_epoch: int,
+                    backend: TFBackend, switches: Any) -> TFTrainState:  # fmt: skip
+        from perfsuite.workloads.base import one_cycle
+        from perfsuite.workloads.tf_digits import LossScale, SGDState, make_step_fn
+
+        opt = SGDState(model.trainable, recipe)
+        scale = LossScale() if switches.precision == "fp16" else None
+        step_fn = make_step_fn(model, opt, recipe, wl.num_classes, scale)
+        return TFTrainState(model, opt, step_fn, one_cycle(recipe, steps_per_epoch), recipe,
+                            backend, switches.precision, self._layout(switches), scale)  # fmt: skip
+
+    def parameter_count(self, model: Any) -> int:
+        return int(sum(v.shape.num_elements() for v in model.trainable))
+
+    def watch_first_layer(self, state: TFTrainState) -> tuple[dict[str, Any], Any]:
+        """Filled after the warm-up from the traced graph (see `_first_conv`)."""
+        return {}, lambda: None
+
+    def _first_conv(self, state: TFTrainState) -> dict[str, Any]:
+        """The first Conv2D of the traced step: its dtype and data_format, read from the graph."""
+        for fn in state.step_fn._list_all_concrete_functions():
+            for op in fn.graph.get_operations():
+                if op.type == "Conv2D":
+                    fmt = op.get_attr("data_format").decode()
+                    return {
+                        "layer": "Conv2D",
+                        "output_dtype": op.outputs[0].dtype.name,
+                        "output_memory_format": "channels_last (NHWC)"
+                        if fmt == "NHWC"
+                        else "channels_first (NCHW)",
+                    }
+        return {}
+
+    def switch_effects(self, state: TFTrainState, switches: Any, seen: dict[str, Any]) -> dict:
+        seen.update(self._first_conv(state))
+        return {
+            "autocast": PRECISION_DTYPES.get(state.precision or ""),
+            "mixed_precision_policy": POLICIES.get(state.precision or "", "float32"),
+            "loss_scaling": "dynamic (perfsuite LossScale, GradScaler's rule)"
+            if state.loss_scale is not None
+            else None,
+            "parameter_dtype": state.model.trainable[0].dtype.name,
+            "first_layer": seen or None,
+            "parameter_memory_format": "HWIO kernels (TensorFlow's only kernel layout)",
+            "layout": state.layout,
+            "compiled": "tf.function (graph mode, XLA off)",
+            "batch_size": state.recipe.batch_size,
+            "lr": state.recipe.lr,
+            "lr_rule": switches.lr_rule,
+            "label_smoothing": state.recipe.label_smoothing,
+            "tta": None,
+            "source": "read back from the variables and the traced tf.function graph after "
+            "the warm-up",
+        }
+
+    def math_section(self, state: TFTrainState, seen: dict[str, Any]) -> dict[str, Any]:
+        tf = state.backend.tf
+        tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())
+        compute = PRECISION_DTYPES.get(state.precision or "")
+        return math_fields(
+            cudnn_tf32=tf32,
+            matmul_tf32=tf32,
+            autocast_dtype=compute,
+            param_dtype="float32",
+            activation_dtype=seen.get("output_dtype") or compute or "float32",
+            framework=("tensorflow", str(tf.__version__)),
+            source="read from TensorFlow at run time (tensor_float_32_execution_enabled; "
+            "applies on NVIDIA GPUs only) and the traced graph",
+            provenance="measured",
+        )
+
+    def count_step_work(self, wl: Any, state: TFTrainState, batch: Any) -> dict[str, Any]:
+        from perfsuite.flops.tf_graph import count_step
+
+        return count_step(state, batch)
+
+    def profile_window(self, run_dir: Any, backend: TFBackend, wl: Any, state: TFTrainState,
+                       batches: Any, active: int) -> dict[str, Any] | None:  # fmt: skip
+        from perfsuite.runner.tf_profile import profile_window
+
+        return profile_window(run_dir, wl, state, batches, active)
+
+    def predict_batch(self, wl: Any, model: Any, inputs: tuple[Any, ...]) -> Any:
+        return wl.predict(model, *inputs).numpy()
+
+    def slice_inputs(self, inputs: tuple[Any, ...], j: int) -> tuple[Any, ...]:
+        return tuple(x[j : j + 1] for x in inputs)
+
+    def inference_context(self, model: Any) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def save_threshold_model(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def zero_loss(self, backend: TFBackend) -> Any:
+        return backend.tf.zeros((), "float32")
+
+    def add_loss(self, total: Any, loss: Any) -> Any:
+        return total + self._tf().cast(loss, "float32")
+
+    def _tf(self) -> Any:
+        return require_tensorflow()

@@ -1,0 +1,120 @@
+"""Plotly figures of a comparison: every run's curve on one chart, coloured per item, and every
+run's roofline position on one roofline. They draw what `analyzers.compare` and the record
+hold; the only arithmetic is geometry (where a roof line crosses the visible range)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from analyzers.compare import RunValues
+from perfsuite import fmt
+from perfsuite.report.figures import _roof  # the one roof geometry
+
+_LAYOUT = {
+    "template": "plotly_white",
+    "margin": {"l": 70, "r": 30, "t": 50, "b": 60},
+    "height": 520,
+}
+_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+
+
+def overlay_figure(
+    curves: Sequence[Mapping[str, Any]], items: Sequence[str], metric: str
+) -> go.Figure:
+    """Accuracy vs training time of every run on one chart: one colour per item (a run or a
+    group of repeats), the threshold dashed, the time to accuracy of each run marked."""
+    fig = go.Figure()
+    colour = {label: _COLORS[i % len(_COLORS)] for i, label in enumerate(items)}
+    thresholds = set()
+    for c in curves:
+        first = c["item"] not in {t.legendgroup for t in fig.data}
+        fig.add_trace(
+            go.Scatter(
+                x=c["time_s"],
+                y=c["values"],
+                mode="lines+markers",
+                name=str(c["item"]),
+                legendgroup=str(c["item"]),
+                showlegend=first,
+                line={"color": colour[c["item"]], "width": 1.5},
+                marker={"size": 5},
+                text=[f"{c['label']}<br>{fmt.duration(t)}" for t in c["time_s"]],
+                hoverinfo="text+y",
+            )
+        )
+        if c.get("tta_s") is not None:
+            fig.add_trace(
+                go.Scatter(
+                    x=[c["tta_s"]],
+                    y=[c["tta_value"]],
+                    mode="markers",
+                    marker={"symbol": "star", "size": 12, "color": colour[c["item"]]},
+                    legendgroup=str(c["item"]),
+                    showlegend=False,
+                    text=[f"{c['label']}: reached in {fmt.duration(c['tta_s'])}"],
+                    hoverinfo="text",
+                )
+            )
+        if c.get("threshold") is not None:
+            thresholds.add(c["threshold"])
+    for t in sorted(thresholds):
+        fig.add_hline(y=t, line_dash="dash", line_color="grey", annotation_text=f"threshold {t:g}")
+    fig.update_xaxes(title="training time (s)")
+    fig.update_yaxes(title=f"{metric} (fraction)")
+    fig.update_layout(
+        title="Accuracy vs training time, every run (star: time to accuracy)", **_LAYOUT
+    )
+    return fig
+
+
+def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> go.Figure:
+    """Each run's whole-run point (intensity, achieved FLOP/s) on a log-log roofline; the
+    baseline's roof (`roofs`: peak_flops, memory_bandwidth) drawn when it has one."""
+    fig = go.Figure()
+    pts = [r for r in runs if r.intensity_flop_per_byte and r.achieved_flop_per_s]
+    items = list(dict.fromkeys(r.item for r in runs))
+    colour = {label: _COLORS[i % len(_COLORS)] for i, label in enumerate(items)}
+    peak, bw = roofs.get("peak_flops"), roofs.get("memory_bandwidth")
+    xs = [r.intensity_flop_per_byte for r in pts] + ([peak / bw] if peak and bw else [])
+    if xs and peak and bw:
+        lo = 10 ** math.floor(math.log10(min(xs) / 4))
+        hi = 10 ** math.ceil(math.log10(max(xs) * 4))
+        rx, ry = _roof(lo, hi, peak, bw)
+        fig.add_trace(
+            go.Scatter(
+                x=rx,
+                y=ry,
+                mode="lines",
+                line={"color": "black", "width": 2},
+                name=f"baseline roof: {fmt.si(peak, 'FLOP/s')}, {fmt.si(bw, 'byte/s')}",
+            )
+        )
+    for label in items:
+        mine = [r for r in pts if r.item == label]
+        if not mine:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[r.intensity_flop_per_byte for r in mine],
+                y=[r.achieved_flop_per_s for r in mine],
+                mode="markers",
+                name=str(label),
+                marker={"size": 11, "color": colour[label], "opacity": 0.8},
+                text=[
+                    f"{r.run_id} ({r.framework})<br>{fmt.si(r.achieved_flop_per_s, 'FLOP/s')}"
+                    f", {r.bound}-bound, "
+                    + ("FLAGGED above its roofs" if r.roof_flag else f"{fmt.pct(r.frac_of_roof)}")
+                    + " of its roofs"
+                    for r in mine
+                ],
+                hoverinfo="text",
+            )
+        )
+    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP/byte, modeled bytes)")
+    fig.update_yaxes(type="log", title="achieved FLOP/s")
+    fig.update_layout(title="Roofline positions, every run", **_LAYOUT)
+    return fig

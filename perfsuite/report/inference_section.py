@@ -1,0 +1,67 @@
+"""Report section: batch-1 inference (the rule it follows, mean and percentiles, the accuracy
+those predictions reached) and energy (to accuracy, per 10,000 inferences) with its source or
+the reason it is absent. Figures come from analyzers.inference and the record."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from analyzers.inference import energy_view, inference_view
+from perfsuite import fmt
+from perfsuite.report import html as h
+
+
+def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
+    v = inference_view(rec)
+    if v.rule is None:
+        return [["inference", "not measured"]]
+    rows = [["rule", str(v.rule)]]
+    if v.latency_s is None:
+        return [*rows, ["latency", f"none: {v.note}"]]
+    rows.append(["latency (mean, batch 1)", fmt.si(v.latency_s, "s")])
+    if v.p50_s is not None:
+        rows.append(
+            [
+                "p50 / p90 / p99",
+                " / ".join(fmt.si(x, "s") for x in (v.p50_s, v.p90_s, v.p99_s)),
+            ]
+        )
+        rows.append(["examples, mode, precision", f"{v.examples}, {v.mode}, {v.precision}"])
+    if v.metrics:
+        rows.append(
+            [
+                "accuracy of these predictions",
+                ", ".join(f"{k} {fmt.pct(x, 2)}" for k, x in v.metrics.items()),
+            ]
+        )
+    if v.note:
+        rows.append(["note", v.note])
+    source = ((rec.get("inference") or {}).get("latency") or {}).get("source")
+    if source:
+        rows.append(["source", source])
+    return rows
+
+
+def energy_rows(rec: Mapping[str, Any]) -> list[list[str]]:
+    e, v = energy_view(rec), inference_view(rec)
+    rows = []
+    if e.to_accuracy_j is not None or e.note:
+        to_acc = fmt.si(e.to_accuracy_j, "J") if e.to_accuracy_j is not None else "-"
+        rows.append(["energy to accuracy", to_acc + (f" ({e.note})" if e.note else "")])
+    if e.source:
+        rows.append(["training energy source (measured)", e.source])
+    if v.energy_per_10k_j is not None:
+        rows.append(["energy per 10,000 inferences", fmt.si(v.energy_per_10k_j, "J")])
+    elif v.energy_note:
+        rows.append(["energy per 10,000 inferences", f"- ({v.energy_note})"])
+    return rows or [["energy", "not recorded (older record)"]]
+
+
+def inference_section(records: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for rec in records:
+        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
+        parts.append(h.table(["inference", "value"], inference_rows(rec)))
+        parts.append(h.table(["energy", "value"], energy_rows(rec)))
+    return "".join(parts)

@@ -1,0 +1,124 @@
+"""The runner's framework hooks: what `runner/loop.py` asks of PyTorch or TensorFlow.
+
+The loop owns the clock, evaluations, threshold rule and record for both frameworks; the few
+things that touch a framework's objects (building the model and train state, reading switch
+effects back, the FLOP count, the profile window, inference, the loss accumulator) go through
+one of these objects. `TorchParts` wraps the existing PyTorch code in `assemble` and `capture`;
+the TensorFlow hooks live in `perfsuite/backends/tensorflow.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+FRAMEWORKS = ("pytorch", "tensorflow")
+
+
+def framework_backend(framework: str, device: str) -> Any:
+    """The backend of `framework` for `device`; one-line ValueError for an unknown one."""
+    from perfsuite.backends import parse_device, torch_backend
+
+    if framework == "pytorch":
+        return torch_backend(device)
+    if framework == "tensorflow":
+        from perfsuite.backends.tensorflow import TFBackend
+
+        return TFBackend(parse_device(device))
+    raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
+
+
+def run_parts(framework: str) -> Any:
+    if framework == "tensorflow":
+        from perfsuite.backends.tensorflow import TFRunParts
+
+        return TFRunParts()
+    return TorchParts()
+
+
+class TorchParts:
+    """PyTorch: the hooks delegate to runner/assemble.py and runner/capture.py."""
+
+    framework = "pytorch"
+
+    def apply_process_switches(self, switches: Any) -> Any:
+        from perfsuite.runner import assemble
+
+        return assemble.apply_process_switches(switches)
+
+    def check_switches(self, switches: Any, backend: Any) -> None:
+        return None
+
+    def load_data(self, wl: Any, data_dir: str | None, backend: Any, switches: Any) -> Any:
+        return wl.load_data(data_dir, backend.torch_device)
+
+    def build_model(self, wl: Any, recipe: Any, backend: Any, switches: Any, seed: int) -> Any:
+        return wl.build_model(recipe).to(backend.torch_device)
+
+    def build_state(self, wl: Any, recipe: Any, model: Any, steps_per_epoch: int,
+                    backend: Any, switches: Any) -> Any:  # fmt: skip
+        from perfsuite.runner import assemble
+
+        return assemble.build_state(wl, recipe, model, steps_per_epoch, backend, switches)
+
+    def parameter_count(self, model: Any) -> int:
+        return sum(p.numel() for p in model.parameters())
+
+    def watch_first_layer(self, state: Any) -> tuple[dict[str, Any], Any]:
+        from perfsuite.runner import assemble
+
+        return assemble.watch_first_layer(state)
+
+    def switch_effects(self, state: Any, switches: Any, seen: dict[str, Any]) -> dict:
+        from perfsuite.runner import assemble
+
+        return assemble.switch_effects(state, switches, seen)
+
+    def math_section(self, state: Any, seen: dict[str, Any]) -> dict[str, Any]:
+        from perfsuite.runner import assemble
+
+        return assemble.math_section(state, seen)
+
+    def count_step_work(self, wl: Any, state: Any, batch: Any) -> dict[str, Any]:
+        from perfsuite.runner import capture
+
+        return capture.count_step_work(wl, state, batch)
+
+    def profile_window(self, run_dir: Any, backend: Any, wl: Any, state: Any, batches: Any,
+                       active: int) -> dict[str, Any] | None:  # fmt: skip
+        from perfsuite.runner import capture
+        from perfsuite.runner.profile_window import ProfileWindow
+
+        window = ProfileWindow(run_dir, backend, wait=2, warmup=1, active=active)
+        return capture.profile_window(wl, state, batches, window)
+
+    def predict_batch(self, wl: Any, model: Any, inputs: tuple[Any, ...]) -> Any:
+        return wl.predict(model, *inputs)
+
+    def slice_inputs(self, inputs: tuple[Any, ...], j: int) -> tuple[Any, ...]:
+        return tuple(x[j : j + 1] for x in inputs)
+
+    @contextlib.contextmanager
+    def inference_context(self, model: Any) -> Any:
+        """Eval mode and no autograd, then back to training mode."""
+        import torch
+
+        model.eval()
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            model.train()
+
+    def save_threshold_model(self, run_dir: Any, module: Any, **kwargs: Any) -> dict[str, Any]:
+        from perfsuite.runner.checkpoint import save_threshold_model
+
+        return save_threshold_model(run_dir, module, **kwargs)
+
+    def zero_loss(self, backend: Any) -> Any:
+        import torch
+
+        return torch.zeros((), device=backend.torch_device)
+
+    def add_loss(self, total: Any, loss: Any) -> Any:
+        return total + loss.float()

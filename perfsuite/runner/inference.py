@@ -1,0 +1,297 @@
+"""Batch-1 inference latency as DAWNBench defines it, for any workload.
+
+The rule: every example of the held-out set is predicted on its own (batch 1), through the
+workload's own `predict` (its test-time augmentation included), by a model that meets the
+threshold; the latency is the mean over the whole set, and the accuracy stated is what those
+same predictions scored. The metric is computed by the workload's own `evaluate` over a
+batch-1 view of its data, so top-1, top-5 and F1 workloads need nothing extra; only `predict`
+is timed (the one place timing happens: `PredictTimer`), with the device synchronised before
+and after each call. A few untimed warm-up predictions come first and are stated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from analyzers.stats import percentile
+from perfsuite.record import quantity
+from perfsuite.runner.energy import EnergyClock
+from perfsuite.workloads.data import Batch, DataSource
+
+MODES = ("eager", "compile", "cudagraphs")
+PRECISIONS = ("fp32", "bf16", "fp16")
+WARMUP_EXAMPLES = 10
+ITEMS = 10_000  # DAWNBench states inference cost (and we state energy) per 10,000 examples
+RULE = "dawnbench"
+
+
+class InferenceError(ValueError):
+    """A one-line reason the measurement cannot be made as asked."""
+
+
+def _one(x: Any, j: int) -> Any:
+    """Example `j` of a batched input as a batch of one (tensors, lists; scalars pass)."""
+    if isinstance(x, (str, bytes)) or not hasattr(x, "__getitem__"):
+        return x
+    return x[j : j + 1]
+
+
+class BatchOneView:
+    """The held-out set of `data`, in its fixed order, one example per batch (at most
+    `limit`). Handed to `Workload.evaluate`, which then predicts every example at batch 1."""
+
+    kind = "batch-1 view"
+
+    def __init__(self, data: DataSource, limit: int | None = None, chunk: int = 256) -> None:
+        self.data = data
+        self.description = getattr(data, "description", "")
+        self.num_train = 0
+        self.num_eval = data.num_eval if limit is None else min(limit, data.num_eval)
+        self.chunk = chunk
+
+    def eval_batches(self, batch_size: int = 1) -> Iterator[Batch]:
+        """Batches of one, whatever `batch_size` the evaluator asks for."""
+        left = self.num_eval
+        for b in self.data.eval_batches(self.chunk):
+            for j in range(b.size):
+                if left <= 0:
+                    return
+                left -= 1
+                yield Batch(tuple(_one(x, j) for x in b.inputs), _one(b.target, j), 1)
+
+    def train_batches(self, batch_size: int, generator: Any) -> Iterator[Batch]:
+        raise InferenceError("the inference view has no training batches")
+
+    def sample(self, n: int) -> Batch:
+        return self.data.sample(min(n, self.num_eval))
+
+    def close(self) -> None:  # the underlying source belongs to the caller
+        return None
+
+
+class PredictTimer:
+    """`predict(model, *inputs)` with the device synchronised before and after, its wall
+    time (time.perf_counter) appended to `times`."""
+
+    def __init__(self, predict: Callable[..., Any], sync: Callable[[], None]) -> None:
+        self.predict = predict
+        self.sync = sync
+        self.times: list[float] = []
+
+    def __call__(self, model: Any, *inputs: Any) -> Any:
+        self.sync()
+        t0 = time.perf_counter()
+        out = self.predict(model, *inputs)
+        self.sync()
+        self.times.append(time.perf_counter() - t0)
+        return out
+
+
+@contextlib.contextmanager
+def _predict_replaced(workload: Any, fn: Callable[..., Any]) -> Iterator[None]:
+    """`workload.predict` is `fn` inside (an instance attribute over the class method), so
+    the workload's unchanged `evaluate` calls the timed predictor."""
+    had = "predict" in vars(workload)
+    saved = vars(workload).get("predict")
+    workload.predict = fn
+    try:
+        yield
+    finally:
+        if had:
+            workload.predict = saved
+        else:
+            del workload.predict
+
+
+def check_mode(mode: str, precision: str, device: Any) -> None:
+    """One-line errors for a mode or precision that cannot run on `device`."""
+    if mode not in MODES:
+        raise InferenceError(f"unknown inference mode {mode!r}; expected one of {', '.join(MODES)}")
+    if precision not in PRECISIONS:
+        raise InferenceError(
+            f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}"
+        )
+    if mode == "cudagraphs" and not device.is_gpu:
+        raise InferenceError(
+            f"--mode cudagraphs needs a CUDA device (CUDA graphs are GPU only); device is {device}"
+        )
+
+
+def _graphed(workload: Any, model: Any, first: Batch, backend: Any) -> Callable[..., Any]:
+    """`workload.predict` captured once in a CUDA graph on static batch-1 inputs; calls copy
+    their inputs into those buffers and replay it (the copy is part of the timed call)."""
+    import torch
+
+    static = []
+    for x in first.inputs:
+        if not isinstance(x, torch.Tensor):
+            raise InferenceError("--mode cudagraphs needs tensor inputs only")
+        static.append(x.to(backend.torch_device).clone())
+    stream = torch.cuda.Stream(backend.torch_device)
+    stream.wait_stream(torch.cuda.current_stream(backend.torch_device))
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm-up on a side stream, as capture requires
+            workload.predict(model, *static)
+    torch.cuda.current_stream(backend.torch_device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = workload.predict(model, *static)
+
+    def replay(_model: Any, *inputs: Any) -> Any:
+        for s, x in zip(static, inputs, strict=True):
+            s.copy_(x, non_blocking=True)
+        graph.replay()
+        return out.clone()
+
+    return replay
+
+
+def measure(
+    workload: Any,
+    model: Any,
+    data: DataSource,
+    backend: Any,
+    *,
+    mode: str = "eager",
+    precision: str = "fp32",
+    limit: int | None = None,
+    warmup: int = WARMUP_EXAMPLES,
+    energy: EnergyClock | None = None,
+    by: str = "perfsuite",
+) -> dict[str, Any]:
+    """The record's `inference` entry for `model` (the caller says which model it is)."""
+    import torch
+
+    check_mode(mode, precision, backend.device)
+    if limit is not None and limit < 1:
+        raise InferenceError(f"--limit must be >= 1, got {limit}")
+    view = BatchOneView(data, limit)
+    if view.num_eval < 1:
+        raise InferenceError(f"data source {view.description!r} has no evaluation examples")
+    model.eval()
+    runnable = torch.compile(model, dynamic=False) if mode == "compile" else model
+    predict = workload.predict
+    warm = list(BatchOneView(data, warmup).eval_batches())
+    with backend.autocast(precision), torch.no_grad():
+        for b in warm:  # compilation, allocator and caches: untimed, not counted
+            predict(runnable, *b.inputs)
+        if mode == "cudagraphs":
+            predict = _graphed(workload, runnable, warm[0], backend)
+        backend.sync()
+    timer = PredictTimer(predict, backend.sync)
+    clock = energy if energy is not None else EnergyClock(None, "energy not requested")
+    with _predict_replaced(workload, timer), backend.autocast(precision):
+        clock.start()
+        metrics = workload.evaluate(runnable, view)
+        joules = clock.stop()
+    model.eval()
+    n = len(timer.times)
+    if n != view.num_eval:
+        raise InferenceError(
+            f"{workload.name}.evaluate called predict {n} times for {view.num_eval} examples: "
+            "the batch-1 rule needs one call per example"
+        )
+    return section(
+        timer.times,
+        view,
+        data.num_eval,
+        metrics,
+        mode,
+        precision,
+        len(warm),
+        backend,
+        clock,
+        joules,
+        by,
+    )
+
+
+def section(
+    times: list[float],
+    view: BatchOneView,
+    eval_size: int,
+    metrics: dict[str, float],
+    mode: str,
+    precision: str,
+    warmup: int,
+    backend: Any,
+    clock: EnergyClock,
+    joules: float | None,
+    by: str,
+) -> dict[str, Any]:
+    """Assemble the entry: mean (the DAWNBench figure), percentiles, what was measured how."""
+    n = len(times)
+    partial = n < eval_size
+    mean = sum(times) / n
+    what = f"first {n} of {eval_size}" if partial else f"all {n}"
+    source = (
+        f"mean of {what} evaluation examples predicted one at a time (batch 1) by "
+        f"workload.predict, test-time augmentation included; {warmup} untimed warm-up "
+        f"predictions before; device synchronised before and after each; time.perf_counter "
+        f"on {backend.device}; mode {mode}, precision {precision}"
+        + ("; partial (--limit): not the DAWNBench figure" if partial else "")
+    )
+    energy = clock.describe()
+    per_10k = None
+    if joules is not None:
+        energy["pass_j"] = joules
+        per_10k = quantity(
+            joules / n * ITEMS,
+            "J",
+            "measured",
+            f"{energy['source']}: read before and after the pass over {n} examples (includes "
+            "the evaluator's host work between predictions), scaled to 10,000",
+        )
+    return {
+        "rule": RULE,
+        "latency": quantity(mean, "s", "measured", source),
+        "latency_p50_s": percentile(times, 50),
+        "latency_p90_s": percentile(times, 90),
+        "latency_p99_s": percentile(times, 99),
+        "examples": n,
+        "eval_size": eval_size,
+        "partial": partial,
+        "warmup_examples": warmup,
+        "mode": mode,
+        "precision": precision,
+        "batch_size": 1,
+        "metrics": dict(metrics),
+        "device": str(backend.device),
+        "energy_per_10k": per_10k,
+        "energy": energy,
+        "by": by,
+        "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def not_measured(reason: str) -> dict[str, Any]:
+    """The `inference` entry of a run with no threshold model: no DAWNBench latency."""
+    return {"rule": RULE, "not_measured": reason, "batch_size": 1}
+
+
+def model_of(record: dict[str, Any]) -> dict[str, Any]:
+    """Which model was measured: the run's threshold checkpoint, as the record describes it."""
+    ck = record.get("checkpoint") or {}
+    return {
+        "source": "threshold checkpoint (runner/checkpoint.py)",
+        "file": ck.get("file"),
+        "sha256": ck.get("sha256"),
+        "epoch": ck.get("epoch"),
+        "metric": ck.get("metric"),
+        "value": ck.get("value"),
+    }
+
+
+def store(record: dict[str, Any], entry: dict[str, Any]) -> None:
+    """Keep every measurement in `inference_measurements`; a whole-set one becomes the
+    record's `inference` (the DAWNBench figure), a partial one never does."""
+    record.setdefault("inference_measurements", [])
+    if record["inference_measurements"] is None:
+        record["inference_measurements"] = []
+    record["inference_measurements"].append(entry)
+    if not entry.get("partial"):
+        record["inference"] = entry

@@ -1,0 +1,116 @@
+"""TensorFlow profiler output (XSpace protobuf, `*.xplane.pb`) -> the Chrome-trace JSON the
+timeline analyzer reads, plus per-op aggregates for the record's `timeline` section.
+
+The file is parsed with TensorFlow's own generated protobuf class (`xplane_pb2`), never
+unpickled. Kept from the host plane (`/host:CPU`): every TensorFlow op event (named
+`scope/name:OpType` by the executor) as a `cpu_op` range named by its op type, so per-op
+times join the `work` section's per-op FLOPs by name, and the step markers
+(`tf.profiler.experimental.Trace("train", step_num=N)`) as `ProfilerStep#N` annotations.
+Executor and thread-pool bookkeeping events are dropped. Device planes (`/device:GPU:N`) are
+not converted: their kernels carry no launch correlation the analyzer could use; the
+conversion says so in `notes`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from perfsuite.runner.profile_window import cvs_per_step
+
+STEP_EVENT = "train"
+
+
+def xplane_pb2() -> Any:
+    """TensorFlow's generated XSpace protobuf module (TF >= 2.12 ships it under tsl)."""
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2 as mod
+    except ImportError:
+        from tsl.profiler.protobuf import xplane_pb2 as mod  # type: ignore[no-redef]
+    return mod
+
+
+def read_xspace(path: Path) -> Any:
+    """Parse one `*.xplane.pb` file (protobuf, no pickle); one-line ValueError if unreadable."""
+    space = xplane_pb2().XSpace()
+    try:
+        space.ParseFromString(Path(path).read_bytes())
+    except Exception as exc:  # protobuf's DecodeError and OSError alike
+        raise ValueError(f"{path}: not a readable XSpace protobuf: {exc}") from None
+    return space
+
+
+def _stats(plane: Any, stats: Any) -> dict[str, Any]:
+    out = {}
+    for s in stats:
+        name = (
+            plane.stat_metadata[s.metadata_id].name if s.metadata_id in plane.stat_metadata else ""
+        )
+        kind = s.WhichOneof("value")
+        value = getattr(s, kind) if kind else None
+        if kind == "ref_value":
+            ref = plane.stat_metadata.get(value)
+            value = ref.name if ref is not None else value
+        out[name] = value
+    return out
+
+
+def to_chrome_trace(space: Any) -> dict[str, Any]:
+    """{"traceEvents": [...], "notes": [...]} from an XSpace message (times in microseconds)."""
+    events: list[dict[str, Any]] = []
+    notes: list[str] = []
+    tids: dict[int, int] = {}
+    for plane in space.planes:
+        if plane.name.startswith("/device:"):
+            notes.append(f"{plane.name}: device plane not converted (no launch correlation)")
+            continue
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            tid = tids.setdefault(line.id, len(tids) + 1)
+            events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tid,
+                           "args": {"name": line.display_name or line.name}})  # fmt: skip
+            for ev in line.events:
+                meta = plane.event_metadata.get(ev.metadata_id)
+                name = meta.name if meta is not None else ""
+                ts = line.timestamp_ns / 1e3 + ev.offset_ps / 1e6
+                dur = ev.duration_ps / 1e6
+                if name == STEP_EVENT:
+                    step = _stats(plane, ev.stats).get("step_num", len(events))
+                    mark = f"ProfilerStep#{step}"
+                    events.append({"ph": "X", "cat": "user_annotation", "pid": 0, "tid": tid,
+                                   "name": mark, "ts": ts, "dur": dur})  # fmt: skip
+                elif ":" in name and "::" not in name:
+                    full, _, op_type = name.rpartition(":")
+                    if not op_type or " " in op_type:
+                        continue
+                    events.append({"ph": "X", "cat": "cpu_op", "pid": 0, "tid": tid,
+                                   "name": op_type, "ts": ts, "dur": dur,
+                                   "args": {"tf_op": full}})  # fmt: skip
+    events.sort(key=lambda e: (e.get("ts", -1.0), -e.get("dur", 0.0)))
+    return {"traceEvents": events, "notes": notes, "displayTimeUnit": "ms"}
+
+
+def op_rows(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per op type over the window, in the record's `timeline.ops` form (host times; TensorFlow
+    CPU op events do not nest, so self time equals total time)."""
+    rows: dict[str, dict[str, Any]] = {}
+    steps, items = [], []
+    for e in trace["traceEvents"]:
+        if e.get("ph") != "X":
+            continue
+        if e["cat"] == "user_annotation":
+            steps.append((e["ts"], e["ts"] + e["dur"]))
+            continue
+        seconds = e["dur"] / 1e6
+        row = rows.setdefault(e["name"], {"op": e["name"], "calls": 0, "self_time_s": 0.0,
+                                          "total_time_s": 0.0, "device_time_s": None,
+                                          "device_total_time_s": None})  # fmt: skip
+        row["calls"] += 1
+        row["self_time_s"] += seconds
+        row["total_time_s"] += seconds
+        items.append((e["name"], e["ts"], seconds))
+    cvs = cvs_per_step(steps, items)
+    for name, row in rows.items():
+        row["step_cv"] = cvs.get(name)
+    return sorted(rows.values(), key=lambda r: -r["self_time_s"])

@@ -1,0 +1,276 @@
+"""`perfsuite compare` and the multi-run report on hand-built records: FLOP agreement, exit
+codes, --json, the overlaid curve chart, and agreement with `perfsuite.compare`."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import numpy as np
+import pytest
+
+from analyzers.compare import compare, items_from_records
+from analyzers.compare_work import flop_check
+from analyzers.record_view import framework
+from analyzers.tta import crossing_dict, first_crossing
+from perfsuite.cli import main
+from perfsuite.record import quantity, write_record
+from tests.test_roofline import build_record
+
+
+def _run(make_record, run_id, tta, group=None, index=0, size=1, reach=True, flops=2e9):
+    """A record that reaches 0.9 at `tta` s in epoch 3 (or never, with reach=False)."""
+    rec = build_record(make_record)
+    rec["run_id"] = run_id
+    last = 0.95 if reach else 0.85
+    curve = [(1, tta / 3, 0.5), (2, 2 * tta / 3, 0.8), (3, tta, last)]
+    rec["evaluations"] = [
+        {"epoch": e, "train_time_s": t, "metrics": {"top1": m}} for e, t, m in curve
+    ]
+    rec["time_to_accuracy"] = crossing_dict(first_crossing(rec["evaluations"], "top1", 0.9))
+    rec["status"] = "reached" if reach else "not_reached"
+    rec["task"]["workload"] = "toy"
+    rec["throughput"]["epoch_times_s"] = [tta / 3] * 3
+    rec["work"]["flops_per_step"] = quantity(flops, "FLOP", "counted")
+    if group:
+        rec["group"] = {"id": group, "index": index, "size": size}
+    return rec
+
+
+def _group(tmp_path, make_record, name, times, reach=True):
+    folder = tmp_path / name
+    for i, t in enumerate(times):
+        write_record(
+            folder / f"{name}-{i}",
+            _run(make_record, f"{name}-{i}", t, name, i, len(times), reach=reach),
+        )
+    return folder
+
+
+def _times(mean, seed, n=6):
+    return list(mean * (1 + 0.01 * np.random.default_rng(seed).standard_normal(n)))
+
+
+def test_flop_disagreement_is_flagged_with_its_size_and_the_ops(make_record):
+    a = _run(make_record, "torch", 10.0)
+    b = copy.deepcopy(a)
+    b["run_id"] = "tf"
+    b["environment"] = {"framework": {"name": "tensorflow", "version": "2.21.0"}}
+    b["work"]["flops_per_step"] = quantity(2.2e9, "FLOP", "counted")
+    b["work"]["per_op"][3]["flops"] = 6e8  # aten::foo, forward: 4e8 -> 6e8
+    check = flop_check("torch", a, "tf", b, framework(a), framework(b))
+    assert check.same_network and check.agree is False
+    assert check.difference == pytest.approx(2e8) and check.relative == pytest.approx(0.1)
+    assert check.frameworks[1] == "tensorflow 2.21.0"
+    assert [d.name for d in check.by_op] == ["forward/aten::foo"]
+    assert check.by_op[0].difference == pytest.approx(2e8)
+    fam = {d.name: d.difference for d in check.by_family}
+    assert fam == {f"forward/{a['work']['per_op'][3].get('family', '?')}": pytest.approx(2e8)}
+    same = flop_check("torch", a, "again", copy.deepcopy(a), "x", "x")
+    assert same.agree is True and same.difference == 0 and same.by_op == []
+
+
+def test_different_batch_is_not_the_same_network(make_record):
+    a = _run(make_record, "a", 10.0)
+    b = _run(make_record, "b", 10.0, flops=4e9)
+    b["work"]["batch_size"] = 64
+    check = flop_check("a", a, "b", b, "x", "x")
+    assert not check.same_network and check.agree is False
+    assert "not the same network" in check.notes[0]
+
+
+def test_framework_is_read_from_environment_then_record():
+    assert framework({"environment": {"framework": "tensorflow 2.21.0"}}) == "tensorflow 2.21.0"
+    assert framework({"framework": "pytorch 2.13.0+cpu"}) == "pytorch 2.13.0+cpu"
+    assert framework({"environment": {"frameworks": {"torch": "2.13.0"}}}) == "pytorch 2.13.0"
+    both = {"torch": "2.13.0", "tensorflow": "2.21.0"}
+    assert framework({"environment": {"frameworks": both}}) == "unknown"
+    assert framework({}) == "unknown"
+
+
+def test_items_split_by_group_id_and_runs_stay_single(make_record):
+    recs = [_run(make_record, f"a{i}", 10.0, "gA") for i in range(2)]
+    recs += [_run(make_record, "solo", 10.0)]
+    items = items_from_records(recs)
+    assert [(label, len(r)) for label, r in items] == [("gA", 2), ("solo", 1)]
+    assert [len(r) for _, r in items_from_records(recs, "folder")] == [2, 1]
+
+
+def test_comparison_values_and_ratios(make_record):
+    a = [_run(make_record, f"a{i}", t, "A") for i, t in enumerate([10.0, 12.0])]
+    b = [_run(make_record, f"b{i}", t, "B") for i, t in enumerate([15.0, 18.0])]
+    c = compare([("A", a), ("B", b)])
+    base, cand = c.items
+    assert base.time_to_accuracy_s == pytest.approx(11.0)
+    assert cand.time_to_accuracy_ratio == pytest.approx(16.5 / 11.0)
+    assert cand.time_per_epoch_ratio == pytest.approx(16.5 / 11.0)
+    assert cand.flops_ratio == 1.0 and c.flops[0].agree is True
+    assert [v.quantity for v in c.verdicts] == ["time_to_accuracy", "time_per_epoch"]
+    assert c.runs[0].achieved_flop_per_s == pytest.approx(2e9 / 0.1)
+
+
+def test_cli_exit_code_slower_and_json(tmp_path, make_record, capsys):
+    base = _group(tmp_path, make_record, "base", _times(100, 1))
+    slow = _group(tmp_path, make_record, "slow", _times(105, 2))
+    code = main(["compare", str(base), str(slow), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["exit_code"] == 3
+    v = out["comparison"]["verdicts"][0]
+    assert v["quantity"] == "time_to_accuracy" and v["verdict"] == "slower"
+    assert v["ratio"] == pytest.approx(v["mean_candidate"] / v["mean_baseline"])
+    assert v["test"]["method"] == "exact" and v["test"]["p_value"] < 0.05
+    assert v["resamples"] == 10_000 and v["seed"] == 0
+    assert [i["label"] for i in out["comparison"]["items"]] == ["base", "slow"]
+    assert len(out["comparison"]["runs"]) == 12
+    assert out["comparison"]["runs"][0]["framework"]
+    assert out["comparison"]["flops"][0]["agree"] is True
+    # the same groups the other way round: faster, exit 0; with a large min effect: 0 too
+    assert main(["compare", str(slow), str(base)]) == 0
+    assert "FASTER" in capsys.readouterr().out
+    assert (
+        main(["compare", "--group-a", str(base), "--group-b", str(slow), "--min-effect", "0.1"])
+        == 0
+    )
+    assert "minimum effect" in capsys.readouterr().out
+
+
+def test_cli_exit_codes_no_difference_no_verdict_and_bad_input(tmp_path, make_record, capsys):
+    a = _group(tmp_path, make_record, "a", _times(100, 1))
+    b = _group(tmp_path, make_record, "b", _times(100, 2))
+    assert main(["compare", str(a), str(b)]) == 0
+    assert "no significant difference" in capsys.readouterr().out
+    dnc1 = _group(tmp_path, make_record, "dnc1", [10.0, 11.0, 12.0, 13.0], reach=False)
+    dnc2 = _group(tmp_path, make_record, "dnc2", [10.0, 11.0], reach=False)
+    assert main(["compare", str(dnc1), str(dnc2)]) == 4
+    assert main(["compare", str(a), str(dnc1)]) == 3  # never reaching is slower (p = 2/210)
+    capsys.readouterr()
+    assert main(["compare", str(a)]) == 2
+    assert main(["compare", str(tmp_path / "missing"), str(a)]) == 2
+    assert main(["compare", "--group-a", str(a)]) == 2
+    assert main(["compare", str(a), str(b), "--alpha", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "at least two" in err and "missing" in err and "--group-b" in err
+
+
+def test_two_single_runs_have_no_verdict_and_exit_0(tmp_path, make_record, capsys):
+    write_record(tmp_path / "r1", _run(make_record, "r1", 10.0))
+    write_record(tmp_path / "r2", _run(make_record, "r2", 30.0))
+    assert main(["compare", str(tmp_path / "r1"), str(tmp_path / "r2")]) == 0
+    out = capsys.readouterr().out
+    assert "no statistical verdict" in out and "x3.000" in out
+
+
+def test_api_compare_table_agrees_with_the_analyzer(tmp_path, make_record):
+    import perfsuite
+
+    write_record(tmp_path / "r1", _run(make_record, "r1", 10.0))
+    write_record(tmp_path / "r2", _run(make_record, "r2", 30.0))
+    table = perfsuite.compare(tmp_path / "r1", tmp_path / "r2")
+    c = compare(
+        [
+            ("r1", [perfsuite.open(tmp_path / "r1").record]),
+            ("r2", [perfsuite.open(tmp_path / "r2").record]),
+        ]
+    )
+    for run in c.runs:
+        col = table[run.run_id]
+        assert col["time_to_accuracy_s"] == run.time_to_accuracy_s
+        assert col["flops_per_step"] == run.flops_per_step
+        assert col["achieved_flop_per_s"] == run.achieved_flop_per_s
+        assert col["framework"] == run.framework
+        assert col["frac_of_roof"] == run.frac_of_roof
+
+
+def test_multi_run_report_shows_one_overlaid_curve_chart(tmp_path, make_record):
+    a = _group(tmp_path, make_record, "ga", _times(100, 1, 3))
+    b = _group(tmp_path, make_record, "gb", _times(105, 2, 3))
+    out = tmp_path / "multi.html"
+    assert main(["report", str(a), str(b), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.count('id="fig-compare-curves"') == 1
+    assert 'id="fig-curves"' not in text  # the old per-page curve chart is replaced
+    payload = re.search(r'psDraw\("fig-compare-curves",(\{.*?\})\);</script>', text, re.S)
+    fig = json.loads(payload.group(1))
+    names = {t.get("legendgroup") for t in fig["data"]}
+    assert names == {"ga", "gb"}
+    assert sum(1 for t in fig["data"] if t.get("mode") == "lines+markers") == 6
+    assert '<section id="compare">' in text and "Verdict" in text
+    assert "smallest possible p = 0.1" in text  # 3 vs 3 runs: says to add repeats
+    for sid, title in (("roofline", "Roofline"), ("ops", "Per-op breakdown"),
+                       ("environment", "Environment and config")):  # fmt: skip
+        assert f'<section id="{sid}"><h2>{title}</h2><details class="fold">' in text
+    single = tmp_path / "single.html"
+    assert main(["report", str(a / "ga-0"), "-o", str(single)]) == 0
+    one = single.read_text()
+    assert 'id="fig-curves"' in one and "fig-compare" not in one and "<details" not in one
+
+
+def test_api_verdict_is_the_command(tmp_path, make_record, capsys):
+    import perfsuite
+
+    base = _group(tmp_path, make_record, "base", _times(100, 1))
+    slow = _group(tmp_path, make_record, "slow", _times(105, 2))
+    c = perfsuite.verdict(base, perfsuite.open(slow), min_effect=0.01)
+    assert main(["compare", str(base), str(slow), "--min-effect", "0.01", "--json"]) == 3
+    cli = json.loads(capsys.readouterr().out)["comparison"]
+    assert [i.label for i in c.items] == ["base", "slow"]
+    assert c.verdicts[0].verdict == "slower"
+    for mine, theirs in zip(c.verdicts, cli["verdicts"], strict=True):
+        assert (mine.ratio, mine.ci_low, mine.test.p_value) == (
+            theirs["ratio"],
+            theirs["ci_low"],
+            theirs["test"]["p_value"],
+        )
+
+
+def test_crashed_runs_are_left_out_of_the_verdict_not_counted_as_dnc(make_record):
+    a = [_run(make_record, f"a{i}", 10.0 + i, "A") for i in range(4)]
+    b = [_run(make_record, f"b{i}", 10.0 + i, "B", reach=False) for i in range(4)]
+    for r in b[1:]:
+        r["status"] = "crashed"
+    c = compare([("A", a), ("B", b)])
+    tta = c.verdicts[0]
+    assert (tta.n_candidate, tta.dnc_candidate) == (1, 1)  # only the finished run counts
+    assert any("b1, b2, b3" in n for n in c.notes)
+    b[1]["status"] = "not_reached"
+    assert compare([("A", a), ("B", b)]).verdicts[0].dnc_candidate == 2
+
+
+def test_small_flop_difference_agrees_and_is_still_explained(make_record):
+    a = _run(make_record, "torch", 10.0)
+    b = copy.deepcopy(a)
+    b["work"]["flops_per_step"] = quantity(2e9 - 455, "FLOP", "counted")
+    b["work"]["per_op"][2]["flops"] -= 455  # aten::add_, optimizer
+    check = flop_check("torch", a, "tf", b, "pytorch", "tensorflow")
+    assert check.agree is True and check.difference == -455
+    fam = a["work"]["per_op"][2].get("family", "?")
+    assert [(d.name, d.difference) for d in check.by_family] == [(f"optimizer/{fam}", -455)]
+    assert check.by_op == []
+
+
+def test_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    expected = [
+        "0  no candidate is significantly slower",
+        "2  usage error or bad input",
+        "3  a candidate group is significantly slower",
+        "4  groups were given",
+    ]
+    assert all(line in text for line in expected)
+
+
+def test_gate_picks_the_verdicts_that_set_the_exit_code():
+    from types import SimpleNamespace as V
+
+    from perfsuite.cli.compare_cmd import exit_code
+
+    tta_same = V(quantity="time_to_accuracy", verdict="no significant difference")
+    epoch_slow = V(quantity="time_per_epoch", verdict="slower")
+    assert exit_code([tta_same, epoch_slow], "time_to_accuracy") == 0
+    assert exit_code([tta_same, epoch_slow], "time_per_epoch") == 3
+    assert exit_code([tta_same, epoch_slow], "both") == 3
+    assert exit_code([V(quantity="time_to_accuracy", verdict="no verdict")], "both") == 4
+    assert exit_code([], "time_to_accuracy") == 0
