@@ -59,7 +59,7 @@ def test_report_sections_embedding_and_escaping(run_dir, tmp_path, capsys):
     text = out.read_text()
     for sid in ("summary", "curves", "roofline", "ops", "telemetry", "environment"):
         assert f'<section id="{sid}">' in text
-    assert text.count("psDraw(\"") >= 4  # curves, roofline, ops bar, telemetry
+    assert text.count('psDraw("') >= 4  # curves, roofline, ops bar, telemetry
     assert text.count("plotly.js v") == 1  # plotly.js embedded exactly once
     assert all("src=" not in tag for tag in _scripts(text))  # nothing loaded from elsewhere
     assert EVIL not in text

@@ -42,13 +42,18 @@ def _perfsuite(tmp_path, *args: str, timeout: int = 600) -> subprocess.Completed
     env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
     return subprocess.run(
         [sys.executable, "-m", "perfsuite", *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout,
     )
 
 
 def test_cli_run_digits_end_to_end(tmp_path):
-    proc = _perfsuite(tmp_path, "run", "digits", "--out", str(tmp_path / "runs"), "--quiet",
-                      "--no-peaks")
+    proc = _perfsuite(
+        tmp_path, "run", "digits", "--out", str(tmp_path / "runs"), "--quiet", "--no-peaks"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     rec = load_record(run_dir)
@@ -194,8 +199,21 @@ def test_sigterm_marks_run_interrupted(tmp_path):
 
 
 def test_repeats_are_grouped_with_distinct_seeds(tmp_path):
-    proc = _perfsuite(tmp_path, "run", "digits", "--out", str(tmp_path / "runs"), "--quiet",
-                      "--no-capture", "--epochs", "1", "--repeats", "2", "--seed", "7")
+    proc = _perfsuite(
+        tmp_path,
+        "run",
+        "digits",
+        "--out",
+        str(tmp_path / "runs"),
+        "--quiet",
+        "--no-capture",
+        "--epochs",
+        "1",
+        "--repeats",
+        "2",
+        "--seed",
+        "7",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     recs = [load_record(p) for p in proc.stdout.split()]
     assert [r["config"]["seed"] for r in recs] == [7, 8]
