@@ -98,6 +98,8 @@ def _entry(
         reached, time_s = reached_time(rec)
         if rec.get("status") == "running":
             return "n/a", None, None, "still running"
+        if rec.get("status") == "interrupted" and not reached:
+            return "n/a", None, None, "interrupted before reaching the target"
         if not reached or time_s is None:
             return "DNC", None, None, f"{rec.get('status')}: did not reach {target}"
         if by == "training-time":

@@ -267,10 +267,14 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     ceil = record.get("ceilings") or {}
     flops = _labeled(_q(work, "flops_per_step"), "FLOP", "counted")
     if flops.value is None:
-        raise RooflineInputError(
-            f"{_origin(record)}: field work.flops_per_step: missing; the "
-            "roofline needs counted FLOPs (record from `perfsuite run`)"
+        no_capture = (record.get("config") or {}).get("capture") is False
+        why = (
+            "this run was recorded with --no-capture (no FLOP count); run it again without "
+            "--no-capture for a roofline"
+            if no_capture
+            else "the roofline needs counted FLOPs (a `perfsuite run` record with capture on)"
         )
+        raise RooflineInputError(f"{_origin(record)}: field work.flops_per_step: missing; {why}")
     nbytes = _labeled(_q(work, "bytes_per_step"), "byte", "modeled")
     step = _step_time(record)
     bw = ctx.bandwidth

@@ -281,6 +281,9 @@ def analyze_group(
     running = sum(1 for r in runs if r.status == "running")
     if running:
         warnings.append(f"{running} run(s) still have status 'running' (counted as not reached)")
+    stopped = sum(1 for r in runs if r.status == "interrupted")
+    if stopped:
+        warnings.append(f"{stopped} run(s) were interrupted (counted as not reached)")
     if len(reached) < 2:
         warnings.append("fewer than 2 runs reached: no spread can be estimated")
     elif len(reached) < MIN_RUNS_FOR_CI:

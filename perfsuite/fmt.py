@@ -12,10 +12,16 @@ from typing import Any
 _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
 
+# Record units spelled out ("byte") shown in their SI symbol, so MB and GB/s read the same in
+# every command and in the report.
+_SYMBOLS = {"byte": "B", "byte/s": "B/s", "bytes": "B"}
+
+
 def si(value: float | None, unit: str = "", digits: int = 3) -> str:
-    """`si(2.5e12, "FLOP/s")` -> "2.50 TFLOP/s". None/NaN -> "n/a"."""
+    """`si(2.5e12, "FLOP/s")` -> "2.5 TFLOP/s", `si(4e7, "byte")` -> "40 MB". None/NaN -> "n/a"."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
+    unit = _SYMBOLS.get(unit, unit)
     mag = abs(value)
     for scale, prefix in _PREFIXES:
         if mag >= scale:
@@ -46,27 +52,29 @@ def metric(fraction: float | None, scale: str = "percent") -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """Seconds as "1h02m03s", "4m05.2s" or "12.34 s"."""
+    """One duration style for every command and the report: "12.34 s" under a minute, then
+    "4m05s" and "1h02m03s" (whole seconds: the long form is for reading, JSON keeps seconds)."""
     if seconds is None or (isinstance(seconds, float) and not math.isfinite(seconds)):
         return "n/a"
-    if seconds < 60:
-        return f"{seconds:.2f} s"
-    if seconds < 3600:
-        tenths = round(seconds * 10)  # round first, so 59.96 s shows as 1m00.0s, not 0m60.0s
-        minutes, rest = divmod(tenths, 600)
-        return f"{minutes}m{rest / 10:04.1f}s"
-    minutes, sec = divmod(round(seconds), 60)
+    if abs(seconds) < 60:
+        return f"{seconds:.2f} s" if abs(seconds) >= 0.01 or seconds == 0 else si(seconds, "s")
+    sign = "-" if seconds < 0 else ""
+    minutes, sec = divmod(round(abs(seconds)), 60)
+    if minutes < 60:
+        return f"{sign}{minutes}m{sec:02d}s"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{sec:02d}s"
+    return f"{sign}{hours}h{minutes:02d}m{sec:02d}s"
 
 
 def usd(value: float | None) -> str:
-    """US dollars with enough digits for small per-run costs: 0.000123 -> "$0.000123"."""
+    """US dollars, never in exponent notation: 1234.5 -> "$1,234.50", 0.000123 -> "$0.000123"
+    (three significant digits below a cent, so small per-run costs do not read as $0.00)."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     if value == 0 or abs(value) >= 0.01:
-        return f"${value:,.2f}"
-    return f"${value:.3g}"
+        return f"${value:,.2f}".replace("$-", "-$")
+    decimals = 2 - math.floor(math.log10(abs(value)))
+    return f"${value:.{decimals}f}".replace("$-", "-$")
 
 
 def printable(text: str) -> str:

@@ -134,7 +134,7 @@ class Tracker:
             self.record["telemetry"] = self.telemetry.summary()
         rec = self.record
         if exc is not None and rec["status"] == "running":
-            rec["status"] = "crashed"
+            rec["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         self.rec.finish()
         rec.setdefault("extra", {})["setup_s"] = self._setup_s

@@ -1,7 +1,7 @@
 """perfsuite.trace against `perfsuite timeline --json --top 0` on two real shared traces.
 
-The CLI's JSON gives times in microseconds; the API keeps the analyzer's seconds, so every
-`*_s` column times 1e6 must equal the JSON's `*_us` exactly.
+The CLI's JSON and the API both keep the analyzer's seconds, so every
+`*_s` column must equal the JSON's `*_s` exactly (both in seconds).
 """
 
 from __future__ import annotations
@@ -17,71 +17,71 @@ pytestmark = pytest.mark.shared
 
 ALEXNET = "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 RANK0 = "trace_filter__sampled_rank-0.json.gz"
-US = 1e6
+US = 1.0  # the JSON speaks seconds, as the API does
 
 TEMPORAL = {
     "device": "device",
     "name": "name",
     "events": "events",
-    "span_s": "span_us",
-    "busy_s": "busy_us",
-    "busy_compute_s": "busy_compute_us",
-    "busy_non_compute_s": "busy_non_compute_us",
-    "idle_s": "idle_us",
-    "compute_comm_overlap_s": "compute_comm_overlap_us",
+    "span_s": "span_s",
+    "busy_s": "busy_s",
+    "busy_compute_s": "busy_compute_s",
+    "busy_non_compute_s": "busy_non_compute_s",
+    "idle_s": "idle_s",
+    "compute_comm_overlap_s": "compute_comm_overlap_s",
     "sync_records": "sync_records",
-    "sync_total_s": "sync_total_us",
+    "sync_total_s": "sync_total_s",
 }
 IDLE = {
     "device": "device",
-    "idle_s": "idle.idle_us",
+    "idle_s": "idle.idle_s",
     "gaps": "idle.gaps",
-    "host_wait_s": "idle.host_wait_us",
-    "host_sync_s": "idle.host_sync_us",
-    "queued_s": "idle.queued_us",
-    "unattributed_s": "idle.unattributed_us",
+    "host_wait_s": "idle.host_wait_s",
+    "host_sync_s": "idle.host_sync_s",
+    "queued_s": "idle.queued_s",
+    "unattributed_s": "idle.unattributed_s",
 }
 CATEGORIES = {
     "device": "device",
     "category": "category",
     "count": "count",
-    "total_s": "total_us",
-    "busy_s": "busy_us",
+    "total_s": "total_s",
+    "busy_s": "busy_s",
 }
 STREAMS = {
     "device": "device",
     "stream": "stream",
     "events": "events",
-    "total_s": "total_us",
-    "busy_s": "busy_us",
-    "idle_s": "idle_us",
-    "host_wait_s": "host_wait_us",
+    "total_s": "total_s",
+    "busy_s": "busy_s",
+    "idle_s": "idle_s",
+    "host_wait_s": "host_wait_s",
 }
 KERNELS = {
     "name": "name",
     "category": "category",
     "count": "count",
-    "total_s": "total_us",
-    "mean_s": "mean_us",
-    "min_s": "min_us",
-    "max_s": "max_us",
+    "total_s": "total_s",
+    "mean_s": "mean_s",
+    "min_s": "min_s",
+    "max_s": "max_s",
 }
 OPS = {
     "name": "name",
     "calls": "calls",
-    "total_s": "total_us",
-    "self_s": "self_us",
+    "total_s": "total_s",
+    "self_s": "self_s",
     "kernels": "kernels",
-    "device_time_s": "device_time_us",
+    "device_time_s": "device_time_s",
 }
 ANNOTATIONS = {
     "name": "name",
     "count": "count",
-    "total_s": "total_us",
+    "total_s": "total_s",
     "communication": "communication",
 }
 THREADS = {"pid": "pid", "tid": "tid", "ops": "ops", "annotations": "annotations",
-           "top_level_s": "top_level_us"}  # fmt: skip
+           "top_level_s": "top_level_s"}  # fmt: skip
 ROOFLINE = {
     "op": "op",
     "input_dims": "input_dims",
@@ -89,7 +89,7 @@ ROOFLINE = {
     "calls": "calls",
     "flops_per_call": "flops",
     "bytes_per_call": "bytes",
-    "device_time_s": "device_time_us",
+    "device_time_s": "device_time_s",
     "achieved_flop_per_s": "flops_per_s",
     "achieved_byte_per_s": "bytes_per_s",
     "intensity_flop_per_byte": "intensity",
@@ -104,7 +104,7 @@ def _seconds(columns: dict[str, str]) -> dict[str, float]:
 def test_trace_tables_equal_timeline_json(name):
     path = shared_path("traces", name)
     ref = cli_json("timeline", str(path), "--top", "0")
-    assert ref["time_unit"] == "us"
+    assert ref["time_unit"] == "s"
     ref = ref["traces"][0]
     t = perfsuite.trace(path)
     devices = [*ref["devices"], ref["overall"]]
@@ -126,11 +126,11 @@ def test_trace_tables_equal_timeline_json(name):
     assert t.profiler_ranges.empty and ref["profiler_ranges"] is None
     s = t.summary
     for col, key, scale in [
-        ("events", "events", 1), ("window_s", "window_us", US), ("rank", "rank", 1),
+        ("events", "events", 1), ("window_s", "window_s", US), ("rank", "rank", 1),
         ("has_device", "has_device", 1), ("steps", "steps.count", 1),
-        ("step_mean_s", "steps.mean_us", US), ("steps_total_s", "steps.total_us", US),
-        ("mapped_device_time_s", "mapped_device_time_us", US),
-        ("unmapped_device_time_s", "unmapped_device_time_us", US),
+        ("step_mean_s", "steps.mean_s", US), ("steps_total_s", "steps.total_s", US),
+        ("mapped_device_time_s", "mapped_device_time_s", US),
+        ("unmapped_device_time_s", "unmapped_device_time_s", US),
     ]:  # fmt: skip
         assert same_value(s[col], dig(ref, key), scale), (col, s[col], dig(ref, key))
     assert t.notes == ref["notes"]

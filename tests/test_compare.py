@@ -190,7 +190,7 @@ def test_multi_run_report_shows_one_overlaid_curve_chart(tmp_path, make_record):
     text = out.read_text()
     assert text.count('id="fig-compare-curves"') == 1
     assert 'id="fig-curves"' not in text  # the old per-page curve chart is replaced
-    payload = re.search(r'id="fig-compare-curves".*?var f=(\{.*?\});Plotly', text, re.S)
+    payload = re.search(r'psDraw\("fig-compare-curves",(\{.*?\})\);</script>', text, re.S)
     fig = json.loads(payload.group(1))
     names = {t.get("legendgroup") for t in fig["data"]}
     assert names == {"ga", "gb"}

@@ -48,7 +48,7 @@ def test_non_finite_numbers_become_null(tmp_path, make_record):
 
 def test_atomic_write_leaves_no_temp_and_readable_mode(tmp_path, make_record):
     write_record(tmp_path, make_record())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.json.lock", "run.json"]
     assert (tmp_path / "run.json").stat().st_mode & 0o044  # group/other readable
 
 
@@ -60,7 +60,7 @@ def test_failed_write_keeps_previous_file(tmp_path, make_record):
     with pytest.raises(RecordError, match="field status"):
         write_record(tmp_path, rec)
     assert path.read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.json.lock", "run.json"]
 
 
 @pytest.mark.parametrize(

@@ -25,16 +25,26 @@ def run_dir(tmp_path, make_record):
         {"epoch": 2, "train_time_s": 20.0, "metrics": {"top1": 0.93}},
     ]
     rec["time_to_accuracy"].update(reached=True, time_s=20.0, epoch=2, evaluation_index=1)
-    rec["telemetry"] = {"sampler": "psutil", "interval_s": 1.0, "samples": 3,
-                        "file": "telemetry.csv",
-                        "cpu": {"util_pct_mean": 180.0, "util_pct_max": 199.0,
-                                "rss_bytes_mean": 1e8, "rss_bytes_max": 2e8},
-                        "gpu": None, "notes": []}
+    rec["telemetry"] = {
+        "sampler": "psutil",
+        "interval_s": 1.0,
+        "samples": 3,
+        "file": "telemetry.csv",
+        "cpu": {
+            "util_pct_mean": 180.0,
+            "util_pct_max": 199.0,
+            "rss_bytes_mean": 1e8,
+            "rss_bytes_max": 2e8,
+        },
+        "gpu": None,
+        "notes": [],
+    }
     d = tmp_path / "run1"
     d.mkdir()
     (d / "telemetry.csv").write_text(
         "t_s,cpu_util_pct,rss_bytes,gpu_util_pct,gpu_sm_clock_hz,gpu_power_w,gpu_mem_used_bytes\n"
-        "0,150,1e8,,,,\n1,190,1.5e8,,,,\n2,199,2e8,,,,\n")
+        "0,150,1e8,,,,\n1,190,1.5e8,,,,\n2,199,2e8,,,,\n"
+    )
     write_record(d, rec)
     return d
 
@@ -49,7 +59,7 @@ def test_report_sections_embedding_and_escaping(run_dir, tmp_path, capsys):
     text = out.read_text()
     for sid in ("summary", "curves", "roofline", "ops", "telemetry", "environment"):
         assert f'<section id="{sid}">' in text
-    assert text.count("Plotly.newPlot(") >= 4  # curves, roofline, ops bar, telemetry
+    assert text.count('psDraw("') >= 4  # curves, roofline, ops bar, telemetry
     assert text.count("plotly.js v") == 1  # plotly.js embedded exactly once
     assert all("src=" not in tag for tag in _scripts(text))  # nothing loaded from elsewhere
     assert EVIL not in text
@@ -79,7 +89,7 @@ def test_report_without_roofline_inputs(tmp_path, make_record):
 
 def test_roofline_cli_text_json_html(run_dir, tmp_path, capsys):
     html_out = tmp_path / "roof.html"
-    assert main(["roofline", str(run_dir), "--top", "3", "--html", str(html_out)]) == 0
+    assert main(["roofline", str(run_dir), "--top", "3", "-o", str(html_out)]) == 0
     text = capsys.readouterr().out
     assert "intensity" in text and "20 FLOP/byte" in text
     assert "Where to look first" in text
@@ -102,7 +112,7 @@ def test_roofline_cli_errors(tmp_path, make_record, capsys):
     err = capsys.readouterr().err
     assert "run.json: field work.flops_per_step" in err and err.count("\n") == 1
     assert main(["roofline", str(tmp_path / "nope")]) == 2
-    assert "file not found" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err
 
 
 def test_throughput_missing_step_time_falls_back_to_timeline(make_record):

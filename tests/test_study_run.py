@@ -123,7 +123,7 @@ def test_cli_study_file_json_and_resume(tmp_path):
     assert "TTA speed-up" in proc.stdout and "-channels_last" in proc.stdout
     assert len(_runs(out)) == 2
     html = tmp_path / "s.html"
-    proc = _perfsuite(tmp_path, "study", "show", str(out), "--html", str(html))
+    proc = _perfsuite(tmp_path, "study", "show", str(out), "-o", str(html))
     assert proc.returncode == 0 and "fig-study-speedups" in html.read_text()
 
 

@@ -67,3 +67,138 @@ def load_runs(paths: list[str]) -> list[dict[str, Any]]:
         raise CLIError(f"no run.json found under {' '.join(paths)}")
     bar = tqdm(files, desc="load", unit="run", file=sys.stderr, disable=None, leave=False)
     return [load_record(f) for f in bar]
+
+
+# -- option parsing shared by every command ------------------------------------------------
+
+TOP_DEFAULT = 20  # rows of every ranked table (--top); 0 shows all
+
+
+def fraction(text: str) -> float:
+    """A metric threshold as a fraction in [0, 1]: "0.98" or, explicitly, "98%".
+
+    A bare number above 1 (or below 0) is refused rather than read as a percent: `--threshold
+    98` trained 20 epochs against an unreachable target before this rule.
+    """
+    raw = text.strip()
+    percent = raw.endswith("%")
+    try:
+        value = float(raw[:-1] if percent else raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    if percent:
+        value /= 100.0
+    if not 0.0 <= value <= 1.0:
+        hint = f" (for percent write {raw}%)" if not percent and 1 < value <= 100 else ""
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is outside 0..1; thresholds are fractions, e.g. 0.98{hint}"
+        )
+    return value
+
+
+def metric_value(text: str) -> float:
+    """A threshold whose range depends on the records' metric (checked once they are loaded:
+    fractions for higher-is-better metrics, any value >= 0 for lower-is-better ones): "0.93",
+    "93%" (= 0.93) or "2.7" (a log perplexity)."""
+    raw = text.strip()
+    if raw.endswith("%"):
+        return fraction(raw)
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (epochs, batch size, repeats)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (prices, seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
+    return value
+
+
+def add_top_flag(parser: argparse.ArgumentParser, what: str = "rows per table") -> None:
+    """`--top N` with one default across commands (0: all rows)."""
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=TOP_DEFAULT,
+        metavar="N",
+        help=f"{what} (0: all; default {TOP_DEFAULT}); --json output is never cut",
+    )
+
+
+def top_rows(top: int) -> int:
+    """`--top` as a row count: every row (sys.maxsize) for 0; CLIError for a negative N."""
+    if top < 0:
+        raise CLIError("--top must be >= 0 (0: all rows)")
+    return top or sys.maxsize
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old option spelling kept working: stores like the new one and says so on stderr."""
+
+    def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        status(f"note: {option} is deprecated; use {self.new}")
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
+def add_deprecated(
+    parser: argparse.ArgumentParser, old: str, new: str, dest: str, flag: bool = False
+) -> None:
+    """Accept `old` as a hidden alias of `new` (documented in docs/cli.md)."""
+    parser.add_argument(
+        old,
+        dest=dest,
+        action=DeprecatedAlias,
+        new=new,
+        nargs=0 if flag else None,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+
+
+def resolve_run(arg: str) -> Path:
+    """The run.json meant by `arg`: a run.json (any file), a run folder, or a group folder
+    holding exactly one run. A folder with several runs is an error listing them.
+    """
+    from perfsuite.record.io import RECORD_NAME, find_records
+
+    p = Path(arg)
+    if not p.is_dir():
+        if not p.exists() and not p.is_symlink():
+            raise CLIError(f"{arg}: no such file or folder")
+        return p
+    if (p / RECORD_NAME).exists():
+        return p / RECORD_NAME
+    found = list(find_records([p]))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CLIError(f"{arg}: no run.json in this folder or below")
+    shown = ", ".join(str(f.parent) for f in found[:8])
+    more = f" and {len(found) - 8} more" if len(found) > 8 else ""
+    raise CLIError(
+        f"{arg}: holds {len(found)} runs; give one of them: {shown}{more} "
+        "(report, stability and cost take the whole folder)"
+    )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import TOP_DEFAULT, CLIError, add_json_flag, print_json, status
 
 # Exit codes: the verdict, so a CI job fails on a real regression and not on noise.
 EXIT_OK = 0  # no candidate significantly slower (faster, no significant difference, runs only)
@@ -92,7 +92,12 @@ def register(sub: Any) -> None:
         metavar="F",
         help="relative FLOP difference tolerated for the same network (default 0.001)",
     )
-    p.add_argument("--top", type=int, default=10, help="op time deltas shown (default 10)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=TOP_DEFAULT,
+        help=f"op time deltas shown (default {TOP_DEFAULT}, as every command's --top)",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 

@@ -8,7 +8,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    add_top_flag,
+    print_json,
+    resolve_run,
+    status,
+    top_rows,
+)
 
 NAME_WIDTH = 48
 
@@ -48,22 +56,17 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--into",
-        metavar="RUN_JSON",
-        help="run.json (or its folder) to attach the section to, written atomically; refused "
-        "while the run's status is 'running' (its next write would drop the section)",
+        metavar="RUN",
+        help="run folder or run.json to attach the section to, under the record's writer "
+        "lock (a run still training keeps the section in its later writes)",
     )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="with --into: attach even to a record whose status is 'running' (a run that was "
-        "killed without a chance to write its end)",
-    )
+    p.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # no longer needed
     p.add_argument(
         "--steps",
         type=int,
         help="number of training steps the profiled window covered (for per-step figures)",
     )
-    p.add_argument("--top", type=int, default=20, help="kernels to show in the table (default 20)")
+    add_top_flag(p, "kernels in the table")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -198,7 +201,8 @@ def render_calibration(result: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from perfsuite.counters import CountersError, load_counters
-    from perfsuite.record import load_record, write_record
+    from perfsuite.record import load_record
+    from perfsuite.record.io import update_record
 
     if args.calibrate:
         return _calibrate(args)
@@ -207,24 +211,23 @@ def run(args: argparse.Namespace) -> int:
     if args.steps is not None and args.steps <= 0:
         raise CLIError(f"--steps must be a positive integer, got {args.steps}")
     source = Path(args.source)
-    record = load_record(args.into) if args.into else None  # fail early on a bad record
-    if record is not None and record.get("status") == "running" and not args.force:
-        raise CLIError(
-            f"{record['_path']}: field status: the run is still 'running'; its next record "
-            "write would drop the counters: attach them after it ends (or --force if it was killed)"
-        )
+    into = resolve_run(args.into) if args.into else None
+    record = load_record(into) if into else None  # fail early on a bad record
     status(f"reading counters from {source}")
     try:
         section = load_counters(source, window_steps=args.steps)
     except CountersError as exc:
         raise CLIError(str(exc)) from None
-    if record is not None:
+    if record is not None and into is not None:
         section["file"] = _file_for_record(source, record["_dir"])
-        record["counters"] = section
-        path = write_record(record["_dir"], record)
-        status(f"attached counters to {path}")
+
+        def attach(rec: dict[str, Any]) -> None:
+            rec["counters"] = section
+
+        update_record(into, attach)  # under the lock: the running run keeps it, and we its epochs
+        status(f"attached counters to {record['_path']}")
     if args.json:
         print_json(section)
     else:
-        print(render(section, top=args.top))
+        print(render(section, top=top_rows(args.top)))
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import CLIError, add_json_flag, print_json, resolve_run, status
 
 
 def register(sub: Any) -> None:
@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
         description=(
             "Top-1 (and top-5 with more than 5 classes) of the threshold model on DIR (class "
             "folders, or DIR/test or DIR/val), the drop against the run's own test set "
-            "(re-measured) with a bootstrap 95%% interval; --corruptions: the CIFAR-10-C "
+            "(re-measured) with a bootstrap 95% interval; --corruptions: the CIFAR-10-C "
             "style corruption families at 5 severities, generated from the own test set."
         ),
     )
@@ -81,7 +81,7 @@ def _load(path: str, device: str) -> Any:
     from perfsuite.generalization.threshold_model import rebuild
     from perfsuite.record import load_record
 
-    return rebuild(load_record(path), device)
+    return rebuild(load_record(resolve_run(path)), device)
 
 
 def _errors(fn: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
 
 CONV_LINEAR = ("convolution", "matmul")
 
@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
         default="meta",
         help="device to count on: meta (default, computes nothing), cpu, cuda",
     )
-    p.add_argument("--top", type=int, default=25, help="rows of the breakdown table (default 25)")
+    add_top_flag(p, "rows of the breakdown table")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(render(summary, args.by, args.top))
+        print(render(summary, args.by, top_rows(args.top)))
     return 0
 
 

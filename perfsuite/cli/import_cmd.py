@@ -44,8 +44,8 @@ def register(sub: Any) -> None:
         description="Import DAWNBench v1 entries: a JSON file per entry and, for training "
         "entries, the TSV with the same name (epoch, hours, accuracy). The task comes from a "
         "CIFAR10/ ImageNet/ SQuAD/ folder in the path, else from the accuracy fields. Time to "
-        "accuracy = hours of the first row at or above the threshold (CIFAR10 top-1 94%%, "
-        "ImageNet top-5 93%%, SQuAD F1 0.75).",
+        "accuracy = hours of the first row at or above the threshold (CIFAR10 top-1 94%, "
+        "ImageNet top-5 93%, SQuAD F1 0.75).",
     )
     d.add_argument("paths", nargs="+", metavar="PATH", help="entry JSON files or folders")
     _common(d)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, status
+from perfsuite.cli.common import CLIError, add_top_flag, status, top_rows
 
 
 def register(subparsers: Any) -> None:
@@ -35,13 +35,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
     )
-    p.add_argument(
-        "--top",
-        type=int,
-        default=20,
-        metavar="N",
-        help="ops shown per run in tables and bar charts (default 20)",
-    )
+    add_top_flag(p, "ops shown per run in tables and bar charts")
     p.set_defaults(func=run)
 
 
@@ -76,11 +70,9 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
-    if args.top < 1:
-        raise CLIError("--top must be at least 1")
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = report_html(records, args.top, _study_sections(args.runs))
+    text = report_html(records, top_rows(args.top), _study_sections(args.runs))
     write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
     print(out)
     return 0

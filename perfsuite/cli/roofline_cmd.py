@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_deprecated,
+    add_json_flag,
+    add_top_flag,
+    print_json,
+    resolve_run,
+    status,
+    top_rows,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -19,15 +28,14 @@ def register(subparsers: Any) -> None:
             "docs/roofline.md."
         ),
     )
-    p.add_argument("run", metavar="RUN_JSON", help="a run.json or its run folder")
     p.add_argument(
-        "--top",
-        type=int,
-        default=15,
-        metavar="N",
-        help="rows in the per-op table and the ranking (default 15)",
+        "run", metavar="RUN", help="a run folder, a run.json, or a group folder holding one run"
     )
-    p.add_argument("--html", metavar="FILE", help="also write an interactive roofline page")
+    add_top_flag(p, "rows in the per-op table and the ranking")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="also write an interactive roofline page (HTML)"
+    )
+    add_deprecated(p, "--html", "-o/--output", "output")
     p.add_argument(
         "--peaks",
         metavar="FILE",
@@ -184,11 +192,10 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.utilization import utilization
     from perfsuite.record import load_record
 
-    if args.top < 1:
-        raise CLIError("--top must be at least 1")
+    top = top_rows(args.top)
     from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
 
-    rec = load_record(args.run)
+    rec = load_record(resolve_run(args.run))
     try:
         peaks = peaks_file_roofs(args.peaks) if args.peaks else None
         res = roofline(rec, peaks)
@@ -198,11 +205,11 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.measured import compare_counted_measured
 
     measured = compare_counted_measured(rec)
-    if args.html:
+    if args.output:
         from perfsuite.record.io import write_text_atomic
         from perfsuite.report import roofline_html
 
-        path = write_text_atomic(args.html, roofline_html(rec, args.top, peaks))
+        path = write_text_atomic(args.output, roofline_html(rec, top, peaks))
         status(f"wrote {path}")
     if args.json:
         print_json(
@@ -214,5 +221,5 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(_text(res, util, args.top, measured))
+        print(_text(res, util, top, measured))
     return 0

@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfsuite.cli.common import CLIError, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_deprecated,
+    fraction,
+    nonnegative_float,
+    positive_int,
+    status,
+)
 
 EPILOG = """\
 examples:
-  perfsuite run digits                                  # embedded data, target 98%% top-1
-  perfsuite run cifar10 --data-dir ~/data/cifar10 --threshold 0.80
+  perfsuite run digits                                  # embedded data, target 98% top-1
+  perfsuite run cifar10 --data-dir ~/data/cifar10 --threshold 0.80   # or 80%
   perfsuite run digits --repeats 5 --out runs/digits-x5  # distinct seeds, one group
   perfsuite run cifar10 --data-dir D --recipe dawnbench --device cuda
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
@@ -42,9 +49,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", help="dataset folder (cifar10: pickle or image-folder layout)")
     p.add_argument("--download", action="store_true", help="download the dataset if absent")
     p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
-    p.add_argument("--threshold", type=float, help="target metric as a fraction, e.g. 0.94")
-    p.add_argument("--epochs", type=int, help="upper bound on epochs (also the schedule length)")
-    p.add_argument("--batch-size", type=int, help="training batch size")
+    p.add_argument(
+        "--threshold",
+        type=fraction,
+        help="target metric as a fraction, e.g. 0.94, or in percent: 94%%",
+    )
+    p.add_argument(
+        "--epochs", type=positive_int, help="upper bound on epochs (also the schedule length)"
+    )
+    p.add_argument("--batch-size", type=positive_int, help="training batch size")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
     p.add_argument(
@@ -85,17 +98,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--eval-from",
-        type=int,
+        type=positive_int,
         default=1,
         metavar="EPOCH",
         help="evaluate from this epoch on (default 1); skipping early evaluations saves wall "
         "time and can only make the time to accuracy later, never earlier",
     )
     p.add_argument(
-        "--keep-going",
+        "--all-epochs",
+        dest="all_epochs",
         action="store_true",
         help="train all epochs instead of stopping at the first evaluation >= threshold",
     )
+    add_deprecated(p, "--keep-going", "--all-epochs", "all_epochs", flag=True)
     p.add_argument(
         "--no-capture",
         dest="capture",
@@ -116,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--profile-seconds",
-        type=float,
+        type=nonnegative_float,
         default=1.0,
         metavar="S",
         help="raise the window's step count until it covers S seconds of the measured step "
@@ -132,28 +147,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--inference-limit",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="after training, time batch-1 inference on only the first N evaluation examples "
         "(recorded as partial, never the DAWNBench figure; default: the whole set)",
     )
-    p.add_argument("--threads", type=int, help="torch intra-op threads")
+    p.add_argument("--threads", type=positive_int, help="torch intra-op threads")
     p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
     p.add_argument(
         "--price",
         dest="price_per_hour",
-        type=float,
+        type=nonnegative_float,
         help="USD per hour of this machine, for cost analysis",
     )
     p.add_argument(
         "--repeats",
-        type=int,
+        type=positive_int,
         default=1,
         help="independent runs with seeds seed, seed+1, ... grouped together",
     )
     p.add_argument(
         "--parallel",
-        type=int,
+        type=positive_int,
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
@@ -184,7 +199,7 @@ def _options(args: argparse.Namespace, seed: int, group: dict | None):
         batch_size=args.batch_size,
         seed=seed,
         device=args.device,
-        keep_going=args.keep_going,
+        keep_going=args.all_epochs,
         capture=args.capture,
         recipe=args.recipe,
         overrides=list(args.overrides),
@@ -215,7 +230,7 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
         run_dir, error, fatal = run_in_process(_options(args, seed, None))
     except Terminated as exc:
         where = getattr(exc, "perfsuite_run_dir", "the run folder")
-        raise CLIError(f"run crashed (Terminated: {exc}); record: {where}") from None
+        raise CLIError(f"run interrupted ({exc}); record: {where}") from None
     if fatal:
         raise CLIError(error)
     if error:
@@ -252,6 +267,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if wl.needs_data_dir and not args.data_dir and not args.synthetic:
         raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
+    if args.profile_steps < 0:
+        raise CLIError("--profile-steps must be >= 0 (0: no profile window)")
+    if args.counters and not args.device.startswith("cuda"):
+        raise CLIError(f"--counters {args.counters} needs an NVIDIA GPU (--device cuda)")
     if args.repeats < 1 or args.parallel < 1 or args.nproc < 1:
         raise CLIError("--repeats, --parallel and --nproc must be >= 1")
     if args.nproc > 1 and args.parallel > 1:

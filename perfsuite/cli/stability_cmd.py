@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, load_runs, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    load_runs,
+    metric_value,
+    print_json,
+    status,
+)
 
 
 def register(sub: Any) -> None:
@@ -14,7 +21,7 @@ def register(sub: Any) -> None:
         help="run-to-run spread of time-to-accuracy (CoV, bootstrap CI, olympic mean)",
         description=(
             "Summarize repeated runs: time to accuracy and epochs to threshold per run; over "
-            "runs the mean, sample std, coefficient of variation, seeded bootstrap 95%% CI of "
+            "runs the mean, sample std, coefficient of variation, seeded bootstrap 95% CI of "
             "the mean, fraction reaching the threshold and the MLPerf olympic mean. Time per "
             "epoch gets the same statistics, separating statistical variance (epochs) from "
             "hardware variance (seconds per epoch). Runs sharing group.id form one group, "
@@ -25,7 +32,7 @@ def register(sub: Any) -> None:
     p.add_argument("--metric", help="metric to use instead of each record's task metric")
     p.add_argument(
         "--threshold",
-        type=float,
+        type=metric_value,
         help="threshold recomputed from the curves instead of the recorded one (a fraction 0-1 "
         "for higher-is-better metrics such as top1)",
     )

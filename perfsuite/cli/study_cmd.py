@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_deprecated,
+    add_json_flag,
+    fraction,
+    positive_int,
+    print_json,
+    status,
+)
 
 EPILOG = """\
 examples:
@@ -16,7 +24,7 @@ examples:
   perfsuite study scaling digits --nproc 1,2 --repeats 2   # data-parallel processes
   perfsuite study run study.toml            # a study file (docs/studies.md)
   perfsuite study run runs/f1               # resume: finished runs are not repeated
-  perfsuite study show runs/f1 --html reports/f1.html
+  perfsuite study show runs/f1 -o reports/f1.html
 """
 
 
@@ -73,20 +81,27 @@ def register(sub: Any) -> None:
     r.add_argument("--out", help="study folder for a study file (default runs/studies/<id>)")
     _exec_flags(r)
     r.set_defaults(func=_from_source)
-    s = kinds.add_parser("show", help="analyze a study folder (table, --json, --html)")
+    s = kinds.add_parser("show", help="analyze a study folder (table, --json, -o FILE)")
     s.add_argument("folder", help="a study folder (with study.json)")
-    s.add_argument("--html", metavar="FILE", help="also write the study report to FILE")
+    s.add_argument("-o", "--output", metavar="FILE", help="also write the study report (HTML)")
+    add_deprecated(s, "--html", "-o/--output", "output")
     add_json_flag(s)
     s.set_defaults(func=_show)
 
 
 def _run_flags(k: argparse.ArgumentParser) -> None:
-    k.add_argument("--repeats", type=int, default=1, help="runs per configuration (seeds differ)")
-    k.add_argument("--threshold", type=float, help="target metric as a fraction")
+    k.add_argument(
+        "--repeats", type=positive_int, default=1, help="runs per configuration (seeds differ)"
+    )
+    k.add_argument(
+        "--threshold", type=fraction, help="target metric as a fraction (0.98) or percent (98%%)"
+    )
     k.add_argument("--seed", type=int, default=0, help="seed of the first repeat (default 0)")
     k.add_argument("--out", help="study folder (default runs/studies/<id>); reused to resume")
-    k.add_argument("--epochs", type=int, help="upper bound on epochs of every run")
-    k.add_argument("--batch-size", type=int, help="batch size where the study does not set one")
+    k.add_argument("--epochs", type=positive_int, help="upper bound on epochs of every run")
+    k.add_argument(
+        "--batch-size", type=positive_int, help="batch size where the study does not set one"
+    )
     k.add_argument("--recipe", help="named recipe preset of the workload")
     k.add_argument(
         "--set",
@@ -126,7 +141,10 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
         metavar="EPOCH",
         help="evaluate from this epoch on (default 1)",
     )
-    k.add_argument("--keep-going", action="store_true", help="train all epochs of every run")
+    k.add_argument(
+        "--all-epochs", dest="all_epochs", action="store_true", help="train all epochs of every run"
+    )
+    add_deprecated(k, "--keep-going", "--all-epochs", "all_epochs", flag=True)
     k.add_argument("--threads", type=int, help="torch intra-op threads per run")
     k.add_argument(
         "--corruptions",
@@ -174,7 +192,7 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
         "data_dir": args.data_dir,
         "synthetic": args.synthetic,
         "capture": args.capture,
-        "keep_going": args.keep_going,
+        "keep_going": args.all_epochs,
         "eval_from": args.eval_from,
         "threads": args.threads,
         "framework": args.framework,
@@ -298,11 +316,11 @@ def _print(folder: Path, as_json: bool) -> None:
 
 def _show(args: argparse.Namespace) -> int:
     _print(Path(args.folder), args.json)
-    if args.html:
+    if args.output:
         from perfsuite.report.study_section import study_html
 
         result, records = analysis(args.folder)
-        out = Path(args.html)
+        out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp")
         tmp.write_text(study_html(result, records), encoding="utf-8")

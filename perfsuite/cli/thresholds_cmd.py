@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json
+from perfsuite.cli.common import CLIError, add_json_flag, metric_value, print_json
 
 
 def _fractions(text: str) -> list[float]:
     try:
-        values = [float(x) for x in text.split(",") if x.strip()]
+        values = [metric_value(x) for x in text.split(",") if x.strip()]
     except ValueError:
         msg = f"not a comma-separated list of numbers: {text!r}"
         raise argparse.ArgumentTypeError(msg) from None

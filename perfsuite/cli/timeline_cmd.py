@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
 
 BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
 NAME_WIDTH = 60
@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
             "kernel time by category (compute, memcpy, memset, NCCL/RCCL communication), top "
             "kernels, CPU operators with the device time of the kernels they launched, and "
             "per-op roofline points when shapes were recorded. A RUN folder or run.json "
-            "analyzes the record's timeline.trace sidecar. Times are seconds."
+            "analyzes the record's timeline.trace sidecar. Times are seconds, in --json too "
+            "(which lists every row, whatever --top says)."
         ),
     )
     p.add_argument(
@@ -32,9 +33,7 @@ def register(sub: Any) -> None:
         metavar="TRACE",
         help="trace file (.json / .json.gz), or a perfsuite run folder / run.json",
     )
-    p.add_argument(
-        "--top", type=int, default=15, metavar="N", help="rows per table (0: all; default 15)"
-    )
+    add_top_flag(p)
     p.add_argument(
         "--device", type=int, default=None, metavar="D", help="only this device id (pid/device)"
     )
@@ -46,10 +45,11 @@ def resolve_trace(path: str) -> Path:
     """A trace path from a trace file, a run.json, or a run folder."""
     p = Path(path)
     if p.is_dir() or p.name == "run.json":
+        from perfsuite.cli.common import resolve_run
         from perfsuite.record import load_record
         from perfsuite.record.sidecars import trace_path
 
-        return trace_path(load_record(p))
+        return trace_path(load_record(resolve_run(path)))
     if not p.exists():
         raise CLIError(f"{p}: no such file or folder")
     return p
@@ -77,41 +77,17 @@ def _analyze(path: Path, top: int, device: int | None) -> Any:
             bar.close()
 
 
-def to_microseconds(obj: Any) -> Any:
-    """JSON view with every `*_s` duration as `*_us` (x 1e6), as in the trace itself.
-
-    The analyzers keep SI seconds; trace users read microseconds, so the JSON speaks the
-    trace's unit. Rates (`*_per_s`) are left alone.
-    """
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        obj = dataclasses.asdict(obj)
-    if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            is_time = key.endswith("_s") and not key.endswith("_per_s")
-            if is_time and (value is None or isinstance(value, float | int)):
-                out[key[:-2] + "_us"] = None if value is None else value * 1e6
-            else:
-                out[key] = to_microseconds(value)
-        return out
-    if isinstance(obj, list):
-        return [to_microseconds(v) for v in obj]
-    return obj
-
-
 def run(args: Any) -> int:
-    if args.top < 0:
-        raise CLIError("--top must be >= 0")
+    top = 0 if args.json else args.top  # --json is never cut
+    top_rows(top)
     traces = [resolve_trace(p) for p in args.paths]
     results = []
     for path in traces:
         if not args.json and len(traces) > 1:
             status(f"analyzing {path}")
-        results.append(_analyze(path, args.top, args.device))
+        results.append(_analyze(path, top, args.device))
     if args.json:
-        print_json({"time_unit": "us", "traces": [to_microseconds(r) for r in results]})
+        print_json({"time_unit": "s", "traces": results})
         return 0
     print("\n\n".join(render(a) for a in results))
     if len(results) > 1:

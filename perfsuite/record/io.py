@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 
 from perfsuite.record import checks
 from perfsuite.record.model import SCHEMA, SCHEMA_VERSION, utc_now
+from perfsuite.record.owner import stale_reason
 from perfsuite.safeio import InputError, load_json
 
 RECORD_NAME = "run.json"
@@ -21,6 +24,10 @@ RECORD_NAME = "run.json"
 # ten times the depth any writer produces.
 MAX_RECORD_BYTES = 32 * 1024 * 1024
 MAX_RECORD_DEPTH = 64
+LOCK_NAME = ".run.json.lock"
+# Sections that commands attach to an existing run (`counters --into`, `eval`): a writer that
+# does not hold one in memory (the running run) keeps the one on disk instead of dropping it.
+ATTACHED_SECTIONS = ("counters", "generalization")
 
 
 class RecordError(InputError):
@@ -165,13 +172,67 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     return path
 
 
-def write_record(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
-    """Validate and atomically write `run_dir/run.json`; returns its path."""
+@contextlib.contextmanager
+def record_lock(run_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the run folder's writer lock (flock on `.run.json.lock`) for the block.
+
+    Every record writer takes it, so a run rewriting its record and `counters --into` or
+    `eval` attaching a section to the same record happen one after the other, never
+    interleaved. The lock file is opened without following a symlink.
+    """
+    path = Path(run_dir) / LOCK_NAME
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _keep_attached(target: Path, record: dict[str, Any]) -> None:
+    """Copy into `record` the attached sections that the file on disk has and it lacks."""
+    missing = [k for k in ATTACHED_SECTIONS if k not in record]
+    if not missing or not target.is_file():
+        return
+    try:
+        on_disk = load_json(target, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
+    except RecordError:
+        return  # a damaged file is replaced by the valid record being written
+    if isinstance(on_disk, dict) and on_disk.get("run_id") == record.get("run_id"):
+        for key in missing:
+            if key in on_disk:
+                record[key] = on_disk[key]
+
+
+def _write_unlocked(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
+    target = Path(run_dir) / RECORD_NAME
+    _keep_attached(target, record)
     record["updated_at"] = utc_now()
     clean = _finite(strip_private(record))
-    target = Path(run_dir) / RECORD_NAME
     validate_record(clean, str(target))
     return write_json_atomic(target, clean)
+
+
+def write_record(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
+    """Validate and atomically write `run_dir/run.json` under the folder's writer lock;
+    sections attached by other commands meanwhile (ATTACHED_SECTIONS) are kept."""
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    with record_lock(run_dir):
+        return _write_unlocked(run_dir, record)
+
+
+def update_record(
+    path: str | os.PathLike[str], change: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Load, `change` in place and rewrite a record, all under its writer lock, so a run
+    writing the same record at that moment cannot lose the change (nor this its own)."""
+    p = _resolve(path)
+    with record_lock(p.parent):
+        record = load_record(p)
+        change(record)
+        _write_unlocked(p.parent, record)
+    return record
 
 
 def _resolve(path: str | os.PathLike[str]) -> Path:
@@ -182,12 +243,19 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
 def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load and validate one record (a run.json or its folder).
 
+    A record still 'running' whose writer process is known to be gone (perfsuite.record.owner)
+    is returned with status 'interrupted'.
+
     The loaded dict gets `_path` (the file) and `_dir` (its folder) so analyzers can resolve
     sidecar files; these keys are never written back.
     """
     p = _resolve(path)
     record = load_json(p, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
     validate_record(record, str(p))
+    stale = stale_reason(record)
+    if stale:  # killed without a chance to write its end: shown (and rewritten) as such
+        record["status"] = "interrupted"
+        record["error"] = record.get("error") or f"interrupted: {stale}"
     record["_path"] = str(p)
     record["_dir"] = str(p.parent)
     return record

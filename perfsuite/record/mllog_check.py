@@ -13,7 +13,7 @@ from typing import Any
 
 from perfsuite.record.checks import resolve_sidecar
 
-FINAL = ("reached", "not_reached", "diverged", "crashed")
+FINAL = ("reached", "not_reached", "diverged", "crashed", "interrupted")
 
 
 def _same(a: Any, b: Any) -> bool:

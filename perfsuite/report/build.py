@@ -17,7 +17,9 @@ from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
+from perfsuite.report.overview_section import overview_section
 from perfsuite.report.setup_section import setup_section
+from perfsuite.report.timeline_section import timeline_section
 
 
 def _analyses(
@@ -389,12 +391,24 @@ def _telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
         else:
             parts.append('<p class="note">Telemetry CSV sidecar not found; summary only.</p>')
         rows = [
-            [f"{scope}.{k}", v]
+            [f"{scope}.{k}", _telemetry_value(k, v)]
             for scope in ("cpu", "gpu")
             for k, v in (tel.get(scope) or {}).items()
         ]
         parts.append(h.table(["summary", "value"], rows) + h.notes(tel.get("notes") or []))
     return "".join(parts)
+
+
+def _telemetry_value(key: str, value: Any) -> str:
+    """A telemetry summary value with its unit, read from the key (rss_bytes_max -> B)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    for part, unit in (("bytes", "B"), ("_hz", "Hz"), ("_w", "W"), ("_s", "s")):
+        if part in key:
+            return fmt.si(value, unit)
+    if "pct" in key:
+        return f"{value:.1f} %"
+    return f"{value:.4g}"
 
 
 def _kv(obj: Any) -> str:
@@ -423,6 +437,19 @@ def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _single_run_sections(
+    records: Sequence[Mapping[str, Any]], analyses: list, top: int
+) -> list[tuple[str, str, str]]:
+    """The single-run page's overview (first) and trace timeline; none for several runs."""
+    if len(records) != 1:
+        return []
+    rec, (res, _util, err) = records[0], analyses[0]
+    return [
+        ("overview", "Overview", overview_section(rec, res, err)),
+        ("timeline", "Timeline of the profiled window", timeline_section(rec, min(top, 20))),
+    ]
+
+
 def _distributed(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
     """The data-parallel section, only when a run was trained with --nproc N."""
     from perfsuite.report.distributed_section import distributed_section
@@ -444,9 +471,11 @@ def report_html(
         if len(records) == 1
         else f"perfsuite report: {len(records)} runs"
     )
+    single = _single_run_sections(records, analyses, top)
     details = [
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
+        *single[1:],
         ("telemetry", "Telemetry", _telemetry_section(records)),
         *_distributed(records),
         ("generalization", "Generalization", generalization_section(records)),
@@ -469,6 +498,7 @@ def report_html(
     else:
         sections = [
             *first,
+            *single[:1],
             ("summary", "Summary", _summary(records, analyses)),
             ("curves", "Accuracy vs training time", _curves(records)),
             *details,

@@ -150,12 +150,40 @@ class LocalExecutor:
     def _side_by_side(
         self, jobs: Sequence[Job], on_start: Callback | None, on_result: ResultCallback | None
     ) -> list[JobResult]:
-        from perfsuite.hostinfo import usable_cpus
+        import signal
 
         done: dict[int, JobResult] = {}
         queue = list(enumerate(jobs))
         running: list[tuple[int, Job, subprocess.Popen, int]] = []
         free = list(range(self.parallel))  # slots; slot k runs on devices[k] when given
+
+        def on_term(signum: int, frame: object) -> None:
+            raise Terminated("terminated by SIGTERM")
+
+        try:
+            previous = signal.signal(signal.SIGTERM, on_term)
+        except ValueError:  # not the main thread: the caller handles signals
+            previous = None
+        try:
+            self._loop(queue, running, free, done, on_start, on_result)
+        finally:  # SIGTERM, Ctrl-C or an error here: no child outlives this parent
+            for _, _, proc, _ in running:
+                _stop_child(proc)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+        return [done[i] for i in sorted(done)]
+
+    def _loop(
+        self,
+        queue: list[tuple[int, Job]],
+        running: list[tuple[int, Job, subprocess.Popen, int]],
+        free: list[int],
+        done: dict[int, JobResult],
+        on_start: Callback | None,
+        on_result: ResultCallback | None,
+    ) -> None:
+        from perfsuite.hostinfo import usable_cpus
+
         stop = False
         while (queue and not stop) or running:
             while queue and not stop and free:
@@ -178,7 +206,31 @@ class LocalExecutor:
                 stop = stop or res.fatal
                 if on_result:
                     on_result(res)
-        return [done[i] for i in sorted(done)]
+
+
+def _stop_child(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM a child (its run records 'interrupted'), then SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the parent dies, even by SIGKILL."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's finally still stops children
+        pass
 
 
 def _spawn(opts: RunOptions) -> subprocess.Popen:
@@ -195,6 +247,7 @@ def _spawn(opts: RunOptions) -> subprocess.Popen:
         stderr=files[2],
         text=True,
         env=env,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     proc.perfsuite_files = files  # type: ignore[attr-defined]
     return proc

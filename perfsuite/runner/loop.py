@@ -18,8 +18,10 @@ from typing import Any
 
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference
+from perfsuite.runner.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.energy import EnergyClock, training_energy
 from perfsuite.runner.frameworks import framework_backend, run_parts
+from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import TelemetrySampler
 from perfsuite.workloads.switches import parse_switches
@@ -133,6 +135,7 @@ class _Run:
         if self.backend.framework != "pytorch":
             self.record["environment"]["frameworks"][self.backend.framework] = self.backend.version
         self.stall_s: list[float] = []
+        self.progress = RunProgress(opts.progress, self.rec.run_id)
         self.energy = EnergyClock(None, "capture off: energy not read")
         self.restore_switches = self.parts.apply_process_switches(self.switches)
 
@@ -142,6 +145,7 @@ class _Run:
         opts, wl, backend = self.opts, self.workload, self.backend
         backend.seed_all(opts.seed)
         self.gen = backend.generator(opts.seed)
+        self.progress.phase("loading data")
         if opts.synthetic:
             self.data, self.setup_s["data_load_s"] = capture.timed(
                 wl.synthetic_data, backend.torch_device, opts.seed
@@ -153,6 +157,7 @@ class _Run:
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
         self.record["task"]["name"] = wl.task  # a class subset renames it (imagenet-10class)
+        self.progress.phase("building the model")
         parts = self.parts
         model = parts.build_model(wl, self.recipe, backend, self.switches, opts.seed)
         self.record["model"] = wl.model_name(self.recipe)  # the data may have shaped it
@@ -164,6 +169,7 @@ class _Run:
         params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         seen, unhook = parts.watch_first_layer(self.state)
+        self.progress.phase(f"warm-up ({capture.WARMUP_STEPS} steps, off the clock)")
         _, self.setup_s["warmup_s"] = capture.timed(
             capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
         )
@@ -179,7 +185,9 @@ class _Run:
             self.energy = EnergyClock.for_device(backend.device.gpu_index)
             if not self.energy.available:
                 self.rec.flag(f"energy not measured: {self.energy.reason}")
+            self.progress.phase("counting FLOPs of one step")
             self._capture_work()
+            self.progress.phase("device ceilings (cached, or measured once)")
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
             ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
             self.record["ceilings"] = ceil
@@ -217,15 +225,22 @@ class _Run:
         """The profile window, taken warm mid-training: a few steps in a detour."""
         opts, rec = self.opts, self.record
         active = capture.window_steps(opts.profile_steps, opts.profile_seconds, epoch_step_s)
-        rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
-            self.parts.profile_window,
-            self.run_dir,
-            self.backend,
-            self.workload,
-            self.state,
-            self._batches(20_011),
-            active,
-        )
+        self.progress.phase(f"profile window: {active} steps, off the clock")
+        log = self.run_dir / LOG_NAME
+        with stderr_to(log):  # the profiler's own lines go to the run's log, not the terminal
+            rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
+                self.parts.profile_window,
+                self.run_dir,
+                self.backend,
+                self.workload,
+                self.state,
+                self._batches(20_011),
+                active,
+            )
+        if log.is_file() and log.stat().st_size:
+            rec["sidecars"]["log"] = LOG_NAME
+        else:
+            log.unlink(missing_ok=True)
         if rec["timeline"]:
             rec["sidecars"]["trace"] = rec["timeline"]["trace"]
             rec["timeline"]["epoch"] = epoch
@@ -249,6 +264,7 @@ class _Run:
         stall = 0.0
         wl.on_epoch_start(state, self.data, epoch)
         batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
+        tick = self.progress.step if self.progress.bar is not None else None
         while True:
             t = time.perf_counter()
             batch = next(batches, None)
@@ -258,6 +274,8 @@ class _Run:
             loss_sum = parts.add_loss(loss_sum, wl.train_step(state, batch))
             steps += 1
             samples += batch.size
+            if tick is not None:
+                tick()
             if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
         wl.on_epoch_end(state, self.data, epoch)
@@ -276,20 +294,12 @@ class _Run:
         return max(1, (self.recipe.epochs + 1) // 2)
 
     def _epochs(self, telemetry: Any) -> None:
-        from tqdm import tqdm
-
         rec, opts, metric, mllog = self.record, self.opts, self.workload.metric, self.rec.mllog
         train_time = 0.0
         samples = 0
         want_window = opts.capture and opts.profile_steps > 0
-        bar = tqdm(
-            range(1, self.recipe.epochs + 1),
-            desc=f"{self.workload.name} {self.rec.run_id}",
-            unit="epoch",
-            disable=not opts.progress,
-            leave=False,
-        )
-        for epoch in bar:
+        self.progress.start_training(self.recipe.epochs, self.steps_per_epoch)
+        for epoch in range(1, self.recipe.epochs + 1):
             if mllog:
                 mllog.epoch_start(epoch)
             seconds, loss, steps, n = self._train_epoch(epoch)
@@ -298,6 +308,7 @@ class _Run:
             self.rec.epoch_times.append(seconds)
             if mllog:
                 mllog.epoch_stop(epoch)
+            self.progress.epoch_done(epoch, n / seconds if seconds > 0 else None)
             if epoch < min(opts.eval_from, self.recipe.epochs):
                 # Not evaluated: time to accuracy can only be later than with evaluation here.
                 self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
@@ -319,7 +330,11 @@ class _Run:
             reached = self.rec.add_evaluation(
                 epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
             )
-            bar.set_postfix({metric: f"{metrics[metric]:.4f}", "loss": f"{loss:.3f}"})
+            self.progress.epoch_done(
+                epoch,
+                n / seconds if seconds > 0 else None,
+                f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
+            )
             keep = self.rec.write_files and not self.checkpoint_skipped
             if reached and "checkpoint" not in rec and keep:
                 self._save_threshold_model(epoch, metrics[metric])
@@ -333,7 +348,7 @@ class _Run:
                 self.rec.write()
             if reached and not opts.keep_going:
                 break
-        bar.close()
+        self.progress.close()
 
     def _save_threshold_model(self, epoch: int, value: float) -> None:
         """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
@@ -404,8 +419,10 @@ class _Run:
     def _finish(self) -> None:
         opts = self.opts
         if opts.capture and opts.inference_repeats > 0:
+            self.progress.phase("inference latency")
             self._measure_inference()
         if opts.capture and opts.counters:
+            self.progress.phase(f"hardware counters ({opts.counters})")
             from perfsuite.runner.counters_step import collect_counters
 
             _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
@@ -449,7 +466,13 @@ class _Run:
             self._finish()
         except Diverged as exc:
             rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
-        except (Exception, KeyboardInterrupt) as exc:
+        except (Terminated, KeyboardInterrupt) as exc:  # a signal: stopped, not broken
+            exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
+            rec["status"] = "interrupted"
+            rec["error"] = str(exc) if isinstance(exc, Terminated) else "interrupted by SIGINT"
+            self._close(telemetry)
+            raise
+        except Exception as exc:
             exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
             rec["status"] = "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
@@ -462,6 +485,7 @@ class _Run:
         return self.run_dir
 
     def _close(self, telemetry: TelemetrySampler | None) -> None:
+        self.progress.close()
         self.restore_switches()
         if self.opts.capture and not self.opts.replay_steps:  # crashed runs keep theirs too
             tta = self.record.get("time_to_accuracy") or {}

@@ -7,12 +7,16 @@ a valid record of every epoch it finished.
 
 from __future__ import annotations
 
+import os
+import shutil
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from analyzers.tta import crossing_dict, record_crossing
 from perfsuite.record import new_record, new_run_id, quantity, write_record
+from perfsuite.record.owner import owner_section
 from perfsuite.runner.environment import collect_environment, hardware_section
 
 
@@ -36,18 +40,37 @@ class Recorder:
         self.run_id = new_run_id(name)
         self.run_dir = Path(out) / self.run_id
         self.write_files = write_files
-        if write_files:
-            self.run_dir.mkdir(parents=True, exist_ok=False)
         env = collect_environment(str(device))
         self.record = new_record(run_id=self.run_id, task=task, environment=env, config=config)
+        self.record["owner"] = owner_section()  # a reader can tell when this process is gone
         self.record["group"] = group
         self.record["hardware"] = hardware_section(env, str(device), instance_type)
         self.record["framework"] = framework
         self.metric, self.threshold = task["metric"], task["threshold"]
-        self.mllog = self._open_mllog(mllog_benchmark) if mllog_benchmark and write_files else None
         self.epoch_times: list[float] = []
         self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
-        self.write()
+        self.mllog = None
+        if write_files:
+            self._create_folder()
+            if mllog_benchmark:
+                self.mllog = self._open_mllog(mllog_benchmark)
+                self.write()
+
+    def _create_folder(self) -> None:
+        """The run folder appears with its first record in it, never empty: the record is
+        written in a hidden sibling folder that is then renamed into place (one rename), so a
+        signal at any moment leaves either no run folder or one with a valid record."""
+        self.run_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.run_id}.", dir=self.run_dir.parent))
+        try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; run folders are shared as usual
+            write_record(tmp, self.record)
+            os.rename(tmp, self.run_dir)  # fails if run_dir exists: ids never reuse a folder
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     def _open_mllog(self, benchmark: str) -> Any:
         try:

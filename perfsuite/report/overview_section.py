@@ -1,0 +1,122 @@
+"""The single-run report's first section: what a hardware engineer asks first, in words and
+figures. Time to accuracy, throughput, achieved vs attainable, and the three places the step
+loses the most time. Every number comes from the record or the roofline analyzer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from analyzers.record_view import reached_time
+from analyzers.roofline import Roofline
+from perfsuite import fmt
+from perfsuite.report import html as h
+
+LOST_PLACES = 3
+
+
+def _q(section: Any, key: str) -> float | None:
+    q = (section or {}).get(key) if isinstance(section, Mapping) else None
+    v = q.get("value") if isinstance(q, Mapping) else None
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+def _headline(rec: Mapping[str, Any]) -> str:
+    task = rec.get("task") or {}
+    metric, threshold = task.get("metric"), task.get("threshold")
+    cmp = "<=" if task.get("direction") == "lower" else ">="
+    reached, time_s = reached_time(rec)
+    tta = rec.get("time_to_accuracy") or {}
+    hw = (rec.get("hardware") or {}).get("name") or "unknown hardware"
+    if reached:
+        return (
+            f"Reached {metric} {cmp} {threshold} in {fmt.duration(time_s)} of training "
+            f"(epoch {tta.get('epoch')}) on {hw}."
+        )
+    evals = rec.get("evaluations") or []
+    last = (evals[-1].get("metrics") or {}).get(metric) if evals else None
+    best = f"; last {metric} {last:.4g} after epoch {evals[-1].get('epoch')}" if last else ""
+    return f"Did not reach {metric} {cmp} {threshold} (status {rec.get('status')}{best}) on {hw}."
+
+
+def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
+    tput = rec.get("throughput") or {}
+    reached, time_s = reached_time(rec)
+    rows = [
+        [
+            "time to accuracy",
+            fmt.duration(time_s) if reached else "not reached",
+            "measured (training clock)",
+        ],
+        [
+            "throughput",
+            fmt.si(_q(tput, "samples_per_s"), "sample/s"),
+            "derived: batch size / measured step time",
+        ],
+        ["step time", fmt.si(_q(tput, "step_time"), "s"), "measured"],
+    ]
+    if res is not None:
+        run = res.run
+        rows += [
+            [
+                "achieved",
+                fmt.si(run.achieved_flops.value, "FLOP/s"),
+                f"{run.flops_per_step.provenance} FLOP / {run.step_time.provenance} time",
+            ],
+            [
+                "attainable at this intensity",
+                fmt.si(run.attainable.value, "FLOP/s"),
+                f"min(peak, intensity x bandwidth); roofs {run.attainable.provenance}",
+            ],
+            [
+                "achieved of attainable",
+                "FLAGGED: above its roofs" if run.flag else fmt.pct(run.frac_of_roof),
+                "time-weighted over the ops' own roofs",
+            ],
+            ["bound", run.bound or "n/a", "derived"],
+        ]
+    return rows
+
+
+def lost_places(res: Roofline | None, n: int = LOST_PLACES) -> list[str]:
+    """The `n` ops losing the most time per step against their roofs, as sentences."""
+    if res is None:
+        return []
+    step = res.profiled_step_time_s
+    out = []
+    for o in res.ranking[:n]:
+        p = o.placement
+        share = f" ({fmt.pct(o.lost_time_s / step)} of the step)" if step else ""
+        out.append(
+            f"{o.op}: loses {fmt.si(o.lost_time_s, 's')} per step{share}; it takes "
+            f"{fmt.si(o.time_s, 's')} at {fmt.pct(p.frac_of_roof)} of its {p.math or ''} "
+            f"{p.bound or ''}-bound roof".replace("  ", " ")
+        )
+    return out
+
+
+def overview_section(rec: Mapping[str, Any], res: Roofline | None, err: str | None) -> str:
+    """HTML of the overview: a headline, the key figures, the top places time is lost."""
+    parts = [
+        f"<p><b>{h.esc(_headline(rec))}</b></p>",
+        h.table(
+            ["figure", "value", "how it was obtained"], _figures(rec, res), [False, True, False]
+        ),
+    ]
+    places = lost_places(res)
+    if places:
+        parts.append(f"<h3>Where the step loses the most time (top {len(places)})</h3>")
+        parts.append("<ol>" + "".join(f"<li>{h.esc(p)}</li>" for p in places) + "</ol>")
+        parts.append(
+            '<p class="note">Lost time = op time x (1 - achieved/attainable), from '
+            "the profiled window; details under Roofline and Per-op breakdown.</p>"
+        )
+    elif err:
+        parts.append(f'<p class="note">No roofline, so no lost-time ranking: {h.esc(err)}</p>')
+    stall = (rec.get("data") or {}).get("stall_fraction")
+    if isinstance(stall, (int, float)):
+        parts.append(
+            f"<p>Waiting for input data: {h.esc(fmt.pct(stall))} of training time "
+            "(host time inside the batch iterator, measured).</p>"
+        )
+    return "".join(parts)

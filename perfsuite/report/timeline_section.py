@@ -1,0 +1,120 @@
+"""The single-run report's timeline section: the saved trace's temporal breakdown (busy,
+compute, idle and why), kernel time by category, the busiest CPU operators, and how to open
+the trace in Perfetto. The numbers are `analyzers.timeline`'s, as `perfsuite timeline` shows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perfsuite import fmt
+from perfsuite.record import RecordError
+from perfsuite.record.sidecars import trace_path
+from perfsuite.report import html as h
+
+PERFETTO = "https://ui.perfetto.dev/"
+
+
+def _device_rows(d: Any) -> list[list[str]]:
+    span = d.span_s or None
+
+    def share(x: float) -> str:
+        return fmt.pct(x / span) if span else "n/a"
+
+    i = d.idle
+    return [
+        ["span (first to last device event)", fmt.si(d.span_s, "s"), ""],
+        ["busy", fmt.si(d.busy_s, "s"), share(d.busy_s)],
+        ["  compute kernels", fmt.si(d.busy_compute_s, "s"), share(d.busy_compute_s)],
+        [
+            "  only memcpy/memset/communication",
+            fmt.si(d.busy_non_compute_s, "s"),
+            share(d.busy_non_compute_s),
+        ],
+        ["idle", fmt.si(d.idle_s, "s"), share(d.idle_s)],
+        ["  host had not launched the work yet", fmt.si(i.host_wait_s, "s"), share(i.host_wait_s)],
+        ["    of it in sync calls", fmt.si(i.host_sync_s, "s"), share(i.host_sync_s)],
+        ["  work queued (launch latency)", fmt.si(i.queued_s, "s"), share(i.queued_s)],
+        ["  unattributed", fmt.si(i.unattributed_s, "s"), share(i.unattributed_s)],
+    ]
+
+
+def _perfetto(path: Any) -> str:
+    return (
+        "<p>Open the saved trace in Perfetto: go to "
+        f'<a href="{PERFETTO}" target="_blank" rel="noopener noreferrer">{PERFETTO}</a>, '
+        "choose <i>Open trace file</i> and pick "
+        f"<code>{h.esc(path)}</code>. Perfetto reads the file inside your browser; nothing "
+        "is uploaded. Offline: Chromium's built-in <code>chrome://tracing</code> (Load) opens "
+        "the same Chrome-trace JSON without any network, and "
+        "<code>perfsuite timeline RUN</code> prints these tables in a terminal.</p>"
+    )
+
+
+def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
+    """HTML for one run's saved profiler trace, or a note saying why there is none."""
+    from analyzers.timeline import TraceError, analyze_file
+
+    try:
+        path = trace_path(rec)
+    except RecordError as exc:
+        return f'<p class="note">No trace: {h.esc(exc)}</p>'
+    try:
+        a = analyze_file(path, top=top)
+    except (TraceError, OSError) as exc:
+        return f'<p class="note">Trace not readable: {h.esc(exc)}</p>' + _perfetto(path)
+    parts = [
+        f"<p>Profiled window {h.esc(fmt.si(a.window_s, 's'))}, {a.events} events"
+        + (
+            f", {a.steps.count} steps of mean {h.esc(fmt.si(a.steps.mean_s, 's'))}"
+            if a.steps.count
+            else ""
+        )
+        + ".</p>"
+    ]
+    for d in a.devices:
+        label = f"device {d.device}" + (f" ({d.name})" if d.name else "")
+        parts.append(f"<h4>{h.esc(label)}: where the device time goes</h4>")
+        parts.append(h.table(["", "time", "of span"], _device_rows(d), [False, True, True]))
+        parts.append(
+            h.table(
+                ["kernel category", "events", "sum", "busy (union)"],
+                [
+                    [c.category, c.count, fmt.si(c.total_s, "s"), fmt.si(c.busy_s, "s")]
+                    for c in d.categories
+                ],
+                [False, True, True, True],
+            )
+        )
+    if not a.devices:
+        parts.append(
+            '<p class="note">CPU-only trace: there is no device timeline to split '
+            "into busy and idle; the operators below ran on the host.</p>"
+        )
+    if a.top_kernels:
+        parts.append(
+            h.table(
+                ["top kernels", "category", "count", "total", "mean"],
+                [
+                    [k.name, k.category, k.count, fmt.si(k.total_s, "s"), fmt.si(k.mean_s, "s")]
+                    for k in a.top_kernels
+                ],
+                [False, False, True, True, True],
+            )
+        )
+    if a.ops:
+        parts.append(
+            h.table(
+                ["CPU operator", "calls", "self", "total"]
+                + (["device time"] if a.has_device else []),
+                [
+                    [o.name, o.calls, fmt.si(o.self_s, "s"), fmt.si(o.total_s, "s")]
+                    + ([fmt.si(o.device_time_s, "s")] if a.has_device else [])
+                    for o in a.ops
+                ],
+                [False, True, True, True, True],
+            )
+        )
+    parts.append(h.notes(a.notes))
+    parts.append(_perfetto(path))
+    return "".join(parts)

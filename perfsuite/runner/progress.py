@@ -1,0 +1,75 @@
+"""What a run shows on stderr while it works: setup phases by name as they start, then one
+step-level bar over the whole training (steps/s, samples/s, ETA to the last epoch).
+
+Cheap by construction: a step only counts in Python (tqdm redraws at most a few times a
+second); nothing synchronizes the device for the bar, so on a GPU the step rate is the rate
+at which steps are queued, and the epoch's samples/s (timed with a sync, as the clock is) is
+the measured one. With progress off (`--quiet`, or runs side by side) everything is a no-op.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from perfsuite.fmt import printable, si
+
+
+class RunProgress:
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = printable(label)
+        self.bar: Any = None
+        self._phase_t0: float | None = None
+        self._phase = ""
+
+    def phase(self, name: str) -> None:
+        """Say that `name` starts (and how long the previous phase took)."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        took = f"  [{self._phase}: {now - self._phase_t0:.1f} s]" if self._phase_t0 else ""
+        self._phase, self._phase_t0 = name, now
+        self._say(f"[perfsuite] {self.label}: {name}{took if self.bar is None else ''}")
+
+    def _say(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def start_training(self, epochs: int, steps_per_epoch: int) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        self.phase(f"training: up to {epochs} epochs x {steps_per_epoch} steps")
+        self._epochs = epochs
+        self.bar = tqdm(
+            total=epochs * steps_per_epoch,
+            desc=self.label,
+            unit="step",
+            file=sys.stderr,
+            leave=False,
+            dynamic_ncols=True,
+        )
+        self.bar.set_postfix_str(f"epoch 1/{epochs}")
+
+    def step(self) -> None:
+        self.bar.update(1)
+
+    def epoch_done(self, epoch: int, samples_per_s: float | None, metrics: str = "") -> None:
+        """After epoch `epoch`: its measured samples/s and the evaluation, in the bar."""
+        if self.bar is None:
+            return
+        rate = f", {si(samples_per_s, 'sample/s')}" if samples_per_s else ""
+        nxt = min(epoch + 1, self._epochs)
+        self.bar.set_postfix_str(
+            f"epoch {nxt}/{self._epochs}{rate}{', ' if metrics else ''}{metrics}"
+        )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,109 @@
+"""Every report kind in a real headless Chromium (issue 13, item 2), opened from file:// with
+the network blocked: no page errors, no console errors or warnings, no network or failed
+requests, no payload that runs, and every plot drew points.
+
+Skips with a reason when no Chromium is installed; CI sets PERFSUITE_REQUIRE_BROWSER=1 (and
+installs Debian's `chromium`), where a missing browser fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from perfsuite.cli import main
+from perfsuite.record import quantity, write_record
+from tests.browser import Browser, find_chromium
+from tests.test_roofline import build_record
+from tests.test_timeline_synthetic import scenario, write_trace
+
+pytestmark = pytest.mark.slow  # a browser start and a few page loads: seconds, not minutes
+
+# Names a hostile record could carry: a closing script tag and an attribute handler.
+PAYLOADS = ("</script><script>alert(1)</script>", '"><img src=x onerror="window.__pwned=1">')
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = find_chromium()
+    if exe is None:
+        why = "no Chromium found (apt-get install chromium, or set PERFSUITE_CHROMIUM)"
+        if os.environ.get("PERFSUITE_REQUIRE_BROWSER") == "1":
+            pytest.fail(why + "; PERFSUITE_REQUIRE_BROWSER=1 requires it")
+        pytest.skip(why)
+    b = Browser(exe)
+    yield b
+    b.close()
+
+
+def _run_dir(root, make_record, run_id):
+    rec = build_record(make_record)
+    rec["run_id"] = run_id + PAYLOADS[0]
+    rec["model"] = PAYLOADS[1]
+    rec["status"] = "reached"
+    rec["evaluations"] = [
+        {"epoch": 1, "train_time_s": 10.0, "metrics": {"top1": 0.5}},
+        {"epoch": 2, "train_time_s": 20.0, "metrics": {"top1": 0.93}},
+    ]
+    rec["time_to_accuracy"].update(reached=True, time_s=20.0, epoch=2, evaluation_index=1)
+    rec["throughput"] = {
+        "step_time": quantity(0.1, "s", "measured", "t"),
+        "samples_per_s": quantity(320.0, "sample/s", "derived", "t"),
+    }
+    rec["telemetry"] = {"sampler": "psutil", "interval_s": 1.0, "samples": 3,
+                        "file": "telemetry.csv", "cpu": {"util_pct_mean": 180.0},
+                        "gpu": None, "notes": []}  # fmt: skip
+    d = root / run_id
+    d.mkdir(parents=True)
+    (d / "telemetry.csv").write_text(
+        "t_s,cpu_util_pct,rss_bytes,gpu_util_pct,gpu_sm_clock_hz,gpu_power_w,gpu_mem_used_bytes\n"
+        "0,150,1e8,,,,\n1,190,1.5e8,,,,\n2,199,2e8,,,,\n"
+    )
+    write_trace(d / "trace.json.gz", scenario(), gz=True)
+    rec["timeline"]["trace"] = "trace.json.gz"
+    write_record(d, rec)
+    return d
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, browser):
+    """One file per report kind the suite builds: single run, several runs, roofline page."""
+    from tests.conftest import make_record as make_record_fixture
+
+    make_record = make_record_fixture.__wrapped__()
+    root = tmp_path_factory.mktemp("browser")
+    a = _run_dir(root / "runs", make_record, "a")
+    b = _run_dir(root / "runs", make_record, "b")
+    out = {
+        "single": root / "single.html",
+        "compare": root / "compare.html",
+        "roofline": root / "roofline.html",
+    }
+    assert main(["report", str(a), "-o", str(out["single"])]) == 0
+    assert main(["report", str(a), str(b), "-o", str(out["compare"])]) == 0
+    assert main(["roofline", str(a), "-o", str(out["roofline"])]) == 0
+    return out
+
+
+@pytest.mark.parametrize("kind", ["single", "compare", "roofline"])
+def test_report_opens_clean_in_chromium(browser, pages, kind):
+    shot = pages[kind].with_suffix(".png") if os.environ.get("PERFSUITE_SCREENSHOTS") else None
+    rep = browser.check(pages[kind], screenshot=shot)
+    assert rep.plots, "no plots on the page"
+    assert rep.problems() == []
+
+
+def test_the_checker_sees_errors_requests_payloads_and_empty_plots(browser, tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body data-plots-ready="1"><div class="plot" id="p"></div>'
+        '<img src="http://192.0.2.1/x.png"><script>console.warn("careful");'
+        'window.__pwned = 1; throw new Error("bad page")</script></body></html>'
+    )
+    problems = browser.check(page).problems()
+    joined = "\n".join(problems)
+    assert "page error: Error: bad page" in joined
+    assert "console: warning: careful" in joined
+    assert "network request: http://192.0.2.1/x.png" in joined
+    assert "a payload ran" in joined and "empty plot: p" in joined

@@ -1,0 +1,133 @@
+"""The single-run report page (issue 13, item 1): overview first, roofline annotations on log
+axes, SI ticks, labelled and flagged points, telemetry on separate axes, the trace timeline
+with a Perfetto pointer, and a smaller self-contained page."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from analyzers.roofline import roofline
+from perfsuite.record import quantity, write_record
+from perfsuite.report import figures, report_html
+from perfsuite.report.overview_section import lost_places
+from tests.test_roofline import build_record
+from tests.test_timeline_synthetic import scenario, write_trace
+
+
+def _run(tmp_path, make_record, trace=True):
+    rec = build_record(make_record)
+    rec["status"] = "reached"
+    rec["time_to_accuracy"].update(reached=True, time_s=10.0, epoch=1, evaluation_index=0)
+    rec["throughput"] = {
+        "step_time": quantity(0.1, "s", "measured", "t"),
+        "samples_per_s": quantity(320.0, "sample/s", "derived", "t"),
+    }
+    d = tmp_path / "run1"
+    d.mkdir()
+    if trace:
+        write_trace(d / "trace.json.gz", scenario(), gz=True)
+        rec["timeline"]["trace"] = "trace.json.gz"
+    write_record(d, rec)
+    from perfsuite.record import load_record
+
+    return load_record(d)
+
+
+def _figs(text):
+    return {i: json.loads(f) for i, f in re.findall(r'psDraw\("([^"]+)",(.*?)\);</script>', text)}
+
+
+def test_overview_comes_first_with_tta_throughput_and_lost_time(tmp_path, make_record):
+    rec = _run(tmp_path, make_record)
+    text = report_html([rec])
+    ids = re.findall(r'<section id="([^"]+)">', text)
+    assert ids[0] == "overview" and "timeline" in ids
+    overview = text[text.index('id="overview"') : text.index('id="summary"')]
+    assert "Reached top1 &gt;= 0.9 in 10.00 s" in overview
+    assert "320 sample/s" in overview
+    res = roofline(rec)
+    places = lost_places(res)
+    assert len(places) == min(3, len(res.ranking)) and places
+    assert places[0].startswith(res.ranking[0].op + ": loses ")
+    assert all(p in overview or p.replace("'", "&#x27;") in overview for p in places)
+
+
+def test_multi_run_page_has_no_single_run_sections(tmp_path, make_record):
+    rec = _run(tmp_path, make_record, trace=False)
+    other = dict(rec, run_id="roof2")
+    ids = re.findall(r'<section id="([^"]+)">', report_html([rec, other]))
+    assert "overview" not in ids and "timeline" not in ids
+
+
+def test_roofline_annotations_sit_at_log10_of_their_value(make_record):
+    rec = build_record(make_record)
+    res = roofline(rec)
+    fig = figures.roofline_figure(res).to_plotly_json()
+    layout = fig["layout"]
+    ridge = res.run.peak_flops.value / res.run.memory_bandwidth.value
+    (label,) = [a for a in layout["annotations"] if a["text"].startswith("ridge")]
+    assert label["x"] == math.log10(ridge)  # not the raw value: that is 10^x on a log axis
+    xs = [x for t in fig["data"] for x in (t.get("x") or [])]
+    assert all(10 ** a["x"] <= max(xs) for a in layout["annotations"] if a.get("xref") != "paper")
+    assert layout["xaxis"]["exponentformat"] == layout["yaxis"]["exponentformat"] == "SI"
+    roofs = [a["text"] for a in layout["annotations"]]
+    assert any(t.startswith("memory ") and "B/s" in t for t in roofs)
+    assert any("FLOP/s" in t and not t.startswith(("ridge", "memory")) for t in roofs)
+
+
+def test_ops_above_their_roof_are_drawn_apart_and_top_ops_named(make_record):
+    rec = build_record(make_record)
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    res = roofline(rec)
+    traces = figures.roofline_figure(res).to_plotly_json()["data"]
+    (flagged,) = [t for t in traces if str(t.get("name", "")).startswith("ABOVE")]
+    assert "aten::mm" in flagged["text"]
+    assert flagged["marker"]["symbol"] == "x"
+    normal = [t for t in traces if t.get("name") == "ops (size = time share)"]
+    assert all("aten::mm" not in (t.get("text") or []) for t in normal)
+
+
+def test_telemetry_panels_have_their_own_axes_and_units():
+    cols = {
+        "t_s": [0.0, 1.0],
+        "cpu_util_pct": [150.0, 190.0],
+        "rss_bytes": [1e8, 2e8],
+        "gpu_util_pct": [None, None],
+    }
+    fig = figures.telemetry_figure(cols).to_plotly_json()
+    axes = {t["yaxis"] for t in fig["data"]}
+    assert axes == {"y", "y2"}  # CPU % and RSS bytes no longer share one axis
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles == ["CPU utilization, system-wide (% of all cores)", "resident memory (B)"]
+    assert fig["layout"]["yaxis2"]["ticksuffix"] == " B"
+    assert fig["data"][1]["hovertext"] == ["100 MB", "200 MB"]
+
+
+def test_telemetry_summary_values_carry_units():
+    from perfsuite.report.build import _telemetry_value
+
+    assert _telemetry_value("rss_bytes_max", 515031040.0) == "515 MB"
+    assert _telemetry_value("sm_clock_hz_mean", 1.41e9) == "1.41 GHz"
+    assert _telemetry_value("power_w_mean", 250.0) == "250 W"
+    assert _telemetry_value("util_pct_mean", 37.25) == "37.2 %"
+
+
+def test_timeline_section_shows_idle_breakdown_and_perfetto(tmp_path, make_record):
+    text = report_html([_run(tmp_path, make_record)])
+    part = text[text.index('id="timeline"') : text.index('id="telemetry"')]
+    assert "host had not launched the work yet" in part and "kernel category" in part
+    assert "https://ui.perfetto.dev/" in part and "trace.json.gz" in part
+
+
+def test_page_is_self_contained_and_smaller(tmp_path, make_record):
+    text = report_html([_run(tmp_path, make_record)])
+    from plotly.offline import get_plotlyjs
+
+    assert len(text) < len(get_plotlyjs()) / 2  # was plotly.js (4.8 MB) plus the figures
+    assert text.count('id="plotly-gz"') == 1 and "DecompressionStream" in text
+    assert all("src=" not in tag for tag in re.findall(r"<script[^>]*>", text))
+    figs = _figs(text)
+    assert len(figs) >= 3 and all("template" not in f["layout"] for f in figs.values())
+    assert text.count('"plot_bgcolor"') <= 2  # one shared template, not one per figure
