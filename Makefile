@@ -23,6 +23,7 @@ setup: $(STAMP)
 # its roofline and write a shareable HTML report.
 demo: setup
 	@run_dir=$$($(BIN)/perfsuite run digits) && \
+	echo "run folder: $$run_dir" && \
 	$(BIN)/perfsuite roofline "$$run_dir" && \
 	$(BIN)/perfsuite report "$$run_dir" -o reports/demo.html && \
 	echo "report: reports/demo.html"

@@ -181,6 +181,11 @@ def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> s
         f"Hierarchical roofline: {h.source} bytes, {len(h.points)} points; levels "
         + ", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in h.levels.items()),
     ]
+    if len(h.levels) == 1:  # say why a "hierarchy" of one level is all there is
+        out.append(
+            "  (one level: without measured per-level traffic, i.e. Nsight Compute counters "
+            "with L2 and DRAM bytes, every op is judged against main-memory bandwidth only)"
+        )
     notes = res.notes + h.notes + util.notes
     if notes:
         out += ["", "Notes:"] + [f"  - {n}" for n in notes]
