@@ -141,6 +141,8 @@ class _Run:
                 wl.load_data, opts.data_dir, backend.torch_device
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        for note in getattr(self.data, "flags", ()):  # e.g. a smoke test, an evaluated subset
+            self.rec.flag(note)
         model = wl.build_model(self.recipe).to(backend.torch_device)
         self.steps_per_epoch = wl.steps_per_epoch(self.data, self.recipe)
         self.state = assemble.build_state(

@@ -44,9 +44,11 @@ def _register_builtins() -> None:
         return
     from perfsuite.workloads.cifar10 import Cifar10Workload
     from perfsuite.workloads.digits import DigitsWorkload
+    from perfsuite.workloads.squad import SquadWorkload
 
     register_workload("digits", DigitsWorkload)
     register_workload("cifar10", Cifar10Workload)
+    register_workload("squad", SquadWorkload)
 
 
 __all__ = [

@@ -52,6 +52,22 @@ class Recipe:
         return dataclasses.asdict(self)
 
 
+def one_cycle_schedule(optimizer: Any, recipe: Recipe, steps_per_epoch: int) -> Any:
+    """LambdaLR: linear warm-up over `warmup_fraction` of all steps, then linear decay to 0
+    (shared by the workloads' optimizers, SGD or Adam)."""
+    import torch
+
+    total = max(1, recipe.epochs * steps_per_epoch)
+    warm = max(1, int(recipe.warmup_fraction * total))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 def _convert(raw: str, kind: type, key: str) -> Any:
     try:
         if kind is bool:
@@ -146,15 +162,7 @@ class Workload:
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
         )
-        total = max(1, recipe.epochs * steps_per_epoch)
-        warm = max(1, int(recipe.warmup_fraction * total))
-
-        def factor(step: int) -> float:
-            if step < warm:
-                return (step + 1) / warm
-            return max(0.0, (total - step) / max(1, total - warm))
-
-        return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+        return opt, one_cycle_schedule(opt, recipe, steps_per_epoch)
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
         """One optimization step on `batch`; returns the detached loss (not synchronised).
