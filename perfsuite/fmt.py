@@ -35,6 +35,37 @@ def pct(fraction: float | None, digits: int = 1) -> str:
     return f"{100.0 * fraction:.{digits}f}%"
 
 
+# How each task metric is named and shown (DAWNBench: "94% top-1", "93% top-5", "0.75 F1").
+# Records keep every metric as a fraction; this is only how people read it.
+METRICS: dict[str, tuple[str, str]] = {
+    "top1": ("top-1", "percent"),
+    "top5": ("top-5", "percent"),
+    "f1": ("F1", "fraction"),
+    "exact_match": ("EM", "percent"),
+}
+
+
+def metric_name(metric: str | None) -> str:
+    """ "top1" -> "top-1", "f1" -> "F1"; unknown names unchanged."""
+    return METRICS.get(str(metric), (str(metric), ""))[0]
+
+
+def metric_value(metric: str | None, value: float | None, digits: int = 2) -> str:
+    """A metric value in its task's unit: top-1 0.94 -> "94%", F1 0.75 -> "0.75"."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    unit = METRICS.get(str(metric), ("", ""))[1]
+    if unit == "percent":
+        return f"{100.0 * value:.{digits}f}".rstrip("0").rstrip(".") + "%"
+    return f"{value:.{digits + 2}f}".rstrip("0").rstrip(".") if unit else f"{value:g}"
+
+
+def target(metric: str | None, threshold: float | None, direction: str | None = "higher") -> str:
+    """A task's target as people read it: "top-1 >= 94%", "F1 >= 0.75", "wer <= 0.05"."""
+    op = "<=" if direction == "lower" else ">="
+    return f"{metric_name(metric)} {op} {metric_value(metric, threshold)}"
+
+
 def duration(seconds: float | None) -> str:
     """Seconds as "1h02m03s", "4m05.2s" or "12.34 s"."""
     if seconds is None or (isinstance(seconds, float) and not math.isfinite(seconds)):

@@ -107,7 +107,7 @@ def test_cli(tmp_path, capsys):
         main(["leaderboard", str(tmp_path), "--by", "training-cost", "--prices", str(prices)]) == 0
     )
     out = capsys.readouterr().out
-    assert "== cifar10: top1 >= 0.94, ranked by training-cost" in out
+    assert "== cifar10: top-1 >= 94%, ranked by training-cost" in out
     assert "$0.20" in out and "DNC" in out and "price unknown" in out  # a: 100 s x 7.2 USD/h
     assert main(["leaderboard", str(tmp_path), "--task", "squad"]) == 2
     assert "no training entries for task 'squad'" in capsys.readouterr().err

@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def render(results: list[Any]) -> str:
+def render(results: list[Any], targets: dict[str, str] | None = None) -> str:
+    """The cost table; `targets` (run id -> "F1 >= 0.75") names each task's own target."""
     from perfsuite.fmt import duration, si, table, usd
 
     rows = []
@@ -62,6 +63,7 @@ def render(results: list[Any]) -> str:
             [
                 c.run_id,
                 c.task,
+                (targets or {}).get(c.run_id, "-"),
                 c.instance_type or "-",
                 f"{c.price.usd_per_hour:g} ({c.price.origin})"
                 if c.price.usd_per_hour is not None
@@ -75,6 +77,7 @@ def render(results: list[Any]) -> str:
     headers = [
         "run",
         "task",
+        "target",
         "instance",
         "USD/h (from)",
         "time to acc.",
@@ -82,12 +85,25 @@ def render(results: list[Any]) -> str:
         "latency",
         "infer cost/10k",
     ]
-    out = [table(rows, headers, "lllrrrrr")]
+    out = [table(rows, headers, "llllrrrrr")]
     for c in results:
         out.extend(f"note: {c.run_id}: {n}" for n in c.notes)
     sources = sorted({c.price.source for c in results if c.price.usd_per_hour is not None})
     out.extend(f"price source: {s}" for s in sources)
     return "\n".join(out)
+
+
+def task_targets(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Run id -> its task's target in the task's unit ("top-1 >= 94%", "F1 >= 0.75")."""
+    from perfsuite.fmt import target
+
+    out = {}
+    for rec in records:
+        task = rec.get("task") or {}
+        out[str(rec.get("run_id"))] = target(
+            task.get("metric"), task.get("threshold"), task.get("direction")
+        )
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,5 +119,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"costs": results})
     else:
-        print(render(results))
+        print(render(results, task_targets(records)))
     return 0

@@ -69,12 +69,12 @@ def _generalization_cells(g: dict[str, Any] | None) -> list[str]:
 
 
 def render(boards: list[Any]) -> str:
-    from perfsuite.fmt import table
+    from perfsuite.fmt import table, target
 
     blocks = []
     for b in boards:
-        op = "<=" if b.direction == "lower" else ">="
-        head = f"== {b.task}: {b.metric} {op} {b.threshold:g}, ranked by {b.by} ({b.unit})"
+        goal = target(b.metric, b.threshold, b.direction)  # "top-1 >= 94%", "F1 >= 0.75"
+        head = f"== {b.task}: {goal}, ranked by {b.by} ({b.unit})"
         rows = [
             [
                 str(r.rank) if r.rank is not None else r.status,

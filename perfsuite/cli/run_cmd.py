@@ -200,7 +200,7 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
 
 
 def outcome_line(run_dir: Path) -> str:
-    """`[perfsuite] RUN-ID: reached top1 >= 0.98 in 3.10 s (epoch 7)`, or its status."""
+    """`[perfsuite] RUN-ID: reached top-1 >= 98% in 3.10 s (epoch 7)`, or its status."""
     from perfsuite.runner.executor import outcome
 
     return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"

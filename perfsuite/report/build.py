@@ -40,7 +40,7 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
                 rec.get("run_id"),
                 rec.get("status"),
                 task.get("name"),
-                f"{task.get('metric')} >= {task.get('threshold')}",
+                fmt.target(task.get("metric"), task.get("threshold"), task.get("direction")),
                 fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
                 tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
                 fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",

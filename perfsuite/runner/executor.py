@@ -79,7 +79,8 @@ def config_error_types() -> tuple[type[BaseException], ...]:
 
 
 def outcome(run_dir: Path | None) -> str:
-    """`reached top1 >= 0.98 in 3.10 s (epoch 7)`, or the record's status and error."""
+    """`reached top-1 >= 98% in 3.10 s (epoch 7)`, or the record's status and error."""
+    from perfsuite.fmt import target
     from perfsuite.record import load_record
 
     if run_dir is None:
@@ -87,7 +88,8 @@ def outcome(run_dir: Path | None) -> str:
     rec = load_record(run_dir)
     tta = rec["time_to_accuracy"]
     if tta["reached"]:
-        what = f"reached {tta['metric']} >= {tta['threshold']} in {tta['time_s']:.2f} s"
+        goal = target(tta["metric"], tta["threshold"], rec["task"].get("direction"))
+        what = f"reached {goal} in {tta['time_s']:.2f} s"
         return what + f" (epoch {tta['epoch']})"
     return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "")
 
