@@ -90,8 +90,8 @@ class SquadWorkload(Workload):
             model_layers=1,
             max_context=160,
             smoke_split=0.8,
-            train_limit=2000,
-            eval_limit=500,
+            train_limit=1000,
+            eval_limit=300,
         )
         return {"smoke": r}
 
