@@ -16,6 +16,7 @@ examples:
   perfsuite run cifar10 --synthetic --switch bf16,channels_last --epochs 1
   perfsuite run my_model.py:MyWorkload --epochs 3         # your own Workload subclass
   perfsuite run cifar10 --list-switches
+  perfsuite run squad --data-dir D --recipe smoke       # only dev-v1.1.json: a SMOKE TEST
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -35,9 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "workload",
-        help="workload name (digits, cifar10) or your own: FILE.py:CLASS or package.module:CLASS",
+        help="workload name (digits, cifar10, squad) or your own: FILE.py:CLASS or "
+        "package.module:CLASS",
     )
-    p.add_argument("--data-dir", help="dataset folder (cifar10: pickle or image-folder layout)")
+    p.add_argument(
+        "--data-dir",
+        help="dataset folder (cifar10: pickle or image-folder layout; squad: train-v1.1.json "
+        "and dev-v1.1.json)",
+    )
     p.add_argument("--download", action="store_true", help="download the dataset if absent")
     p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
     p.add_argument("--threshold", type=float, help="target metric as a fraction, e.g. 0.94")
