@@ -286,3 +286,11 @@ def test_runner_smoke_run_records_f1_flags_and_flops(tmp_path: Path) -> None:
     families = {o["family"] for o in work["per_op"]}
     assert {"embedding", "matmul", "normalization", "softmax_loss"} <= families
     assert rec["extra"]["steps_per_epoch"] == 3  # 24 training questions / batch 8
+
+
+def test_flops_on_the_bare_workload_is_a_one_line_error(capsys) -> None:
+    from perfsuite.cli import main
+
+    assert main(["flops", "workload:squad"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "perfsuite run squad" in err

@@ -111,7 +111,11 @@ class SquadWorkload(Workload):
 
         x = (recipe or self.recipe or self.default_recipe()).extra
         if self.vocab_size is None:
-            raise ValueError("squad: the vocabulary comes from the training data; load it first")
+            raise ValueError(
+                "the reader's vocabulary comes from the training data, so it has no model "
+                "before load_data; its FLOPs per step are counted by `perfsuite run squad` "
+                "(work.flops_per_step)"
+            )
         return Reader(
             self.vocab_size,
             d=int(x["d_model"]),
