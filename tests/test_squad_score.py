@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +16,6 @@ from perfsuite.workloads.squad_score import (
     token_f1,
 )
 from tests.conftest import shared_path
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 # -- normalisation -----------------------------------------------------------------------
 
@@ -202,23 +197,51 @@ def test_first_word_dropped_rule_whole_dev_file(dev) -> None:
     assert res.f1 == pytest.approx(55.62500081973202, abs=1e-9)
 
 
-def test_cli_prints_the_official_dict(tmp_path: Path) -> None:
-    dev_path = shared_path("squad", "dev-v1.1.json")
-    dev = load_squad(dev_path)
+def test_cli_prints_the_official_dict(tmp_path: Path, dev, capsys) -> None:
+    from perfsuite.cli import main
+
     golds = dev.golds()
     preds = {qid: a[0] for qid, a in golds[1:]}  # the first question unanswered
     pred_path = _write(tmp_path, "pred.json", preds)
-    out = subprocess.run(
-        [sys.executable, "-m", "perfsuite", "eval", "squad", str(dev_path), str(pred_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    got = json.loads(out.stdout)
+    assert main(["eval", "squad", dev.path, str(pred_path)]) == 0
+    out, err = capsys.readouterr()
     n = len(golds)
-    assert got == {
+    assert json.loads(out) == {
         "exact_match": pytest.approx(100 * (n - 1) / n),
         "f1": pytest.approx(100 * (n - 1) / n),
     }
-    assert f"Unanswered question {golds[0][0]} will receive score 0." in out.stderr
+    assert f"Unanswered question {golds[0][0]} will receive score 0." in err
+    assert f"1 of {n} questions unanswered (scored 0)" in err
+
+
+def test_cli_bad_predictions_is_one_line(tmp_path: Path, capsys) -> None:
+    from perfsuite.cli import main
+
+    dev = tiny_dev(tmp_path)
+    pred = _write(tmp_path, "pred.json", {"q1": 3})
+    assert main(["eval", "squad", str(dev), str(pred)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"perfsuite: error: {pred}: field q1: expected a string, got int\n"
+
+
+def tiny_dev(tmp: Path) -> Path:
+    return _write(
+        tmp,
+        "dev.json",
+        {
+            "version": "1.1",
+            "data": [
+                {
+                    "title": "t",
+                    "paragraphs": [
+                        {
+                            "context": "Denver won.",
+                            "qas": [
+                                {"id": "q1", "answers": [{"text": "Denver", "answer_start": 0}]}
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    )

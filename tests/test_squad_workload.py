@@ -51,6 +51,11 @@ def tiny_squad(path: Path, articles: int = 5, version: str = "1.1") -> Path:
 # -- loader and tokenizer ---------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def dev():
+    return load_squad(shared_path("squad", "dev-v1.1.json"))
+
+
 def test_loader_on_a_generated_file(tmp_path: Path) -> None:
     f = load_squad(tiny_squad(tmp_path / "dev-v1.1.json", articles=3))
     assert f.counts() == {"articles": 3, "paragraphs": 6, "questions": 24}
@@ -96,11 +101,10 @@ def test_tokenize_offsets_round_trip() -> None:
     assert t.char_span_to_tokens(len(text), len(text) + 3) is None  # past the end: no token
 
 
-def test_dev_answers_round_trip_through_token_spans() -> None:
+def test_dev_answers_round_trip_through_token_spans(dev) -> None:
     """Every gold answer of the dev file maps to a token span (none is lost), and the span's
     context text is the answer itself for 34,650 of the 34,726 answers; the other 76 start or
     end inside a word ('gold' of 'golden', '8' of '18'), which word-level spans cannot cut."""
-    dev = load_squad(shared_path("squad", "dev-v1.1.json"))
     total = same = 0
     for art in dev.articles:
         for par in art.paragraphs:
@@ -214,7 +218,7 @@ def test_evaluation_of_gold_spans_is_f1_one(tmp_path: Path) -> None:
             super().__init__()
             self.shift, self.i = shift, 0
 
-        def forward(self, context, question):
+        def forward(self, context, question, in_question):
             n = context.shape[0]
             logits = torch.full((n, 2, context.shape[1]), -10.0)
             for row in range(n):
@@ -236,8 +240,9 @@ def test_data_source_batches_hold_two_inputs(tmp_path: Path) -> None:
 
     wl, data = _workload(tmp_path)
     batch = next(data.train_batches(4, torch.Generator().manual_seed(0)))
-    context, question = batch.inputs
+    context, question, asked = batch.inputs
     assert context.dtype == torch.long and question.shape == (4, 40)
+    assert asked.shape == context.shape and set(asked.unique().tolist()) <= {0, 1}
     assert batch.target.shape == (4, 2) and batch.size == 4
     assert data.num_train == 24 and data.num_eval == 16  # 3 train / 2 eval articles x 8
     assert any("SMOKE TEST" in f for f in data.flags)
@@ -248,6 +253,7 @@ def test_data_source_batches_hold_two_inputs(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_runner_smoke_run_records_f1_flags_and_flops(tmp_path: Path) -> None:
     from perfsuite.record import load_record
+    from perfsuite.runner.executor import outcome
     from perfsuite.runner.loop import RunOptions, run_workload
 
     tiny_squad(tmp_path / "dev-v1.1.json", articles=5)
@@ -277,6 +283,7 @@ def test_runner_smoke_run_records_f1_flags_and_flops(tmp_path: Path) -> None:
     assert rec["task"]["metric"] == "f1" and rec["task"]["threshold"] == 0.75
     assert rec["task"]["name"] == "squad" and "SMOKE TEST" in rec["task"]["dataset"]
     assert any(f.startswith("SMOKE TEST") for f in rec["flags"])
+    assert outcome(run_dir).endswith("[SMOKE TEST: not a benchmark result]")  # the CLI's line
     assert len(rec["evaluations"]) in (1, 2)
     for ev in rec["evaluations"]:
         assert 0.0 <= ev["metrics"]["exact_match"] <= ev["metrics"]["f1"] <= 1.0
@@ -294,3 +301,13 @@ def test_flops_on_the_bare_workload_is_a_one_line_error(capsys) -> None:
     assert main(["flops", "workload:squad"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "perfsuite run squad" in err
+
+
+def test_in_question_flags_mark_context_words_asked_about(tmp_path: Path) -> None:
+    f = load_squad(tiny_squad(tmp_path / "t.json", articles=1))
+    vocab = build_vocabulary(f.articles, 100, 1)
+    enc = encode(f.articles, vocab, 200, 12, training=False, limit=1)
+    # "What is the capital of France?" against "Paris is the capital of France. ..."
+    words = enc.tokens[0].words
+    flagged = {w for w, flag in zip(words, enc.in_question[0], strict=False) if flag}
+    assert flagged == {"is", "the", "capital", "of", "france"}  # not "?" nor "paris"

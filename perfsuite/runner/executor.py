@@ -87,11 +87,14 @@ def outcome(run_dir: Path | None) -> str:
         return "no record"
     rec = load_record(run_dir)
     tta = rec["time_to_accuracy"]
+    # a smoke test (e.g. squad trained on dev articles) says so wherever its outcome is shown
+    smoke = any(str(f).startswith("SMOKE TEST") for f in rec.get("flags") or [])
+    tail = " [SMOKE TEST: not a benchmark result]" if smoke else ""
     if tta["reached"]:
         goal = target(tta["metric"], tta["threshold"], rec["task"].get("direction"))
         what = f"reached {goal} in {tta['time_s']:.2f} s"
-        return what + f" (epoch {tta['epoch']})"
-    return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "")
+        return what + f" (epoch {tta['epoch']}){tail}"
+    return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "") + tail
 
 
 def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:

@@ -24,7 +24,8 @@ from perfsuite.workloads.switches import COMMON
 
 
 class SquadSource(InMemorySource):
-    """Token ids on the device (inputs: context ids, question ids; target: start/end token),
+    """Token ids on the device (inputs: context ids, question ids, context-word-in-question
+    flags; target: start/end token),
     plus what evaluation needs to turn predicted spans back into answer text and score them."""
 
     def __init__(self, train: Any, evaluation: Any, golds: list, device: Any, **kw: Any) -> None:
@@ -34,9 +35,9 @@ class SquadSource(InMemorySource):
             return torch.tensor(rows, dtype=torch.long).to(device)
 
         super().__init__(
-            (ids(train.context), ids(train.question)),
+            (ids(train.context), ids(train.question), ids(train.in_question)),
             ids([list(s) for s in train.spans]),
-            (ids(evaluation.context), ids(evaluation.question)),
+            (ids(evaluation.context), ids(evaluation.question), ids(evaluation.in_question)),
             ids([list(s) for s in evaluation.spans]),
             **kw,
         )

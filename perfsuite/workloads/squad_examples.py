@@ -77,10 +77,13 @@ def choose_split(data_dir: str | Path, smoke_split: float) -> Split:
 
 @dataclass
 class Encoded:
-    """Token ids of one split side: contexts (N x Lc), questions (N x Lq), spans (N x 2)."""
+    """Token ids of one split side: contexts (N x Lc), questions (N x Lq), spans (N x 2), and
+    per context token whether its word is in the question (N x Lc, 0/1: DrQA's exact-match
+    feature, which a reader trained from scratch otherwise learns slowly)."""
 
     context: list[list[int]]
     question: list[list[int]]
+    in_question: list[list[int]]
     spans: list[tuple[int, int]]
     qids: list[str]
     tokens: list[Tokens]  # context tokens per example (shared objects per paragraph)
@@ -128,10 +131,14 @@ def encode(
                     continue
                 used.append((par.context, toks, q))
     length = max(1, min(max_context, max((len(t) for _, t, _ in used), default=1)))
-    out = Encoded([], [], [], [], [], [], skipped)
+    out = Encoded([], [], [], [], [], [], [], skipped)
     for text, toks, q in used:
+        q_words = tokenize(q.question).words
+        asked = {w for w in q_words if w[0].isalnum()}
         out.context.append(vocab.ids(toks.words, length))
-        out.question.append(vocab.ids(tokenize(q.question).words, max_question))
+        out.question.append(vocab.ids(q_words, max_question))
+        flags = [int(w in asked) for w in toks.words[:length]]
+        out.in_question.append(flags + [0] * (length - len(flags)))
         span = _answer_span(toks, q, max_context) if training else None
         out.spans.append(span or (0, 0))  # evaluation: unused placeholder
         out.qids.append(q.qid)

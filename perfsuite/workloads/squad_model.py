@@ -47,7 +47,8 @@ class Block(nn.Module):
 
 
 class Reader(nn.Module):
-    """forward(context ids (B, Lc), question ids (B, Lq)) -> start/end logits (B, 2, Lc)."""
+    """forward(context ids (B, Lc), question ids (B, Lq), context word in question (B, Lc))
+    -> start/end logits (B, 2, Lc)."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class Reader(nn.Module):
             raise ValueError(f"squad reader: d_model {d} is not a multiple of heads {heads}")
         self.embed = nn.Embedding(vocab, d, padding_idx=PAD)
         self.pos = nn.Embedding(max_len, d)
+        self.asked = nn.Embedding(2, d)  # the context word is / is not in the question
         self.encoder = nn.ModuleList(Block(d, heads, dropout) for _ in range(layers))
         self.sim = nn.Linear(d, d, bias=False)  # bilinear context-question similarity
         self.fuse = nn.Linear(4 * d, d)
@@ -73,17 +75,24 @@ class Reader(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.scale = 1.0 / math.sqrt(d)
 
-    def encode(self, ids: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    def encode(
+        self, ids: torch.Tensor, keep: torch.Tensor, asked: torch.Tensor | None = None
+    ) -> torch.Tensor:
         positions = torch.arange(ids.shape[1], device=ids.device)
-        x = self.drop(self.embed(ids) + self.pos(positions))
+        x = self.embed(ids) + self.pos(positions)
+        if asked is not None:
+            x = x + self.asked(asked)
+        x = self.drop(x)
         for block in self.encoder:
             x = block(x, keep)
         return x
 
-    def forward(self, context: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, context: torch.Tensor, question: torch.Tensor, in_question: torch.Tensor
+    ) -> torch.Tensor:
         c_keep, q_keep = context != PAD, question != PAD
         c_pad, q_pad = context == PAD, question == PAD
-        c, q = self.encode(context, c_keep), self.encode(question, q_keep)
+        c, q = self.encode(context, c_keep, in_question), self.encode(question, q_keep)
         sim = torch.matmul(self.sim(c), q.transpose(1, 2)) * self.scale  # (B, Lc, Lq)
         sim = sim.masked_fill(q_pad[:, None, :], MASKED)
         c2q = torch.matmul(sim.softmax(-1), q)  # (B, Lc, d): question summary per context token

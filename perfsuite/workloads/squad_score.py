@@ -40,8 +40,10 @@ def exact_match(prediction: str, gold: str) -> float:
 
 def token_f1(prediction: str, gold: str) -> float:
     """Bag-of-tokens F1 of the normalised strings; 0.0 when no token is common."""
-    pred = normalize_answer(prediction).split()
-    ref = normalize_answer(gold).split()
+    return _f1(normalize_answer(prediction).split(), normalize_answer(gold).split())
+
+
+def _f1(pred: list[str], ref: list[str]) -> float:
     common = sum((Counter(pred) & Counter(ref)).values())
     if common == 0:
         return 0.0
@@ -51,13 +53,15 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 def best_over_golds(prediction: str, golds: Sequence[str]) -> tuple[float, float]:
-    """(exact match, F1) of one prediction: each the maximum over the gold answers."""
+    """(exact match, F1) of one prediction: each the maximum over the gold answers (every
+    string normalised once)."""
     if not golds:
         raise ValueError("a question has no gold answer")
-    return (
-        max(exact_match(prediction, g) for g in golds),
-        max(token_f1(prediction, g) for g in golds),
-    )
+    pred = normalize_answer(prediction)
+    refs = [normalize_answer(g) for g in golds]
+    em = max(1.0 if pred == r else 0.0 for r in refs)
+    tokens = pred.split()
+    return em, max(_f1(tokens, r.split()) for r in refs)
 
 
 @dataclass
