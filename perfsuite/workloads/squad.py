@@ -103,8 +103,7 @@ class SquadWorkload(Workload):
         x = recipe.extra
         return (
             f"BiDAF-style transformer reader, d {x['d_model']}, {x['layers']}+"
-            f"{x['model_layers']} blocks, word vocabulary of at most {x['vocab_size']:,} "
-            "from the training split"
+            f"{x['model_layers']} blocks"
         )
 
     def build_model(self, recipe: Recipe | None = None) -> Any:
