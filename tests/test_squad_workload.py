@@ -251,26 +251,32 @@ def test_data_source_batches_hold_two_inputs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_runner_smoke_run_records_f1_flags_and_flops(tmp_path: Path) -> None:
+def test_runner_run_reaches_f1_and_records_flags_and_flops(tmp_path: Path) -> None:
+    """Through the runner on a generated set whose held-out articles ask the same questions
+    about the same facts in another order: the reader must learn to find answers (F1 >= 0.75
+    on held-out paragraphs within 8 epochs; on the held-out set of this construction it
+    reached 1.0 after 5 epochs when written), and the record must say SMOKE TEST."""
     from perfsuite.record import load_record
     from perfsuite.runner.executor import outcome
     from perfsuite.runner.loop import RunOptions, run_workload
 
-    tiny_squad(tmp_path / "dev-v1.1.json", articles=5)
+    tiny_squad(tmp_path / "dev-v1.1.json", articles=10)
     run_dir = run_workload(
         RunOptions(
             workload="squad",
             data_dir=str(tmp_path),
             out=str(tmp_path / "runs"),
-            epochs=2,
+            epochs=8,
             batch_size=8,
             threads=1,
             overrides=[
                 "smoke_split=0.6",
-                "d_model=16",
+                "d_model=32",
                 "heads=2",
                 "layers=1",
                 "model_layers=1",
+                "dropout=0.0",
+                "lr=0.003",
                 "max_question=12",
             ],
             measure_peaks=False,
@@ -284,15 +290,15 @@ def test_runner_smoke_run_records_f1_flags_and_flops(tmp_path: Path) -> None:
     assert rec["task"]["name"] == "squad" and "SMOKE TEST" in rec["task"]["dataset"]
     assert any(f.startswith("SMOKE TEST") for f in rec["flags"])
     assert outcome(run_dir).endswith("[SMOKE TEST: not a benchmark result]")  # the CLI's line
-    assert len(rec["evaluations"]) in (1, 2)
-    for ev in rec["evaluations"]:
-        assert 0.0 <= ev["metrics"]["exact_match"] <= ev["metrics"]["f1"] <= 1.0
+    assert rec["status"] == "reached" and rec["checkpoint"]["metric"] == "f1"
+    last = rec["evaluations"][-1]["metrics"]
+    assert last["f1"] >= 0.75 and 0.0 <= last["exact_match"] <= last["f1"] <= 1.0
     work = rec["work"]
     assert work["flops_per_step"]["value"] > 0 and work["dtype"] == "float32"
     assert work["unknown_ops"] == []  # every op of the step has a FLOP formula
     families = {o["family"] for o in work["per_op"]}
     assert {"embedding", "matmul", "normalization", "softmax_loss"} <= families
-    assert rec["extra"]["steps_per_epoch"] == 3  # 24 training questions / batch 8
+    assert rec["extra"]["steps_per_epoch"] == 6  # 6 articles x 8 questions / batch 8
 
 
 def test_flops_on_the_bare_workload_is_a_one_line_error(capsys) -> None:
