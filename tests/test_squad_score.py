@@ -224,12 +224,23 @@ def test_cli_bad_predictions_is_one_line(tmp_path: Path, capsys) -> None:
     assert err == f"perfsuite: error: {pred}: field q1: expected a string, got int\n"
 
 
-def tiny_dev(tmp: Path) -> Path:
+def test_cli_warns_like_the_official_script_on_another_version(tmp_path: Path, capsys) -> None:
+    from perfsuite.cli import main
+
+    dev = tiny_dev(tmp_path, version="2.0")
+    pred = _write(tmp_path, "pred.json", {"q1": "the Denver"})
+    assert main(["eval", "squad", str(dev), str(pred)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"exact_match": 100.0, "f1": 100.0}
+    assert "Evaluation expects v-1.1, but got dataset with v-2.0" in err
+
+
+def tiny_dev(tmp: Path, version: str = "1.1") -> Path:
     return _write(
         tmp,
         "dev.json",
         {
-            "version": "1.1",
+            "version": version,
             "data": [
                 {
                     "title": "t",
