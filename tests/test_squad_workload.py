@@ -317,3 +317,25 @@ def test_in_question_flags_mark_context_words_asked_about(tmp_path: Path) -> Non
     words = enc.tokens[0].words
     flagged = {w for w, flag in zip(words, enc.in_question[0], strict=False) if flag}
     assert flagged == {"is", "the", "capital", "of", "france"}  # not "?" nor "paris"
+
+
+def test_synthetic_data_has_the_real_shapes_and_scores(tmp_path: Path) -> None:
+    import torch
+
+    from perfsuite.workloads.squad import SquadWorkload
+
+    wl = SquadWorkload()
+    recipe = wl.default_recipe()
+    recipe.extra.update(d_model=16, heads=2, layers=1, model_layers=1, train_limit=16)
+    recipe.extra.update(max_context=24, max_question=6, vocab_size=50)
+    wl.configure(recipe)
+    data = wl.synthetic_data("cpu", seed=0)
+    assert data.kind == "synthetic" and (data.num_train, data.num_eval) == (16, 256)
+    context, question, asked = next(data.train_batches(4, torch.Generator())).inputs
+    assert context.shape == (4, 24) and question.shape == (4, 6) and asked.shape == (4, 24)
+    assert int(context.min()) >= 2 and int(context.max()) < 50  # no padding, no unknown id
+    ex = data.eval_examples
+    first, last = data.test_y[0].tolist()
+    assert data.golds[0][1] == [ex.tokens[0].span_text(ex.texts[0], first, last)]
+    result = wl.evaluate(wl.build_model(), data)
+    assert set(result) == {"f1", "exact_match"} and 0.0 <= result["f1"] <= 1.0

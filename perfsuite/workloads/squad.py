@@ -164,11 +164,25 @@ class SquadWorkload(Workload):
             )
         return source
 
-    def synthetic_data(self, device: Any, seed: int) -> Any:
-        raise ValueError(
-            "squad has no --synthetic mode yet; for a run without the training set use "
-            "--recipe smoke (a labelled smoke test on dev-v1.1.json)"
+    def synthetic_data(self, device: Any, seed: int) -> SquadSource:
+        """Random token ids of the configured shapes (`max_context` x `max_question`, the full
+        `vocab_size`): throughput without data; `train_limit` examples (default 2,048) per
+        epoch, 256 evaluated. The evaluation path runs as usual; its F1 is chance level."""
+        from perfsuite.workloads.squad_examples import synthetic
+
+        lc, lq = int(self._x("max_context")), int(self._x("max_question"))
+        vocab, span = int(self._x("vocab_size")), int(self._x("max_answer"))
+        n = int(self._x("train_limit")) or 2048
+        train, _ = synthetic(n, lc, lq, vocab, span, seed)
+        evaluation, golds = synthetic(256, lc, lq, vocab, span, seed + 1)
+        self.vocab_size = vocab
+        description = (
+            f"synthetic: random token ids, contexts {lc} and questions {lq} tokens, vocabulary "
+            f"{vocab:,} ({n:,} train / 256 eval per epoch); F1 is chance level"
         )
+        source = SquadSource(train, evaluation, golds, device, description=description)
+        source.kind = "synthetic"
+        return source
 
     # -- training ------------------------------------------------------------------------
 

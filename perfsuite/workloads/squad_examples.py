@@ -9,6 +9,7 @@ is (`smoke`, `notes`) and the workload writes that into the record.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,3 +155,32 @@ def _answer_span(toks: Tokens, q: Question, max_context: int) -> tuple[int, int]
         return None
     found = toks.char_span_to_tokens(ans.start, ans.start + len(ans.text))
     return None if found is None or found[1] >= max_context else found
+
+
+def synthetic(
+    n: int, length: int, q_length: int, vocab: int, max_answer: int, seed: int
+) -> tuple[Encoded, list[tuple[str, list[str]]]]:
+    """`n` random examples of the real shapes (`run --synthetic`: throughput without data):
+    contexts of `length` random word ids whose text is `w<id> ...`, random questions, a random
+    answer span of at most `max_answer` tokens, and that span's text as the gold answer, so
+    the whole evaluation path (span decoding, official scorer) runs; its F1 is chance level."""
+    rng = random.Random(seed)
+    out = Encoded([], [], [], [], [], [], [])
+    golds = []
+    for i in range(n):
+        ids = [rng.randrange(2, vocab) for _ in range(length)]
+        question = [rng.randrange(2, vocab) for _ in range(q_length)]
+        text = " ".join(f"w{t}" for t in ids)
+        toks = tokenize(text)
+        start = rng.randrange(length)
+        end = min(length - 1, start + rng.randrange(max_answer))
+        asked = set(question)
+        out.context.append(ids)
+        out.question.append(question)
+        out.in_question.append([int(t in asked) for t in ids])
+        out.spans.append((start, end))
+        out.qids.append(f"synthetic-{seed}-{i}")
+        out.tokens.append(toks)
+        out.texts.append(text)
+        golds.append((out.qids[-1], [toks.span_text(text, start, end)]))
+    return out, golds
