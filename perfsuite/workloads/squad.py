@@ -25,8 +25,8 @@ from perfsuite.workloads.switches import COMMON
 
 class SquadSource(InMemorySource):
     """Token ids on the device (inputs: context ids, question ids, context-word-in-question
-    flags; target: start/end token),
-    plus what evaluation needs to turn predicted spans back into answer text and score them."""
+    flags; target: start/end token), plus what evaluation needs to turn predicted spans back
+    into answer text and score them."""
 
     def __init__(self, train: Any, evaluation: Any, golds: list, device: Any, **kw: Any) -> None:
         import torch
