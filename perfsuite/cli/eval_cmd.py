@@ -1,4 +1,5 @@
 """`perfsuite eval shift|probe RUN`: does the model that met the threshold generalize?
+(`perfsuite eval squad DEV PRED`, the official SQuAD v1.1 scorer, is in eval_squad.py.)
 
 Both evaluate the run's threshold checkpoint (never the last epoch's weights), print a table
 (or --json) and store the result in the record's `generalization` section with provenance.
@@ -16,14 +17,14 @@ from perfsuite.cli.common import CLIError, add_json_flag, print_json, resolve_ru
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "eval",
-        help="generalization of the threshold model: shifted test sets, corruptions, probes",
+        help="generalization of the threshold model (shift, probe); the SQuAD v1.1 scorer (squad)",
         description=(
             "Evaluate the model that first met the run's threshold (its checkpoint in the run "
             "folder) beyond its own test set; results go into the record's generalization "
             "section."
         ),
     )
-    what = p.add_subparsers(dest="what", metavar="shift|probe")
+    what = p.add_subparsers(dest="what", metavar="shift|probe|squad")
     what.required = True
 
     s = what.add_parser(
@@ -62,6 +63,10 @@ def register(sub: Any) -> None:
     q.add_argument("--reference", metavar="RUN2", help="another run to compare probes with")
     q.add_argument("--ridge", type=float, default=None, help="ridge penalty lambda (default 0.01)")
     q.set_defaults(func=run_probe)
+
+    from perfsuite.cli.eval_squad import register_squad
+
+    register_squad(what)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -25,6 +25,8 @@ examples:
   perfsuite run cifar10 --list-switches
   perfsuite run digits --nproc 2                       # data-parallel (DDP) in 2 processes
   perfsuite run digits --framework tensorflow           # the TensorFlow version
+  perfsuite run squad --data-dir D --recipe smoke       # only dev-v1.1.json: a SMOKE TEST
+  perfsuite run imagenet --synthetic --device cuda --switch bf16,channels_last,compile
 
 Prints the run folder(s) on stdout; progress goes to stderr.
 """
@@ -44,9 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "workload",
-        help="workload name (digits, cifar10) or your own: FILE.py:CLASS or package.module:CLASS",
+        help="workload name (digits, cifar10, imagenet, squad) or your own: FILE.py:CLASS or "
+        "package.module:CLASS",
     )
-    p.add_argument("--data-dir", help="dataset folder (cifar10: pickle or image-folder layout)")
+    p.add_argument(
+        "--data-dir",
+        help="dataset folder (cifar10: pickle or image-folder layout; squad: train-v1.1.json "
+        "and dev-v1.1.json)",
+    )
     p.add_argument("--download", action="store_true", help="download the dataset if absent")
     p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
     p.add_argument(
@@ -242,7 +249,7 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
 
 
 def outcome_line(run_dir: Path) -> str:
-    """`[perfsuite] RUN-ID: reached top1 >= 0.98 in 3.10 s (epoch 7)`, or its status."""
+    """`[perfsuite] RUN-ID: reached top-1 >= 98% in 3.10 s (epoch 7)`, or its status."""
     from perfsuite.runner.executor import outcome
 
     return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"

@@ -79,7 +79,11 @@ def _workload(name: str) -> ResolvedModel:
         wl = get_workload(name)
     except KeyError as exc:
         raise ModelSpecError(f"workload:{name}: {exc.args[0]}") from None
-    return ResolvedModel(wl.build_model(), tuple(wl.input_shape) or None, f"workload:{name}")
+    try:
+        model = wl.build_model()
+    except ValueError as exc:  # e.g. a model whose size comes from its data (squad)
+        raise ModelSpecError(f"workload:{name}: {exc}") from None
+    return ResolvedModel(model, tuple(wl.input_shape) or None, f"workload:{name}")
 
 
 def _callable(module: str, attr: str, spec: str) -> ResolvedModel:

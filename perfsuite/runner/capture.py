@@ -44,10 +44,19 @@ def count_step_work(workload: Any, state: TrainState, batch: Batch) -> dict[str,
             workload.train_step(eager, batch, phase=counter.phase)
     work = counter.result().to_work_section()
     work["batch_size"] = batch.size
-    work["dtype"] = str(batch.inputs[0].dtype).replace("torch.", "")
+    work["dtype"] = compute_dtype(batch, state.module)
     if state.precision:
         work["autocast"] = {"bf16": "bfloat16", "fp16": "float16"}[state.precision]
     return work
+
+
+def compute_dtype(batch: Batch, module: Any) -> str:
+    """The float dtype the step computes in: the first floating-point input's, else (token
+    ids, as in question answering) the first floating-point parameter's."""
+    floats = [x for x in batch.inputs if getattr(x, "is_floating_point", lambda: False)()]
+    if not floats:
+        floats = [p for p in module.parameters() if p.is_floating_point()][:1]
+    return str(floats[0].dtype).replace("torch.", "") if floats else "float32"
 
 
 def profile_window(

@@ -156,6 +156,8 @@ class _Run:
                 self.parts.load_data, wl, opts.data_dir, backend, self.switches
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        for note in getattr(self.data, "flags", ()):  # e.g. a smoke test, an evaluated subset
+            self.rec.flag(note)
         self.record["task"]["name"] = wl.task  # a class subset renames it (imagenet-10class)
         self.progress.phase("building the model")
         parts = self.parts

@@ -59,10 +59,12 @@ def _register_builtins() -> None:
     from perfsuite.workloads.cifar10 import Cifar10Workload
     from perfsuite.workloads.digits import DigitsWorkload
     from perfsuite.workloads.imagenet import ImageNetWorkload
+    from perfsuite.workloads.squad import SquadWorkload
 
     register_workload("digits", DigitsWorkload)
     register_workload("cifar10", Cifar10Workload)
     register_workload("imagenet", ImageNetWorkload)
+    register_workload("squad", SquadWorkload)
 
 
 __all__ = [

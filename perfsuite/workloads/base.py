@@ -63,6 +63,17 @@ def one_cycle(
     return lambda step: lr_factor(step, total, warm, schedule)
 
 
+def one_cycle_schedule(
+    optimizer: Any, recipe: Recipe, steps_per_epoch: int, schedule: str = "onecycle"
+) -> Any:
+    """`one_cycle` as a torch LambdaLR on `optimizer` (the workloads' SGD or AdamW)."""
+    import torch
+
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, one_cycle(recipe, steps_per_epoch, schedule)
+    )
+
+
 def _convert(raw: str, kind: type, key: str) -> Any:
     try:
         if kind is bool:
@@ -194,9 +205,7 @@ class Workload:
             momentum=recipe.momentum,
             nesterov=recipe.nesterov,
         )
-        return opt, torch.optim.lr_scheduler.LambdaLR(
-            opt, one_cycle(recipe, steps_per_epoch, schedule)
-        )
+        return opt, one_cycle_schedule(opt, recipe, steps_per_epoch, schedule)
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
         """One optimization step on `batch`; returns the detached loss (not synchronised).

@@ -60,8 +60,10 @@ Augment = Callable[[Any, Any], Any]  # (x batch, generator) -> augmented x
 class InMemorySource:
     """Whole dataset as tensors already on the device; augmentation on the device per batch.
 
-    Right for small sets (digits, CIFAR-10): no loader cost, and the clock sees the
-    augmentation work it must (DAWNBench counts data preparation)."""
+    Right for small sets (digits, CIFAR-10, SQuAD token ids): no loader cost, and the clock
+    sees the augmentation work it must (DAWNBench counts data preparation). `train_x` and
+    `test_x` are one tensor, or a tuple of tensors for a model with several inputs (each
+    indexed alike; `augment` then gets and returns the tuple)."""
 
     kind = "in-memory"
 
@@ -92,21 +94,31 @@ class InMemorySource:
         indices = indices.to(self.train_y.device)
         for i in range(0, len(indices), batch_size):
             idx = indices[i : i + batch_size]
-            x = self.train_x[idx]
+            x = _take(self.train_x, idx)
             if self.augment is not None:
                 x = self.augment(x, generator)
-            yield Batch((x,), self.train_y[idx], len(idx))
+            yield Batch(_inputs(x), self.train_y[idx], len(idx))
 
     def eval_batches(self, batch_size: int) -> Iterator[Batch]:
         for i in range(0, self.num_eval, batch_size):
             y = self.test_y[i : i + batch_size]
-            yield Batch((self.test_x[i : i + batch_size],), y, len(y))
+            yield Batch(_inputs(_take(self.test_x, slice(i, i + batch_size))), y, len(y))
 
     def sample(self, n: int) -> Batch:
-        return Batch((self.test_x[:n],), self.test_y[:n], min(n, self.num_eval))
+        x = _inputs(_take(self.test_x, slice(0, n)))
+        return Batch(x, self.test_y[:n], min(n, self.num_eval))
 
     def close(self) -> None:
         return None
+
+
+def _take(x: Any, idx: Any) -> Any:
+    """Rows `idx` of one tensor or of each tensor of a tuple."""
+    return tuple(t[idx] for t in x) if isinstance(x, tuple) else x[idx]
+
+
+def _inputs(x: Any) -> tuple[Any, ...]:
+    return x if isinstance(x, tuple) else (x,)
 
 
 class SyntheticSource:
