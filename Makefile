@@ -30,11 +30,12 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check . || true
+	$(BIN)/ruff format --check .
 
 # The property-based fuzz suite at full length (CI runs it with 40 cases per target).
 FUZZ_EXAMPLES ?= 10000

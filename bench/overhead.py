@@ -29,8 +29,9 @@ CIFAR_DIRS = [Path("../shared/data/cifar10"), Path("/tmp/perfsuite-bench-cifar10
 def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
     from perfsuite.runner import RunOptions, run_workload
 
-    opts = RunOptions(workload=workload, out=out, capture=capture, progress=False,
-                      keep_going=True, seed=0, **kw)
+    opts = RunOptions(
+        workload=workload, out=out, capture=capture, progress=False, keep_going=True, seed=0, **kw
+    )
     t0 = time.perf_counter()
     run_dir = run_workload(opts)
     return time.perf_counter() - t0, load_record(run_dir)
@@ -62,8 +63,14 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
         ratios = [a / b for a, b in zip(on, off, strict=True)]
         ci = bootstrap_ci(ratios)
         ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "n/a"
-        return [label, what, f"{med(off):.{digits}f} s", f"{med(on):.{digits}f} s",
-                f"{med(on) / med(off):.3f}", f"{statistics.fmean(ratios):.3f} {ci_txt}"]
+        return [
+            label,
+            what,
+            f"{med(off):.{digits}f} s",
+            f"{med(on):.{digits}f} s",
+            f"{med(on) / med(off):.3f}",
+            f"{statistics.fmean(ratios):.3f} {ci_txt}",
+        ]
 
     return [
         row("epoch 1, training clock", first[False], first[True]),
@@ -77,17 +84,31 @@ def main() -> None:
     rows = _compare("digits (5 epochs)", "digits", pairs, epochs=5, measure_peaks=True)
     data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
     if data is None:
-        print("cifar10: skipped (extract ../shared/data/cifar10-jpeg.tar.gz into "
-              f"{CIFAR_DIRS[-1]} to include it)")
+        print(
+            "cifar10: skipped (extract ../shared/data/cifar10-jpeg.tar.gz into "
+            f"{CIFAR_DIRS[-1]} to include it)"
+        )
     else:
         cifar_pairs = int(os.environ.get("PERFSUITE_BENCH_CIFAR_PAIRS", str(max(1, pairs - 1))))
         rows += _compare(
-            "cifar10 (3 epochs, 5,000 images, width 0.25)", "cifar10", cifar_pairs,
-            epochs=3, data_dir=str(data), recipe="cpu",
+            "cifar10 (3 epochs, 5,000 images, width 0.25)",
+            "cifar10",
+            cifar_pairs,
+            epochs=3,
+            data_dir=str(data),
+            recipe="cpu",
             overrides=["train_limit=5000", "width=0.25"],
-            inference_repeats=20, eval_from=3,
+            inference_repeats=20,
+            eval_from=3,
         )
-    print(table(rows, ["run", "what", "capture off", "capture on", "on/off",
-                       "paired on/off [95% CI]"], align="llrrrr"))
-    print("on/off = median with instrumentation / median without; paired = mean of the "
-          "per-pair ratios with a bootstrap 95% CI; target <= 1.02 on the training clock.")
+    print(
+        table(
+            rows,
+            ["run", "what", "capture off", "capture on", "on/off", "paired on/off [95% CI]"],
+            align="llrrrr",
+        )
+    )
+    print(
+        "on/off = median with instrumentation / median without; paired = mean of the "
+        "per-pair ratios with a bootstrap 95% CI; target <= 1.02 on the training clock."
+    )

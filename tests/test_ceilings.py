@@ -20,29 +20,32 @@ from perfsuite.ceilings.table import spec_bandwidth, spec_flops
 from perfsuite.cli import main
 
 
-@pytest.mark.parametrize("name, entry", [
-    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
-    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
-    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
-    ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-    ("NVIDIA H100 PCIe", "h100-pcie"),
-    ("NVIDIA H200", "h200-sxm"),
-    ("NVIDIA A10", "a10"),
-    ("NVIDIA L4", "l4"),
-    ("Tesla T4", "t4"),
-    ("Tesla V100-SXM2-16GB", "v100-sxm2"),
-    ("Tesla V100-PCIE-32GB", "v100-pcie"),
-    ("AMD Instinct MI250X", "mi250x"),
-    ("AMD Instinct MI250", "mi250"),
-    ("AMD Instinct MI300X", "mi300x"),
-    # parts not in the table must not borrow a neighbour's numbers
-    ("NVIDIA L40S", None),
-    ("NVIDIA H100 NVL", None),
-    ("Tesla V100S-PCIE-32GB", None),
-    ("AMD EPYC 7B13", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "name, entry",
+    [
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+        ("NVIDIA A100-PCIE-40GB", "a100-40gb"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H200", "h200-sxm"),
+        ("NVIDIA A10", "a10"),
+        ("NVIDIA L4", "l4"),
+        ("Tesla T4", "t4"),
+        ("Tesla V100-SXM2-16GB", "v100-sxm2"),
+        ("Tesla V100-PCIE-32GB", "v100-pcie"),
+        ("AMD Instinct MI250X", "mi250x"),
+        ("AMD Instinct MI250", "mi250"),
+        ("AMD Instinct MI300X", "mi300x"),
+        # parts not in the table must not borrow a neighbour's numbers
+        ("NVIDIA L40S", None),
+        ("NVIDIA H100 NVL", None),
+        ("Tesla V100S-PCIE-32GB", None),
+        ("AMD EPYC 7B13", None),
+        ("", None),
+    ],
+)
 def test_match_spec(name, entry):
     got = match_spec(name)
     assert (got["id"] if got else None) == entry
@@ -91,8 +94,12 @@ def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys):
     (entry,) = load_cache()["devices"].values()
     assert entry["user"]["float32"] == 1.2e12 and entry["user"]["bandwidth"] == 4e10
     c = ceilings_for("cpu", "fp32", measure=False)
-    assert c["peak_flops"] == {"value": 1.2e12, "unit": "FLOP/s", "provenance": "spec",
-                               "source": c["peak_flops"]["source"]}
+    assert c["peak_flops"] == {
+        "value": 1.2e12,
+        "unit": "FLOP/s",
+        "provenance": "spec",
+        "source": c["peak_flops"]["source"],
+    }
     assert "user-set" in c["peak_flops"]["source"]
     assert c["memory_bandwidth"]["value"] == 4e10
     assert c["spec"]["id"] == "user" and c["spec"]["flops"] == {"float32": 1.2e12}
@@ -145,16 +152,26 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     assert roofs["memory"]["bandwidth"]["value"] == 3.35e12
     assert {r["peak_flops"]["provenance"] for k, r in roofs.items() if k != "memory"} == {"spec"}
     peaks = tmp_path / "peaks.json"
-    peaks.write_text(json.dumps({"device_name": "H100", "env": "torch 2.11.0|threads 16",
-                                 "rows": [{"quantity": "peak tf32", "measured": 3.7e14,
-                                           "spec": 4.945e14},
-                                          {"quantity": "memory bandwidth", "measured": None,
-                                           "spec": 3.35e12}]}))
+    peaks.write_text(
+        json.dumps(
+            {
+                "device_name": "H100",
+                "env": "torch 2.11.0|threads 16",
+                "rows": [
+                    {"quantity": "peak tf32", "measured": 3.7e14, "spec": 4.945e14},
+                    {"quantity": "memory bandwidth", "measured": None, "spec": 3.35e12},
+                ],
+            }
+        )
+    )
     mine = peaks_file_roofs(peaks)
     assert mine["tf32"]["peak_flops"]["provenance"] == "measured"
     assert mine["memory"]["bandwidth"]["provenance"] == "spec"  # no measurement: the spec
-    ceil = {"dtype": "float32", "spec": spec,
-            "peak_flops": {"value": 5.4e13, "unit": "FLOP/s", "provenance": "measured"}}
+    ceil = {
+        "dtype": "float32",
+        "spec": spec,
+        "peak_flops": {"value": 5.4e13, "unit": "FLOP/s", "provenance": "measured"},
+    }
     got = record_roofs(ceil, mine)
     assert got["tf32"]["peak_flops"]["value"] == 3.7e14  # the peaks file first
     assert got["fp32"]["peak_flops"]["value"] == 5.4e13  # then the record's measured peak

@@ -15,8 +15,21 @@ def test_every_listed_command_exists_and_registers():
     for modname in COMMANDS:
         importlib.import_module(modname)  # a missing module would be silently skipped
     choices = build_parser()._subparsers._group_actions[0].choices
-    assert {"run", "peaks", "roofline", "report", "flops", "timeline", "counters", "stability",
-            "thresholds", "cost", "import", "leaderboard", "validate"} <= set(choices)
+    assert {
+        "run",
+        "peaks",
+        "roofline",
+        "report",
+        "flops",
+        "timeline",
+        "counters",
+        "stability",
+        "thresholds",
+        "cost",
+        "import",
+        "leaderboard",
+        "validate",
+    } <= set(choices)
 
 
 def test_validate_reports_good_and_bad_records(tmp_path, make_record, capsys):

@@ -56,8 +56,9 @@ def _sync(device: str) -> Callable[[], None]:
     return lambda: None
 
 
-def _best_time(fn: Callable[[], Any], sync: Callable[[], None], repeats: int,
-               budget_s: float) -> tuple[float, int]:
+def _best_time(
+    fn: Callable[[], Any], sync: Callable[[], None], repeats: int, budget_s: float
+) -> tuple[float, int]:
     """Warm up once, then time up to `repeats` calls within `budget_s`; (best seconds, count)."""
     fn()
     sync()
@@ -78,8 +79,13 @@ def _best_time(fn: Callable[[], Any], sync: Callable[[], None], repeats: int,
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
-    return {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
-            "bfloat16": torch.bfloat16, "float64": torch.float64}[dtype]
+    return {
+        "float32": torch.float32,
+        "tf32": torch.float32,
+        "float16": torch.float16,
+        "bfloat16": torch.bfloat16,
+        "float64": torch.float64,
+    }[dtype]
 
 
 def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
@@ -110,8 +116,9 @@ def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
         a = torch.randn(n, n, device=device).to(tdt)
         b = torch.randn(n, n, device=device).to(tdt)
         out = torch.empty(n, n, device=device, dtype=tdt)
-        best, reps = _best_time(lambda: torch.matmul(a, b, out=out), sync, cfg["repeats"],
-                                cfg["budget_s"])
+        best, reps = _best_time(
+            lambda: torch.matmul(a, b, out=out), sync, cfg["repeats"], cfg["budget_s"]
+        )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old_tf32
     return Measurement("matmul", dtype, 2 * n**3 / best, "FLOP/s", n, reps, best, mode)
@@ -125,8 +132,7 @@ def measure_bandwidth(device: str, mode: str = "quick") -> Measurement:
     size = cfg["copy_bytes"] * (4 if device.startswith("cuda") else 1)
     src = torch.ones(size // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    best, reps = _best_time(lambda: dst.copy_(src), _sync(device), cfg["repeats"],
-                            cfg["budget_s"])
+    best, reps = _best_time(lambda: dst.copy_(src), _sync(device), cfg["repeats"], cfg["budget_s"])
     return Measurement("copy", None, 2 * size / best, "byte/s", size, reps, best, mode)
 
 

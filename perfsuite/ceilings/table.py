@@ -14,12 +14,22 @@ from typing import Any
 
 # Spellings of dtypes that mean the same thing, mapped to the table's keys.
 _DTYPE_ALIASES = {
-    "fp64": "float64", "double": "float64", "f64": "float64",
-    "fp32": "float32", "float": "float32", "f32": "float32",
-    "fp16": "float16", "half": "float16", "f16": "float16",
+    "fp64": "float64",
+    "double": "float64",
+    "f64": "float64",
+    "fp32": "float32",
+    "float": "float32",
+    "f32": "float32",
+    "fp16": "float16",
+    "half": "float16",
+    "f16": "float16",
     "bf16": "bfloat16",
-    "amp_bf16": "bfloat16", "amp_fp16": "float16", "amp": "float16",
-    "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "amp_bf16": "bfloat16",
+    "amp_fp16": "float16",
+    "amp": "float16",
+    "float8": "fp8",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
 }
 DTYPES = ("float64", "float32", "tf32", "float16", "bfloat16", "fp8", "int8")
 

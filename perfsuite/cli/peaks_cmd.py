@@ -20,15 +20,27 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
-    p.add_argument("--dtype", action="append", metavar="DTYPE",
-                   help="dtype to measure (repeatable; default: all measurable on the device: "
-                        "float32, bfloat16, float64; plus float16, tf32 on CUDA)")
-    p.add_argument("--quick", action="store_true",
-                   help="quick mode (a few seconds; what `perfsuite run` uses) instead of thorough")
+    p.add_argument(
+        "--dtype",
+        action="append",
+        metavar="DTYPE",
+        help="dtype to measure (repeatable; default: all measurable on the device: "
+        "float32, bfloat16, float64; plus float16, tf32 on CUDA)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="quick mode (a few seconds; what `perfsuite run` uses) instead of thorough",
+    )
     p.add_argument("--refresh", action="store_true", help="re-measure even if cached")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="settings",
-                   help="store a user-named peak instead of measuring: DTYPE=FLOP/s or "
-                        "bandwidth=byte/s, e.g. --set float32=1.2e12 --set bandwidth=4e10")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        dest="settings",
+        help="store a user-named peak instead of measuring: DTYPE=FLOP/s or "
+        "bandwidth=byte/s, e.g. --set float32=1.2e12 --set bandwidth=4e10",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -40,13 +52,29 @@ def _rows(result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str]
     rows = []
     for dt in dtypes:
         item = meas["flops"].get(dt) or {}
-        rows.append({"quantity": f"peak {dt}", "unit": "FLOP/s", "measured": item.get("value"),
-                     "mode": item.get("mode"), "detail": item.get("detail"),
-                     "user": user.get(dt), "spec": spec_flops(spec, dt)})
+        rows.append(
+            {
+                "quantity": f"peak {dt}",
+                "unit": "FLOP/s",
+                "measured": item.get("value"),
+                "mode": item.get("mode"),
+                "detail": item.get("detail"),
+                "user": user.get(dt),
+                "spec": spec_flops(spec, dt),
+            }
+        )
     bw = meas.get("bandwidth") or {}
-    rows.append({"quantity": "memory bandwidth", "unit": "byte/s", "measured": bw.get("value"),
-                 "mode": bw.get("mode"), "detail": bw.get("detail"), "user": user.get("bandwidth"),
-                 "spec": spec_bandwidth(spec)})
+    rows.append(
+        {
+            "quantity": "memory bandwidth",
+            "unit": "byte/s",
+            "measured": bw.get("value"),
+            "mode": bw.get("mode"),
+            "detail": bw.get("detail"),
+            "user": user.get("bandwidth"),
+            "spec": spec_bandwidth(spec),
+        }
+    )
     for r in rows:
         ref = r["spec"] or r["user"]
         r["measured_over_spec"] = r["measured"] / ref if r["measured"] and ref else None
@@ -82,8 +110,10 @@ def run(args: argparse.Namespace) -> int:
     dtypes = [normalize_dtype(d) for d in (args.dtype or measurable_dtypes(device))]
     bad = [d for d in dtypes if d not in measurable_dtypes(device)]
     if bad and not settings:
-        raise CLIError(f"--dtype {bad[0]}: not measurable on {device} "
-                       f"(measurable: {', '.join(measurable_dtypes(device))})")
+        raise CLIError(
+            f"--dtype {bad[0]}: not measurable on {device} "
+            f"(measurable: {', '.join(measurable_dtypes(device))})"
+        )
     if settings:
         set_user_values(device, settings)
         status(f"stored {', '.join(sorted(settings))} for {device_name(device)} in {cache_path()}")
@@ -106,19 +136,38 @@ def run(args: argparse.Namespace) -> int:
     shown += [k for k in result["user"] if k not in ("bandwidth", "set_at") and k not in shown]
     rows = _rows(result, spec, shown)
     if args.json:
-        print_json({"device": device, "device_name": name, "host": result["host"],
-                    "env": result["env"], "cache": str(cache_path()),
-                    "spec_id": spec["id"] if spec else None,
-                    "spec_source": spec["source"] if spec else None, "rows": rows})
+        print_json(
+            {
+                "device": device,
+                "device_name": name,
+                "host": result["host"],
+                "env": result["env"],
+                "cache": str(cache_path()),
+                "spec_id": spec["id"] if spec else None,
+                "spec_source": spec["source"] if spec else None,
+                "rows": rows,
+            }
+        )
         return 0
     print(f"{name} ({device}) on {result['host']}, {result['env']}")
-    table_rows = [[r["quantity"], fmt.si(r["measured"], r["unit"]), r["mode"] or "",
-                   fmt.si(r["spec"], r["unit"]) if r["spec"] else "",
-                   fmt.si(r["user"], r["unit"]) if r["user"] else "",
-                   fmt.pct(r["measured_over_spec"]) if r["measured_over_spec"] else ""]
-                  for r in rows]
-    print(fmt.table(table_rows, ["ceiling", "measured", "mode", "spec", "user-set",
-                                 "measured/ref"], align="lllrrr"))
+    table_rows = [
+        [
+            r["quantity"],
+            fmt.si(r["measured"], r["unit"]),
+            r["mode"] or "",
+            fmt.si(r["spec"], r["unit"]) if r["spec"] else "",
+            fmt.si(r["user"], r["unit"]) if r["user"] else "",
+            fmt.pct(r["measured_over_spec"]) if r["measured_over_spec"] else "",
+        ]
+        for r in rows
+    ]
+    print(
+        fmt.table(
+            table_rows,
+            ["ceiling", "measured", "mode", "spec", "user-set", "measured/ref"],
+            align="lllrrr",
+        )
+    )
     if spec:
         print(f"spec: {spec['source']} (entry {spec['id']}; dense, no sparsity)")
     elif device == "cpu":
