@@ -72,6 +72,13 @@ class BatchOneView:
     def close(self) -> None:  # the underlying source belongs to the caller
         return None
 
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a workload's `evaluate` reads from its source (SQuAD's gold answers
+        and examples) comes from the underlying source."""
+        if name == "data":  # not set yet (during unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.data, name)
+
 
 class PredictTimer:
     """`predict(model, *inputs)` with the device synchronised before and after, its wall
