@@ -216,3 +216,18 @@ def test_tensorflow_cifar10_synthetic(tmp_path):
     assert rec["task"]["dataset"].startswith("synthetic: random 32x32x3 inputs")
     assert any("synthetic" in f for f in rec["flags"])
     assert len(rec["throughput"]["epoch_times_s"]) == 1
+
+
+def test_synthetic_source_takes_the_layout_of_the_model():
+    _tf()
+    from perfsuite.workloads import get_workload
+
+    wl = get_workload("cifar10", "tensorflow")
+    recipe = _recipe(wl)
+    recipe.extra["train_limit"] = 100
+    wl.configure(recipe)
+    data = wl.synthetic_data(None, 0)
+    assert (data.num_train, data.num_eval, len(data.train_y)) == (100, 100, 100)
+    assert data.train_x.shape == (100, 40, 40, 3)  # reflect-padded for the crop
+    wl.build_model(recipe, seed=0, layout="nchw")
+    assert data.sample(4).inputs[0].shape == (4, 3, 32, 32)

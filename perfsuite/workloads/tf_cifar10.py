@@ -145,6 +145,7 @@ class TFCifar10Workload(Cifar10Workload):
     )
     train_step = TFDigitsWorkload.train_step
     evaluate = TFDigitsWorkload.evaluate
+    _synthetic: CifarArraySource | None = None
 
     def presets(self) -> dict[str, Recipe]:
         return dict(PRESETS)
@@ -166,6 +167,8 @@ class TFCifar10Workload(Cifar10Workload):
     def build_model(self, recipe: Recipe | None = None, *, seed: int = 0, layout: str = "nhwc",
                     compute_dtype: str = "float32") -> ResNet9Net:  # fmt: skip
         width = float((recipe or self.recipe or PRESETS["cpu"]).extra.get("width", 1.0))
+        if self._synthetic is not None:  # made before the layout was known (see synthetic_data)
+            self._synthetic.layout = layout
         return ResNet9Net(width, self.num_classes, seed, layout, compute_dtype)
 
     def _limit(self) -> int:
@@ -214,6 +217,7 @@ class TFCifar10Workload(Cifar10Workload):
         source = CifarArraySource(x, y, x[:num_eval], y[:num_eval], layout=layout,
                                   description=desc, num_train=num_train)  # fmt: skip
         source.kind = "synthetic"
+        self._synthetic = source  # the runner asks for it without the layout; build_model sets it
         return source
 
     def predict(self, model: Any, *inputs: Any) -> Any:
