@@ -20,7 +20,13 @@ from typing import Any
 from perfsuite.workloads.base import Recipe
 from perfsuite.workloads.cifar10 import MEAN, PRESETS, STD, Cifar10Workload, resnet9_channels
 from perfsuite.workloads.data import Batch
-from perfsuite.workloads.tf_digits import ArraySource, DigitsNet, TFDigitsWorkload, _uniform
+from perfsuite.workloads.tf_digits import (
+    ArraySource,
+    DigitsNet,
+    TFDigitsWorkload,
+    _uniform,
+    batch_norm_variables,
+)
 
 PAD = 4  # reflect padding of the random crop, as in the PyTorch workload
 HEAD_SCALE = 0.125  # build_resnet9's Scale(0.125) after the linear head
@@ -88,14 +94,7 @@ class ResNet9Net(DigitsNet):
         for i, (cin, cout) in enumerate(pairs):
             w = _uniform(rng, (3, 3, cin, cout), cin * 9)
             self.convs.append(tf.Variable(w, name=f"conv{i}/kernel"))
-            self.bns.append(
-                {
-                    "gamma": tf.Variable(np.ones(cout, "float32"), name=f"bn{i}/gamma"),
-                    "beta": tf.Variable(np.zeros(cout, "float32"), name=f"bn{i}/beta"),
-                    "mean": tf.Variable(np.zeros(cout, "float32"), trainable=False),
-                    "var": tf.Variable(np.ones(cout, "float32"), trainable=False),
-                }
-            )
+            self.bns.append(batch_norm_variables(i, cout))
         w = _uniform(rng, (c[3], num_classes), c[3])
         self.dense_w = tf.Variable(w, name="dense/kernel")
 
