@@ -263,7 +263,7 @@ def live_ops(graph: Any, outputs: list[Any]) -> list[Any]:
 
 def phase_of(op_name: str) -> str:
     """forward / backward / optimizer from the name scopes of the step (see tf_digits)."""
-    if "gradient_tape/" in op_name:
+    if "gradient_tape/" in op_name or op_name.startswith("backward/"):
         return "backward"
     if op_name.startswith("optimizer/") or "/optimizer/" in op_name:
         return "optimizer"

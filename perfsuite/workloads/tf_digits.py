@@ -215,8 +215,8 @@ class LossScale:
 def make_step_fn(model: DigitsNet, opt: SGDState, recipe: Recipe, num_classes: int,
                  loss_scale: LossScale | None = None) -> Any:  # fmt: skip
     """The training step as one tf.function (graph mode, no XLA): forward and loss under the
-    name scope `forward`, gradients under `gradient_tape/` (TensorFlow's own), the update under
-    `optimizer`; the FLOP counter reads the phases from these scopes."""
+    name scope `forward`, gradients under `backward` (with TensorFlow's own `gradient_tape/`),
+    the update under `optimizer`; the FLOP counter reads the phases from these scopes."""
     import tensorflow as tf
 
     smoothing = float(recipe.label_smoothing)
@@ -230,7 +230,8 @@ def make_step_fn(model: DigitsNet, opt: SGDState, recipe: Recipe, num_classes: i
                 tf.nn.softmax_cross_entropy_with_logits(labels=target, logits=logits)
             )
             scaled = loss * loss_scale.scale if loss_scale is not None else loss
-        grads = tape.gradient(scaled, model.trainable)
+        with tf.name_scope("backward"):  # also the tape's gradient sums (AddN), unscoped else
+            grads = tape.gradient(scaled, model.trainable)
         with tf.name_scope("optimizer"):
             if loss_scale is None:
                 opt.apply(grads, lr)
