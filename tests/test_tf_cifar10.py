@@ -235,3 +235,29 @@ def test_synthetic_source_takes_the_layout_of_the_model():
     assert data.train_x.shape == (100, 40, 40, 3)  # reflect-padded for the crop
     wl.build_model(recipe, seed=0, layout="nchw")
     assert data.sample(4).inputs[0].shape == (4, 3, 32, 32)
+
+
+def test_bf16_policy_runs_the_step_in_bfloat16_with_the_same_conv_flops(works):
+    _tf()
+    import tensorflow as tf
+
+    from perfsuite.backends import parse_device
+    from perfsuite.backends.tensorflow import TFBackend, TFRunParts
+    from perfsuite.flops.tf_graph import count_step
+    from perfsuite.workloads import get_workload
+    from perfsuite.workloads.data import Batch
+
+    wl = get_workload("cifar10", "tensorflow")
+    recipe = _recipe(wl)
+    wl.configure(recipe)
+    backend, parts, sw = TFBackend(parse_device("cpu")), TFRunParts(), Switches(precision="bf16")
+    model = parts.build_model(wl, recipe, backend, sw, seed=0)
+    state = parts.build_state(wl, recipe, model, 10, backend, sw)
+    x, y = _batch()
+    batch = Batch((tf.constant(x),), tf.constant(y), BATCH)
+    loss = wl.train_step(state, batch)
+    assert np.isfinite(loss.numpy()) and model.trainable[0].dtype == tf.float32
+    assert parts._first_conv(state)["output_dtype"] == "bfloat16"
+    bf = count_step(state, batch)
+    assert _by_family(bf)["convolution"] == _by_family(works[0])["convolution"]
+    assert bf["bytes_per_step"]["value"] < works[0]["bytes_per_step"]["value"]
