@@ -44,8 +44,8 @@ def test_missing_tensorflow_is_one_line_naming_the_extra(monkeypatch, tmp_path):
 def test_unknown_framework_and_workload_are_one_line():
     from perfsuite.workloads import get_workload
 
-    with pytest.raises(ValueError, match="no TensorFlow version; known: digits"):
-        get_workload("cifar10", "tensorflow")
+    with pytest.raises(ValueError, match="no TensorFlow version; known: cifar10, digits"):
+        get_workload("squad", "tensorflow")
     with pytest.raises(ValueError, match="unknown framework 'jax'"):
         get_workload("digits", "jax")
 

@@ -197,7 +197,7 @@ class TFRunParts:
             "lr": state.recipe.lr,
             "lr_rule": switches.lr_rule,
             "label_smoothing": state.recipe.label_smoothing,
-            "tta": None,
+            "tta": state.recipe.extra.get("tta_flip"),
             "source": "read back from the variables and the traced tf.function graph after "
             "the warm-up",
         }

@@ -193,6 +193,13 @@ def softmax_xent_cost(ins: list[TensorMeta], outs: list[TensorMeta]) -> Cost:
     return Cost(flops, sum(t.nbytes for t in ins) + sum(t.nbytes for t in outs))
 
 
+def add_n_cost(ins: list[TensorMeta], outs: list[TensorMeta]) -> Cost:
+    """AddN(x1..xn): the gradient sum where a tensor feeds two ops (a residual branch); n-1
+    aten::add of the output's shape, reading the n inputs once and writing the output once."""
+    add = estimate(OpCall("aten::add", [ins[0], ins[1]], outs)).flops
+    return Cost(add * (len(ins) - 1), sum(t.nbytes for t in ins) + sum(t.nbytes for t in outs))
+
+
 def op_cost(op: Any) -> tuple[str, str, Cost] | None:
     """(family, aten name or "", cost) of one graph op; None when it has no mapping."""
     ins = [_meta(t) for t in op.inputs if t.dtype.name != "resource"]
@@ -201,6 +208,8 @@ def op_cost(op: Any) -> tuple[str, str, Cost] | None:
         return "memory", "", Cost(0, 0)
     if op.type == "SoftmaxCrossEntropyWithLogits":
         return "softmax_loss", "", softmax_xent_cost(ins, outs)
+    if op.type == "AddN" and len(ins) >= 2:
+        return family_of("aten::add"), "aten::add", add_n_cost(ins, outs)
     call: OpCall | None = None
     if op.type in MAPPERS:
         call = MAPPERS[op.type](op, ins, outs)
@@ -254,7 +263,7 @@ def live_ops(graph: Any, outputs: list[Any]) -> list[Any]:
 
 def phase_of(op_name: str) -> str:
     """forward / backward / optimizer from the name scopes of the step (see tf_digits)."""
-    if "gradient_tape/" in op_name:
+    if "gradient_tape/" in op_name or op_name.startswith("backward/"):
         return "backward"
     if op_name.startswith("optimizer/") or "/optimizer/" in op_name:
         return "optimizer"

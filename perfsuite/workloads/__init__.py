@@ -27,7 +27,7 @@ def workload_names() -> list[str]:
 
 
 def get_workload(name: str, framework: str = "pytorch") -> Workload:
-    """A fresh workload; `framework="tensorflow"` gives its TensorFlow version (digits only)."""
+    """A fresh workload; `framework="tensorflow"` gives its TensorFlow version (digits, cifar10)."""
     _register_builtins()
     if framework != "pytorch":
         return _framework_workload(name, framework)
@@ -46,8 +46,12 @@ def _framework_workload(name: str, framework: str) -> Workload:
     """Workloads written in another framework (their modules import it only when used)."""
     if framework != "tensorflow":
         raise ValueError(f"unknown framework {framework!r}; known: pytorch, tensorflow")
+    if name == "cifar10":
+        from perfsuite.workloads.tf_cifar10 import TFCifar10Workload
+
+        return TFCifar10Workload()
     if name != "digits":
-        raise ValueError(f"workload {name!r} has no TensorFlow version; known: digits")
+        raise ValueError(f"workload {name!r} has no TensorFlow version; known: cifar10, digits")
     from perfsuite.workloads.tf_digits import TFDigitsWorkload
 
     return TFDigitsWorkload()

@@ -29,10 +29,15 @@ MEAN = (125.31, 122.95, 113.87)
 STD = (62.99, 62.09, 66.70)
 
 
+def resnet9_channels(width: float) -> list[int]:
+    """Channels of the four conv-BN-ReLU stages at `width` (shared with the TensorFlow net)."""
+    return [max(8, round(w * width)) for w in (64, 128, 256, 512)]
+
+
 def build_resnet9(width: float = 1.0, num_classes: int = 10, head_scale: float = 0.125) -> Any:
     from torch import nn
 
-    c = [max(8, round(w * width)) for w in (64, 128, 256, 512)]
+    c = resnet9_channels(width)
 
     def conv_bn(cin: int, cout: int) -> nn.Sequential:
         return nn.Sequential(
@@ -217,7 +222,7 @@ class Cifar10Workload(Workload):
         import torch
         import torch.nn.functional as F
 
-        from perfsuite.workloads.cifar_data import find_cifar10
+        from perfsuite.workloads.cifar_data import balanced_subset, find_cifar10
 
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":
@@ -225,11 +230,7 @@ class Cifar10Workload(Workload):
         arrays, where = find_cifar10(data_dir, download=self.download)
 
         def prep(images: np.ndarray, labels: np.ndarray, per_class: int) -> tuple[Any, Any]:
-            if per_class:
-                keep = np.sort(
-                    np.concatenate([np.flatnonzero(labels == c)[:per_class] for c in range(10)])
-                )
-                images, labels = images[keep], labels[keep]
+            images, labels = balanced_subset(images, labels, per_class)
             x = torch.from_numpy(images).permute(0, 3, 1, 2).float()
             x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
             return x.contiguous().to(device), torch.from_numpy(labels).to(device)

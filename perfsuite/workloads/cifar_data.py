@@ -142,6 +142,17 @@ def load_folder_layout(
     return out
 
 
+def balanced_subset(
+    images: np.ndarray, labels: np.ndarray, per_class: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first `per_class` examples of each of the 10 classes, in file order (0: all); the
+    recipe's `train_limit` subset, the same in both frameworks."""
+    if not per_class:
+        return images, labels
+    keep = np.sort(np.concatenate([np.flatnonzero(labels == c)[:per_class] for c in range(10)]))
+    return images[keep], labels[keep]
+
+
 def find_cifar10(data_dir: str | None, download: bool = False, progress: bool = True):
     """Locate and load CIFAR-10 under `data_dir` in any supported layout.
 

@@ -89,6 +89,19 @@ def _uniform(rng: Any, shape: tuple[int, ...], fan_in: int) -> Any:
     return rng.uniform(-bound, bound, size=shape).astype("float32")
 
 
+def batch_norm_variables(i: int, channels: int) -> dict[str, Any]:
+    """PyTorch's BatchNorm2d state: gamma 1, beta 0, running mean 0 and variance 1."""
+    import numpy as np
+    import tensorflow as tf
+
+    return {
+        "gamma": tf.Variable(np.ones(channels, "float32"), name=f"bn{i}/gamma"),
+        "beta": tf.Variable(np.zeros(channels, "float32"), name=f"bn{i}/beta"),
+        "mean": tf.Variable(np.zeros(channels, "float32"), trainable=False),
+        "var": tf.Variable(np.ones(channels, "float32"), trainable=False),
+    }
+
+
 class DigitsNet:
     """The digits CNN on tf.Variables. `compute_dtype` is the mixed-precision policy's compute
     type (variables stay float32 and are cast on use, as Keras' mixed_* policies do)."""
@@ -107,14 +120,7 @@ class DigitsNet:
             cin, cout = chans[i], chans[i + 1]
             w = _uniform(rng, (3, 3, cin, cout), cin * 9)  # HWIO
             self.convs.append(tf.Variable(w, name=f"conv{i}/kernel"))
-            self.bns.append(
-                {
-                    "gamma": tf.Variable(np.ones(cout, "float32"), name=f"bn{i}/gamma"),
-                    "beta": tf.Variable(np.zeros(cout, "float32"), name=f"bn{i}/beta"),
-                    "mean": tf.Variable(np.zeros(cout, "float32"), trainable=False),
-                    "var": tf.Variable(np.ones(cout, "float32"), trainable=False),
-                }
-            )
+            self.bns.append(batch_norm_variables(i, cout))
         feat = chans[-1]
         self.dense_w = tf.Variable(_uniform(rng, (feat, num_classes), feat), name="dense/kernel")
         self.dense_b = tf.Variable(_uniform(rng, (num_classes,), feat), name="dense/bias")
@@ -209,8 +215,8 @@ class LossScale:
 def make_step_fn(model: DigitsNet, opt: SGDState, recipe: Recipe, num_classes: int,
                  loss_scale: LossScale | None = None) -> Any:  # fmt: skip
     """The training step as one tf.function (graph mode, no XLA): forward and loss under the
-    name scope `forward`, gradients under `gradient_tape/` (TensorFlow's own), the update under
-    `optimizer`; the FLOP counter reads the phases from these scopes."""
+    name scope `forward`, gradients under `backward` (with TensorFlow's own `gradient_tape/`),
+    the update under `optimizer`; the FLOP counter reads the phases from these scopes."""
     import tensorflow as tf
 
     smoothing = float(recipe.label_smoothing)
@@ -224,7 +230,8 @@ def make_step_fn(model: DigitsNet, opt: SGDState, recipe: Recipe, num_classes: i
                 tf.nn.softmax_cross_entropy_with_logits(labels=target, logits=logits)
             )
             scaled = loss * loss_scale.scale if loss_scale is not None else loss
-        grads = tape.gradient(scaled, model.trainable)
+        with tf.name_scope("backward"):  # also the tape's gradient sums (AddN), unscoped else
+            grads = tape.gradient(scaled, model.trainable)
         with tf.name_scope("optimizer"):
             if loss_scale is None:
                 opt.apply(grads, lr)
