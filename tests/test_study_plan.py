@@ -159,10 +159,14 @@ def test_manifest_round_trip_and_field_errors(tmp_path):
         ("digits-lesion", ["full", "-batch=256", "-channels_last", "-bf16"]),
         ("digits-factor", ["baseline", "+channels_last", "+batch=256"]),
         ("digits-batch", ["batch=32", "batch=64", "batch=128", "batch=256", "batch=512"]),
+        ("cifar10-lesion", ["full", "-channels_last", "-batch=512"]),
+        ("cifar10-factor", ["baseline", "+channels_last", "+batch=512"]),
     ],
 )
 def test_example_study_files_plan(name, configs):
     """The README's studies, as files: they load and plan what the README shows."""
     spec = load_study_file(Path(__file__).parents[1] / "examples" / "studies" / f"{name}.toml")
     assert [c.name for c in plan(spec, DIGITS, "digits")] == configs
-    assert spec.repeats == 2 and not spec.run.capture
+    assert spec.repeats == (1 if name.startswith("cifar10") else 2) and not spec.run.capture
+    if name == "cifar10-lesion":  # the README's robustness columns
+        assert spec.eval.corruptions and spec.eval.limit == 500
