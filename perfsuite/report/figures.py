@@ -40,6 +40,14 @@ def _log_x(x: float) -> float:
     return math.log10(x)
 
 
+def _log_label(
+    fig: go.Figure, x: float, y: float, text: str, inset: float = 0.0, **style: Any
+) -> None:
+    """A text label at the data point (x, y) of a log-log chart: both coordinates go through
+    log10 (see _log_x); `inset` moves it left, in decades (labels at the axis end)."""
+    fig.add_annotation(x=_log_x(x) - inset, y=math.log10(y), showarrow=False, text=text, **style)
+
+
 def roofline_figure(
     res: Roofline, util: Utilization | None = None, title: str = "Roofline"
 ) -> go.Figure:
@@ -74,14 +82,8 @@ def roofline_figure(
                 name=f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}",
             )
         )
-        fig.add_annotation(
-            x=_log_x(hi) - 0.05,
-            y=math.log10(lab.value),
-            xanchor="right",
-            yanchor="bottom",
-            showarrow=False,
-            text=f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})",
-        )
+        text = f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})"
+        _log_label(fig, hi, lab.value, text, 0.05, xanchor="right", yanchor="bottom")
     if peak and bw:
         rx, ry = _roof(lo, hi, peak, bw)
         fig.add_trace(
@@ -105,14 +107,9 @@ def roofline_figure(
             text=f"ridge {ridge:.3g} FLOP/byte",
         )
         x_mem = lo * 2  # label the bandwidth slope near its left end
-        fig.add_annotation(
-            x=_log_x(x_mem),
-            y=math.log10(min(peak, x_mem * bw)),
-            xanchor="left",
-            yanchor="bottom",
-            showarrow=False,
-            textangle=0,
-            text=f"memory {fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})",
+        text = f"memory {fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})"
+        _log_label(
+            fig, x_mem, min(peak, x_mem * bw), text, xanchor="left", yanchor="bottom", textangle=0
         )
     if (
         util
@@ -131,14 +128,16 @@ def roofline_figure(
                 f"{fmt.si(util.spec_bandwidth, 'byte/s')}",
             )
         )
-        fig.add_annotation(
-            x=_log_x(hi) - 0.05,
-            y=math.log10(util.spec_peak),
+        text = f"spec {fmt.si(util.spec_peak, 'FLOP/s')}"
+        _log_label(
+            fig,
+            hi,
+            util.spec_peak,
+            text,
+            0.05,
             xanchor="right",
             yanchor="top",
-            showarrow=False,
             font={"color": "grey"},
-            text=f"spec {fmt.si(util.spec_peak, 'FLOP/s')}",
         )
     named = {o.op for o in sorted(joined, key=lambda o: -(o.time_share or 0))[:LABELLED_OPS]}
     for flagged in (False, True):
