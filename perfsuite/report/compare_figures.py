@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
-from perfsuite.report.figures import _roof  # the one roof geometry
+from perfsuite.report.figures import _SI_AXIS, _roof  # the one roof geometry and axes
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -114,7 +114,7 @@ def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> g
                 hoverinfo="text",
             )
         )
-    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP/byte, modeled bytes)")
-    fig.update_yaxes(type="log", title="achieved FLOP/s")
+    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
+    fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
     fig.update_layout(title="Roofline positions, every run", **_LAYOUT)
     return fig
