@@ -37,16 +37,17 @@ def browser():
     b.close()
 
 
-def _run_dir(root, make_record, run_id):
+def _run_dir(root, make_record, run_id, tta_s=20.0, group=None):
     rec = build_record(make_record)
+    rec["group"] = group
     rec["run_id"] = run_id + PAYLOADS[0]
     rec["model"] = PAYLOADS[1]
     rec["status"] = "reached"
     rec["evaluations"] = [
         {"epoch": 1, "train_time_s": 10.0, "metrics": {"top1": 0.5}},
-        {"epoch": 2, "train_time_s": 20.0, "metrics": {"top1": 0.93}},
+        {"epoch": 2, "train_time_s": tta_s, "metrics": {"top1": 0.93}},
     ]
-    rec["time_to_accuracy"].update(reached=True, time_s=20.0, epoch=2, evaluation_index=1)
+    rec["time_to_accuracy"].update(reached=True, time_s=tta_s, epoch=2, evaluation_index=1)
     rec["throughput"] = {
         "step_time": quantity(0.1, "s", "measured", "t"),
         "samples_per_s": quantity(320.0, "sample/s", "derived", "t"),
@@ -68,7 +69,8 @@ def _run_dir(root, make_record, run_id):
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory, browser):
-    """One file per report kind the suite builds: single run, several runs, roofline page."""
+    """One file per report kind the suite builds: single run, several runs, a group of
+    repeats (stability section), roofline page."""
     from tests.conftest import make_record as make_record_fixture
 
     make_record = make_record_fixture.__wrapped__()
@@ -79,14 +81,21 @@ def pages(tmp_path_factory, browser):
         "single": root / "single.html",
         "compare": root / "compare.html",
         "roofline": root / "roofline.html",
+        "group": root / "group.html",
     }
+    reps = [
+        _run_dir(root / "group", make_record, f"r{i}", t, {"id": "g", "index": i, "size": 5})
+        for i, t in enumerate([20.0, 21.5, 19.0, 22.0, 20.5])
+    ]
     assert main(["report", str(a), "-o", str(out["single"])]) == 0
     assert main(["report", str(a), str(b), "-o", str(out["compare"])]) == 0
     assert main(["roofline", str(a), "-o", str(out["roofline"])]) == 0
+    assert main(["report", *map(str, reps), "-o", str(out["group"])]) == 0
+    assert 'id="stability"' in out["group"].read_text()
     return out
 
 
-@pytest.mark.parametrize("kind", ["single", "compare", "roofline"])
+@pytest.mark.parametrize("kind", ["single", "compare", "roofline", "group"])
 def test_report_opens_clean_in_chromium(browser, pages, kind):
     shot = pages[kind].with_suffix(".png") if os.environ.get("PERFSUITE_SCREENSHOTS") else None
     rep = browser.check(pages[kind], screenshot=shot)

@@ -106,7 +106,7 @@ def test_telemetry_panels_have_their_own_axes_and_units():
 
 
 def test_telemetry_summary_values_carry_units():
-    from perfsuite.report.build import _telemetry_value
+    from perfsuite.report.telemetry_section import _telemetry_value
 
     assert _telemetry_value("rss_bytes_max", 515031040.0) == "515 MB"
     assert _telemetry_value("sm_clock_hz_mean", 1.41e9) == "1.41 GHz"

@@ -245,3 +245,35 @@ def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, 
     inf = make_record(run_id="i", source={"kind": "dawnbench", "entry_type": "inference"})
     assert is_inference_only(inf) and not is_inference_only(recs[0])
     assert training_records([inf, recs[0]]) == ([recs[0]], [inf])
+
+
+def test_group_page_shows_the_spread_of_repeats(make_record):
+    """Issue 13: a multi-run page of repeats shows CoV, CI and the fraction reaching."""
+    import json
+    import re
+
+    from perfsuite.report import report_html
+
+    text = report_html(_group(make_record))
+    ids = re.findall(r'<section id="([^"]+)">', text)
+    assert "stability" in ids and ids.index("stability") < ids.index("summary")
+    body = text[text.index('id="stability"') : text.index('id="summary"')]
+    assert "2/3 reached, 67%" in body
+    # CoV of [20, 33] is 9.19/26.5 = 34.7%; a bug in the rows would change it
+    assert f"{math.sqrt(2 * 6.5**2) / 26.5:.1%}" in body
+    assert "olympic mean (drop fastest and slowest): 33.00 s" in body
+    assert "1 of 3 runs did not reach the threshold" in body
+    figs = dict(re.findall(r'psDraw\("([^"]+)",(.*?)\);</script>', text))
+    fig = json.loads(figs["fig-stability"])
+    dots, mean = fig["data"][0], fig["data"][1]
+    assert sorted(dots["x"]) == [20.0, 33.0]  # only the runs that reached
+    assert mean["x"] == [26.5] and mean["error_x"]["array"][0] > 0
+
+
+def test_single_runs_of_different_groups_get_no_stability_section(make_record):
+    from perfsuite.report import report_html
+
+    recs = _group(make_record)
+    for i, r in enumerate(recs):
+        r["group"] = {"id": f"g{i}", "index": 0, "size": 1}
+    assert 'id="stability"' not in report_html(recs)

@@ -64,52 +64,69 @@ def _epochs(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
+OUTCOME_HEADERS = ["run", "seed", "time to acc.", "epochs", "s/epoch", "CoV in run", "epoch times"]
+SUMMARY_HEADERS = ["statistic", "n", "mean", "std", "CoV", "95% CI of mean", "min", "max"]
+
+
+def headline(g: Any) -> str:
+    """'digits (...): top1 >= 0.98 (5/5 reached, 100%)': one group's target and success."""
+    from perfsuite.fmt import pct
+
+    return (
+        f"{g.label}: {g.metric} {'<=' if g.direction == 'lower' else '>='} {g.threshold} "
+        f"({g.n_reached}/{g.n_runs} reached, {pct(g.reached_fraction, 0)})"
+    )
+
+
+def outcome_rows(g: Any) -> list[list[str]]:
+    """One row per run of a group (shared with the report's stability section)."""
+    from perfsuite.fmt import duration, pct
+
+    return [
+        [
+            r.run_id,
+            "" if r.seed is None else str(r.seed),
+            duration(r.time_s) if r.reached else "DNR",
+            _epochs(r.epochs) if r.reached else "-",
+            duration(r.time_per_epoch_s),
+            pct(r.epoch_time_cov),
+            r.epoch_times_from or "-",
+        ]
+        for r in g.runs
+    ]
+
+
+def summary_rows(g: Any) -> list[list[str]]:
+    """Statistics over a group's runs: time to accuracy, epochs, time per epoch."""
+    from perfsuite.fmt import duration
+
+    return [
+        _row("time to accuracy", g.time_to_accuracy, duration),
+        _row("epochs to threshold", g.epochs_to_threshold, _epochs),
+        _row("time per epoch", g.time_per_epoch, duration),
+    ]
+
+
+def olympic_line(g: Any) -> str:
+    from perfsuite.fmt import duration
+
+    om = g.olympic_mean
+    return "olympic mean (drop fastest and slowest): " + (
+        duration(om.value) if om.value is not None else f"n/a ({om.reason})"
+    )
+
+
 def render(groups: list[Any]) -> str:
     """Human text for the stability results (one block per group)."""
-    from perfsuite.fmt import duration, pct, table
+    from perfsuite.fmt import table
 
     blocks = []
     for g in groups:
-        lines = [
-            f"== {g.label}: {g.metric} {'<=' if g.direction == 'lower' else '>='} {g.threshold} "
-            f"({g.n_reached}/{g.n_runs} reached, {pct(g.reached_fraction, 0)})"
-        ]
-        rows = [
-            [
-                r.run_id,
-                "" if r.seed is None else str(r.seed),
-                duration(r.time_s) if r.reached else "DNR",
-                _epochs(r.epochs) if r.reached else "-",
-                duration(r.time_per_epoch_s),
-                pct(r.epoch_time_cov),
-                r.epoch_times_from or "-",
-            ]
-            for r in g.runs
-        ]
-        lines.append(
-            table(
-                rows,
-                ["run", "seed", "time to acc.", "epochs", "s/epoch", "CoV in run", "epoch times"],
-                "llrrrrl",
-            )
-        )
+        lines = [f"== {headline(g)}"]
+        lines.append(table(outcome_rows(g), OUTCOME_HEADERS, "llrrrrl"))
         lines.append("")
-        lines.append(
-            table(
-                [
-                    _row("time to accuracy", g.time_to_accuracy, duration),
-                    _row("epochs to threshold", g.epochs_to_threshold, _epochs),
-                    _row("time per epoch", g.time_per_epoch, duration),
-                ],
-                ["statistic", "n", "mean", "std", "CoV", "95% CI of mean", "min", "max"],
-                "lrrrrrrr",
-            )
-        )
-        om = g.olympic_mean
-        lines.append(
-            "olympic mean (drop fastest and slowest): "
-            + (duration(om.value) if om.value is not None else f"n/a ({om.reason})")
-        )
+        lines.append(table(summary_rows(g), SUMMARY_HEADERS, "lrrrrrrr"))
+        lines.append(olympic_line(g))
         lines.extend(f"warning: {w}" for w in g.warnings)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

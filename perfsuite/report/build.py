@@ -3,7 +3,6 @@ comes from the record or from an analyzer."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,13 +11,15 @@ from analyzers.stability import task_direction
 from analyzers.tasks import target_text
 from analyzers.utilization import Utilization, utilization
 from perfsuite import fmt
-from perfsuite.record.sidecars import read_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
+from perfsuite.report.environment_section import environment_section
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.setup_section import setup_section
+from perfsuite.report.stability_section import stability_section
+from perfsuite.report.telemetry_section import telemetry_section
 from perfsuite.report.timeline_section import timeline_section
 
 
@@ -377,66 +378,6 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
     return "".join(parts)
 
 
-def _telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
-    parts = []
-    for i, rec in enumerate(records):
-        tel = rec.get("telemetry")
-        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
-        if not tel:
-            parts.append('<p class="note">No telemetry recorded.</p>')
-            continue
-        path = telemetry_path(rec)
-        if path:
-            parts.append(h.figure(figures.telemetry_figure(read_telemetry(path)), f"fig-tel-{i}"))
-        else:
-            parts.append('<p class="note">Telemetry CSV sidecar not found; summary only.</p>')
-        rows = [
-            [f"{scope}.{k}", _telemetry_value(k, v)]
-            for scope in ("cpu", "gpu")
-            for k, v in (tel.get(scope) or {}).items()
-        ]
-        parts.append(h.table(["summary", "value"], rows) + h.notes(tel.get("notes") or []))
-    return "".join(parts)
-
-
-def _telemetry_value(key: str, value: Any) -> str:
-    """A telemetry summary value with its unit, read from the key (rss_bytes_max -> B)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return str(value)
-    for part, unit in (("bytes", "B"), ("_hz", "Hz"), ("_w", "W"), ("_s", "s")):
-        if part in key:
-            return fmt.si(value, unit)
-    if "pct" in key:
-        return f"{value:.1f} %"
-    return f"{value:.4g}"
-
-
-def _kv(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True) if isinstance(obj, (dict, list)) else str(obj)
-
-
-def _environment_section(records: Sequence[Mapping[str, Any]]) -> str:
-    parts = []
-    for rec in records:
-        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
-        rows = [["model", rec.get("model")], ["framework", rec.get("framework")]]
-        rows += [[f"hardware.{k}", _kv(v)] for k, v in (rec.get("hardware") or {}).items()]
-        ceil = rec.get("ceilings") or {}
-        for key in ("peak_flops", "memory_bandwidth"):
-            q = ceil.get(key) or {}
-            rows.append(
-                [
-                    f"ceilings.{key}",
-                    f"{fmt.si(q.get('value'), q.get('unit', ''))} "
-                    f"({q.get('provenance')}: {q.get('source', '')})",
-                ]
-            )
-        rows += [[f"config.{k}", _kv(v)] for k, v in (rec.get("config") or {}).items()]
-        rows += [[f"environment.{k}", _kv(v)] for k, v in (rec.get("environment") or {}).items()]
-        parts.append(h.table(["field", "value"], rows) + h.notes(rec.get("flags") or []))
-    return "".join(parts)
-
-
 def _single_run_sections(
     records: Sequence[Mapping[str, Any]], analyses: list, top: int
 ) -> list[tuple[str, str, str]]:
@@ -458,6 +399,12 @@ def _distributed(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, s
     return [("distributed", "Data-parallel ranks", body)] if body else []
 
 
+def _stability(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """The repeats' spread, only when some group holds two or more runs."""
+    body = stability_section(records)
+    return [("stability", "Stability of repeated runs", body)] if body else []
+
+
 def report_html(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
@@ -476,12 +423,12 @@ def report_html(
         ("roofline", "Roofline", _roofline_section(records, analyses)),
         ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
         *single[1:],
-        ("telemetry", "Telemetry", _telemetry_section(records)),
+        ("telemetry", "Telemetry", telemetry_section(records)),
         *_distributed(records),
         ("generalization", "Generalization", generalization_section(records)),
         ("inference", "Inference and energy", inference_section(records)),
         ("setup", "Data, switches and math", setup_section(records)),
-        ("environment", "Environment and config", _environment_section(records)),
+        ("environment", "Environment and config", environment_section(records)),
     ]
     if len(records) > 1:  # the comparison first, each run's details folded (issue 13)
         from perfsuite.report.compare_section import comparison_body, folded
@@ -489,6 +436,7 @@ def report_html(
         sections = [
             *first,
             ("compare", "Comparison", comparison_body(records, analyses, top)),
+            *_stability(records),
             ("summary", "Summary", _summary(records, analyses)),
             *[
                 (i, t, folded(b, f"{t}: {len(records)} runs (click to open)"))

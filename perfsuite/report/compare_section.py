@@ -90,7 +90,9 @@ def comparison_body(
     ]
     if len(items) < 2:
         return "".join(parts) + h.notes(
-            ["All runs belong to one group: nothing to compare them with."]
+            [
+                "All runs belong to one group: nothing to compare them with (their spread is under Stability of repeated runs)."
+            ]
         )
     c = compare(items, top=top)
     parts.append(f"<h3>Verdict (baseline: {h.esc(c.options['baseline'])})</h3>")
