@@ -188,7 +188,8 @@ class _Run:
             if not self.energy.available:
                 self.rec.flag(f"energy not measured: {self.energy.reason}")
             self.progress.phase("counting FLOPs of one step")
-            self._capture_work()
+            with stderr_to(self.run_dir / LOG_NAME):  # TF's deprecation lines from tracing
+                self._capture_work()
             self.progress.phase("device ceilings (cached, or measured once)")
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
             ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
