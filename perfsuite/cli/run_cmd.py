@@ -71,8 +71,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--framework",
         choices=("pytorch", "tensorflow"),
         default="pytorch",
-        help="framework the workload is written in (default pytorch; tensorflow: digits and cifar10, "
-        "needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
+        help="framework the workload is written in (default pytorch; tensorflow: digits and "
+        "cifar10, needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
     )
     p.add_argument("--recipe", help="named recipe preset of the workload (e.g. dawnbench, cpu)")
     p.add_argument(

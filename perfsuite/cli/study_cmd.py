@@ -124,7 +124,8 @@ def _run_flags(k: argparse.ArgumentParser) -> None:
         "--framework",
         choices=("pytorch", "tensorflow"),
         default="pytorch",
-        help="framework of the workload (tensorflow: digits and cifar10; switches layout, bf16, fp16)",
+        help="framework of the workload (tensorflow: digits and cifar10; switches layout, "
+        "bf16, fp16)",
     )
     k.add_argument("--data-dir", help="dataset folder (cifar10)")
     k.add_argument("--synthetic", action="store_true", help="random inputs (throughput only)")
