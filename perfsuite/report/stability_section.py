@@ -28,11 +28,12 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
     fig = go.Figure()
     for i, g in enumerate(groups):
         colour = _COLORS[i % len(_COLORS)]
+        name = _short(g.label)
         reached = [r for r in g.runs if r.reached and r.time_s is not None]
         fig.add_trace(
             go.Scatter(
                 x=[r.time_s for r in reached],
-                y=[g.label] * len(reached),
+                y=[name] * len(reached),
                 mode="markers",
                 marker={"size": 9, "color": colour, "opacity": 0.7},
                 name=f"{g.label}: runs",
@@ -45,7 +46,7 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
             fig.add_trace(
                 go.Scatter(
                     x=[s.mean],
-                    y=[g.label],
+                    y=[name],
                     mode="markers",
                     marker={"symbol": "diamond", "size": 13, "color": colour},
                     error_x={
@@ -75,6 +76,12 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
         showlegend=False,
     )
     return fig
+
+
+def _short(label: str) -> str:
+    """The axis name of a group: its id without the '(task / model / hardware)' tail, which
+    the tables below spell out."""
+    return label.split(" (", 1)[0] or label
 
 
 def _group_block(g: GroupStability) -> str:
