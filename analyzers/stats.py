@@ -26,10 +26,26 @@ def _finite(values: Sequence[float]) -> list[float]:
     return out
 
 
+def _scale(xs: Sequence[float]) -> float:
+    """A power of two at or above the largest magnitude (1 for small values): sums of values
+    divided by it cannot overflow, where a plain sum of finite times near 1e308 (or squares of
+    1e154) does (issue 13 fuzz). A power of two keeps the division exact, so ordinary inputs
+    give bit-identical results."""
+    top = max((abs(x) for x in xs), default=0.0)
+    return math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 1.0 else 1.0  # x/s in (-2, 2)
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean; None for an empty sample."""
     xs = _finite(values)
-    return math.fsum(xs) / len(xs) if xs else None
+    if not xs:
+        return None
+    s = _scale(xs)
+    return s * (math.fsum(x / s for x in xs) / len(xs))  # |mean| <= s: always finite
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -46,22 +62,34 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def _scaled_std(xs: list[float]) -> tuple[float, float, float]:
+    """(scale, mean / scale, sample std / scale): the moments on values in (-2, 2)."""
+    s = _scale(xs)
+    ys = [x / s for x in xs]
+    m = math.fsum(ys) / len(ys)
+    return s, m, math.sqrt(math.fsum((y - m) ** 2 for y in ys) / (len(ys) - 1))
+
+
 def sample_std(values: Sequence[float]) -> float | None:
-    """Sample standard deviation (n - 1 denominator, Bessel); None for fewer than 2 values."""
+    """Sample standard deviation (n - 1 denominator, Bessel); None for fewer than 2 values,
+    or when it exceeds the float range (a spread of times near 1e308 s)."""
     xs = _finite(values)
     if len(xs) < 2:
         return None
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    s, _m, sd = _scaled_std(xs)
+    return _finite_or_none(s * sd)
 
 
 def cov(values: Sequence[float]) -> float | None:
-    """Coefficient of variation = sample std / mean; None when std is undefined or mean is 0."""
-    s = sample_std(values)
-    m = mean(values)
-    if s is None or m is None or m == 0:
+    """Coefficient of variation = sample std / mean; None when std is undefined or mean is 0.
+    Computed on the scaled values, so it is defined even where the std itself overflows."""
+    xs = _finite(values)
+    if len(xs) < 2:
         return None
-    return s / abs(m)
+    _s, m, sd = _scaled_std(xs)
+    if m == 0:
+        return None
+    return _finite_or_none(sd / abs(m))
 
 
 def _check_confidence(confidence: float) -> None:
@@ -95,11 +123,14 @@ def bootstrap_ci(
     about spread.
     """
     _check_confidence(confidence)
-    xs = np.asarray(_finite(values), dtype=float)
-    if xs.size < 2:
+    raw = _finite(values)
+    if len(raw) < 2:
         return None
+    scale = _scale(raw)  # resample means of scaled values cannot overflow
+    xs = np.asarray(raw, dtype=float) / scale
     rng = np.random.default_rng(seed)
-    return _percentiles(_resampled_means(xs, resamples, rng), confidence)
+    lo, hi = _percentiles(_resampled_means(xs, resamples, rng), confidence)
+    return lo * scale, hi * scale
 
 
 def bootstrap_ratio_ci(
@@ -121,10 +152,12 @@ def bootstrap_ratio_ci(
     xb = np.asarray(_finite(candidate), dtype=float)
     if xa.size < 2 or xb.size < 2 or (xa <= 0).any():
         return None
+    sa, sb = _scale(list(xa)), _scale(list(xb))  # scaled: resample means cannot overflow
     rng = np.random.default_rng(seed)
-    means_a = _resampled_means(xa, resamples, rng)
-    means_b = _resampled_means(xb, resamples, rng)
-    return _percentiles(means_b / means_a, confidence)
+    means_a = _resampled_means(xa / sa, resamples, rng)
+    means_b = _resampled_means(xb / sb, resamples, rng)
+    lo, hi = _percentiles(means_b / means_a, confidence)
+    return lo * (sb / sa), hi * (sb / sa)
 
 
 @dataclass(frozen=True)
@@ -167,7 +200,7 @@ def olympic_mean(values: Sequence[float | None]) -> OlympicMean:
     ordered = sorted(times)
     # The slowest is the failed run when there is one; otherwise the largest time.
     kept = ordered[1:] if failed else ordered[1:-1]
-    return OlympicMean(math.fsum(kept) / len(kept), n, failed, tuple(kept))
+    return OlympicMean(mean(kept), n, failed, tuple(kept))
 
 
 def competition_ranks(items: Sequence[tuple[str, float]]) -> list[tuple[str, float, int]]:

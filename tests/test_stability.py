@@ -277,3 +277,21 @@ def test_single_runs_of_different_groups_get_no_stability_section(make_record):
     for i, r in enumerate(recs):
         r["group"] = {"id": f"g{i}", "index": 0, "size": 1}
     assert 'id="stability"' not in report_html(recs)
+
+
+def test_statistics_of_huge_finite_times_do_not_overflow():
+    """Found by `make fuzz` (epoch_times_s = [0, 1.9e154]): squares overflowed in fsum."""
+    from analyzers import stats
+
+    big = 1.8961503816218355e154
+    assert stats.mean([0.0, big]) == big / 2
+    assert stats.sample_std([0.0, big]) == pytest.approx(big / math.sqrt(2), rel=1e-15)
+    assert stats.cov([0.0, big]) == pytest.approx(math.sqrt(2), rel=1e-15)
+    assert stats.mean([1.7e308, 1.7e308]) == 1.7e308
+    assert stats.sample_std([1.7e308, -1.7e308]) is None  # beyond the float range
+    assert stats.cov([1.7e308, 1.6e308]) == pytest.approx(0.1e308 / math.sqrt(2) / 1.65e308)
+    lo, hi = stats.bootstrap_ci([1.7e308, 1.6e308, 1.5e308])
+    assert 1.5e308 <= lo <= hi <= 1.7e308
+    assert stats.olympic_mean([1.7e308] * 4).value == 1.7e308
+    # ordinary inputs are unchanged by the scaling (a power of two divides exactly)
+    assert stats.mean([20.0, 33.0]) == 26.5
