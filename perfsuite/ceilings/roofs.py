@@ -10,6 +10,7 @@ analyzers build roofs for old records from their `ceilings` and from a `perfsuit
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from analyzers.mathmode import DTYPE_MATH
 from perfsuite.ceilings.table import normalize_dtype
 from perfsuite.safeio import InputError, load_json
 
+# `perfsuite peaks --json` row fields carried into a measured roof's `measured_under`.
+_UNDER_ROW = ("mode", "load_before", "load_after", "cpus", "busy_limit", "busy")
 UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
 
 
@@ -77,6 +80,7 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             f"{p}: field rows: missing or not a list (expected `perfsuite peaks --json` output)"
         )
     who = f"{data.get('device_name', '?')}, {data.get('env', '?')}"
+    threads = re.search(r"threads (\d+)", str(data.get("env") or ""))
     out: dict[str, Any] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -103,6 +107,13 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             detail = (row.get("detail") or "") if field == "measured" else ""
             src = f"peaks file {p.name} ({field}; {who}{'; ' + detail if detail else ''})"
             q = _q(float(v), unit, prov, src)
+            if field == "measured":
+                # what the analyzers doubt a peak by: its threads, and (CPU) the load then
+                under = {k: row[k] for k in _UNDER_ROW if row.get(k) is not None}
+                if threads:
+                    under["threads"] = int(threads.group(1))
+                if under:
+                    q["measured_under"] = under
             out[key] = {"bandwidth": q} if key == "memory" else {"peak_flops": q}
             break
     return out
