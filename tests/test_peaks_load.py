@@ -182,3 +182,28 @@ def test_record_with_load_provenance_validates(env, tmp_path, make_record):
 def test_load_text_names_old_and_unknown_loads():
     assert "not recorded" in load_text({"value": 1.0})
     assert "no load average" in load_text({"value": 1.0, "load_before": None})
+
+
+def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
+    """A `perfsuite peaks --json` file measured with 2 threads, given to a 1-thread run."""
+    from analyzers.roofline import roofline
+    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from tests.test_roof_causes import cpu_record
+
+    row = {"quantity": "peak float32", "measured": 1e12, "load_before": 0.2, "busy": False}
+    path = tmp_path / "peaks.json"
+    path.write_text(json.dumps({"env": "torch 2.5.0|threads 2", "rows": [row]}))
+    roofs = peaks_file_roofs(path)
+    assert roofs["fp32"]["peak_flops"]["measured_under"] == {
+        "threads": 2,
+        "load_before": 0.2,
+        "busy": False,
+    }
+    rec = cpu_record(make_record, None, run_threads=1)
+    rec["ceilings"]["roofs"]["fp32"]["peak_flops"]["source"] = "matmul"  # threads unknown
+    assert not any("threads, this run used" in n for n in roofline(rec).notes)
+    res = roofline(rec, peaks=roofs)
+    assert any("fp32 roof: measured with 2 threads, this run used 1" in n for n in res.notes)
+    path.write_text(json.dumps({"rows": [{**row, "load_before": "high"}]}))
+    with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].load_before: 'high'"):
+        peaks_file_roofs(path)

@@ -109,13 +109,34 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             q = _q(float(v), unit, prov, src)
             if field == "measured":
                 # what the analyzers doubt a peak by: its threads, and (CPU) the load then
-                under = {k: row[k] for k in _UNDER_ROW if row.get(k) is not None}
+                under = _row_under(row, f"{p}: field rows[{i}]")
                 if threads:
                     under["threads"] = int(threads.group(1))
                 if under:
                     q["measured_under"] = under
             out[key] = {"bandwidth": q} if key == "memory" else {"peak_flops": q}
             break
+    return out
+
+
+def _row_under(row: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The row's load fields (`perfsuite peaks --json`), checked; one-line error otherwise."""
+    out: dict[str, Any] = {}
+    for k in _UNDER_ROW:
+        v = row.get(k)
+        if v is None:
+            continue
+        if k == "busy":
+            ok = isinstance(v, bool)
+        elif k == "mode":
+            ok = isinstance(v, str)
+        elif k == "cpus":
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        else:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok:
+            raise PeaksFileError(f"{where}.{k}: {v!r} is not a valid {k}")
+        out[k] = v
     return out
 
 
