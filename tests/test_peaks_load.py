@@ -207,3 +207,14 @@ def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
     path.write_text(json.dumps({"rows": [{**row, "load_before": "high"}]}))
     with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].load_before: 'high'"):
         peaks_file_roofs(path)
+
+
+def test_a_run_on_a_busy_machine_is_flagged(env):
+    from perfsuite.runner.capture import resolve_ceilings
+
+    env.load = 3.0
+    ceil, why = resolve_ceilings("cpu", "float32", True)
+    assert ceil["peak_flops"]["value"] == 4.0e10
+    assert why.startswith("device ceilings fp32, memory measured on a busy machine")
+    env.load = 0.1
+    assert resolve_ceilings("cpu", "float32", True)[1] == ""
