@@ -218,3 +218,12 @@ def test_a_run_on_a_busy_machine_is_flagged(env):
     assert why.startswith("device ceilings fp32, memory measured on a busy machine")
     env.load = 0.1
     assert resolve_ceilings("cpu", "float32", True)[1] == ""
+
+
+def test_peaks_threads_option_measures_the_one_thread_peak(env, monkeypatch, capsys):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: setattr(env, "threads", n))
+    assert main(["peaks", "--threads", "1", "--quick", "--dtype", "float32", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["env"] == "torch 2.5.0|threads 1"
+    assert _cached_env(threads=1)["flops"]["float32"]["busy_limit"] == 1.5  # 2 - 1 + 0.5

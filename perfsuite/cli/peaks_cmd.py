@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import CLIError, add_json_flag, positive_int, print_json, status
 
 
 def register(subparsers: Any) -> None:
@@ -33,6 +33,12 @@ def register(subparsers: Any) -> None:
         "--quick",
         action="store_true",
         help="quick mode (a few seconds; what `perfsuite run` uses) instead of thorough",
+    )
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch threads to measure with (default: torch's); peaks are cached per thread "
+        "count, and a `run --threads N` is judged against the N-thread peak",
     )
     p.add_argument(
         "--refresh",
@@ -120,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         settings = dict(parse_setting(s) for s in args.settings or [])
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    if args.threads:
+        try:
+            import torch
+        except ImportError:
+            raise CLIError("--threads needs torch, which is not installed") from None
+        torch.set_num_threads(args.threads)
     if device.startswith("cuda"):
         try:
             import torch
