@@ -70,6 +70,10 @@ def _load(u: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "unknown"
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread" if n == 1 else f"{n} threads"
+
+
 def measured_threads(q: Mapping[str, Any]) -> int | None:
     """Threads a measured roof was taken with: `measured_under.threads`, else its source."""
     t = (_under(q) or {}).get("threads")
@@ -97,7 +101,7 @@ def doubts(
         )
     t = measured_threads(q)
     if t and threads_run and t < threads_run:
-        out.append(f"measured with {t} threads while the run used {threads_run}")
+        out.append(f"measured with {_threads(t)} while the run used {threads_run}")
     size = u.get("size")
     if q.get("unit") == "FLOP/s" and isinstance(size, int) and flops_per_call:
         bench = 2.0 * size**3
@@ -162,7 +166,7 @@ def roof_notes(roofs: Mapping[str, Any], *, cpu: bool, threads_run: int | None) 
             t = measured_threads(q)
             if t and threads_run and t != threads_run:
                 notes.append(
-                    f"{name} roof: measured with {t} threads, this run used {threads_run} "
+                    f"{name} roof: measured with {_threads(t)}, this run used {threads_run} "
                     "(peaks are per thread count: this one is not this run's)"
                 )
             u = _under(q) or {}

@@ -106,7 +106,7 @@ def test_fewer_threads_than_the_run_and_a_smaller_benchmark(make_record):
     res = roofline(cpu_record(make_record, few, run_threads=2))
     flag = _mm(res).flag
     head = flag.split("likely ", 1)[1]
-    assert head.startswith("the measured peak is too low (measured with 1 threads while the run")
+    assert head.startswith("the measured peak is too low (measured with 1 thread while the run")
     # 2 x 256^3 = 3.36e7 FLOP per benchmark product; aten::mm does 1.6e9 / 6 per call
     assert "by a benchmark smaller than this op (n=256 matmul, 3.36e+07 FLOP" in flag
     assert "this op 2.67e+08 FLOP per call" in flag
