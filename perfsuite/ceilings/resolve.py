@@ -147,7 +147,10 @@ def measure_device(
 ) -> dict[str, Any]:
     """Measure (what is missing, or everything with refresh) and store it; the cache entry.
 
-    `progress` is an optional callable(str) told what is being measured.
+    A CPU reading taken on a busy machine (perfsuite.ceilings.load) is returned for this call,
+    labeled `cached: False` with a warning on stderr, and never stored. CPU items cached
+    before loads were recorded are measured again. `progress` is an optional callable(str)
+    told what is being measured.
     """
     device = normalize_device(device)
     name = device_name(device)
@@ -162,11 +165,9 @@ def measure_device(
     session = _Session(device, threads)
     used = {"flops": dict(meas["flops"]), "bandwidth": meas["bandwidth"]}
     warnings: list[str] = []
-    changed = False
 
-    def keep(what: str, m: _measure.Measurement) -> dict[str, Any] | None:
-        """The item for this call; None when it must not enter the cache (busy machine)."""
-        nonlocal changed
+    def taken(what: str, m: _measure.Measurement) -> dict[str, Any]:
+        """The item for this call; on a busy CPU labeled `cached: False`, with a warning."""
         item = _stored(m, tv, threads, session.state())
         if item.get("busy"):
             item["cached"] = False
@@ -175,8 +176,6 @@ def measure_device(
                 "used for this call only, not cached"
             )
             _warn(warnings[-1])
-            return item
-        changed = True
         return item
 
     for dt in wanted:
@@ -185,17 +184,19 @@ def measure_device(
         if _needs(meas["flops"].get(dt), mode, refresh, session.cpu):
             if progress:
                 progress(f"matmul {dt}")
-            item = keep(f"peak {dt}", _measure.measure_matmul(device, dt, mode))
-            used["flops"][dt] = item
-            if item.get("cached", True):
-                meas["flops"][dt] = item
+            used["flops"][dt] = taken(f"peak {dt}", _measure.measure_matmul(device, dt, mode))
     if bandwidth and _needs(meas["bandwidth"], mode, refresh, session.cpu):
         if progress:
             progress("copy bandwidth")
-        item = keep("copy bandwidth", _measure.measure_bandwidth(device, mode))
-        used["bandwidth"] = item
-        if item.get("cached", True):
-            meas["bandwidth"] = item
+        used["bandwidth"] = taken("copy bandwidth", _measure.measure_bandwidth(device, mode))
+    # Store what this call measured on a quiet machine; a busy reading never replaces a value.
+    changed = False
+    for dt, item in used["flops"].items():
+        if item is not meas["flops"].get(dt) and item.get("cached", True):
+            meas["flops"][dt], changed = item, True
+    bw = used["bandwidth"]
+    if bw is not None and bw is not meas["bandwidth"] and bw.get("cached", True):
+        meas["bandwidth"], changed = bw, True
     if changed:
         _cache.save_cache(data)
     return {
