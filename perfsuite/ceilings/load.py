@@ -79,9 +79,10 @@ def load_text(item: dict[str, Any]) -> str:
         return "load unknown (no load average on this OS)"
     after_s = f" -> {after:.2f}" if after is not None else ""
     verdict = "busy: above" if item.get("busy") else "quiet: <="
+    t = item.get("threads")
     return (
-        f"load {before:.2f}{after_s} on {item.get('cpus')} CPUs, {item.get('threads')} threads "
-        f"({verdict} {item.get('busy_limit')})"
+        f"load {before:.2f}{after_s} on {item.get('cpus')} CPUs, {t} thread{'' if t == 1 else 's'}"
+        f" ({verdict} {item.get('busy_limit')})"
     )
 
 
