@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.roof_doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
+
 # Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
 MATHS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 SPEC_DTYPE = {
@@ -211,6 +213,18 @@ class Context:
     maths: dict[str, OpMath]
     math_source: str
     notes: list[str] = field(default_factory=list)
+    cpu: bool = False  # a CPU run: its measured roofs carry the machine's load at measurement
+    run_threads: int | None = None  # threads the run computed with
+
+    def suspects(self, math: str | None, flops_per_call: float | None = None) -> Suspects:
+        """The record's evidence against the `math` roof and the memory roof."""
+        return suspects(
+            self.roofs,
+            math,
+            cpu=self.cpu,
+            threads_run=self.run_threads,
+            flops_per_call=flops_per_call,
+        )
 
     def peak(self, math: str | None) -> float | None:
         q = ((self.roofs.get(math or "") or {}).get("peak_flops") or {}).get("value")
@@ -327,4 +341,6 @@ def context(
     device = ceil.get("device") or (record.get("environment") or {}).get("device")
     fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
     maths = op_maths(fams, math, device, kernels)
-    return Context(roofs, maths, str(math.get("source", "")), notes)
+    cpu, threads = is_cpu_record(record, roofs), run_threads(record)
+    notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
+    return Context(roofs, maths, str(math.get("source", "")), notes, cpu, threads)

@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzers.mathmode import Context, context, work_by_op
+from analyzers.mathmode import MATRIX_FAMILIES, Context, context, guess_family, work_by_op
 from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
+from analyzers.roof_doubts import Suspects
+from analyzers.roof_flags import flag_cause, run_flag
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -168,28 +170,6 @@ def _div(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def flag_cause(
-    bound: str | None, evidence: str | None, ratio: float, bandwidth: float | None = None
-) -> str:
-    """Why a point can sit above its roof: the likely model or ceiling error."""
-    head = f"{ratio:.0%} of its roof: not a result, a model or ceiling error; likely "
-    if bound == "compute":
-        if evidence == "policy":
-            return head + (
-                "wrong math assumed (no kernel names; the math comes from policy), "
-                "FLOPs over-counted, or time under-attributed"
-            )
-        return head + (
-            "FLOPs over-counted (the model counts more work than the kernels did), "
-            "time under-attributed (kernels credited to another op), or a low roof"
-        )
-    bw = f" ({bandwidth / 1e12:.3g} TB/s, a copy rate)" if bandwidth else ""
-    return head + (
-        "bytes over-counted (modeled as DRAM traffic, but served from cache), "
-        f"time under-attributed, or a bandwidth roof{bw} below what this op reaches"
-    )
-
-
 def place(
     flops: float | None,
     nbytes: float | None,
@@ -199,6 +179,7 @@ def place(
     *,
     math: str | None = None,
     evidence: str | None = None,
+    suspects: Suspects | None = None,
 ) -> Placement:
     """Place one point (FLOPs, bytes, seconds) under the roofs (peak FLOP/s, bandwidth byte/s)."""
     af = _div(flops, time_s)
@@ -213,7 +194,8 @@ def place(
     of_peak = _div(af, peak)
     over = flag = None
     if frac is not None and frac > 1.0:
-        over, flag = frac, flag_cause(bound, evidence, frac, bandwidth)
+        over = frac
+        flag = flag_cause(bound, evidence, frac, bandwidth, peak=peak, suspects=suspects)
         frac = of_peak = None
     return Placement(
         flops,
@@ -313,10 +295,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     over = flag = None
     if frac is not None and frac > 1.0:
         over = frac
-        flag = (
-            f"the step would take {frac:.0%} of its measured time at the roofs: not a "
-            "result; likely a roof too low (wrong math assumed) or FLOPs/bytes over-counted"
-        )
+        flag = run_flag(frac, ctx, by_math)
         frac = None
     of_peak = p.frac_of_peak if frac is not None or over is None else None
     return RunRoofline(
@@ -387,7 +366,13 @@ def op_rooflines(
         tsec, kind, calls = (t.time_s, t.kind, t.calls) if t else (None, None, m and m["calls"])
         om = ctx.maths.get(op)
         pk = ctx.peak(om.math if om else None)
-        kw = {"math": om.math if om else None, "evidence": om.evidence if om else None}
+        matrix = bool(m) and (m["family"] or guess_family(op)) in MATRIX_FAMILIES  # type: ignore[index]
+        per_call = _div(m["flops"], m["calls"]) if m and matrix else None
+        kw = {
+            "math": om.math if om else None,
+            "evidence": om.evidence if om else None,
+            "suspects": ctx.suspects(om.math if om else None, per_call),
+        }
         if m and t:
             tsec = tsec * scale  # type: ignore[operator]
             p = place(m["flops"], m["bytes"], tsec, pk, bw, **kw)

@@ -65,7 +65,9 @@ def _kernel_points(
         g = groups[name]
         om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
         pk = (ctx.peak(om.math) if ctx and om else None) or peak
-        kw = {"math": om.math, "evidence": om.evidence} if om and pk != peak else {}
+        kw: dict[str, Any] = {}
+        if om and pk != peak:
+            kw = {"math": om.math, "evidence": om.evidence, "suspects": ctx.suspects(om.math)}  # type: ignore[union-attr]
         for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
             if g[key] is not None:
                 p = place(g["flops"], g[key], g["time_s"], pk, ceiling, **kw)

@@ -10,9 +10,12 @@ import importlib.metadata
 import math
 import re
 import socket
+import sys
+import time
 from typing import Any
 
 from perfsuite.ceilings import cache as _cache
+from perfsuite.ceilings import load as _load
 from perfsuite.ceilings import measure as _measure
 from perfsuite.ceilings import roofs as _roofs_mod
 from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_bandwidth, spec_flops
@@ -60,28 +63,77 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _stored(m: _measure.Measurement, torch_version: str | None, threads: int | None) -> dict:
+def _stored(
+    m: _measure.Measurement,
+    torch_version: str | None,
+    threads: int | None,
+    state: dict[str, Any] | None,
+) -> dict:
+    """A cache item: the value, how it was measured and (CPU) the machine's state then."""
     return {
         "value": m.value,
         "mode": m.mode,
         "measured_at": _now(),
         "detail": m.describe(),
+        "size": m.size,
         "torch": torch_version,
         "threads": threads,
+        **(state or {}),
     }
 
 
-def _measured_source(item: dict[str, Any]) -> str:
+def _is_cpu(device: str) -> bool:
+    return not device.startswith("cuda")
+
+
+def _measured_source(item: dict[str, Any], cpu: bool) -> str:
+    load = f", {_load.load_text(item)}" if cpu else ""
+    cached = "" if item.get("cached", True) else "; busy machine: this run only, not cached"
     return (
         f"{item.get('detail', 'measured')}; torch {item.get('torch')}, "
-        f"threads {item.get('threads')}, {item.get('measured_at', '')}"
+        f"threads {item.get('threads')}{load}, {item.get('measured_at', '')}{cached}"
     )
 
 
-def _needs(item: dict[str, Any] | None, mode: str, refresh: bool) -> bool:
+_UNDER_KEYS = ("threads", "size", "mode", "load_before", "load_after", "cpus", "busy_limit", "busy")
+
+
+def _measured_under(item: dict[str, Any], cpu: bool) -> dict[str, Any]:
+    """`measured_under` of a record quantity: what the analyzers need to doubt a peak."""
+    out = {k: item[k] for k in _UNDER_KEYS if k in item}
+    if cpu:
+        out.setdefault("busy", None)  # an old cache item: load at measurement not recorded
+    out["cached"] = bool(item.get("cached", True))
+    return out
+
+
+def _needs(item: dict[str, Any] | None, mode: str, refresh: bool, cpu: bool) -> bool:
     if refresh or item is None:
         return True
+    if cpu and "load_before" not in item:
+        return True  # cached before loads were recorded: measure again to know the load
     return mode == "thorough" and item.get("mode") != "thorough"
+
+
+class _Session:
+    """One measurement session: the load before its first benchmark, its start time."""
+
+    def __init__(self, device: str, threads: int | None) -> None:
+        self.cpu = _is_cpu(device)
+        self.threads = threads
+        self.t0 = time.monotonic()
+        self.before = _load.read_load() if self.cpu else None
+        self.cpus = _load.machine_cpus()
+
+    def state(self) -> dict[str, Any] | None:
+        if not self.cpu:
+            return None
+        after = _load.read_load()
+        return _load.judge(self.before, after, self.cpus, self.threads, time.monotonic() - self.t0)
+
+
+def _warn(message: str) -> None:
+    print(f"perfsuite: {message}", file=sys.stderr, flush=True)
 
 
 def measure_device(
@@ -95,7 +147,10 @@ def measure_device(
 ) -> dict[str, Any]:
     """Measure (what is missing, or everything with refresh) and store it; the cache entry.
 
-    `progress` is an optional callable(str) told what is being measured.
+    A CPU reading taken on a busy machine (perfsuite.ceilings.load) is returned for this call,
+    labeled `cached: False` with a warning on stderr, and never stored. CPU items cached
+    before loads were recorded are measured again. `progress` is an optional callable(str)
+    told what is being measured.
     """
     device = normalize_device(device)
     name = device_name(device)
@@ -107,20 +162,41 @@ def measure_device(
     if dtypes is None:
         dtypes = list(_measure.measurable_dtypes(device))
     wanted = [normalize_dtype(d) for d in dtypes]
-    changed = False
+    session = _Session(device, threads)
+    used = {"flops": dict(meas["flops"]), "bandwidth": meas["bandwidth"]}
+    warnings: list[str] = []
+
+    def taken(what: str, m: _measure.Measurement) -> dict[str, Any]:
+        """The item for this call; on a busy CPU labeled `cached: False`, with a warning."""
+        item = _stored(m, tv, threads, session.state())
+        if item.get("busy"):
+            item["cached"] = False
+            warnings.append(
+                f"{what} on {name} measured on a busy machine, {_load.load_text(item)}: "
+                "used for this call only, not cached"
+            )
+            _warn(warnings[-1])
+        return item
+
     for dt in wanted:
         if dt not in _measure.measurable_dtypes(device):
             continue
-        if _needs(meas["flops"].get(dt), mode, refresh):
+        if _needs(meas["flops"].get(dt), mode, refresh, session.cpu):
             if progress:
                 progress(f"matmul {dt}")
-            meas["flops"][dt] = _stored(_measure.measure_matmul(device, dt, mode), tv, threads)
-            changed = True
-    if bandwidth and _needs(meas["bandwidth"], mode, refresh):
+            used["flops"][dt] = taken(f"peak {dt}", _measure.measure_matmul(device, dt, mode))
+    if bandwidth and _needs(meas["bandwidth"], mode, refresh, session.cpu):
         if progress:
             progress("copy bandwidth")
-        meas["bandwidth"] = _stored(_measure.measure_bandwidth(device, mode), tv, threads)
-        changed = True
+        used["bandwidth"] = taken("copy bandwidth", _measure.measure_bandwidth(device, mode))
+    # Store what this call measured on a quiet machine; a busy reading never replaces a value.
+    changed = False
+    for dt, item in used["flops"].items():
+        if item is not meas["flops"].get(dt) and item.get("cached", True):
+            meas["flops"][dt], changed = item, True
+    bw = used["bandwidth"]
+    if bw is not None and bw is not meas["bandwidth"] and bw.get("cached", True):
+        meas["bandwidth"], changed = bw, True
     if changed:
         _cache.save_cache(data)
     return {
@@ -128,8 +204,9 @@ def measure_device(
         "device_name": name,
         "host": host,
         "env": _cache.env_key(tv, threads),
-        "measured": meas,
+        "measured": used,
         "user": entry["user"],
+        "warnings": warnings,
     }
 
 
@@ -188,8 +265,10 @@ def ceilings_for(
     """The record's `ceilings` section for `device` ("cpu" | "cuda[:i]") and `dtype`.
 
     Peak FLOP/s and bandwidth come from, in order: a cached measurement for this host,
-    device, torch version and thread count; a fresh measurement (when `measure`); a
-    user-set value; the spec table. `spec` is the table entry (GPUs) or the user values.
+    device, torch version and thread count (the run's: a 1-thread run never takes a 2-thread
+    peak); a fresh measurement (when `measure`; on a busy CPU used for this run only, labeled
+    with the load); a user-set value; the spec table. `spec` is the table entry (GPUs) or the
+    user values. Measured quantities carry `measured_under` (threads, size, CPU load).
     """
     device = normalize_device(device)
     dtype = normalize_dtype(dtype)
@@ -208,10 +287,11 @@ def ceilings_for(
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     table = match_spec(name) if device.startswith("cuda") else None
     spec = _public_spec(table) or user_spec(name, user)
+    cpu = _is_cpu(device)
 
     def pick(item: dict | None, user_v: float | None, spec_v: float | None, unit: str) -> dict:
-        if item and item.get("value"):
-            return quantity(item["value"], unit, "measured", _measured_source(item))
+        if _usable(item):
+            return _measured_q(item, unit, cpu)  # type: ignore[arg-type]
         if user_v:
             return quantity(user_v, unit, "spec", f"{USER_SOURCE} for {name}")
         if spec_v:
@@ -228,8 +308,19 @@ def ceilings_for(
             measured.get("bandwidth"), user.get("bandwidth"), spec_bandwidth(table), "byte/s"
         ),
         "spec": spec,
-        "roofs": _roofs(measured, user, name, table),
+        "roofs": _roofs(measured, user, name, table, cpu),
     }
+
+
+def _usable(item: dict[str, Any] | None) -> bool:
+    """A measured item a record may use: trusted from the cache, or measured by this call."""
+    return _load.trusted(item) or bool(item and item.get("value") and item.get("cached") is False)
+
+
+def _measured_q(item: dict[str, Any], unit: str, cpu: bool) -> dict[str, Any]:
+    q = quantity(item["value"], unit, "measured", _measured_source(item, cpu))
+    q["measured_under"] = _measured_under(item, cpu)
+    return q
 
 
 def _roof_dtypes(device: str, dtype: str) -> list[str]:
@@ -241,17 +332,21 @@ def _roof_dtypes(device: str, dtype: str) -> list[str]:
 
 
 def _roofs(
-    measured: dict[str, Any], user: dict[str, Any], name: str, table: dict[str, Any] | None
+    measured: dict[str, Any],
+    user: dict[str, Any],
+    name: str,
+    table: dict[str, Any] | None,
+    cpu: bool,
 ) -> dict[str, Any]:
     """`ceilings.roofs`: per math, the cached measurement, else a user value, else the spec."""
     meas: dict[str, Any] = {}
     for dt, item in (measured.get("flops") or {}).items():
         math = _roofs_mod.DTYPE_MATH.get(dt)
-        if math and item and item.get("value"):
-            meas[math] = _roofs_mod.roof(item["value"], "measured", _measured_source(item))
-    bw = measured.get("bandwidth") or {}
-    if bw.get("value"):
-        meas["memory"] = _roofs_mod.bandwidth_roof(bw["value"], "measured", _measured_source(bw))
+        if math and _usable(item):
+            meas[math] = {"peak_flops": _measured_q(item, "FLOP/s", cpu)}
+    bw = measured.get("bandwidth")
+    if _usable(bw):
+        meas["memory"] = {"bandwidth": _measured_q(bw, "byte/s", cpu)}
     spec_user = _roofs_mod.spec_roofs(user_spec(name, user))
     for r in spec_user.values():
         for q in r.values():

@@ -10,6 +10,7 @@ analyzers build roofs for old records from their `ceilings` and from a `perfsuit
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from analyzers.mathmode import DTYPE_MATH
 from perfsuite.ceilings.table import normalize_dtype
 from perfsuite.safeio import InputError, load_json
 
+# `perfsuite peaks --json` row fields carried into a measured roof's `measured_under`.
+_UNDER_ROW = ("mode", "load_before", "load_after", "cpus", "busy_limit", "busy")
 UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
 
 
@@ -77,6 +80,7 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             f"{p}: field rows: missing or not a list (expected `perfsuite peaks --json` output)"
         )
     who = f"{data.get('device_name', '?')}, {data.get('env', '?')}"
+    threads = re.search(r"threads (\d+)", str(data.get("env") or ""))
     out: dict[str, Any] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -103,8 +107,36 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             detail = (row.get("detail") or "") if field == "measured" else ""
             src = f"peaks file {p.name} ({field}; {who}{'; ' + detail if detail else ''})"
             q = _q(float(v), unit, prov, src)
+            if field == "measured":
+                # what the analyzers doubt a peak by: its threads, and (CPU) the load then
+                under = _row_under(row, f"{p}: field rows[{i}]")
+                if threads:
+                    under["threads"] = int(threads.group(1))
+                if under:
+                    q["measured_under"] = under
             out[key] = {"bandwidth": q} if key == "memory" else {"peak_flops": q}
             break
+    return out
+
+
+def _row_under(row: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The row's load fields (`perfsuite peaks --json`), checked; one-line error otherwise."""
+    out: dict[str, Any] = {}
+    for k in _UNDER_ROW:
+        v = row.get(k)
+        if v is None:
+            continue
+        if k == "busy":
+            ok = isinstance(v, bool)
+        elif k == "mode":
+            ok = isinstance(v, str)
+        elif k == "cpus":
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        else:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok:
+            raise PeaksFileError(f"{where}.{k}: {v!r} is not a valid {k}")
+        out[k] = v
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import CLIError, add_json_flag, positive_int, print_json, status
 
 
 def register(subparsers: Any) -> None:
@@ -16,7 +16,9 @@ def register(subparsers: Any) -> None:
             "Measure peak FLOP/s (large matrix product per dtype, 2*M*N*K/t) and memory "
             "bandwidth (large copy, read+write bytes / t), cache them per host, device, torch "
             "version and thread count, and print them next to the vendor spec where one "
-            "exists. CPUs have no spec table: name yours with --set."
+            "exists. CPUs have no spec table: name yours with --set. A CPU peak measured on a "
+            "busy machine (1-minute load before or after > cpus - threads + 0.5) is shown but "
+            "not cached; the load at measurement is shown for each value."
         ),
     )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
@@ -32,7 +34,18 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="quick mode (a few seconds; what `perfsuite run` uses) instead of thorough",
     )
-    p.add_argument("--refresh", action="store_true", help="re-measure even if cached")
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        help="torch threads to measure with (default: torch's); peaks are cached per thread "
+        "count, and a `run --threads N` is judged against the N-thread peak",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="re-measure even if cached (the new value replaces the cached one unless the "
+        "machine is busy)",
+    )
     p.add_argument(
         "--set",
         action="append",
@@ -45,32 +58,45 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _rows(result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str]) -> list[dict]:
+_STATE_KEYS = ("load_before", "load_after", "cpus", "threads", "busy_limit", "busy")
+
+
+def _measured_fields(item: dict[str, Any] | None, cpu: bool) -> dict[str, Any]:
+    """A row's measured value, how, and (CPU) the machine's load at measurement."""
+    from perfsuite.ceilings.load import load_text
+
+    item = item or {}
+    out = {k: item.get(k) for k in ("value", "mode", "detail")}
+    out["measured"] = out.pop("value")
+    out["cached"] = bool(item) and item.get("cached", True)
+    if cpu:
+        out.update({k: item.get(k) for k in _STATE_KEYS})
+        out["load"] = load_text(item) if item else None
+    return out
+
+
+def _rows(
+    result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str], cpu: bool
+) -> list[dict]:
     from perfsuite.ceilings.table import spec_bandwidth, spec_flops
 
     meas, user = result["measured"], result["user"]
     rows = []
     for dt in dtypes:
-        item = meas["flops"].get(dt) or {}
         rows.append(
             {
                 "quantity": f"peak {dt}",
                 "unit": "FLOP/s",
-                "measured": item.get("value"),
-                "mode": item.get("mode"),
-                "detail": item.get("detail"),
+                **_measured_fields(meas["flops"].get(dt), cpu),
                 "user": user.get(dt),
                 "spec": spec_flops(spec, dt),
             }
         )
-    bw = meas.get("bandwidth") or {}
     rows.append(
         {
             "quantity": "memory bandwidth",
             "unit": "byte/s",
-            "measured": bw.get("value"),
-            "mode": bw.get("mode"),
-            "detail": bw.get("detail"),
+            **_measured_fields(meas.get("bandwidth"), cpu),
             "user": user.get("bandwidth"),
             "spec": spec_bandwidth(spec),
         }
@@ -100,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         settings = dict(parse_setting(s) for s in args.settings or [])
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    if args.threads:
+        try:
+            import torch
+        except ImportError:
+            raise CLIError("--threads needs torch, which is not installed") from None
+        torch.set_num_threads(args.threads)
     if device.startswith("cuda"):
         try:
             import torch
@@ -122,19 +154,21 @@ def run(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         mode = "quick" if args.quick else "thorough"
-        bar = tqdm([*dtypes, "bandwidth"], desc="peaks", unit="test", leave=False)
-        for dt in bar:
-            bar.set_postfix_str(dt)
-            if dt == "bandwidth":
-                result = measure_device(device, [], mode=mode, refresh=args.refresh)
-            else:
-                measure_device(device, [dt], mode=mode, refresh=args.refresh, bandwidth=False)
+        # One session: the load is read once before the first benchmark (see ceilings.load).
+        bar = tqdm(total=len(dtypes) + 1, desc="peaks", unit="test", leave=False)
+
+        def step(what: str) -> None:
+            bar.set_postfix_str(what)
+            bar.update(1)
+
+        result = measure_device(device, dtypes, mode=mode, refresh=args.refresh, progress=step)
         bar.close()
     name = result["device_name"]
     spec = match_spec(name) if device.startswith("cuda") else None
     shown = [d for d in dtypes if d in measurable_dtypes(device)]
     shown += [k for k in result["user"] if k not in ("bandwidth", "set_at") and k not in shown]
-    rows = _rows(result, spec, shown)
+    cpu = not device.startswith("cuda")
+    rows = _rows(result, spec, shown, cpu)
     if args.json:
         print_json(
             {
@@ -146,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
                 "spec_id": spec["id"] if spec else None,
                 "spec_source": spec["source"] if spec else None,
                 "rows": rows,
+                "warnings": result.get("warnings", []),
             }
         )
         return 0
@@ -155,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             r["quantity"],
             fmt.si(r["measured"], r["unit"]),
             r["mode"] or "",
+            _state_cell(r),
             fmt.si(r["spec"], r["unit"]) if r["spec"] else "",
             fmt.si(r["user"], r["unit"]) if r["user"] else "",
             fmt.pct(r["measured_over_spec"]) if r["measured_over_spec"] else "",
@@ -164,8 +200,16 @@ def run(args: argparse.Namespace) -> int:
     print(
         fmt.table(
             table_rows,
-            ["ceiling", "measured", "mode", "spec", "user-set", "measured/ref"],
-            align="lllrrr",
+            [
+                "ceiling",
+                "measured",
+                "mode",
+                "load at measurement",
+                "spec",
+                "user-set",
+                "measured/ref",
+            ],
+            align="llllrrr",
         )
     )
     if spec:
@@ -176,3 +220,15 @@ def run(args: argparse.Namespace) -> int:
         print("spec: this device is not in the spec table")
     print(f"cache: {cache_path()}")
     return 0
+
+
+def _state_cell(row: dict[str, Any]) -> str:
+    """Short: '0.12->0.31 /2 CPUs, 2 thr' (before->after), ', BUSY, not cached' when busy."""
+    if row.get("measured") is None or "load" not in row:
+        return ""
+    if row.get("load_before") is None:
+        return "not recorded (old cache)" if row.get("cpus") is None else "unknown (no loadavg)"
+    after = row.get("load_after")
+    text = f"{row['load_before']:.2f}" + (f"->{after:.2f}" if after is not None else "")
+    text += f" /{row['cpus']} CPUs, {row['threads']} thr"
+    return text + (", BUSY, not cached" if row.get("busy") else ", quiet")

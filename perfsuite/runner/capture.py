@@ -104,9 +104,21 @@ def resolve_ceilings(device: str, dtype: str, measure: bool) -> tuple[dict | Non
     except ImportError as exc:
         return None, f"device ceilings unavailable: {exc}"
     try:
-        return ceilings_for(device, dtype, measure=measure, quick=True), ""
+        ceil = ceilings_for(device, dtype, measure=measure, quick=True)
     except Exception as exc:  # a failed micro-benchmark must not lose the run
         return None, f"device ceilings could not be determined: {exc}"
+    busy = sorted(
+        name
+        for name, roof in (ceil.get("roofs") or {}).items()
+        for q in roof.values()
+        if (q.get("measured_under") or {}).get("busy") is True
+    )
+    if busy:
+        return ceil, (
+            f"device ceilings {', '.join(busy)} measured on a busy machine (see their "
+            "source): likely too low, used for this run only, not cached"
+        )
+    return ceil, ""
 
 
 def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:

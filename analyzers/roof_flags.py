@@ -1,0 +1,110 @@
+"""Cause text for a point above its roof: the likely model or ceiling error, by evidence.
+
+Why: "wrong math assumed" was said of CPU convolutions at 351-410% of a roof measured while
+other jobs loaded the machine; the roof was wrong, not the math. Causes are ordered by what the
+record shows (analyzers.roof_doubts): a measured roof the record doubts first, a wrong math
+only when a faster roof exists that would hold the point, then the FLOP/byte model and time
+attribution. Pure, torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from analyzers.roof_doubts import Suspects
+
+if TYPE_CHECKING:
+    from analyzers.mathmode import Context
+
+
+def _wrong_math(evidence: str | None, ratio: float, peak: float | None, s: Suspects) -> str:
+    """'wrong math assumed (...)' when the math is a guess and a faster roof would hold it."""
+    if evidence != "policy" or not peak:
+        return ""
+    holds = sorted((v, m) for m, v in s.faster if v >= ratio * peak)  # the nearest first
+    if not holds:
+        return ""
+    return (
+        f"wrong math assumed (no kernel names, the math comes from policy; a {holds[0][1]} "
+        "roof would hold it)"
+    )
+
+
+def _causes(items: list[str]) -> str:
+    items = [i for i in items if i]
+    return ", ".join(items[:-1]) + f", or {items[-1]}" if len(items) > 1 else items[0]
+
+
+def flag_cause(
+    bound: str | None,
+    evidence: str | None,
+    ratio: float,
+    bandwidth: float | None = None,
+    *,
+    peak: float | None = None,
+    suspects: Suspects | None = None,
+) -> str:
+    """Why a point can sit above its roof, the causes in order of the record's evidence:
+    a measured CPU roof the record shows too low (busy machine, fewer threads, a smaller
+    benchmark) first; a wrong math only when a faster roof exists that would hold the point."""
+    s = suspects or Suspects()
+    head = f"{ratio:.0%} of its roof: not a result, a model or ceiling error; likely "
+    if bound == "compute":
+        low = f"the measured peak is too low ({'; '.join(s.peak)})" if s.peak else ""
+        roof = "" if s.peak else "a low roof" + (f" ({s.peak_unknown})" if s.peak_unknown else "")
+        return head + _causes(
+            [
+                low,
+                _wrong_math(evidence, ratio, peak, s),
+                "FLOPs over-counted (the model counts more work than the kernels did)",
+                "time under-attributed (kernels credited to another op)",
+                roof,
+            ]
+        )
+    bw = f" ({bandwidth / 1e12:.3g} TB/s, a copy rate)" if bandwidth else ""
+    low = f"the measured bandwidth is too low ({'; '.join(s.bandwidth)})" if s.bandwidth else ""
+    return head + _causes(
+        [
+            low,
+            "bytes over-counted (modeled as DRAM traffic, but served from cache)",
+            "time under-attributed",
+            ""
+            if s.bandwidth
+            else f"a bandwidth roof{bw} below what this op reaches"
+            + (f" ({s.bandwidth_unknown})" if s.bandwidth_unknown else ""),
+        ]
+    )
+
+
+def run_flag(frac: float, ctx: Context, by_math: Mapping[str, float]) -> str:
+    """The whole run above its roofs: the roofs the record doubts first, then the model."""
+    low, unknown = [], []
+    for math in sorted(by_math, key=lambda k: -by_math[k]):
+        s = ctx.suspects(math)
+        if s.peak:
+            low.append(f"the measured {math} peak is too low ({'; '.join(s.peak)})")
+        elif s.peak_unknown:
+            unknown.append(math)
+    mem = ctx.suspects(None).bandwidth
+    if mem:
+        low.append(f"the measured bandwidth is too low ({'; '.join(mem)})")
+    guessed = sorted(
+        {o.math for o in ctx.maths.values() if o.evidence == "policy" and o.math in by_math}
+    )
+    faster = sorted({m for g in guessed for m, _ in ctx.suspects(g).faster})
+    wrong = (
+        f"wrong math assumed (the math comes from policy; faster roofs exist: {', '.join(faster)})"
+        if faster
+        else ""
+    )
+    roof = (
+        ""
+        if low
+        else "a roof too low"
+        + (f" ({', '.join(unknown)}: load at measurement not recorded)" if unknown else "")
+    )
+    return (
+        f"the step would take {frac:.0%} of its measured time at the roofs: not a result; "
+        "likely " + _causes([*low, wrong, "FLOPs/bytes over-counted", roof])
+    )

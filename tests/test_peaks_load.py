@@ -1,0 +1,229 @@
+"""CPU peaks and the machine's load: busy measurements are not cached, old caches still read,
+peaks are per thread count. No real benchmark runs: the measurement and os.getloadavg are
+replaced, and the cache lives in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from perfsuite.ceilings import ceilings_for, load_cache, measure_device
+from perfsuite.ceilings import measure as measure_mod
+from perfsuite.ceilings import resolve as resolve_mod
+from perfsuite.ceilings.load import judge, load_text
+from perfsuite.ceilings.measure import Measurement
+from perfsuite.cli import main
+
+NAME = "Test CPU"
+
+
+class Bench:
+    """Fake benchmarks: the FLOP/s to report next, and how many ran."""
+
+    def __init__(self) -> None:
+        self.flops = 4.0e10
+        self.calls = 0
+
+    def matmul(self, device: str, dtype: str, mode: str = "quick") -> Measurement:
+        self.calls += 1
+        return Measurement("matmul", dtype, self.flops, "FLOP/s", 512, 5, 0.05, mode)
+
+    def copy(self, device: str, mode: str = "quick") -> Measurement:
+        self.calls += 1
+        return Measurement("copy", None, 1.0e10, "byte/s", 64 << 20, 5, 0.01, mode)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A temporary cache, a 2-CPU machine, torch 2.5 with 2 threads, fake benchmarks; the
+    test sets the load with `env.load = x`."""
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path))
+    bench = Bench()
+    bench.load = 0.1  # type: ignore[attr-defined]
+    bench.threads = 2  # type: ignore[attr-defined]
+    monkeypatch.setattr(measure_mod, "measure_matmul", bench.matmul)
+    monkeypatch.setattr(measure_mod, "measure_bandwidth", bench.copy)
+    monkeypatch.setattr(os, "getloadavg", lambda: (bench.load, 0.0, 0.0))  # type: ignore[attr-defined]
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(resolve_mod, "_env", lambda: ("2.5.0", bench.threads))  # type: ignore[attr-defined]
+    monkeypatch.setattr(resolve_mod, "device_name", lambda device: NAME)
+    return bench
+
+
+def _cached_env(threads: int = 2) -> dict:
+    """The cached measurements of that thread count ({} flops, no bandwidth when none)."""
+    empty = {"flops": {}, "bandwidth": None}
+    for entry in load_cache()["devices"].values():
+        return entry["measured"].get(f"torch 2.5.0|threads {threads}", empty)
+    return empty
+
+
+def test_rule_subtracts_what_the_benchmark_itself_adds():
+    # 2 CPUs, 2 threads: busy above 0.5
+    assert judge(0.4, 0.6, 2, 2, 10.0)["busy"] is False  # 0.6 - 2(1 - e^-1/6) = 0.29
+    assert judge(0.4, 1.2, 2, 2, 10.0)["busy"] is True  # 1.2 - 0.31 > 0.5: others started
+    assert judge(0.6, 0.6, 2, 2, 10.0)["busy"] is True
+    assert judge(1.4, None, 2, 1, 0.0)["busy"] is False  # 1 thread: room for 1.5
+    assert judge(1.6, None, 2, 1, 0.0)["busy_limit"] == 1.5
+    assert judge(None, None, 2, 2, 1.0)["busy"] is None  # no load average: unknown
+
+
+def test_busy_peak_is_used_labeled_but_not_cached_then_quiet_one_is(env, capsys):
+    env.load = 3.0
+    c = ceilings_for("cpu", "float32")
+    q = c["peak_flops"]
+    assert q["value"] == 4.0e10 and q["provenance"] == "measured"
+    assert "load 3.00" in q["source"] and "not cached" in q["source"]
+    assert q["measured_under"]["busy"] is True and q["measured_under"]["cached"] is False
+    assert q["measured_under"]["cpus"] == 2 and q["measured_under"]["threads"] == 2
+    assert c["roofs"]["fp32"]["peak_flops"] == q
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("busy machine" in e and "not cached" in e for e in err)
+    assert "float32" not in _cached_env()["flops"] and _cached_env()["bandwidth"] is None
+    # quiet now: measured again and cached ...
+    env.load, env.flops = 0.1, 4.2e10
+    q = ceilings_for("cpu", "float32")["peak_flops"]
+    assert env.calls == 4 and q["value"] == 4.2e10 and q["measured_under"]["busy"] is False
+    assert "load 0.10" in q["source"] and "quiet" in q["source"]
+    assert _cached_env()["flops"]["float32"]["load_before"] == 0.1
+    # ... and reused, even when the machine is busy again
+    env.load, env.flops = 5.0, 1.0e9
+    assert ceilings_for("cpu", "float32")["peak_flops"]["value"] == 4.2e10
+    assert env.calls == 4
+
+
+def test_refresh_on_a_busy_machine_keeps_the_quiet_entry(env):
+    measure_device("cpu", ["float32"], bandwidth=False)
+    env.load, env.flops = 2.0, 1.0e10
+    got = measure_device("cpu", ["float32"], bandwidth=False, refresh=True)
+    assert got["measured"]["flops"]["float32"]["value"] == 1.0e10  # this call's reading
+    assert got["measured"]["flops"]["float32"]["cached"] is False
+    assert _cached_env()["flops"]["float32"]["value"] == 4.0e10  # the quiet one stays
+    assert len(got["warnings"]) == 1 and "load 2.00" in got["warnings"][0]
+
+
+def _write_old_cache(tmp_path, threads: int = 2, value: float = 3.54e10) -> None:
+    host = __import__("socket").gethostname()
+    item = {
+        "value": value,
+        "mode": "quick",
+        "measured_at": "2026-11-20T10:00:00+00:00",
+        "detail": "matmul n=1024, 2n^3/t, best of 5 (quick)",
+        "torch": "2.5.0",
+        "threads": threads,
+    }
+    data = {
+        "version": 1,
+        "devices": {
+            f"{host}|{NAME}": {
+                "host": host,
+                "device_name": NAME,
+                "user": {},
+                "measured": {
+                    f"torch 2.5.0|threads {threads}": {
+                        "flops": {"float32": item},
+                        "bandwidth": None,
+                    }
+                },
+            }
+        },
+    }
+    (tmp_path / "peaks.json").write_text(json.dumps(data))
+
+
+def test_old_cache_without_load_is_read_as_unknown_then_upgraded(env, tmp_path, capsys):
+    _write_old_cache(tmp_path)
+    q = ceilings_for("cpu", "float32", measure=False)["peak_flops"]
+    assert q["value"] == 3.54e10 and q["provenance"] == "measured"
+    assert "load at measurement not recorded" in q["source"]
+    assert q["measured_under"]["busy"] is None and env.calls == 0
+    assert main(["peaks", "--dtype", "float32", "--quick"]) == 0  # measures what is missing
+    out = capsys.readouterr().out
+    assert "load at measurement" in out and "0.10" in out and "/2 CPUs, 2 thr" in out
+    assert _cached_env()["flops"]["float32"]["value"] == 4.0e10  # re-measured on a quiet machine
+
+
+def test_peaks_json_shows_load_per_value(env, capsys):
+    env.load = 1.7
+    assert main(["peaks", "--dtype", "float32", "--quick", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = next(r for r in out["rows"] if r["quantity"] == "peak float32")
+    assert row["load_before"] == 1.7 and row["busy"] is True and row["cached"] is False
+    assert row["cpus"] == 2 and row["threads"] == 2 and "load 1.70" in row["load"]
+    assert len(out["warnings"]) == 2
+
+
+def test_one_thread_run_never_takes_the_two_thread_peak(env, tmp_path):
+    _write_old_cache(tmp_path, threads=2)
+    env.threads = 1
+    c = ceilings_for("cpu", "float32", measure=False)
+    assert c["peak_flops"]["value"] is None and "fp32" not in c["roofs"]
+    env.flops = 2.1e10
+    c = ceilings_for("cpu", "float32")
+    assert c["peak_flops"]["value"] == 2.1e10
+    assert c["peak_flops"]["measured_under"]["threads"] == 1
+    assert "threads 1" in c["peak_flops"]["source"]
+    assert _cached_env(threads=2)["flops"]["float32"]["value"] == 3.54e10  # untouched
+
+
+def test_record_with_load_provenance_validates(env, tmp_path, make_record):
+    from perfsuite.record import load_record, write_record
+
+    env.load = 3.0
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["ceilings"] = ceilings_for("cpu", "float32")
+    back = load_record(write_record(tmp_path / "run", rec))
+    under = back["ceilings"]["roofs"]["fp32"]["peak_flops"]["measured_under"]
+    assert under["load_before"] == 3.0 and under["busy"] is True
+
+
+def test_load_text_names_old_and_unknown_loads():
+    assert "not recorded" in load_text({"value": 1.0})
+    assert "no load average" in load_text({"value": 1.0, "load_before": None})
+
+
+def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
+    """A `perfsuite peaks --json` file measured with 2 threads, given to a 1-thread run."""
+    from analyzers.roofline import roofline
+    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from tests.test_roof_causes import cpu_record
+
+    row = {"quantity": "peak float32", "measured": 1e12, "load_before": 0.2, "busy": False}
+    path = tmp_path / "peaks.json"
+    path.write_text(json.dumps({"env": "torch 2.5.0|threads 2", "rows": [row]}))
+    roofs = peaks_file_roofs(path)
+    assert roofs["fp32"]["peak_flops"]["measured_under"] == {
+        "threads": 2,
+        "load_before": 0.2,
+        "busy": False,
+    }
+    rec = cpu_record(make_record, None, run_threads=1)
+    rec["ceilings"]["roofs"]["fp32"]["peak_flops"]["source"] = "matmul"  # threads unknown
+    assert not any("threads, this run used" in n for n in roofline(rec).notes)
+    res = roofline(rec, peaks=roofs)
+    assert any("fp32 roof: measured with 2 threads, this run used 1" in n for n in res.notes)
+    path.write_text(json.dumps({"rows": [{**row, "load_before": "high"}]}))
+    with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].load_before: 'high'"):
+        peaks_file_roofs(path)
+
+
+def test_a_run_on_a_busy_machine_is_flagged(env):
+    from perfsuite.runner.capture import resolve_ceilings
+
+    env.load = 3.0
+    ceil, why = resolve_ceilings("cpu", "float32", True)
+    assert ceil["peak_flops"]["value"] == 4.0e10
+    assert why.startswith("device ceilings fp32, memory measured on a busy machine")
+    env.load = 0.1
+    assert resolve_ceilings("cpu", "float32", True)[1] == ""
+
+
+def test_peaks_threads_option_measures_the_one_thread_peak(env, monkeypatch, capsys):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: setattr(env, "threads", n))
+    assert main(["peaks", "--threads", "1", "--quick", "--dtype", "float32", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["env"] == "torch 2.5.0|threads 1"
+    assert _cached_env(threads=1)["flops"]["float32"]["busy_limit"] == 1.5  # 2 - 1 + 0.5

@@ -1,0 +1,142 @@
+"""The cause named for a point above its roof follows the record's evidence: a CPU peak measured
+on a busy machine, with fewer threads than the run, or by a smaller matmul comes first; a wrong
+math only when a faster roof would hold the point."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from analyzers.roofline import roofline
+from perfsuite.record import quantity
+
+LOADED = {
+    "threads": 2,
+    "size": 2048,
+    "mode": "quick",
+    "load_before": 15.2,
+    "load_after": 15.6,
+    "cpus": 2,
+    "busy_limit": 0.5,
+    "busy": True,
+    "cached": False,
+}
+
+
+def cpu_record(make_record, under=None, run_threads=2, peak=1e9):
+    """One matmul op at 3.2e10 FLOP/s (1.6e9 FLOP in 0.05 s, 6 calls) against `peak`."""
+    rec = make_record([(1, 10.0, 0.95)], run_id="cpu1")
+    rec["environment"] = {"device": "cpu", "torch_threads": run_threads}
+    rec["work"] = {
+        "flops_per_step": quantity(1.6e9, "FLOP", "counted"),
+        "bytes_per_step": quantity(3e7, "byte", "modeled"),
+        "dtype": "float32",
+        "per_op": [
+            {"op": "aten::mm", "phase": "forward", "calls": 2, "flops": 1e9, "bytes": 1e7},
+            {"op": "aten::mm", "phase": "backward", "calls": 4, "flops": 6e8, "bytes": 2e7},
+        ],
+    }
+    rec["throughput"] = {"step_time": quantity(0.05, "s", "measured")}
+    rec["timeline"] = {
+        "trace": None,
+        "steps": 2,
+        "step_time": quantity(0.05, "s", "measured"),
+        "ops": [{"op": "aten::mm", "calls": 12, "self_time_s": 0.1, "total_time_s": 0.1}],
+    }
+    pk = quantity(peak, "FLOP/s", "measured", "matmul n=2048, 2n^3/t; torch 2.5.0, threads 2")
+    if under is not None:
+        pk["measured_under"] = dict(under)
+    bw = quantity(1e10, "byte/s", "measured", "copy")
+    rec["ceilings"] = {
+        "device": "Test CPU",
+        "dtype": "float32",
+        "peak_flops": pk,
+        "memory_bandwidth": bw,
+        "spec": None,
+        "roofs": {"fp32": {"peak_flops": pk}, "memory": {"bandwidth": bw}},
+    }
+    return rec
+
+
+def _mm(res):
+    return next(o for o in res.ops if o.op == "aten::mm").placement
+
+
+def test_loaded_peak_is_named_first_and_no_math_blamed(make_record):
+    res = roofline(cpu_record(make_record, LOADED))
+    mm = _mm(res)
+    assert mm.frac_of_roof is None and mm.over_roof == pytest.approx(32.0)
+    assert mm.flag.index("likely the measured peak is too low (measured at load 15.20 before") > 0
+    assert "15.60 after on 2 CPUs with 2 threads" in mm.flag
+    assert mm.flag.index("peak is too low") < mm.flag.index("FLOPs over-counted")
+    assert "wrong math" not in mm.flag and "a low roof" not in mm.flag
+    assert "likely the measured fp32 peak is too low (measured at load 15.20" in res.run.flag
+    assert "wrong math" not in res.run.flag
+    assert any("fp32 roof: measured on a busy machine" in n for n in res.notes)
+
+
+def test_quiet_peak_keeps_the_model_first(make_record):
+    quiet = {**LOADED, "load_before": 0.1, "load_after": 0.3, "busy": False, "cached": True}
+    mm = _mm(roofline(cpu_record(make_record, quiet)))
+    assert "peak is too low" not in mm.flag and "wrong math" not in mm.flag
+    assert mm.flag.index("FLOPs over-counted") < mm.flag.index("or a low roof")
+    assert "load at measurement not recorded" not in mm.flag
+
+
+def test_old_record_without_load_says_unknown_not_busy(make_record):
+    res = roofline(cpu_record(make_record, None))
+    mm = _mm(res)
+    assert "peak is too low" not in mm.flag
+    assert mm.flag.endswith("or a low roof (load at measurement not recorded)")
+    assert any("load at measurement not recorded" in n for n in res.notes)
+    # memory-bound: the same for the copy roof (bytes 1000x the model: above the bandwidth)
+    rec = cpu_record(make_record, None, peak=1e15)
+    for row in rec["work"]["per_op"]:
+        row["bytes"] *= 1000
+    mm = _mm(roofline(rec))
+    assert mm.bound == "memory" and mm.flag.startswith(
+        "6000% of its roof"
+    )  # 3e10 byte / 0.05 s / 1e10
+    assert mm.flag.endswith("below what this op reaches (load at measurement not recorded)")
+
+
+def test_fewer_threads_than_the_run_and_a_smaller_benchmark(make_record):
+    few = {**LOADED, "busy": False, "load_before": 0.1, "threads": 1, "size": 256}
+    res = roofline(cpu_record(make_record, few, run_threads=2))
+    flag = _mm(res).flag
+    head = flag.split("likely ", 1)[1]
+    assert head.startswith("the measured peak is too low (measured with 1 thread while the run")
+    # 2 x 256^3 = 3.36e7 FLOP per benchmark product; aten::mm does 1.6e9 / 6 per call
+    assert "by a benchmark smaller than this op (n=256 matmul, 3.36e+07 FLOP" in flag
+    assert "this op 2.67e+08 FLOP per call" in flag
+
+
+def test_one_thread_run_judged_by_a_two_thread_peak_is_said(make_record):
+    """Peaks are per thread count; a record mixing them (e.g. a --peaks file) must say so."""
+    quiet = {**LOADED, "busy": False, "load_before": 0.1}
+    res = roofline(cpu_record(make_record, quiet, run_threads=1, peak=1e12))
+    assert any("fp32 roof: measured with 2 threads, this run used 1" in n for n in res.notes)
+    assert _mm(res).flag is None  # under its roof: not a cause, only the note
+    # an old record: the threads come from the roof's source text
+    res = roofline(cpu_record(make_record, None, run_threads=1, peak=1e12))
+    assert any("measured with 2 threads, this run used 1" in n for n in res.notes)
+
+
+def test_wrong_math_only_when_a_faster_roof_would_hold_it(make_record):
+    rec = cpu_record(make_record, None)
+    rec["environment"] = {"device": "cuda:0"}
+    rec["math"] = {
+        "source": "test policy",
+        "param_dtype": "float32",
+        "cudnn_allow_tf32": True,
+        "matmul_allow_tf32": False,
+        "float32_matmul_precision": "highest",
+    }
+    gpu = copy.deepcopy(rec)
+    gpu["ceilings"]["roofs"]["tf32"] = {"peak_flops": quantity(1e11, "FLOP/s", "spec", "datasheet")}
+    flag = _mm(roofline(gpu)).flag
+    assert "wrong math assumed" in flag and "a tf32 roof would hold it" in flag
+    assert "peak is too low" not in flag  # a GPU: the host load says nothing
+    gpu["ceilings"]["roofs"]["tf32"]["peak_flops"]["value"] = 2e10  # below 32 x 1e9
+    assert "wrong math" not in _mm(roofline(gpu)).flag
