@@ -198,6 +198,7 @@ def measure(
         clock.start()
         metrics = workload.evaluate(runnable, view)
         joules = clock.stop()
+    backend.inference_model(model, "eager", precision)  # evaluate may leave training mode on
     n = len(timer.times)
     if n != view.num_eval:
         raise InferenceError(
