@@ -63,6 +63,22 @@ def test_loading_restores_exactly_the_saved_variables(saved):
         np.testing.assert_array_equal(v.numpy(), arrays[k], err_msg=k)
 
 
+def test_cifar10_resnet9_round_trips_without_a_head_bias(tmp_path):
+    from perfsuite.workloads.base import Recipe
+
+    wl = get_workload("cifar10", "tensorflow")
+    recipe = Recipe(epochs=1, batch_size=8, lr=0.1, extra={"width": 0.125})
+    saved_model = wl.build_model(recipe, seed=0)
+    names = list(saved_model.named_variables())
+    assert len(names) == 8 * 5 + 1 and "dense/bias" not in names  # 8 conv-BN blocks, head
+    section = TFRunParts().save_threshold_model(tmp_path, saved_model, **WHERE)
+    record = {"checkpoint": section, "_dir": str(tmp_path), "_path": "run.json"}
+    other = wl.build_model(recipe, seed=1)
+    load_threshold_variables(record, other)
+    for k, v in other.named_variables().items():
+        np.testing.assert_array_equal(v.numpy(), saved_model.named_variables()[k].numpy())
+
+
 def _one_line(excinfo) -> str:
     msg = str(excinfo.value)
     assert "\n" not in msg
