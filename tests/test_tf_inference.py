@@ -165,26 +165,12 @@ def test_tensorflow_inference_is_eager_only():
 def tf_run(tmp_path_factory):
     """One TF digits run that meets a low threshold early and keeps going, so the threshold
     model and the last epoch's model differ."""
-    from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions, run_workload
+    from tests.test_inference_run import _run  # the PyTorch runner test's tiny digits run
 
     root = tmp_path_factory.mktemp("tfrun")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PERFSUITE_CACHE_DIR", str(root / "cache"))
-        opts = RunOptions(
-            workload="digits",
-            framework="tensorflow",
-            out=str(root / "runs"),
-            threshold=0.6,
-            epochs=4,
-            keep_going=True,
-            progress=False,
-            measure_peaks=False,
-            profile_steps=0,
-            threads=1,
-            overrides=["width=8"],
-        )
-        return load_record(run_workload(opts))
+        return _run(root, framework="tensorflow", threshold=0.6, epochs=4, keep_going=True)
 
 
 @pytest.mark.slow
