@@ -228,3 +228,27 @@ def test_infer_remeasures_a_tf_run_and_eval_refuses_it(tf_run, capsys):
     assert main(["eval", "shift", run_dir, "--corruptions"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "this is a tensorflow run" in err
+
+
+@pytest.mark.slow
+def test_tf_cifar10_inference_includes_its_flip_tta(tmp_path):
+    """cifar10's predict adds the flipped image's logits: the batch-1 figure is measured
+    through it, and scores what the run's own (batched, TTA) evaluation scored."""
+    from perfsuite.cli import main
+    from perfsuite.record import load_record
+    from tests.test_tf_cifar10 import _pickle_layout
+
+    data = tmp_path / "cifar-10-batches-py"
+    _pickle_layout(data)
+    out = tmp_path / "runs"
+    code = main(["run", "cifar10", "--framework", "tensorflow", "--data-dir", str(data),
+                 "--recipe", "cpu", "--set", "width=0.125", "--set", "train_limit=100",
+                 "--batch-size", "32", "--epochs", "1", "--threshold", "0", "--out", str(out),
+                 "--profile-steps", "0", "--quiet", "--no-peaks", "--threads", "1"])  # fmt: skip
+    assert code == 0
+    rec = load_record(next(out.iterdir()))
+    ck, inf = rec["checkpoint"], rec["inference"]
+    assert rec["switches"]["effect"]["tta"] is True and ck["file"] == "threshold_model.npz"
+    assert inf["examples"] == inf["eval_size"] == 20  # _pickle_layout: 2 test images a class
+    assert inf["metrics"]["top1"] == rec["evaluations"][0]["metrics"]["top1"]
+    assert "test-time augmentation included" in inf["latency"]["source"]

@@ -1,8 +1,11 @@
 """The TensorFlow backend, and the framework hooks the runner calls for a TensorFlow run.
 
 `TFBackend` has the TorchBackend methods (sync, autocast, NVTX range, generators, seeds,
-threads, version); `TFRunParts` has the `runner/frameworks.py` hooks (state, switch effects,
-math, FLOP count, profile window, inference latency). TensorFlow is imported only when a
+threads, version, the inference model and no-grad context); `TFRunParts` has the
+`runner/frameworks.py` hooks (state, switch effects, math, FLOP count, profile window, the
+threshold checkpoint: named variables through runner/checkpoint.py's .npz writer and checked
+reader). `rebuild_threshold_model` rebuilds a run's model for `perfsuite infer`. TensorFlow is
+imported only when a
 TensorFlow run starts: `import perfsuite` never imports it, and a missing TensorFlow is a
 one-line error naming the extra to install.
 """
