@@ -252,3 +252,22 @@ def test_tf_cifar10_inference_includes_its_flip_tta(tmp_path):
     assert inf["examples"] == inf["eval_size"] == 20  # _pickle_layout: 2 test images a class
     assert inf["metrics"]["top1"] == rec["evaluations"][0]["metrics"]["top1"]
     assert "test-time augmentation included" in inf["latency"]["source"]
+
+
+def test_inference_precision_is_the_models_compute_dtype():
+    """--precision bf16 on a TensorFlow model: its convolutions compute in bfloat16 (logits
+    move by rounding), fp32 restores float32 exactly."""
+    from perfsuite.backends import parse_device
+    from perfsuite.backends.tensorflow import TFBackend
+
+    backend = TFBackend(parse_device("cpu"))
+    model = _model(seed=0)
+    x = tf.constant(np.random.default_rng(0).normal(size=(4, 8, 8, 1)).astype("float32"))
+    fp32 = model(x, training=False).numpy()
+    assert backend.inference_model(model, "eager", "bf16") is model
+    assert model.compute_dtype == "bfloat16"
+    bf16 = model(x, training=False).numpy()
+    assert bf16.dtype == np.float32 and not np.array_equal(bf16, fp32)
+    np.testing.assert_allclose(bf16, fp32, atol=0.1)
+    backend.inference_model(model, "eager", "fp32")
+    np.testing.assert_array_equal(model(x, training=False).numpy(), fp32)
