@@ -47,6 +47,15 @@ class TorchBackend:
             return contextlib.nullcontext()
         return torch.autocast(self.device.kind, dtype=AUTOCAST_DTYPES[precision])
 
+    def inference_model(self, model: Any, mode: str, precision: str) -> Any:
+        """`model` in eval mode, compiled for `--mode compile` (precision: see `autocast`)."""
+        model.eval()
+        return torch.compile(model, dynamic=False) if mode == "compile" else model
+
+    def no_grad(self) -> contextlib.AbstractContextManager[Any]:
+        """No autograd recording around inference."""
+        return torch.no_grad()
+
     @contextlib.contextmanager
     def nvtx_range(self, name: str) -> Iterator[None]:
         """A process-wide NVTX start/end range (not push/pop: those are per thread and miss

@@ -1,8 +1,11 @@
 """The TensorFlow backend, and the framework hooks the runner calls for a TensorFlow run.
 
 `TFBackend` has the TorchBackend methods (sync, autocast, NVTX range, generators, seeds,
-threads, version); `TFRunParts` has the `runner/frameworks.py` hooks (state, switch effects,
-math, FLOP count, profile window, inference latency). TensorFlow is imported only when a
+threads, version, the inference model and no-grad context); `TFRunParts` has the
+`runner/frameworks.py` hooks (state, switch effects, math, FLOP count, profile window, the
+threshold checkpoint: named variables through runner/checkpoint.py's .npz writer and checked
+reader). `rebuild_threshold_model` rebuilds a run's model for `perfsuite infer`. TensorFlow is
+imported only when a
 TensorFlow run starts: `import perfsuite` never imports it, and a missing TensorFlow is a
 one-line error naming the extra to install.
 """
@@ -66,6 +69,17 @@ class TFBackend:
 
     def autocast(self, precision: str | None) -> contextlib.AbstractContextManager[Any]:
         """Nothing: the mixed-precision policy is built into the model (compute dtype)."""
+        return contextlib.nullcontext()
+
+    def inference_model(self, model: Any, mode: str, precision: str) -> Any:
+        """`model` computing in `precision` (the mixed-precision policy's compute dtype, which
+        the model casts to on every call; variables stay float32). Eager only: `mode` other
+        than eager is refused earlier (`inference.check_mode`)."""
+        model.compute_dtype = PRECISION_DTYPES.get(precision, "float32")
+        return model
+
+    def no_grad(self) -> contextlib.AbstractContextManager[Any]:
+        """Nothing: `predict` calls the model with training=False and no gradient tape."""
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
@@ -235,17 +249,20 @@ class TFRunParts:
 
         return profile_window(run_dir, wl, state, batches, active)
 
-    def predict_batch(self, wl: Any, model: Any, inputs: tuple[Any, ...]) -> Any:
-        return wl.predict(model, *inputs).numpy()
+    def save_threshold_model(self, run_dir: Any, module: Any, **where: Any) -> dict[str, Any]:
+        """The model's variables (batch-norm statistics included) as named arrays (.npz)."""
+        from perfsuite.runner.checkpoint import save_arrays
 
-    def slice_inputs(self, inputs: tuple[Any, ...], j: int) -> tuple[Any, ...]:
-        return tuple(x[j : j + 1] for x in inputs)
+        arrays = {k: v.numpy() for k, v in module.named_variables().items()}
+        return save_arrays(run_dir, arrays, **where)
 
-    def inference_context(self, model: Any) -> contextlib.AbstractContextManager[Any]:
-        return contextlib.nullcontext()
+    def threshold_model(self, record: dict[str, Any], module: Any) -> Any:
+        """A copy of `module` holding the checkpoint's variables."""
+        import copy
 
-    def save_threshold_model(self, *args: Any, **kwargs: Any) -> None:
-        return None
+        model = copy.deepcopy(module)
+        load_threshold_variables(record, model)
+        return model
 
     def zero_loss(self, backend: TFBackend) -> Any:
         return backend.tf.zeros((), "float32")
@@ -255,3 +272,42 @@ class TFRunParts:
 
     def _tf(self) -> Any:
         return require_tensorflow()
+
+
+def load_threshold_variables(record: dict[str, Any], model: Any) -> None:
+    """Assign the threshold checkpoint (checked by size, SHA-256, names and shapes) to
+    `model`'s variables; a dtype that differs is a one-line RecordError too."""
+    from perfsuite.record import RecordError
+    from perfsuite.runner.checkpoint import checkpoint_path, load_arrays
+
+    named = model.named_variables()
+    arrays = load_arrays(record, {k: tuple(v.shape) for k, v in named.items()})
+    for k, v in named.items():
+        if arrays[k].dtype != v.dtype.as_numpy_dtype:
+            raise RecordError(
+                f"{checkpoint_path(record)}: field checkpoint.file: variable {k} is "
+                f"{arrays[k].dtype}, the rebuilt model's is {v.dtype.name}"
+            )
+    for k, v in named.items():
+        v.assign(arrays[k])
+
+
+def rebuild_threshold_model(record: dict[str, Any], wl: Any, recipe: Any,
+                            device: str) -> tuple[Any, Any]:  # fmt: skip
+    """The TensorFlow model of a loaded run record (its switches: layout, precision) holding
+    its threshold checkpoint; returns (model, switches)."""
+    from perfsuite.backends.device import parse_device
+    from perfsuite.record import RecordError
+    from perfsuite.workloads.switches import parse_switches
+
+    config = record.get("config") or {}
+    try:
+        switches = parse_switches(list(config.get("switches") or []), wl.switches, wl.name)
+    except ValueError as exc:
+        raise RecordError(
+            f"{record.get('_path', '<record>')}: field config.switches: {exc}"
+        ) from None
+    backend = TFBackend(parse_device(device))
+    model = TFRunParts().build_model(wl, recipe, backend, switches, int(config.get("seed") or 0))
+    load_threshold_variables(record, model)
+    return model, switches

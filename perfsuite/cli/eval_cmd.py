@@ -86,7 +86,15 @@ def _load(path: str, device: str) -> Any:
     from perfsuite.generalization.threshold_model import rebuild
     from perfsuite.record import load_record
 
-    return rebuild(load_record(resolve_run(path)), device)
+    record = load_record(resolve_run(path))
+    framework = (record.get("config") or {}).get("framework") or "pytorch"
+    if framework != "pytorch":
+        raise CLIError(
+            f"{record['_path']}: eval shift/probe read PyTorch threshold models only (the "
+            f"corruptions, shifted sets and probe features feed torch tensors); this is a "
+            f"{framework} run: perfsuite infer measures its threshold model"
+        )
+    return rebuild(record, device)
 
 
 def _errors(fn: Any) -> Any:

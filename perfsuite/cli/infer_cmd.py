@@ -33,7 +33,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--data-dir", metavar="DIR", help="where the run's dataset is now (default: the run's)"
     )
-    p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads")
+    p.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads (torch; TensorFlow runs: its pools too)",
+    )
     p.add_argument(
         "--instance-type",
         metavar="TYPE",
@@ -87,17 +92,16 @@ def render(entry: dict[str, Any], cost: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.cost import cost_of
-    from perfsuite.backends import torch_backend
+    from perfsuite.backends import parse_device
     from perfsuite.cli.cost_cmd import load_price_table
     from perfsuite.generalization.threshold_model import rebuild
     from perfsuite.record import load_record, write_record
     from perfsuite.runner import inference
     from perfsuite.runner.energy import EnergyClock
+    from perfsuite.runner.frameworks import framework_backend, run_parts
 
-    backend = torch_backend(args.device)
     try:
-        inference.check_mode(args.mode, args.precision, backend.device)
-        backend.check_available()
+        inference.check_mode(args.mode, args.precision, parse_device(args.device))
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if args.limit is not None and args.limit < 1:
@@ -105,11 +109,18 @@ def run(args: argparse.Namespace) -> int:
     prices = load_price_table(None)
     if args.instance_type and args.instance_type not in prices:
         raise CLIError(f"--instance-type {args.instance_type}: not in the price table")
-    backend.set_threads(args.threads)
     record = load_record(args.run)
+    framework = str((record.get("config") or {}).get("framework") or "pytorch")
+    try:  # the run's framework measures its model (TensorFlow: only eager; see inference.py)
+        backend = framework_backend(framework, args.device)
+        inference.check_mode(args.mode, args.precision, backend.device, framework)
+        backend.check_available()
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    backend.set_threads(args.threads)
     tm = rebuild(record, str(backend.device))
     data_dir = args.data_dir or (record.get("config") or {}).get("data_dir")
-    data = tm.workload.load_data(data_dir, backend.torch_device)
+    data = run_parts(framework).load_data(tm.workload, data_dir, backend, tm.switches)
     if not args.json:
         n = min(args.limit or data.num_eval, data.num_eval)
         status(f"predicting {n} examples one at a time ({args.mode}, {args.precision})")

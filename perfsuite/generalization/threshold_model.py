@@ -32,6 +32,8 @@ class ThresholdModel:
     recipe: Recipe
     model: Any
     device: str
+    framework: str = "pytorch"
+    switches: Any = None  # TensorFlow runs: the parsed switches (layout, precision) it ran with
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -85,7 +87,8 @@ class ThresholdModel:
 
 
 def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
-    """Workload, recipe and threshold weights of a loaded record."""
+    """Workload, recipe and threshold weights of a loaded record (a PyTorch or TensorFlow
+    run, by its `config.framework`; the TensorFlow model: backends/tensorflow.py)."""
     from perfsuite.runner.checkpoint import load_threshold_model
     from perfsuite.workloads import get_workload
 
@@ -97,10 +100,11 @@ def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
     values = dict(config.get("recipe_values") or {})
     if not values:
         raise RecordError(f"{origin}: field config.recipe_values: missing")
-    state = load_threshold_model(record)
+    framework = str(config.get("framework") or "pytorch")
+    state = load_threshold_model(record) if framework == "pytorch" else None
     try:
-        workload = get_workload(name)
-    except KeyError as exc:
+        workload = get_workload(name, framework)
+    except (KeyError, ValueError) as exc:
         raise RecordError(f"{origin}: field config.workload: {exc.args[0]}") from None
     extra = values.pop("extra", {})
     try:
@@ -108,6 +112,11 @@ def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
     except TypeError as exc:
         raise RecordError(f"{origin}: field config.recipe_values: {exc}") from None
     workload.configure(recipe)
+    if framework == "tensorflow":
+        from perfsuite.backends.tensorflow import rebuild_threshold_model
+
+        model, switches = rebuild_threshold_model(record, workload, recipe, device)
+        return ThresholdModel(record, workload, recipe, model, device, framework, switches)
     model = workload.build_model(recipe)
     try:
         model.load_state_dict(state)

@@ -1,11 +1,12 @@
 """The threshold model: the weights that first met the run's threshold, kept in the run folder.
 
-Later analysis (`perfsuite eval shift|probe`) must judge the model that the time to accuracy
-was measured for, not whatever the last epoch left (with `--keep-going` those differ). Only the
-state dict is saved (`torch.save`), written atomically (temporary file in the run folder,
-fsync, rename), and described in the record's `checkpoint` section with its size and SHA-256.
-Loading checks that description before `torch.load(..., weights_only=True)`, which rebuilds
-tensors only and never runs pickled code.
+Later analysis (`perfsuite infer`, `perfsuite eval shift|probe`) must judge the model that the
+time to accuracy was measured for, not whatever the last epoch left (with `--keep-going` those
+differ). One module serves both frameworks: the file is written atomically (temporary file in
+the run folder, fsync, rename) and described in the record's `checkpoint` section with its size
+and SHA-256, which loading checks first. The formats never run code when read: PyTorch runs
+keep the state dict (`torch.save`, read with `torch.load(..., weights_only=True)`), TensorFlow
+runs keep their variables as named numpy arrays (`np.savez`, read with `allow_pickle=False`).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from perfsuite.record import RecordError
 
 CHECKPOINT_NAME = "threshold_model.pt"
 FORMAT = "torch.save(state_dict), load with weights_only=True"
+ARRAYS_NAME = "threshold_model.npz"
+ARRAYS_FORMAT = "numpy .npz of named variables (np.savez), load with allow_pickle=False"
 
 
 def _sha256(path: Path) -> str:
@@ -31,24 +34,23 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def save_threshold_model(
+def write_checkpoint(
     run_dir: str | os.PathLike[str],
-    module: Any,
+    name: str,
+    fmt: str,
+    write: Callable[[IO[bytes]], None],
     *,
     epoch: float,
     evaluation_index: int,
     metric: str,
     value: float,
 ) -> dict[str, Any]:
-    """Write `module`'s state dict (on the CPU) atomically; returns the record's section."""
-    import torch
-
-    target = Path(run_dir) / CHECKPOINT_NAME
-    state = {k: v.detach().to("cpu") for k, v in module.state_dict().items()}
+    """`write(fh)` into `run_dir/name` atomically; returns the record's `checkpoint` section."""
+    target = Path(run_dir) / name
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            torch.save(state, fh)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
@@ -59,12 +61,35 @@ def save_threshold_model(
         "file": target.name,
         "size_bytes": target.stat().st_size,
         "sha256": _sha256(target),
-        "format": FORMAT,
+        "format": fmt,
         "epoch": epoch,
         "evaluation_index": evaluation_index,
         "metric": metric,
         "value": value,
     }
+
+
+def save_threshold_model(run_dir: str | os.PathLike[str], module: Any,
+                         **where: Any) -> dict[str, Any]:  # fmt: skip
+    """A PyTorch module's state dict (on the CPU); `where`: epoch, evaluation_index, metric,
+    value of the evaluation that met the threshold."""
+    import torch
+
+    state = {k: v.detach().to("cpu") for k, v in module.state_dict().items()}
+    return write_checkpoint(
+        run_dir, CHECKPOINT_NAME, FORMAT, lambda fh: torch.save(state, fh), **where
+    )
+
+
+def save_arrays(run_dir: str | os.PathLike[str], arrays: Mapping[str, Any],
+                **where: Any) -> dict[str, Any]:  # fmt: skip
+    """Named numpy arrays (a TensorFlow model's variables) as an uncompressed .npz."""
+    import numpy as np
+
+    plain = {k: np.asarray(v) for k, v in arrays.items()}
+    return write_checkpoint(
+        run_dir, ARRAYS_NAME, ARRAYS_FORMAT, lambda fh: np.savez(fh, **plain), **where
+    )
 
 
 def checkpoint_path(record: Mapping[str, Any]) -> Path:
@@ -82,11 +107,9 @@ def checkpoint_path(record: Mapping[str, Any]) -> Path:
     return Path(record.get("_dir", ".")) / name
 
 
-def load_threshold_model(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The threshold model's state dict, after checking its size and SHA-256 against the
-    record (a truncated or swapped file is refused, naming the file and the field)."""
-    import torch
-
+def verified_path(record: Mapping[str, Any]) -> Path:
+    """The checkpoint file after its size and SHA-256 match the record (a truncated or swapped
+    file is refused, naming the file and the field)."""
     path = checkpoint_path(record)
     section = record["checkpoint"]
     if not path.is_file():
@@ -99,11 +122,55 @@ def load_threshold_model(record: Mapping[str, Any]) -> dict[str, Any]:
         )
     if section.get("sha256") and _sha256(path) != section["sha256"]:
         raise RecordError(f"{path}: field checkpoint.sha256: file content does not match")
+    return path
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def load_threshold_model(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The threshold model's PyTorch state dict, checked (`verified_path`) before loading."""
+    import torch
+
+    path = verified_path(record)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for a bad file
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise RecordError(f"{path}: field checkpoint.file: cannot load: {first}") from None
+        raise RecordError(
+            f"{path}: field checkpoint.file: cannot load: {_first_line(exc)}"
+        ) from None
     if not isinstance(state, dict):
         raise RecordError(f"{path}: field checkpoint.file: not a state dict")
     return state
+
+
+def load_arrays(
+    record: Mapping[str, Any], expected: Mapping[str, tuple[int, ...]]
+) -> dict[str, Any]:
+    """The named arrays of an .npz checkpoint, checked (`verified_path`), read without pickle,
+    and refused unless their names and shapes are exactly `expected` (the rebuilt model's)."""
+    import numpy as np
+
+    path = verified_path(record)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except Exception as exc:  # zipfile, ValueError (pickled objects), OSError
+        raise RecordError(
+            f"{path}: field checkpoint.file: cannot load: {_first_line(exc)}"
+        ) from None
+    missing = sorted(set(expected) - set(arrays))
+    extra = sorted(set(arrays) - set(expected))
+    if missing or extra:
+        raise RecordError(
+            f"{path}: field checkpoint.file: variables do not match the rebuilt model "
+            f"(missing {missing or 'none'}, unexpected {extra or 'none'})"
+        )
+    for k, shape in expected.items():
+        if tuple(arrays[k].shape) != tuple(shape):
+            raise RecordError(
+                f"{path}: field checkpoint.file: variable {k} has shape "
+                f"{tuple(arrays[k].shape)}, the rebuilt model {tuple(shape)}"
+            )
+    return arrays

@@ -9,7 +9,6 @@ the TensorFlow hooks live in `perfsuite/backends/tensorflow.py`.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow")
@@ -92,28 +91,21 @@ class TorchParts:
         window = ProfileWindow(run_dir, backend, wait=2, warmup=1, active=active)
         return capture.profile_window(wl, state, batches, window)
 
-    def predict_batch(self, wl: Any, model: Any, inputs: tuple[Any, ...]) -> Any:
-        return wl.predict(model, *inputs)
-
-    def slice_inputs(self, inputs: tuple[Any, ...], j: int) -> tuple[Any, ...]:
-        return tuple(x[j : j + 1] for x in inputs)
-
-    @contextlib.contextmanager
-    def inference_context(self, model: Any) -> Any:
-        """Eval mode and no autograd, then back to training mode."""
-        import torch
-
-        model.eval()
-        try:
-            with torch.no_grad():
-                yield
-        finally:
-            model.train()
-
-    def save_threshold_model(self, run_dir: Any, module: Any, **kwargs: Any) -> dict[str, Any]:
+    def save_threshold_model(self, run_dir: Any, module: Any, **where: Any) -> dict[str, Any]:
         from perfsuite.runner.checkpoint import save_threshold_model
 
-        return save_threshold_model(run_dir, module, **kwargs)
+        return save_threshold_model(run_dir, module, **where)
+
+    def threshold_model(self, record: dict[str, Any], module: Any) -> Any:
+        """A copy of `module` holding the checkpoint's weights (with --keep-going the live
+        model is the last epoch's, not the one that met the target)."""
+        import copy
+
+        from perfsuite.runner.checkpoint import load_threshold_model
+
+        model = copy.deepcopy(module)
+        model.load_state_dict(load_threshold_model(record))
+        return model
 
     def zero_loss(self, backend: Any) -> Any:
         import torch

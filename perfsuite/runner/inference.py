@@ -114,8 +114,8 @@ def _predict_replaced(workload: Any, fn: Callable[..., Any]) -> Iterator[None]:
             del workload.predict
 
 
-def check_mode(mode: str, precision: str, device: Any) -> None:
-    """One-line errors for a mode or precision that cannot run on `device`."""
+def check_mode(mode: str, precision: str, device: Any, framework: str = "pytorch") -> None:
+    """One-line errors for a mode or precision that cannot run on `device` in `framework`."""
     if mode not in MODES:
         raise InferenceError(f"unknown inference mode {mode!r}; expected one of {', '.join(MODES)}")
     if precision not in PRECISIONS:
@@ -125,6 +125,11 @@ def check_mode(mode: str, precision: str, device: Any) -> None:
     if mode == "cudagraphs" and not device.is_gpu:
         raise InferenceError(
             f"--mode cudagraphs needs a CUDA device (CUDA graphs are GPU only); device is {device}"
+        )
+    if framework == "tensorflow" and mode != "eager":
+        raise InferenceError(
+            f"--mode {mode}: TensorFlow runs are measured eager only (the workload's predict "
+            "calls the model op by op, as its evaluation does); use --mode eager"
         )
 
 
@@ -170,20 +175,18 @@ def measure(
     energy: EnergyClock | None = None,
     by: str = "perfsuite",
 ) -> dict[str, Any]:
-    """The record's `inference` entry for `model` (the caller says which model it is)."""
-    import torch
-
-    check_mode(mode, precision, backend.device)
+    """The record's `inference` entry for `model` (the caller says which model it is). The
+    framework's parts (eval mode, compilation, no-grad, autocast, sync) are the backend's."""
+    check_mode(mode, precision, backend.device, backend.framework)
     if limit is not None and limit < 1:
         raise InferenceError(f"--limit must be >= 1, got {limit}")
     view = BatchOneView(data, limit)
     if view.num_eval < 1:
         raise InferenceError(f"data source {view.description!r} has no evaluation examples")
-    model.eval()
-    runnable = torch.compile(model, dynamic=False) if mode == "compile" else model
+    runnable = backend.inference_model(model, mode, precision)
     predict = workload.predict
     warm = list(BatchOneView(data, warmup).eval_batches())
-    with backend.autocast(precision), torch.no_grad():
+    with backend.autocast(precision), backend.no_grad():
         for b in warm:  # compilation, allocator and caches: untimed, not counted
             predict(runnable, *b.inputs)
         if mode == "cudagraphs":
@@ -195,7 +198,7 @@ def measure(
         clock.start()
         metrics = workload.evaluate(runnable, view)
         joules = clock.stop()
-    model.eval()
+    backend.inference_model(model, "eager", precision)  # evaluate may leave training mode on
     n = len(timer.times)
     if n != view.num_eval:
         raise InferenceError(

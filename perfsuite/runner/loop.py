@@ -131,7 +131,6 @@ class _Run:
                 f"trained on a subset: train_limit={self.recipe.extra['train_limit']} examples"
             )
         self.setup_s: dict[str, float] = {}
-        self.checkpoint_skipped = False
         if self.backend.framework != "pytorch":
             self.record["environment"]["frameworks"][self.backend.framework] = self.backend.version
         self.stall_s: list[float] = []
@@ -338,8 +337,7 @@ class _Run:
                 n / seconds if seconds > 0 else None,
                 f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
             )
-            keep = self.rec.write_files and not self.checkpoint_skipped
-            if reached and "checkpoint" not in rec and keep:
+            if reached and "checkpoint" not in rec and self.rec.write_files:
                 self._save_threshold_model(epoch, metrics[metric])
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             if (
@@ -364,10 +362,6 @@ class _Run:
             metric=self.workload.metric,
             value=value,
         )
-        if section is None:  # TensorFlow: no checkpoint format yet (docs/tensorflow.md)
-            self.rec.flag(f"threshold model not saved ({self.opts.framework} run)")
-            self.checkpoint_skipped = True
-            return
         self.record["checkpoint"] = section
         self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
@@ -375,26 +369,12 @@ class _Run:
     def _threshold_model(self) -> Any:
         """A copy of the run's model holding the threshold checkpoint's weights (with
         --keep-going the live model is the last epoch's, not the one that met the target)."""
-        import copy
-
-        from perfsuite.runner.checkpoint import load_threshold_model
-
         view = {**self.record, "_dir": str(self.run_dir)}
-        model = copy.deepcopy(self.state.module)
-        model.load_state_dict(load_threshold_model(view))
-        return model
+        return self.parts.threshold_model(view, self.state.module)
 
     def _measure_inference(self) -> None:
         """DAWNBench latency on the threshold model, or a stated reason for none."""
         rec, opts = self.record, self.opts
-        if self.backend.framework != "pytorch":
-            why = (
-                f"{self.backend.framework} runs keep no threshold checkpoint yet: the DAWNBench "
-                "inference rule (the threshold model on the whole validation set) is not measured"
-            )
-            rec["inference"] = inference.not_measured(why)
-            self.rec.flag(why)
-            return
         if "checkpoint" not in rec:
             why = "the run did not reach its threshold: no threshold model, no DAWNBench latency"
             rec["inference"] = inference.not_measured(why)

@@ -136,6 +136,19 @@ class DigitsNet:
     def variables(self) -> list[Any]:
         return self.trainable + [v for bn in self.bns for v in (bn["mean"], bn["var"])]
 
+    def named_variables(self) -> dict[str, Any]:
+        """Every variable (batch-norm running statistics included) under a name that depends
+        on the network's structure only: the keys of the threshold checkpoint."""
+        out: dict[str, Any] = {}
+        for i, (conv, bn) in enumerate(zip(self.convs, self.bns, strict=True)):
+            out[f"conv{i}/kernel"] = conv
+            for key in ("gamma", "beta", "mean", "var"):
+                out[f"bn{i}/{key}"] = bn[key]
+        out["dense/kernel"] = self.dense_w
+        if getattr(self, "dense_b", None) is not None:  # ResNet9Net's head has no bias
+            out["dense/bias"] = self.dense_b
+        return out
+
     def __call__(self, x: Any, training: bool) -> Any:
         """Logits (float32) for a batch in this model's layout."""
         import tensorflow as tf
