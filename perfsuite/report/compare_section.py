@@ -91,7 +91,8 @@ def comparison_body(
     if len(items) < 2:
         return "".join(parts) + h.notes(
             [
-                "All runs belong to one group: nothing to compare them with (their spread is under Stability of repeated runs)."
+                "All runs belong to one group: nothing to compare them with (their spread "
+                "is under Stability of repeated runs)."
             ]
         )
     c = compare(items, top=top)
