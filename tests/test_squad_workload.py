@@ -339,3 +339,37 @@ def test_synthetic_data_has_the_real_shapes_and_scores(tmp_path: Path) -> None:
     assert data.golds[0][1] == [ex.tokens[0].span_text(ex.texts[0], first, last)]
     result = wl.evaluate(wl.build_model(), data)
     assert set(result) == {"f1", "exact_match"} and 0.0 <= result["f1"] <= 1.0
+
+
+def test_a_limited_batch_one_view_scores_only_the_questions_asked(tmp_path: Path) -> None:
+    """`infer --limit N` on SQuAD: F1 over the N questions predicted, not N right answers
+    divided by every question of the set (the unasked ones are not wrong answers)."""
+    import torch
+
+    from perfsuite.runner.inference import BatchOneView
+
+    wl, data = _workload(tmp_path)
+    ex = data.eval_examples
+    golds = dict(data.golds)
+    spans = []
+    for toks, text, qid in zip(ex.tokens, ex.texts, ex.qids, strict=True):
+        start = text.index(golds[qid][0])
+        spans.append(toks.char_span_to_tokens(start, start + len(golds[qid][0])))
+
+    class Oracle(torch.nn.Module):
+        i = 0
+
+        def forward(self, context, question, in_question):
+            logits = torch.full((context.shape[0], 2, context.shape[1]), -10.0)
+            for row in range(context.shape[0]):
+                logits[row, 0, spans[self.i + row][0]] = 10.0
+                logits[row, 1, spans[self.i + row][1]] = 10.0
+            self.i += context.shape[0]
+            return logits
+
+    n = 3
+    assert len(golds) > n
+    view = BatchOneView(data, limit=n)
+    assert view.partial and not BatchOneView(data).partial
+    assert wl.evaluate(Oracle(), view) == {"f1": 1.0, "exact_match": 1.0}  # was 3/len(golds)
+    assert wl.evaluate(Oracle(), BatchOneView(data)) == {"f1": 1.0, "exact_match": 1.0}

@@ -1,5 +1,6 @@
 """Instrumented runners: wrap a workload, measure it, write its run record."""
 
-from perfsuite.runner.loop import RunOptions, run_workload
+from perfsuite.runner.loop import run_workload
+from perfsuite.runner.options import RunOptions
 
 __all__ = ["RunOptions", "run_workload"]

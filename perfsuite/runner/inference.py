@@ -51,6 +51,9 @@ class BatchOneView:
         self.description = getattr(data, "description", "")
         self.num_train = 0
         self.num_eval = data.num_eval if limit is None else min(limit, data.num_eval)
+        # fewer examples than the set: evaluators that score against the whole set's answers
+        # (SQuAD's golds) must score only the examples asked (issue 10's --limit note)
+        self.partial = self.num_eval < data.num_eval
         self.chunk = chunk
 
     def eval_batches(self, batch_size: int = 1) -> Iterator[Batch]:
