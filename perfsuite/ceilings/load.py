@@ -84,8 +84,3 @@ def load_text(item: dict[str, Any]) -> str:
         f"load {before:.2f}{after_s} on {item.get('cpus')} CPUs, {t} thread{'' if t == 1 else 's'}"
         f" ({verdict} {item.get('busy_limit')})"
     )
-
-
-def trusted(item: dict[str, Any] | None) -> bool:
-    """A cached CPU item that may be reused: measured quiet, or of unknown load (old caches)."""
-    return bool(item and item.get("value")) and item.get("busy") is not True  # type: ignore[union-attr]

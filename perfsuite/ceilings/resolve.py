@@ -313,8 +313,9 @@ def ceilings_for(
 
 
 def _usable(item: dict[str, Any] | None) -> bool:
-    """A measured item a record may use: trusted from the cache, or measured by this call."""
-    return _load.trusted(item) or bool(item and item.get("value") and item.get("cached") is False)
+    """A measured item with a value: a busy reading is never stored (`measure_device`), so it
+    is either a quiet cached one, one of unknown load (said in its source), or this call's."""
+    return bool(item and item.get("value"))
 
 
 def _measured_q(item: dict[str, Any], unit: str, cpu: bool) -> dict[str, Any]:
