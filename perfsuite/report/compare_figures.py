@@ -12,14 +12,13 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
-from perfsuite.report.figures import _SI_AXIS, _roof  # the one roof geometry and axes
+from perfsuite.report.figures import _SI_AXIS, ITEM_COLORS, _roof  # one roof geometry, axes
 
 _LAYOUT = {
     "template": "plotly_white",
     "margin": {"l": 70, "r": 30, "t": 50, "b": 60},
     "height": 520,
 }
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 
 
 def overlay_figure(
@@ -28,7 +27,7 @@ def overlay_figure(
     """Accuracy vs training time of every run on one chart: one colour per item (a run or a
     group of repeats), the threshold dashed, the time to accuracy of each run marked."""
     fig = go.Figure()
-    colour = {label: _COLORS[i % len(_COLORS)] for i, label in enumerate(items)}
+    colour = {label: ITEM_COLORS[i % len(ITEM_COLORS)] for i, label in enumerate(items)}
     thresholds = set()
     for c in curves:
         first = c["item"] not in {t.legendgroup for t in fig.data}
@@ -77,7 +76,7 @@ def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> g
     fig = go.Figure()
     pts = [r for r in runs if r.intensity_flop_per_byte and r.achieved_flop_per_s]
     items = list(dict.fromkeys(r.item for r in runs))
-    colour = {label: _COLORS[i % len(_COLORS)] for i, label in enumerate(items)}
+    colour = {label: ITEM_COLORS[i % len(ITEM_COLORS)] for i, label in enumerate(items)}
     peak, bw = roofs.get("peak_flops"), roofs.get("memory_bandwidth")
     xs = [r.intensity_flop_per_byte for r in pts] + ([peak / bw] if peak and bw else [])
     if xs and peak and bw:

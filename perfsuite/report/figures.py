@@ -31,6 +31,9 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
 # Ops labelled by name on the roofline chart (the largest time shares); the rest hover only.
 LABELLED_OPS = 5
 _SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
+# One colour per compared item (a run or a group), in order, on every chart of a page, so a
+# group keeps its colour from the overlay of curves to the stability strip.
+ITEM_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 
 
 def _log_x(x: float) -> float:

@@ -18,8 +18,7 @@ from analyzers.stability import GroupStability, stability, training_records
 from perfsuite import fmt
 from perfsuite.cli import stability_cmd as rows
 from perfsuite.report import html as h
-
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+from perfsuite.report.figures import _LAYOUT, ITEM_COLORS
 
 
 def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
@@ -27,7 +26,7 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
     95% CI as an error bar; runs that did not reach are listed in the hover of the group."""
     fig = go.Figure()
     for i, g in enumerate(groups):
-        colour = _COLORS[i % len(_COLORS)]
+        colour = ITEM_COLORS[i % len(ITEM_COLORS)]
         name = _short(g.label)
         reached = [r for r in g.runs if r.reached and r.time_s is not None]
         fig.add_trace(
@@ -70,9 +69,7 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
     fig.update_yaxes(title="", automargin=True)
     fig.update_layout(
         title="Time to accuracy of each run; group mean with its 95% CI",
-        template="plotly_white",
-        margin={"l": 70, "r": 30, "t": 50, "b": 60},
-        height=max(260, 120 + 70 * len(groups)),
+        **{**_LAYOUT, "height": max(260, 120 + 70 * len(groups))},
         showlegend=False,
     )
     return fig
