@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
 from analyzers.roof_doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
 
 # Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
@@ -215,6 +216,7 @@ class Context:
     notes: list[str] = field(default_factory=list)
     cpu: bool = False  # a CPU run: its measured roofs carry the machine's load at measurement
     run_threads: int | None = None  # threads the run computed with
+    speeds: list[WindowSpeed] = field(default_factory=list)  # the machine check's benchmarks
 
     def suspects(self, math: str | None, flops_per_call: float | None = None) -> Suspects:
         """The record's evidence against the `math` roof and the memory roof."""
@@ -224,6 +226,7 @@ class Context:
             cpu=self.cpu,
             threads_run=self.run_threads,
             flops_per_call=flops_per_call,
+            check=(roof_too_low(self.speeds, math or ""), roof_too_low(self.speeds, "memory")),
         )
 
     def peak(self, math: str | None) -> float | None:
@@ -343,4 +346,6 @@ def context(
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)
     notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
-    return Context(roofs, maths, str(math.get("source", "")), notes, cpu, threads)
+    speeds = window_speeds(record, roofs)
+    notes += speed_notes(speeds, record)
+    return Context(roofs, maths, str(math.get("source", "")), notes, cpu, threads, speeds)

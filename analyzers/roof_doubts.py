@@ -128,8 +128,10 @@ def suspects(
     cpu: bool,
     threads_run: int | None,
     flops_per_call: float | None = None,
+    check: tuple[str, str] = ("", ""),
 ) -> Suspects:
-    """The evidence against the `math` roof and the memory roof, for one point."""
+    """The evidence against the `math` roof and the memory roof, for one point. `check`:
+    (peak, bandwidth) evidence from the machine check next to the window (any device)."""
     pq = (roofs.get(math or "") or {}).get("peak_flops")
     bq = (roofs.get("memory") or {}).get("bandwidth")
     peak = (pq or {}).get("value")
@@ -143,11 +145,13 @@ def suspects(
             and float(r["peak_flops"]["value"]) > float(peak)
         )
     )
+    peak_check = (check[0],) if check[0] else ()
+    bw_check = (check[1],) if check[1] else ()
     if not cpu:
-        return Suspects(faster=faster)
+        return Suspects(peak_check, bw_check, faster=faster)
     return Suspects(
-        doubts(pq, threads_run, flops_per_call),
-        doubts(bq, threads_run),
+        doubts(pq, threads_run, flops_per_call) + peak_check,
+        doubts(bq, threads_run) + bw_check,
         unknown_load(pq),
         faster,
         unknown_load(bq),

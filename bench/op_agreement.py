@@ -7,7 +7,9 @@ their profiled times are a few microseconds, where the profiler's own cost per c
 same size. Also per run: profiled op time + the "other" row against the measured step time.
 
 The roof comes from the ceilings cache, so it is the same number in every run and the spread
-is the spread of the profiled op times. Env: PERFSUITE_BENCH_REPEATS (default 3),
+is the spread of the profiled op times. Each run's machine check (the roofs' own benchmarks
+next to its window, docs/roofline.md) is printed with it, and a second spread divides every
+fraction by its window's speed: how much of the spread a drifting machine explains. Env: PERFSUITE_BENCH_REPEATS (default 3),
 PERFSUITE_BENCH_SHARE (share of the step above which an op is judged, default 0.05),
 PERFSUITE_BENCH_PROFILE_SECONDS (the run's --profile-seconds; 0 gives the old 3-step window),
 PERFSUITE_BENCH_THREADS (torch threads; default: torch's own choice).
@@ -20,8 +22,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from analyzers.machine_speed import window_speeds
 from analyzers.roofline import roofline
 from bench.overhead import CIFAR_DIRS
+from perfsuite.ceilings.roofs import record_roofs
 from perfsuite.fmt import table
 from perfsuite.record import load_record
 
@@ -49,16 +53,24 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
 
 def _report(label: str, records: list[dict], min_share: float) -> list[str]:
     fracs: dict[str, list[float]] = {}
+    adjusted: dict[str, list[float | None]] = {}
     shares: dict[str, list[float]] = {}
     cvs: dict[str, list[float]] = {}
-    sums = []
+    sums, checks = [], []
     for rec in records:
         rl = roofline(rec)
+        speed = {s.kind: s.ratio for s in window_speeds(rec, record_roofs(rec.get("ceilings")))}
+        checks.append(
+            " ".join(f"{k} {v:.0%}" for k, v in sorted(speed.items())) or "no machine check"
+        )
         for op in rl.ops:
             if op.status != "joined":
                 continue
             # None: above its roof, flagged as a model/ceiling error (not a fraction)
-            fracs.setdefault(op.op, []).append(op.placement.frac_of_roof)
+            f = op.placement.frac_of_roof
+            fracs.setdefault(op.op, []).append(f)
+            ratio = speed.get("matmul" if op.placement.bound == "compute" else "copy")
+            adjusted.setdefault(op.op, []).append(f / ratio if f is not None and ratio else None)
             shares.setdefault(op.op, []).append(op.time_share or 0.0)
             if op.step_cv is not None:
                 cvs.setdefault(op.op, []).append(op.step_cv)
@@ -70,14 +82,14 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
                 f"measured {tr.measured_step_s * 1e3:.3f} ms "
                 f"(profiled/measured {tr.attributed_s / tr.measured_step_s:.3f})"
             )
-    rows, judged = [], []
+    rows, judged, judged_adj = [], [], []
     for op, fs in sorted(fracs.items(), key=lambda kv: -statistics.median(shares[kv[0]])):
         share = statistics.median(shares[op])
-        ok = [f for f in fs if f is not None]
-        spread = max(ok) / min(ok) - 1 if len(ok) == len(records) and min(ok) > 0 else None
+        spread, adj = _spread(fs, len(records)), _spread(adjusted[op], len(records))
         big = share >= min_share
         if big:
             judged.append(spread if spread is not None else float("inf"))
+            judged_adj.append(adj if adj is not None else float("inf"))
         rows.append(
             [
                 label,
@@ -85,16 +97,27 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
                 f"{share:.1%}",
                 " ".join("flagged" if f is None else f"{f:.1%}" for f in fs),
                 "n/a" if spread is None else f"{spread:.1%}",
+                "n/a" if adj is None else f"{adj:.1%}",
                 f"{statistics.median(cvs[op]):.0%}" if cvs.get(op) else "n/a",
                 "yes" if big else "no",
             ]
         )
     print(f"\n{label}: per-op times against the measured step")
-    for line in sums:
-        print("  " + line)
+    for line, check in zip(sums, checks, strict=False):
+        print(f"  {line}; machine check: {check}")
     worst = f"{max(judged):.1%}" if judged else "n/a"
-    print(f"  ops with >= {min_share:.0%} of the step: {len(judged)}, largest spread {worst}")
+    worst_adj = f"{max(judged_adj):.1%}" if judged_adj else "n/a"
+    print(
+        f"  ops with >= {min_share:.0%} of the step: {len(judged)}, largest spread {worst} "
+        f"(over the machine check's speed: {worst_adj})"
+    )
     return rows
+
+
+def _spread(values: list[float | None], runs: int) -> float | None:
+    """max/min - 1 when every run has a value, else None."""
+    ok = [v for v in values if v is not None]
+    return max(ok) / min(ok) - 1 if len(ok) == runs and min(ok) > 0 else None
 
 
 def main() -> None:
@@ -125,12 +148,24 @@ def main() -> None:
     print(
         table(
             rows,
-            ["run", "op", "share", "fraction of roof per run", "spread", "step CV", "judged"],
-            align="llrlrrl",
+            [
+                "run",
+                "op",
+                "share",
+                "fraction of roof per run",
+                "spread",
+                "over check",
+                "step CV",
+                "judged",
+            ],
+            align="llrlrrrl",
         )
     )
     print(
         "spread = max/min - 1 over the runs; goal: <= 10% for judged ops. flagged: above its "
         "roof in that run (a roof/model error, shown as no fraction); n/a: not in every run. "
-        "step CV: median over the runs of the op's time spread across its window's steps."
+        "over check: the spread of fraction / the machine check's speed in each window "
+        "(matmul for compute-bound ops, copy for memory-bound; a modeled correction for a "
+        "contended machine, not a result). step CV: median over the runs of the op's time "
+        "spread across its window's steps."
     )

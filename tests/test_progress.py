@@ -38,3 +38,15 @@ def test_step_bar_counts_steps_over_all_epochs_and_shows_samples_per_s(capsys):
     p.close()
     err = capsys.readouterr().err
     assert "\x1b[2J" not in err and "training: up to 3 epochs x 10 steps" in err
+
+
+def test_a_phase_inside_training_does_not_take_over_its_time(capsys):
+    p = RunProgress(True, "run-1")
+    p.start_training(2, 5)
+    p.phase("profile window: 3 steps, off the clock")
+    p.close()
+    p.phase("inference latency")
+    err = capsys.readouterr().err
+    assert "profile window: 3 steps, off the clock" in err
+    assert "inference latency  [training: up to 2 epochs x 5 steps: " in err
+    assert "[profile window" not in err

@@ -125,3 +125,42 @@ def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
+
+
+class MachineCheck:
+    """The machine's speed just before and just after the profile window (perfsuite.ceilings.
+    probe), off the clock. Optional: any failure is kept as the section's `note`, never
+    raised, so a probe that cannot run (no measured roof, out of memory) never loses the run."""
+
+    def __init__(self, device: str, ceilings: dict[str, Any] | None) -> None:
+        from perfsuite.ceilings.probe import probe_plan
+
+        self.device = device
+        self.plan, self.why = probe_plan(ceilings)
+        self.sides: dict[str, dict[str, float]] = {}
+        self.seconds = 0.0
+
+    def _side(self, name: str) -> None:
+        if self.plan is None:
+            return
+        from perfsuite.ceilings.probe import run_probe
+
+        t0 = time.perf_counter()
+        try:
+            self.sides[name] = run_probe(self.device, self.plan)
+        except Exception as exc:  # optional collector: the run goes on without it
+            self.plan, self.why = None, f"machine check failed: {type(exc).__name__}: {exc}"
+        self.seconds += time.perf_counter() - t0
+
+    def before(self) -> None:
+        self._side("before")
+
+    def after(self) -> None:
+        self._side("after")
+
+    def section(self) -> dict[str, Any]:
+        from perfsuite.ceilings.probe import check_section
+
+        if self.plan is None or len(self.sides) < 2:
+            return {"note": self.why or "machine check not taken"}
+        return check_section(self.plan, self.sides["before"], self.sides["after"])

@@ -195,7 +195,9 @@ class _Run:
         active = capture.window_steps(opts.profile_steps, opts.profile_seconds, epoch_step_s)
         self.progress.phase(f"profile window: {active} steps, off the clock")
         log = self.run_dir / LOG_NAME
+        probe = capture.MachineCheck(opts.device, rec.get("ceilings"))
         with stderr_to(log):  # the profiler's own lines go to the run's log, not the terminal
+            probe.before()
             rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
                 self.parts.profile_window,
                 self.run_dir,
@@ -205,11 +207,14 @@ class _Run:
                 self._batches(20_011),
                 active,
             )
+            probe.after()
+        self.setup_s["machine_check_s"] = probe.seconds
         if log.is_file() and log.stat().st_size:
             rec["sidecars"]["log"] = LOG_NAME
         else:
             log.unlink(missing_ok=True)
         if rec["timeline"]:
+            rec["timeline"]["machine_check"] = probe.section()
             rec["sidecars"]["trace"] = rec["timeline"]["trace"]
             rec["timeline"]["epoch"] = epoch
             rec["timeline"]["measured_step_time"] = quantity(

@@ -25,13 +25,18 @@ class RunProgress:
         self._phase = ""
 
     def phase(self, name: str) -> None:
-        """Say that `name` starts (and how long the previous phase took)."""
+        """Say that `name` starts (and how long the previous phase took). A phase inside
+        training (the profile window) is only named: training goes on after it, so the next
+        phase's timing still covers the whole training, not the window plus later epochs."""
         if not self.enabled:
+            return
+        if self.bar is not None:
+            self._say(f"[perfsuite] {self.label}: {name}")
             return
         now = time.perf_counter()
         took = f"  [{self._phase}: {now - self._phase_t0:.1f} s]" if self._phase_t0 else ""
         self._phase, self._phase_t0 = name, now
-        self._say(f"[perfsuite] {self.label}: {name}{took if self.bar is None else ''}")
+        self._say(f"[perfsuite] {self.label}: {name}{took}")
 
     def _say(self, line: str) -> None:
         if self.bar is not None:
