@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import socket
 import sys
@@ -10,6 +11,38 @@ from typing import Any
 
 from perfsuite import __version__
 from perfsuite.hostinfo import cpu_model, usable_cpus
+
+# Environment variables that change how fast the same code runs (allocator, threading, math
+# libraries, CUDA): two runs that differ in one of these are not the same measurement.
+PERF_ENV_PREFIXES = (
+    "MALLOC_",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "MKL_",
+    "DNNL_",
+    "ONEDNN_",
+    "OPENBLAS_",
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "NCCL_",
+    "NVIDIA_TF32_OVERRIDE",
+    "PYTORCH_",
+    "TORCH_",
+    "TF_",
+    "XLA_FLAGS",
+    "LD_PRELOAD",
+)
+
+
+def perf_env(environ: dict[str, str]) -> dict[str, str]:
+    """The set variables of PERF_ENV_PREFIXES, sorted (values cut at 200 characters)."""
+    return {
+        k: v[:200]
+        for k, v in sorted(environ.items())
+        if k.startswith(PERF_ENV_PREFIXES) and "LOG" not in k  # log levels change no speed
+    }
 
 
 def gpu_names() -> list[str]:
@@ -36,6 +69,7 @@ def collect_environment(device: str) -> dict[str, Any]:
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "perfsuite": __version__,
+        "perf_env": perf_env(dict(os.environ)),
     }
     for mod in ("numpy", "sklearn", "psutil"):
         with contextlib.suppress(ImportError):
