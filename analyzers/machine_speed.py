@@ -28,11 +28,7 @@ class WindowSpeed:
     after: float
     roof_value: float
     same_benchmark: bool  # the roof was measured at this size (else a rough comparison)
-
-    @property
-    def ratio(self) -> float:
-        """Mean of both sides over the roof: the machine's speed during the window."""
-        return (self.before + self.after) / 2.0 / self.roof_value
+    ratio: float  # mean of both sides over the roof: the machine's speed during the window
 
     @property
     def unit(self) -> str:
@@ -77,7 +73,8 @@ def _speed(
     if before is None or after is None or value is None or not roof:
         return None
     measured_size = (q.get("measured_under") or {}).get("size")
-    return WindowSpeed(kind, roof, before, after, value, measured_size == size)
+    ratio = (before + after) / 2.0 / value
+    return WindowSpeed(kind, roof, before, after, value, measured_size == size, ratio)
 
 
 def speed_notes(speeds: list[WindowSpeed], record: Mapping[str, Any]) -> list[str]:

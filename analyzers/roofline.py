@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from analyzers.machine_speed import WindowSpeed
 from analyzers.mathmode import MATRIX_FAMILIES, Context, context, guess_family, work_by_op
 from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
 from analyzers.roof_doubts import Suspects
@@ -137,6 +138,7 @@ class Roofline:
     notes: list[str] = field(default_factory=list)
     time_rows: Reconciled | None = None  # roofline ops' times + other, summing to the step
     math_source: str = ""
+    machine_check: list[WindowSpeed] = field(default_factory=list)  # speed during the window
 
 
 def _roof_labeled(ctx: Context, math: str) -> Labeled:
@@ -445,4 +447,5 @@ def roofline(
         notes,
         rec_rows,
         ctx.math_source,
+        ctx.speeds,
     )

@@ -9,7 +9,8 @@ same size. Also per run: profiled op time + the "other" row against the measured
 The roof comes from the ceilings cache, so it is the same number in every run and the spread
 is the spread of the profiled op times. Each run's machine check (the roofs' own benchmarks
 next to its window, docs/roofline.md) is printed with it, and a second spread divides every
-fraction by its window's speed: how much of the spread a drifting machine explains. Env: PERFSUITE_BENCH_REPEATS (default 3),
+fraction by its window's speed: how much of the spread a drifting machine explains.
+Env: PERFSUITE_BENCH_REPEATS (default 3),
 PERFSUITE_BENCH_SHARE (share of the step above which an op is judged, default 0.05),
 PERFSUITE_BENCH_PROFILE_SECONDS (the run's --profile-seconds; 0 gives the old 3-step window),
 PERFSUITE_BENCH_THREADS (torch threads; default: torch's own choice).

@@ -112,7 +112,7 @@ def test_failed_check_is_a_note_not_a_lost_run(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("private_cache")
-def test_run_records_the_check_around_its_window(tmp_path, monkeypatch):
+def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
     """A real digits run: both sides measured, next to the window, off the clock."""
     pytest.importorskip("torch")
     from perfsuite.record import load_record
@@ -133,7 +133,8 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch):
         inference_repeats=0,
         profile_seconds=0.0,
     )
-    rec = load_record(run_workload(opts))
+    run_dir = run_workload(opts)
+    rec = load_record(run_dir)
     check = rec["timeline"]["machine_check"]
     assert check["matmul"]["n"] == 64 and check["copy"]["bytes"] == 1 << 20
     for side in ("before", "after"):
@@ -142,3 +143,10 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch):
     # against a 1 PFLOP/s roof any CPU is "contended": the roofline says so, with its speed
     notes = roofline(rec).notes
     assert any(n.startswith("machine contended during the profile window") for n in notes)
+    from perfsuite.cli import main
+
+    capsys.readouterr()
+    assert main(["roofline", str(run_dir)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("machine check"))
+    assert "matmul at " in line and "of the fp32 roof (before " in line
+    assert "copy at " in line and "of the memory roof" in line

@@ -124,6 +124,11 @@ def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> s
             f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
             f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
         )
+    if res.machine_check:
+        out.append(
+            "machine check next to the window (the roofs' own benchmarks): "
+            + "; ".join(f"{s.kind} at {s.text()}" for s in res.machine_check)
+        )
     if util.clock:
         c = util.clock
         out.append(
