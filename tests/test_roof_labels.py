@@ -78,6 +78,7 @@ def test_measured_and_spec_roof_labels_part_on_the_figure(make_record):
     fig = figures.roofline_figure(roofline(rec), utilization(rec)).to_plotly_json()
     labels, gap = _roof_labels(fig)
     by_text = {t: (head, c) for t, head, c in labels}
+    # one math: its roof is the blend, named once
     assert set(by_text) == {"fp32 100 GFLOP/s (measured)", "spec 120 GFLOP/s"}
     # each leader starts at its own roof's right end
     assert by_text["fp32 100 GFLOP/s (measured)"][0] == pytest.approx(11.0)
@@ -101,12 +102,14 @@ def test_h100_roof_labels_apart(tmp_path):
     by_text = {t: (head, c) for t, head, c in labels}
     assert set(by_text) == {
         "fp32 54.1 TFLOP/s (measured)",
+        "blended 366 TFLOP/s (derived)",  # the blend of fp32 and tf32 is a roof of its own
         "tf32 374 TFLOP/s (measured)",
         "spec 484 TFLOP/s",
     }
     _assert_apart(labels, gap, *fig["layout"]["yaxis"]["range"])
-    # 0.84 decades (about 28 px) below tf32: pushed down by the stack above it, less than a
-    # label height, so it still touches its own line; the stack keeps the roofs' order
+    # the stack keeps the roofs' order; fp32, 0.83 decades below the blend, is pushed down by
+    # the stack of three above it but stays within half a label height of its own line
+    centres = [by_text[t][1] for t in sorted(by_text, key=lambda t: by_text[t][0])]
+    assert centres == sorted(centres)
     head, centre = by_text["fp32 54.1 TFLOP/s (measured)"]
     assert head - gap / 2 < centre < head
-    assert centre < by_text["tf32 374 TFLOP/s (measured)"][1] < by_text["spec 484 TFLOP/s"][1]
