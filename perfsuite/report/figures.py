@@ -1,5 +1,5 @@
 """Plotly figures. They draw what the analyzers return; the only arithmetic here is geometry
-(where to draw a roof line across the visible axis range)."""
+(where to draw a roof line across the visible axis range, where its label goes)."""
 
 from __future__ import annotations
 
