@@ -1,5 +1,5 @@
 """Plotly figures. They draw what the analyzers return; the only arithmetic here is geometry
-(where to draw a roof line across the visible axis range)."""
+(where to draw a roof line across the visible axis range, where its label goes)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from analyzers.roofline import Roofline
 from analyzers.tasks import metric_info, target_text
@@ -31,6 +32,8 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
 # Ops labelled by name on the roofline chart (the largest time shares); the rest hover only.
 LABELLED_OPS = 5
 _SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
+# One colour per roof of a math, shared by its line and its label (the template's own colours).
+_COLORWAY = pio.templates[_LAYOUT["template"]].layout.colorway
 # One colour per compared item (a run or a group), in order, on every chart of a page, so a
 # group keeps its colour from the overlay of curves to the stability strip.
 ITEM_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
@@ -38,17 +41,93 @@ ITEM_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 
 def _log_x(x: float) -> float:
     """Annotation x on a log axis: plotly reads it as log10 of the data value (a raw value put
-    the ridge label at 10^13 and stretched the axis to 10^16). Labels at the axis end are
-    placed a little inside it, since plotly hides an annotation outside the range."""
+    the ridge label at 10^13 and stretched the axis to 10^16)."""
     return math.log10(x)
 
 
-def _log_label(
-    fig: go.Figure, x: float, y: float, text: str, inset: float = 0.0, **style: Any
-) -> None:
+def _log_label(fig: go.Figure, x: float, y: float, text: str, **style: Any) -> None:
     """A text label at the data point (x, y) of a log-log chart: both coordinates go through
-    log10 (see _log_x); `inset` moves it left, in decades (labels at the axis end)."""
-    fig.add_annotation(x=_log_x(x) - inset, y=math.log10(y), showarrow=False, text=text, **style)
+    log10 (see _log_x)."""
+    fig.add_annotation(x=_log_x(x), y=math.log10(y), showarrow=False, text=text, **style)
+
+
+# The roofline keeps a fixed plot height, so a decade on its y axis has a known height in px
+# and roof labels can be kept apart in data space (log10 decades). The roof labels go into the
+# right margin beside the ends of their lines, where no op, op name or the ridge label can be;
+# the legend goes below the plot to leave them that margin. A legend taller than the bottom
+# margin (narrow pages) shrinks the plot: 314 px at a 760 px wide page, still room for 14 px
+# labels 20 px apart at 360.
+_ROOF_MARGIN = {"l": 70, "t": 50, "b": 150}
+_ROOF_HEIGHT = 560
+_ROOF_PLOT_PX = _ROOF_HEIGHT - _ROOF_MARGIN["t"] - _ROOF_MARGIN["b"]
+_LABEL_PX = 20  # one line of label text (14 px box in Chromium) plus air
+_PAD_PX = (40, 16)  # above the highest point (room for its name), below the lowest
+_CHAR_PX = 7.0  # mean width of a 12 px label character: sizes the right margin
+
+
+def spread_labels(heights: Sequence[float], gap: float, top: float | None = None) -> list[float]:
+    """Label centres (log10) for labels whose lines end at `heights` (log10), each at least
+    `gap` decades from the next and as close to its own line as that allows.
+
+    Why: roofs a fraction of a decade apart (fp32 54 and tf32 67 TFLOP/s, a measured roof and
+    its spec) put their labels on top of each other. Labels keep the order of their lines and
+    move the least in total (least squares): a lone label stays on its line, two close labels
+    part symmetrically about their lines' mean. With ordered centres p_k, p_k - k*gap must not
+    decrease, so the answer is the isotonic fit of h_k - k*gap (pool adjacent violators); a
+    `top` caps the highest centre and pushes the stack down below it."""
+    order = sorted(range(len(heights)), key=lambda i: heights[i])
+    blocks: list[list[float]] = []  # [sum, count] of pooled targets, in order
+    for k, i in enumerate(order):
+        blocks.append([heights[i] - k * gap, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    fitted = [b[0] / b[1] for b in blocks for _ in range(int(b[1]))]
+    cap = None if top is None else top - (len(order) - 1) * gap
+    out = [0.0] * len(heights)
+    for k, i in enumerate(order):
+        q = fitted[k] if cap is None else min(fitted[k], cap)
+        out[i] = q + k * gap
+    return out
+
+
+def _y_range(ys: Sequence[float]) -> tuple[float, float]:
+    """The y axis range (log10) over the plotted values, padded by _PAD_PX at both ends, so
+    that one px is a known number of decades (see spread_labels)."""
+    lo, hi = math.log10(min(ys)), math.log10(max(ys))
+    span = max(hi - lo, 1.0)
+    per_px = span / (_ROOF_PLOT_PX - sum(_PAD_PX))
+    return lo - _PAD_PX[1] * per_px, lo + span + _PAD_PX[0] * per_px
+
+
+def _roof_labels(
+    fig: go.Figure, labels: Sequence[tuple[str, float, str]], y_range: tuple[float, float]
+) -> None:
+    """Each (text, y at the right end, colour) in the right margin, beside the end of its roof
+    and joined to it by a short leader, spread apart by spread_labels."""
+    lo, hi = y_range
+    gap = _LABEL_PX * (hi - lo) / _ROOF_PLOT_PX
+    heights = [math.log10(y) for _, y, _ in labels]
+    for (text, _, color), h, c in zip(
+        labels, heights, spread_labels(heights, gap, hi - gap / 2), strict=True
+    ):
+        fig.add_annotation(
+            xref="paper",
+            x=1,
+            yref="y",
+            y=h,
+            text=text,
+            font={"color": color},
+            showarrow=True,
+            arrowcolor=color,
+            ax=14,
+            ayref="y",
+            ay=c,
+            xanchor="left",
+            yanchor="middle",
+            standoff=0,
+        )
 
 
 def roofline_figure(
@@ -73,22 +152,26 @@ def roofline_figure(
     lo = 10 ** math.floor(math.log10(min(xs) / 4)) if xs else 1e-2
     hi = 10 ** math.ceil(math.log10(max(xs) * 4)) if xs else 1e3
     fig = go.Figure()
-    for m, lab in per_math if bw else []:
+    ys: list[float] = []  # every plotted y, for the axis range
+    labels: list[tuple[str, float, str]] = []  # roof labels: text, y at the right end, colour
+    for i, (m, lab) in enumerate(per_math if bw else []):
         # one roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)
         rx, ry = _roof(lo, hi, lab.value, bw)
+        color = _COLORWAY[i % len(_COLORWAY)]
         fig.add_trace(
             go.Scatter(
                 x=rx,
                 y=ry,
                 mode="lines",
-                line={"width": 2},
+                line={"width": 2, "color": color},
                 name=f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}",
             )
         )
-        text = f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})"
-        _log_label(fig, hi, lab.value, text, 0.05, xanchor="right", yanchor="bottom")
+        ys += ry
+        labels.append((f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})", ry[-1], color))
     if peak and bw:
         rx, ry = _roof(lo, hi, peak, bw)
+        ys += ry
         fig.add_trace(
             go.Scatter(
                 x=rx,
@@ -99,6 +182,10 @@ def roofline_figure(
                 f"{fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})",
             )
         )
+        # a run in one math has that math's roof as its blend: one label says it
+        if not any(math.isclose(peak, lab.value, rel_tol=1e-9) for _, lab in per_math):
+            text = f"blended {fmt.si(peak, 'FLOP/s')} ({run.peak_flops.provenance})"
+            labels.append((text, ry[-1], "black"))
         ridge = peak / bw
         fig.add_vline(x=ridge, line_dash="dot", line_color="grey")
         fig.add_annotation(
@@ -109,10 +196,19 @@ def roofline_figure(
             showarrow=False,
             text=f"ridge {ridge:.3g} FLOP/byte",
         )
-        x_mem = lo * 2  # label the bandwidth slope near its left end
+        # label the bandwidth slope near its left end; the slope climbs through the text and
+        # ops can sit under it, so the text gets a halo of the background colour (a backdrop
+        # box would hide those ops)
+        x_mem = lo * 2
         text = f"memory {fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})"
         _log_label(
-            fig, x_mem, min(peak, x_mem * bw), text, xanchor="left", yanchor="bottom", textangle=0
+            fig,
+            x_mem,
+            min(peak, x_mem * bw),
+            text,
+            xanchor="left",
+            yanchor="bottom",
+            font={"shadow": "auto"},
         )
     if (
         util
@@ -121,6 +217,7 @@ def roofline_figure(
         and (util.spec_peak != peak or util.spec_bandwidth != bw)
     ):
         sx, sy = _roof(lo, hi, util.spec_peak, util.spec_bandwidth)
+        ys += sy
         fig.add_trace(
             go.Scatter(
                 x=sx,
@@ -131,17 +228,8 @@ def roofline_figure(
                 f"{fmt.si(util.spec_bandwidth, 'byte/s')}",
             )
         )
-        text = f"spec {fmt.si(util.spec_peak, 'FLOP/s')}"
-        _log_label(
-            fig,
-            hi,
-            util.spec_peak,
-            text,
-            0.05,
-            xanchor="right",
-            yanchor="top",
-            font={"color": "grey"},
-        )
+        labels.append((f"spec {fmt.si(util.spec_peak, 'FLOP/s')}", sy[-1], "grey"))
+    ys += [o.placement.achieved_flops for o in joined]
     named = {o.op for o in sorted(joined, key=lambda o: -(o.time_share or 0))[:LABELLED_OPS]}
     for flagged in (False, True):
         ops = [o for o in joined if bool(o.placement.flag) == flagged]
@@ -183,6 +271,7 @@ def roofline_figure(
             )
         )
     if run.intensity.value and run.achieved_flops.value:
+        ys.append(run.achieved_flops.value)
         fig.add_trace(
             go.Scatter(
                 x=[run.intensity.value],
@@ -203,7 +292,21 @@ def roofline_figure(
         )
     fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
     fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
-    fig.update_layout(title=title, **_LAYOUT)
+    ys = [y for y in ys if y > 0]
+    width = max((len(t) for t, _, _ in labels), default=0)
+    fig.update_layout(
+        title=title,
+        **{
+            **_LAYOUT,
+            "height": _ROOF_HEIGHT,
+            "margin": {**_ROOF_MARGIN, "r": 30 + math.ceil(_CHAR_PX * width)},
+        },
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
+    )
+    if ys:
+        y_range = _y_range(ys)
+        fig.update_yaxes(range=list(y_range))
+        _roof_labels(fig, labels, y_range)
     return fig
 
 
