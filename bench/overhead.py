@@ -7,8 +7,9 @@ Runs alternate on/off so drift on a shared machine hits both equally. Three rati
 - whole command wall time: adds the one-off capture work done outside the clock (FLOP count,
   profiler window, inference latency), which matters for short runs.
 Set PERFSUITE_BENCH_PAIRS to change the number of on/off pairs (default 3; cifar10 gets one
-fewer, or PERFSUITE_BENCH_CIFAR_PAIRS). cifar10 evaluates only its last epoch: evaluation is off
-the training clock and would only lengthen the bench.
+fewer, or PERFSUITE_BENCH_CIFAR_PAIRS), PERFSUITE_BENCH_THREADS to fix torch's threads, and
+PERFSUITE_BENCH_DIGITS_ONLY=1 to leave cifar10 out. cifar10 evaluates only its last epoch:
+evaluation is off the training clock and would only lengthen the bench.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzers.stats import bootstrap_ci
+from analyzers.stats import median_ci
 from perfsuite.fmt import table
 from perfsuite.record import load_record
 
@@ -29,8 +30,16 @@ CIFAR_DIRS = [Path("../shared/data/cifar10"), Path("/tmp/perfsuite-bench-cifar10
 def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
     from perfsuite.runner import RunOptions, run_workload
 
+    threads = os.environ.get("PERFSUITE_BENCH_THREADS")
     opts = RunOptions(
-        workload=workload, out=out, capture=capture, progress=False, keep_going=True, seed=0, **kw
+        workload=workload,
+        out=out,
+        capture=capture,
+        progress=False,
+        keep_going=True,
+        seed=0,
+        threads=int(threads) if threads else None,
+        **kw,
     )
     t0 = time.perf_counter()
     run_dir = run_workload(opts)
@@ -59,17 +68,19 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
 
     def row(what: str, off: list[float], on: list[float], digits: int = 4) -> list[str]:
         # Paired: each on run against the off run next to it (the order alternates), so slow
-        # drift of a shared machine cancels; the CI is a bootstrap over the pairs.
+        # drift of a shared machine cancels. The median of the pair ratios with its
+        # order-statistic CI: one repeat slowed many times over by a neighbour would drag a
+        # mean (and its bootstrap) far from every other pair.
         ratios = [a / b for a, b in zip(on, off, strict=True)]
-        ci = bootstrap_ci(ratios)
-        ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "n/a"
+        ci = median_ci(ratios)
+        ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pairs]"
         return [
             label,
             what,
             f"{med(off):.{digits}f} s",
             f"{med(on):.{digits}f} s",
             f"{med(on) / med(off):.3f}",
-            f"{statistics.fmean(ratios):.3f} {ci_txt}",
+            f"{med(ratios):.3f} {ci_txt}",
         ]
 
     return [
@@ -83,7 +94,9 @@ def main() -> None:
     pairs = int(os.environ.get("PERFSUITE_BENCH_PAIRS", "3"))
     rows = _compare("digits (5 epochs)", "digits", pairs, epochs=5, measure_peaks=True)
     data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
-    if data is None:
+    if os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
+        print("cifar10: left out (PERFSUITE_BENCH_DIGITS_ONLY)")
+    elif data is None:
         print(
             "cifar10: skipped (extract ../shared/data/cifar10-jpeg.tar.gz into "
             f"{CIFAR_DIRS[-1]} to include it)"
@@ -104,11 +117,12 @@ def main() -> None:
     print(
         table(
             rows,
-            ["run", "what", "capture off", "capture on", "on/off", "paired on/off [95% CI]"],
+            ["run", "what", "capture off", "capture on", "on/off", "paired median [95% CI]"],
             align="llrrrr",
         )
     )
     print(
-        "on/off = median with instrumentation / median without; paired = mean of the "
-        "per-pair ratios with a bootstrap 95% CI; target <= 1.02 on the training clock."
+        "on/off = median with instrumentation / median without; paired = median of the "
+        "per-pair ratios with its distribution-free 95% CI (order statistics; needs 6 pairs); "
+        "target <= 1.02 on the training clock."
     )

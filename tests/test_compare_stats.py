@@ -152,3 +152,19 @@ def test_bad_options_are_refused():
         decide("t", "A", "B", [1.0, 2.0], [1.0, 2.0], alpha=1.5)
     with pytest.raises(ValueError):
         decide("t", "A", "B", [1.0, 2.0], [1.0, 2.0], min_effect=-0.1)
+
+
+def test_median_ci_is_the_order_statistic_interval_with_binomial_coverage():
+    # n=10: (x_2, x_9) covers 1 - 2 * 11/1024 = 97.9%; (x_3, x_8) only 89.1%, below 95%
+    assert stats.median_ci([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)
+    # n=20 at 95%: k=6, coverage 1 - 2 P(Bin(20, 1/2) <= 5) = 95.9%, checked with scipy
+    k = 6
+    assert 1 - 2 * ss.binom.cdf(k - 1, 20, 0.5) >= 0.95 > 1 - 2 * ss.binom.cdf(k, 20, 0.5)
+    assert stats.median_ci([float(v) for v in range(1, 21)]) == (6.0, 15.0)
+    # one wild value does not move it: a slowed repeat on a shared machine
+    assert stats.median_ci([1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.0, 1.01, 0.99, 50.0]) == (
+        0.99,
+        1.02,
+    )
+    assert stats.median_ci([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # too few for 95%
+    assert stats.median_ci([1.0, 2.0, 3.0, 4.0, 5.0], confidence=0.9) == (1.0, 5.0)
