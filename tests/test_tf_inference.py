@@ -149,13 +149,31 @@ def test_pickled_arrays_are_never_unpickled(saved, tmp_path):
     assert zipfile.is_zipfile(path) is False
 
 
-def test_tensorflow_inference_is_eager_only():
+def test_tensorflow_inference_is_eager_or_a_graph():
     from perfsuite.backends import parse_device
 
-    cpu = parse_device("cpu")
+    cpu, gpu = parse_device("cpu"), parse_device("cuda")
     inference.check_mode("eager", "bf16", cpu, "tensorflow")  # allowed
-    with pytest.raises(inference.InferenceError, match="--mode compile: TensorFlow runs are"):
-        inference.check_mode("compile", "fp32", cpu, "tensorflow")
+    inference.check_mode("compile", "fp32", cpu, "tensorflow")  # a tf.function graph
+    with pytest.raises(inference.InferenceError, match="--mode cudagraphs: TensorFlow runs are"):
+        inference.check_mode("cudagraphs", "fp32", gpu, "tensorflow")
+
+
+def test_graph_model_computes_what_the_eager_model_does():
+    import tensorflow as tf
+
+    from perfsuite.backends.tensorflow import GraphModel
+
+    model = _model(seed=0)
+    graph = GraphModel(model, tf)
+    x = tf.random.stateless_normal((1, 8, 8, 1), seed=(1, 2))
+    np.testing.assert_allclose(
+        graph(x).numpy(), model(x, training=False).numpy(), rtol=1e-5, atol=1e-6
+    )
+    assert graph.layout == model.layout  # other attributes are the eager model's
+    assert graph.eager_model is model
+    with pytest.raises(ValueError, match="training=True is not traced"):
+        graph(x, training=True)
 
 
 # -- a real TensorFlow digits run (a few seconds) ------------------------------------------
@@ -221,9 +239,12 @@ def test_infer_remeasures_a_tf_run_and_eval_refuses_it(tf_run, capsys):
     assert rec["inference"]["measured_at"] == out["measured_at"]
     assert rec["inference"]["by"] == "perfsuite infer"
 
-    assert main(["infer", run_dir, "--mode", "compile"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "TensorFlow runs are measured eager only" in err
+    # the same model as one tf.function graph: the same predictions, its own mode
+    assert main(["infer", run_dir, "--threads", "1", "--mode", "compile", "--json"]) == 0
+    graph = json.loads(capsys.readouterr().out)["inference"]
+    assert graph["mode"] == "compile" and graph["examples"] == 359
+    assert graph["metrics"] == tf_run["inference"]["metrics"]
+    assert len(load_record(run_dir)["inference_measurements"]) == 3
 
     assert main(["eval", "shift", run_dir, "--corruptions"]) == 2
     err = capsys.readouterr().err.strip()

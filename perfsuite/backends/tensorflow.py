@@ -42,6 +42,26 @@ def require_tensorflow() -> Any:
     return tf
 
 
+class GraphModel:
+    """A model whose inference call runs as one `tf.function` graph (XLA off), as TensorFlow
+    models are served: `infer --mode compile` for TensorFlow runs. Why: eager mode dispatches
+    every op from Python, which dominates a batch-1 call on a small network. The graph is
+    traced in the untimed warm-up (one trace per input shape, batch-1 shapes are all alike);
+    every other attribute is the eager model's."""
+
+    def __init__(self, model: Any, tf: Any) -> None:
+        self.eager_model = model
+        self._graph = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
+
+    def __call__(self, x: Any, training: bool = False) -> Any:
+        if training:
+            raise ValueError("GraphModel is for inference: training=True is not traced")
+        return self._graph(x)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.eager_model, name)
+
+
 class TFBackend:
     """One device seen through TensorFlow. Holds no state but the device."""
 
@@ -73,10 +93,12 @@ class TFBackend:
 
     def inference_model(self, model: Any, mode: str, precision: str) -> Any:
         """`model` computing in `precision` (the mixed-precision policy's compute dtype, which
-        the model casts to on every call; variables stay float32). Eager only: `mode` other
-        than eager is refused earlier (`inference.check_mode`)."""
+        the model casts to on every call; variables stay float32); `mode` "compile": its
+        inference call traced into a graph (GraphModel). cudagraphs is refused earlier
+        (`inference.check_mode`)."""
+        model = getattr(model, "eager_model", model)
         model.compute_dtype = PRECISION_DTYPES.get(precision, "float32")
-        return model
+        return GraphModel(model, self.tf) if mode == "compile" else model
 
     def no_grad(self) -> contextlib.AbstractContextManager[Any]:
         """Nothing: `predict` calls the model with training=False and no gradient tape."""

@@ -26,7 +26,12 @@ def register(sub: Any) -> None:
         ),
     )
     p.add_argument("run", metavar="RUN", help="run folder or run.json")
-    p.add_argument("--mode", default="eager", help="eager (default), compile or cudagraphs (GPU)")
+    p.add_argument(
+        "--mode",
+        default="eager",
+        help="eager (default), compile (PyTorch: torch.compile; TensorFlow: a tf.function "
+        "graph) or cudagraphs (PyTorch on a GPU)",
+    )
     p.add_argument("--precision", default="fp32", help="fp32 (default), bf16 or fp16 autocast")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N examples (partial)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
