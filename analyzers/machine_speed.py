@@ -30,10 +30,6 @@ class WindowSpeed:
     same_benchmark: bool  # the roof was measured at this size (else a rough comparison)
     ratio: float  # mean of both sides over the roof: the machine's speed during the window
 
-    @property
-    def unit(self) -> str:
-        return "FLOP/s" if self.kind == "matmul" else "byte/s"
-
     def text(self) -> str:
         what = f"{self.roof} roof" if self.kind == "matmul" else "memory roof"
         rough = "" if self.same_benchmark else " (the roof was measured at another size)"

@@ -23,10 +23,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from analyzers.machine_speed import window_speeds
 from analyzers.roofline import roofline
 from bench.overhead import CIFAR_DIRS
-from perfsuite.ceilings.roofs import record_roofs
 from perfsuite.fmt import table
 from perfsuite.record import load_record
 
@@ -60,7 +58,7 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
     sums, checks = [], []
     for rec in records:
         rl = roofline(rec)
-        speed = {s.kind: s.ratio for s in window_speeds(rec, record_roofs(rec.get("ceilings")))}
+        speed = {s.kind: s.ratio for s in rl.machine_check}
         checks.append(
             " ".join(f"{k} {v:.0%}" for k, v in sorted(speed.items())) or "no machine check"
         )

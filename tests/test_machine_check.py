@@ -43,6 +43,17 @@ def test_plan_repeats_the_measured_roofs_sizes():
     assert plan is None and "no measured roof" in why
 
 
+def test_timed_calls_warm_up_once_then_repeat_or_stop_at_the_budget():
+    from perfsuite.ceilings.measure import timed_calls
+
+    calls = []
+    times = timed_calls(lambda: calls.append(1), lambda: None, 3)  # the probe: exactly 3
+    assert len(times) == 3 and len(calls) == 4
+    calls.clear()
+    times = timed_calls(lambda: calls.append(1), lambda: None, 10, budget_s=0.0)  # peaks
+    assert len(times) == 2 and len(calls) == 3  # at least two, then the budget is spent
+
+
 def test_probe_measures_both_benchmarks_on_cpu():
     out = run_probe("cpu", {"matmul": {"dtype": "float32", "n": 64}, "copy": {"bytes": 1 << 20}})
     assert set(out) == {"matmul", "copy"}

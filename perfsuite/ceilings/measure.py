@@ -9,9 +9,10 @@ only ever makes a run slower. torch is imported lazily: this is capture-side cod
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,7 +49,8 @@ class Measurement:
         return f"copy {self.size / 2**20:.0f} MiB, 2*size/t, best of {self.repeats} ({self.mode})"
 
 
-def _sync(device: str) -> Callable[[], None]:
+def device_sync(device: str) -> Callable[[], None]:
+    """What waits for `device` to finish queued work (nothing on a CPU)."""
     import torch
 
     if device.startswith("cuda"):
@@ -56,24 +58,20 @@ def _sync(device: str) -> Callable[[], None]:
     return lambda: None
 
 
-def _best_time(
-    fn: Callable[[], Any], sync: Callable[[], None], repeats: int, budget_s: float
-) -> tuple[float, int]:
-    """Warm up once, then time up to `repeats` calls within `budget_s`; (best seconds, count)."""
+def timed_calls(
+    fn: Callable[[], Any], sync: Callable[[], None], repeats: int, budget_s: float = math.inf
+) -> list[float]:
+    """Warm up once, then the seconds of up to `repeats` calls, at least 2, stopping early
+    once `budget_s` is spent (the default: no budget, exactly `repeats`)."""
     fn()
     sync()
-    best = math.inf
-    spent = 0.0
-    n = 0
-    while n < repeats and (n < 2 or spent < budget_s):
+    times: list[float] = []
+    while len(times) < repeats and (len(times) < 2 or sum(times) < budget_s):
         t0 = time.perf_counter()
         fn()
         sync()
-        dt = time.perf_counter() - t0
-        best = min(best, dt)
-        spent += dt
-        n += 1
-    return best, n
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def _torch_dtype(dtype: str) -> Any:
@@ -88,6 +86,40 @@ def _torch_dtype(dtype: str) -> Any:
     }[dtype]
 
 
+@contextlib.contextmanager
+def matmul_math(dtype: str) -> Iterator[None]:
+    """cuBLAS in the math of `dtype` (TF32 Tensor Cores only for "tf32"), restored after."""
+    import torch
+
+    old_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old_tf32
+
+
+def matmul_benchmark(device: str, dtype: str, n: int) -> tuple[Callable[[], Any], float]:
+    """(one n x n x n product into a preallocated output, its FLOPs 2n^3); call it inside
+    `matmul_math(dtype)`."""
+    import torch
+
+    tdt = _torch_dtype(dtype)
+    a = torch.randn(n, n, device=device).to(tdt)
+    b = torch.randn(n, n, device=device).to(tdt)
+    out = torch.empty(n, n, device=device, dtype=tdt)
+    return (lambda: torch.matmul(a, b, out=out)), 2.0 * n**3
+
+
+def copy_benchmark(device: str, size: int) -> tuple[Callable[[], Any], float]:
+    """(one copy of a `size`-byte float32 buffer, the bytes it moves: read + write)."""
+    import torch
+
+    src = torch.ones(size // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    return (lambda: dst.copy_(src)), 2.0 * size
+
+
 def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
     """Best FLOP/s of an n x n x n matrix product, n chosen so one product takes ~target_s."""
     import torch
@@ -98,42 +130,33 @@ def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
     if dtype == "tf32" and not device.startswith("cuda"):
         raise ValueError("tf32 exists only on CUDA devices")
     cfg = _MODES[mode]
-    sync = _sync(device)
-    tdt = _torch_dtype(dtype)
-    old_tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-    try:
+    sync = device_sync(device)
+    with matmul_math(dtype):
         # Grow n until one product takes target_s: small products are overhead-bound and
         # would understate the peak.
         n_max = 16384 if device.startswith("cuda") else 4096
         n = 256
         while True:
-            a = torch.randn(n, n, device=device).to(tdt)
-            t, _ = _best_time(lambda a=a: a @ a, sync, 1, 0.0)
+            a = torch.randn(n, n, device=device).to(_torch_dtype(dtype))
+            t = min(timed_calls(lambda a=a: a @ a, sync, 1))
             if t >= cfg["target_s"] or n >= n_max:
                 break
             n *= 2
-        a = torch.randn(n, n, device=device).to(tdt)
-        b = torch.randn(n, n, device=device).to(tdt)
-        out = torch.empty(n, n, device=device, dtype=tdt)
-        best, reps = _best_time(
-            lambda: torch.matmul(a, b, out=out), sync, cfg["repeats"], cfg["budget_s"]
-        )
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old_tf32
-    return Measurement("matmul", dtype, 2 * n**3 / best, "FLOP/s", n, reps, best, mode)
+        del a
+        call, flops = matmul_benchmark(device, dtype, n)
+        times = timed_calls(call, sync, cfg["repeats"], cfg["budget_s"])
+    best = min(times)
+    return Measurement("matmul", dtype, flops / best, "FLOP/s", n, len(times), best, mode)
 
 
 def measure_bandwidth(device: str, mode: str = "quick") -> Measurement:
     """Best byte/s of copying a buffer far larger than the last-level cache (read + write)."""
-    import torch
-
     cfg = _MODES[mode]
     size = cfg["copy_bytes"] * (4 if device.startswith("cuda") else 1)
-    src = torch.ones(size // 4, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    best, reps = _best_time(lambda: dst.copy_(src), _sync(device), cfg["repeats"], cfg["budget_s"])
-    return Measurement("copy", None, 2 * size / best, "byte/s", size, reps, best, mode)
+    call, moved = copy_benchmark(device, size)
+    times = timed_calls(call, device_sync(device), cfg["repeats"], cfg["budget_s"])
+    best = min(times)
+    return Measurement("copy", None, moved / best, "byte/s", size, len(times), best, mode)
 
 
 def measurable_dtypes(device: str) -> tuple[str, ...]:

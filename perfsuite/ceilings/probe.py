@@ -13,11 +13,16 @@ a few times next to the window, and analyzers.machine_speed compares them with t
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from perfsuite.ceilings.measure import _sync, _torch_dtype
+from perfsuite.ceilings.measure import (
+    copy_benchmark,
+    device_sync,
+    matmul_benchmark,
+    matmul_math,
+    timed_calls,
+)
 from perfsuite.ceilings.table import normalize_dtype
 from perfsuite.record import quantity
 
@@ -43,49 +48,24 @@ def probe_plan(ceilings: Mapping[str, Any] | None) -> tuple[dict[str, Any] | Non
     return plan, ""
 
 
-def _median_rate(fn: Any, sync: Any, work: float, repeats: int) -> float:
-    """`work` / the median seconds of `repeats` timed calls, after one untimed call."""
-    fn()
-    sync()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return work / statistics.median(times)
-
-
 def run_probe(device: str, plan: Mapping[str, Any], repeats: int = REPEATS) -> dict[str, float]:
-    """One side of the check: {"matmul": FLOP/s, "copy": byte/s} for what `plan` names.
+    """One side of the check: {"matmul": FLOP/s, "copy": byte/s} for what `plan` names, by
+    perfsuite.ceilings.measure's own benchmarks.
 
     Median, not best: the window's ops run at the machine's typical speed of the moment, and
     the median of a few calls is that speed; the roofs themselves are the best of several."""
-    import torch
-
-    sync = _sync(device)
+    sync = device_sync(device)
     out: dict[str, float] = {}
     if "matmul" in plan:
-        n, dtype = int(plan["matmul"]["n"]), str(plan["matmul"]["dtype"])
-        old_tf32 = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"  # as measure_matmul does
-        try:
-            tdt = _torch_dtype(dtype)
-            a = torch.randn(n, n, device=device).to(tdt)
-            b = torch.randn(n, n, device=device).to(tdt)
-            c = torch.empty(n, n, device=device, dtype=tdt)
-            out["matmul"] = _median_rate(
-                lambda: torch.matmul(a, b, out=c), sync, 2.0 * n**3, repeats
-            )
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = old_tf32
-        del a, b, c
+        dtype = str(plan["matmul"]["dtype"])
+        with matmul_math(dtype):
+            call, flops = matmul_benchmark(device, dtype, int(plan["matmul"]["n"]))
+            out["matmul"] = flops / statistics.median(timed_calls(call, sync, repeats))
+        del call
     if "copy" in plan:
-        size = int(plan["copy"]["bytes"])
-        src = torch.ones(size // 4, dtype=torch.float32, device=device)
-        dst = torch.empty_like(src)
-        out["copy"] = _median_rate(lambda: dst.copy_(src), sync, 2.0 * size, repeats)
-        del src, dst
+        call, moved = copy_benchmark(device, int(plan["copy"]["bytes"]))
+        out["copy"] = moved / statistics.median(timed_calls(call, sync, repeats))
+        del call
     return out
 
 
