@@ -96,6 +96,15 @@ def speed_notes(speeds: list[WindowSpeed], record: Mapping[str, Any]) -> list[st
     return notes
 
 
+def check_line(speeds: list[WindowSpeed]) -> str:
+    """The check in one line (CLI and report alike); '' when the record has none."""
+    if not speeds:
+        return ""
+    return "machine check next to the window (the roofs' own benchmarks): " + "; ".join(
+        f"{s.kind} at {s.text()}" for s in speeds
+    )
+
+
 def roof_too_low(speeds: list[WindowSpeed], roof: str) -> str:
     """Evidence for analyzers.roof_doubts: '' unless the check beat the `roof`."""
     for s in speeds:

@@ -4,6 +4,8 @@ beats its roof names that roof as too low when a point sits above it."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from analyzers.machine_speed import window_speeds
@@ -161,3 +163,8 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("machine check"))
     assert "matmul at " in line and "of the fp32 roof (before " in line
     assert "copy at " in line and "of the memory roof" in line
+    # the report's roofline section says the same line
+    from perfsuite.report import report_html
+
+    page = report_html([rec])
+    assert html.escape(line) in page

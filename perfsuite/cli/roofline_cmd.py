@@ -90,6 +90,7 @@ def _measured_text(rows: list[Any]) -> list[str]:
 
 
 def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> str:
+    from analyzers.machine_speed import check_line
     from perfsuite import fmt
     from perfsuite.report.build import (
         OP_HEADERS,
@@ -125,10 +126,7 @@ def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> s
             f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
         )
     if res.machine_check:
-        out.append(
-            "machine check next to the window (the roofs' own benchmarks): "
-            + "; ".join(f"{s.kind} at {s.text()}" for s in res.machine_check)
-        )
+        out.append(check_line(res.machine_check))
     if util.clock:
         c = util.clock
         out.append(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analyzers.machine_speed import check_line
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.stability import task_direction
 from analyzers.tasks import target_text
@@ -306,6 +307,8 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
             continue
         parts.append(h.figure(figures.roofline_figure(res, util, "Roofline"), f"fig-roof-{i}"))
         parts.append(f"<p>math: {h.esc(res.math_source)}</p>")
+        if res.machine_check:
+            parts.append(f"<p>{h.esc(check_line(res.machine_check))}</p>")
         parts.append(
             _run_block(res)
             + h.table(ROOF_HEADERS, roof_rows(res))
