@@ -1,6 +1,7 @@
 """Do repeated runs agree on per-op roof fractions, and do per-op times add up to the step?
 
-`python -m bench op_agreement`: the same run (capture on, seeds differ) repeated, then for every
+`python -m bench op_agreement`: the same run (capture on, seeds differ) repeated, each in a
+fresh process as `perfsuite run --repeats` does (bench/fresh.py), then for every
 op the FLOP model and the profile window both know: its fraction of its roof in each run and the
 spread max/min - 1. Ops that take a small share of the step are listed but judged separately:
 their profiled times are a few microseconds, where the profiler's own cost per call is of the
@@ -26,11 +27,11 @@ from pathlib import Path
 from analyzers.roofline import roofline
 from bench.overhead import CIFAR_DIRS
 from perfsuite.fmt import table
-from perfsuite.record import load_record
 
 
 def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
-    from perfsuite.runner import RunOptions, run_workload
+    from bench.fresh import run_fresh
+    from perfsuite.runner import RunOptions
 
     records = []
     seconds = float(os.environ.get("PERFSUITE_BENCH_PROFILE_SECONDS", "1.0"))
@@ -46,7 +47,7 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
             threads=int(threads) if threads else None,
             **kw,
         )
-        records.append(load_record(run_workload(opts)))
+        records.append(run_fresh(opts)[1])
     return records
 
 

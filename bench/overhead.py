@@ -1,11 +1,13 @@
 """Instrumentation overhead: the same run with capture on and off, side by side.
 
-Runs alternate on/off so drift on a shared machine hits both equally. Three ratios:
+Runs alternate on/off so drift on a shared machine hits both equally; each run is a fresh
+process (bench/fresh.py), as a user's runs are. Three ratios:
 - epoch 1 on the training clock: one-off costs (lazy init, autotuning, first allocations) must
   land there the same way in both modes (both run the same untimed warm-up first);
 - steady-state epochs (median of epochs 2..N) on the training clock;
-- whole command wall time: adds the one-off capture work done outside the clock (FLOP count,
-  profiler window, inference latency), which matters for short runs.
+- whole command wall time (the child process, its start included): adds the one-off capture
+  work done outside the clock (FLOP count, profiler window, inference latency), which
+  matters for short runs.
 Set PERFSUITE_BENCH_PAIRS to change the number of on/off pairs (default 3; cifar10 gets one
 fewer, or PERFSUITE_BENCH_CIFAR_PAIRS), PERFSUITE_BENCH_THREADS to fix torch's threads, and
 PERFSUITE_BENCH_DIGITS_ONLY=1 to leave cifar10 out. cifar10 evaluates only its last epoch:
@@ -17,18 +19,17 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 from analyzers.stats import median_ci
 from perfsuite.fmt import table
-from perfsuite.record import load_record
 
 CIFAR_DIRS = [Path("../shared/data/cifar10"), Path("/tmp/perfsuite-bench-cifar10")]
 
 
 def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
-    from perfsuite.runner import RunOptions, run_workload
+    from bench.fresh import run_fresh
+    from perfsuite.runner import RunOptions
 
     threads = os.environ.get("PERFSUITE_BENCH_THREADS")
     opts = RunOptions(
@@ -41,9 +42,7 @@ def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
         threads=int(threads) if threads else None,
         **kw,
     )
-    t0 = time.perf_counter()
-    run_dir = run_workload(opts)
-    return time.perf_counter() - t0, load_record(run_dir)
+    return run_fresh(opts)
 
 
 def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:

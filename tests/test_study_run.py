@@ -205,7 +205,7 @@ def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
             return 0
 
     spawned = []
-    monkeypatch.setattr(ex, "_spawn", lambda opts: spawned.append(opts) or Done())
+    monkeypatch.setattr(ex, "_spawn", lambda opts, live: spawned.append(opts) or Done())
     monkeypatch.setattr(ex, "_child_result", lambda job, proc: ex.JobResult(job, None))
     results = ex.LocalExecutor(2, ["cuda:0", "cuda:1"], poll_s=0).run(_jobs(tmp_path, 3))
     assert [o.device for o in spawned] == ["cuda:0", "cuda:1", "cuda:0"]
@@ -214,20 +214,54 @@ def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
 
 
 def test_sigterm_stops_every_run_to_come(tmp_path, monkeypatch):
-    """A terminated run ends the study (or the repeats), not only itself."""
-    import perfsuite.runner as runner
+    """A terminated run ends the study (or the repeats), not only itself: the child says so
+    in its reply and no further child starts."""
+    from perfsuite.runner import executor as ex
     from perfsuite.runner.loop import Terminated
 
-    seeds = []
+    class Done:
+        def poll(self):
+            return 0
 
-    def terminated(opts):
-        seeds.append(opts.seed)
+    seeds = []
+    monkeypatch.setattr(ex, "_spawn", lambda opts, live=False: seeds.append(opts.seed) or Done())
+    monkeypatch.setattr(
+        ex,
+        "_child_result",
+        lambda job, proc: ex.JobResult(job, None, "terminated by SIGTERM", terminated=True),
+    )
+    with pytest.raises(Terminated, match="SIGTERM"):
+        LocalExecutor(poll_s=0).run(_jobs(tmp_path, 3))
+    assert seeds == [0]
+
+
+def test_child_reports_a_terminated_run(tmp_path, monkeypatch):
+    """The child's side of it: Terminated inside the run becomes `terminated` in its reply."""
+    import io
+
+    from perfsuite.runner import child
+    from perfsuite.runner.loop import Terminated
+
+    def stopped(options):
         raise Terminated("terminated by SIGTERM")
 
-    monkeypatch.setattr(runner, "run_workload", terminated)
-    with pytest.raises(Terminated):
-        LocalExecutor().run(_jobs(tmp_path, 3))
-    assert seeds == [0]
+    monkeypatch.setattr(child, "run_in_process", stopped)
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"workload": "digits"})))
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    assert child.main() == 0
+    reply = json.loads(out.getvalue().splitlines()[-1])
+    assert reply["terminated"] is True and reply["error"] == "terminated by SIGTERM"
+
+
+def test_one_at_a_time_runs_each_repeat_in_a_fresh_process(tmp_path):
+    """Repeats are independent samples: every run has its own process (the pid in its record's
+    owner), as separate invocations would."""
+    results = LocalExecutor().run(_jobs(tmp_path, 2))
+    assert [r.ok for r in results] == [True, True], [r.error for r in results]
+    recs = [load_record(r.run_dir) for r in results]
+    pids = [(r.get("owner") or {}).get("pid") for r in recs]
+    assert None not in pids and len(set(pids)) == 2 and os.getpid() not in pids
 
 
 def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):

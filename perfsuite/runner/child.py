@@ -1,6 +1,5 @@
 """One run in a child process of `LocalExecutor`: RunOptions as JSON on stdin, a JSON reply
-({"run_dir", "error", "fatal"}) as the last line on stdout. Progress stays off (the parent
-shows it per configuration)."""
+({"run_dir", "error", "fatal", "terminated"}) as the last line on stdout."""
 
 from __future__ import annotations
 
@@ -8,13 +7,17 @@ import json
 import sys
 
 from perfsuite.runner.executor import run_in_process
-from perfsuite.runner.loop import RunOptions
+from perfsuite.runner.loop import RunOptions, Terminated
 
 
 def main() -> int:
     options = RunOptions(**json.loads(sys.stdin.read()))
-    run_dir, error, fatal = run_in_process(options)
-    reply = {"run_dir": str(run_dir) if run_dir else None, "error": error, "fatal": fatal}
+    reply: dict[str, object]
+    try:
+        run_dir, error, fatal = run_in_process(options)
+        reply = {"run_dir": str(run_dir) if run_dir else None, "error": error, "fatal": fatal}
+    except Terminated as exc:  # its record says "interrupted"; the parent stops the rest
+        reply = {"run_dir": None, "error": str(exc), "fatal": False, "terminated": True}
     print(json.dumps(reply), flush=True)
     return 0
 

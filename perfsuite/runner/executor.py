@@ -2,11 +2,18 @@
 
 An executor takes jobs (one `RunOptions` each, with a key saying which configuration it
 belongs to) and returns one `JobResult` per job, calling back when a job starts and ends so
-the caller can show progress per configuration. `LocalExecutor` runs them in this process one
-after another (the default: timings are not disturbed by a neighbour), or side by side in
-child processes with the cores split between them. `perfsuite.runner.ray_executor` runs them
-on a Ray cluster. A job whose options are wrong (unknown switch, missing data) is `fatal`:
-no further job starts, since every other job would fail the same way.
+the caller can show progress per configuration. `LocalExecutor` runs each job in a fresh child
+process: one after another (the default: timings are not disturbed by a neighbour), or side by
+side with the cores split between them. `perfsuite.runner.ray_executor` runs them on a Ray
+cluster, also one process per run. A job whose options are wrong (unknown switch, missing
+data) is `fatal`: no further job starts, since every other job would fail the same way.
+
+Why a process per run, even one at a time: repeats must be independent samples, as separate
+invocations would be. In one process the second run inherits the first one's allocator state
+(freed heap kept, pages already faulted in), cuDNN's autotuning cache, compiled kernels and
+warm GPU memory: on digits at one thread, in-process repeats 2-4 ran relu and
+threshold_backward above the DRAM roof (cache-resident) while fresh processes stayed at
+20-60% (docs/studies.md); on a GPU repeat 1 alone would pay cuDNN's autotuning.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ class JobResult:
     run_dir: Path | None  # the run folder (with run.json), also for a crashed run when known
     error: str | None = None  # one line; None when the run finished (reached, not, diverged)
     fatal: bool = False  # the options themselves are wrong
+    terminated: bool = False  # the run was stopped by SIGTERM (so are the runs to come)
 
     @property
     def ok(self) -> bool:
@@ -117,8 +125,10 @@ def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
 
 @dataclass
 class LocalExecutor:
-    """Runs on this machine: `parallel` runs at a time, each with cpus / parallel threads.
-    With `devices` (one per accelerator), each run side by side gets one of its own."""
+    """Runs on this machine, each run in a child process: `parallel` at a time, each with
+    cpus / parallel threads when more than one. With `devices` (one per accelerator), each
+    run side by side gets one of its own. One at a time, a run keeps its own thread choice
+    and shows its progress live (the child writes to this process's stderr)."""
 
     parallel: int = 1
     devices: Sequence[str] = ()
@@ -134,29 +144,6 @@ class LocalExecutor:
             raise ValueError("parallel must be >= 1")
         if self.devices and len(self.devices) < self.parallel:
             raise ValueError(f"{self.parallel} runs side by side need as many devices")
-        if self.parallel == 1 and not self.devices:
-            return self._sequential(jobs, on_start, on_result)
-        return self._side_by_side(jobs, on_start, on_result)
-
-    def _sequential(
-        self, jobs: Sequence[Job], on_start: Callback | None, on_result: ResultCallback | None
-    ) -> list[JobResult]:
-        results = []
-        for job in jobs:
-            if on_start:
-                on_start(job)
-            run_dir, error, fatal = run_in_process(job.options)
-            res = JobResult(job, run_dir, error, fatal)
-            results.append(res)
-            if on_result:
-                on_result(res)
-            if fatal:
-                break
-        return results
-
-    def _side_by_side(
-        self, jobs: Sequence[Job], on_start: Callback | None, on_result: ResultCallback | None
-    ) -> list[JobResult]:
         import signal
 
         done: dict[int, JobResult] = {}
@@ -180,6 +167,16 @@ class LocalExecutor:
                 signal.signal(signal.SIGTERM, previous)
         return [done[i] for i in sorted(done)]
 
+    def _options(self, job: Job, slot: int) -> RunOptions:
+        """One at a time the run's own options; side by side the cores split, no progress."""
+        from perfsuite.hostinfo import usable_cpus
+
+        if self.parallel == 1 and not self.devices:
+            return job.options
+        threads = job.options.threads or max(1, usable_cpus() // self.parallel)
+        opts = replace(job.options, threads=threads, progress=False)
+        return replace(opts, device=self.devices[slot]) if self.devices else opts
+
     def _loop(
         self,
         queue: list[tuple[int, Job]],
@@ -189,20 +186,15 @@ class LocalExecutor:
         on_start: Callback | None,
         on_result: ResultCallback | None,
     ) -> None:
-        from perfsuite.hostinfo import usable_cpus
-
+        alone = self.parallel == 1 and not self.devices
         stop = False
         while (queue and not stop) or running:
             while queue and not stop and free:
                 i, job = queue.pop(0)
                 slot = free.pop(0)
-                threads = job.options.threads or max(1, usable_cpus() // self.parallel)
-                opts = replace(job.options, threads=threads, progress=False)
-                if self.devices:
-                    opts = replace(opts, device=self.devices[slot])
                 if on_start:
                     on_start(job)
-                running.append((i, job, _spawn(opts), slot))
+                running.append((i, job, _spawn(self._options(job, slot), live=alone), slot))
             time.sleep(self.poll_s)
             for entry in [e for e in running if e[2].poll() is not None]:
                 running.remove(entry)
@@ -213,6 +205,8 @@ class LocalExecutor:
                 stop = stop or res.fatal
                 if on_result:
                     on_result(res)
+                if res.terminated:  # the run was stopped by SIGTERM: so is every run to come
+                    raise Terminated(res.error or "terminated by SIGTERM")
 
 
 def _stop_child(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
@@ -240,18 +234,21 @@ def _die_with_parent() -> None:
         pass
 
 
-def _spawn(opts: RunOptions) -> subprocess.Popen:
+def _spawn(opts: RunOptions, live: bool = False) -> subprocess.Popen:
     """A child with its options in a file and its output in files: pipes that nobody reads
-    while the parent polls could fill up and block the child."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(opts.threads)}
-    files = [tempfile.TemporaryFile("w+", encoding="utf-8") for _ in range(3)]  # noqa: SIM115
+    while the parent polls could fill up and block the child. `live`: its stderr (progress,
+    warnings) goes straight to this process's stderr instead."""
+    env = dict(os.environ)
+    if opts.threads:
+        env["OMP_NUM_THREADS"] = str(opts.threads)
+    files = [tempfile.TemporaryFile("w+", encoding="utf-8") for _ in range(2 if live else 3)]  # noqa: SIM115
     files[0].write(json.dumps(asdict(opts)))
     files[0].seek(0)
     proc = subprocess.Popen(
         [sys.executable, "-m", "perfsuite.runner.child"],
         stdin=files[0],
         stdout=files[1],
-        stderr=files[2],
+        stderr=None if live else files[2],
         text=True,
         env=env,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
@@ -264,13 +261,23 @@ def _child_result(job: Job, proc: subprocess.Popen) -> JobResult:
     files = proc.perfsuite_files  # type: ignore[attr-defined]
     for f in files:
         f.seek(0)
-    out, err = files[1].read(), files[2].read()
+    out = files[1].read()
+    err = files[2].read() if len(files) > 2 else ""
     for f in files:
         f.close()
     try:
         reply = json.loads(out.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        last = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-        return JobResult(job, None, f"child process failed: {last}", False)
+        status = f"exit status {proc.returncode}"
+        if len(files) == 2:  # its stderr went to ours
+            return JobResult(job, None, f"child process failed ({status}; its output is above)")
+        last = (err.strip().splitlines() or [status])[-1]
+        return JobResult(job, None, f"child process failed: {last}")
     run_dir = Path(reply["run_dir"]) if reply.get("run_dir") else None
-    return JobResult(job, run_dir, reply.get("error"), bool(reply.get("fatal")))
+    return JobResult(
+        job,
+        run_dir,
+        reply.get("error"),
+        bool(reply.get("fatal")),
+        bool(reply.get("terminated")),
+    )

@@ -1,4 +1,5 @@
-"""Runs on a Ray cluster: one run per Ray task, with the CPUs and GPUs it needs declared.
+"""Runs on a Ray cluster: one run per Ray task (and per worker process), with the CPUs and
+GPUs it needs declared.
 
 A worker node need not share a file system with the driver, so each task runs into a
 temporary folder of its own, packs the finished run folder (record, trace, telemetry, MLPerf
@@ -80,7 +81,11 @@ class RayExecutor:
         on_start: Callback | None,
         on_result: ResultCallback | None,
     ) -> list[JobResult]:
-        task = ray.remote(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run)(_remote_run)
+        # max_calls=1: a worker process serves one run and exits, so no run inherits another's
+        # allocator, autotuning or GPU memory state (see perfsuite/runner/executor.py)
+        task = ray.remote(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_calls=1)(
+            _remote_run
+        )
         threads = max(1, math.floor(self.cpus_per_run))
         refs = {}
         for i, job in enumerate(jobs):
