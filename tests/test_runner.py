@@ -157,16 +157,26 @@ def test_crash_leaves_valid_record_with_finished_epochs(tmp_path):
     assert len(rec["evaluations"]) == 1
 
 
-def _long_run_signalled(tmp_path, sig, evaluations: int) -> dict:
+def _long_run_signalled(
+    tmp_path, sig, evaluations: int, *extra: str, to_group: bool = False
+) -> dict:
     """Start a long `digits` run, wait until its record holds `evaluations` evaluations, send
-    `sig`, and return the record left behind (validated by the loader)."""
+    `sig` (`to_group`: to its whole process group, as a terminal's Ctrl-C does), and return
+    the record left behind (validated by the loader)."""
     env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "runs"
     cmd = [sys.executable, "-m", "perfsuite", "run", "digits", "--out", str(out), "--quiet",
-           "--no-capture", "--all-epochs", "--epochs", "500"]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
-    )
+           "--no-capture", "--all-epochs", "--epochs", "500", *extra]  # fmt: skip
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as err_file:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+            env=env,
+            cwd=ROOT,
+            start_new_session=to_group,
+        )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -178,9 +188,13 @@ def _long_run_signalled(tmp_path, sig, evaluations: int) -> dict:
         else:
             pytest.fail(f"run never wrote {evaluations} evaluations")
     finally:
-        proc.send_signal(sig)
+        if to_group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
         proc.wait(timeout=60)
     (rec,) = load_records([out])
+    rec["_returncode"], rec["_stderr"] = proc.returncode, err.read_text()
     return rec
 
 
@@ -196,6 +210,17 @@ def test_sigterm_marks_run_interrupted(tmp_path):
     rec = _long_run_signalled(tmp_path, signal.SIGTERM, 1)
     assert rec["status"] == "interrupted"
     assert "SIGTERM" in rec["error"]
+
+
+def test_ctrl_c_during_repeats_keeps_the_finished_epochs_and_starts_no_more_runs(tmp_path):
+    """Each repeat runs in a child process: Ctrl-C reaches both, the child records its own
+    SIGINT (not a SIGTERM from the parent cutting in), no traceback, no next repeat."""
+    rec = _long_run_signalled(tmp_path, signal.SIGINT, 1, "--repeats", "2", to_group=True)
+    assert rec["status"] == "interrupted" and rec["error"] == "interrupted by SIGINT"
+    assert len(rec["evaluations"]) >= 1 and rec["group"]["index"] == 0
+    assert rec["_returncode"] == 130
+    assert "Traceback" not in rec["_stderr"]
+    assert rec["_stderr"].strip().splitlines()[-1] == "perfsuite: interrupted"
 
 
 def test_repeats_are_grouped_with_distinct_seeds(tmp_path):

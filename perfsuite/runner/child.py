@@ -18,6 +18,8 @@ def main() -> int:
         reply = {"run_dir": str(run_dir) if run_dir else None, "error": error, "fatal": fatal}
     except Terminated as exc:  # its record says "interrupted"; the parent stops the rest
         reply = {"run_dir": None, "error": str(exc), "fatal": False, "terminated": True}
+    except KeyboardInterrupt:  # Ctrl-C: the record says so; the parent tells the user once
+        return 130
     print(json.dumps(reply), flush=True)
     return 0
 

@@ -160,6 +160,12 @@ class LocalExecutor:
             previous = None
         try:
             self._loop(queue, running, free, done, on_start, on_result)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the children too (one process group): a SIGTERM now would cut
+            # into each one's writing "interrupted by SIGINT" into its record
+            for _, _, proc, _ in running:
+                _stop_child(proc, term_first=False)
+            raise
         finally:  # SIGTERM, Ctrl-C or an error here: no child outlives this parent
             for _, _, proc, _ in running:
                 _stop_child(proc)
@@ -209,16 +215,19 @@ class LocalExecutor:
                     raise Terminated(res.error or "terminated by SIGTERM")
 
 
-def _stop_child(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
-    """SIGTERM a child (its run records 'interrupted'), then SIGKILL if it lingers."""
+def _stop_child(proc: subprocess.Popen, grace_s: float = 10.0, term_first: bool = True) -> None:
+    """SIGTERM a child (its run records 'interrupted'), then SIGKILL if it lingers.
+    `term_first` False: first give it `grace_s` to stop by itself (it has its own signal)."""
     if proc.poll() is not None:
         return
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    steps = [proc.terminate, proc.kill] if term_first else [lambda: None, proc.terminate, proc.kill]
+    for send in steps:
+        send()
+        try:
+            proc.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _die_with_parent() -> None:
