@@ -71,6 +71,12 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert rec["throughput"]["epoch_times_s"] == pytest.approx(
         [b - a for a, b in zip([0.0, *times[:-1]], times, strict=True)]
     )
+    # the samples each epoch delivered (its last batch is partial), not 64 x steps
+    per_epoch = ev[0]["samples"]
+    steps = rec["extra"]["steps_per_epoch"]
+    assert per_epoch < 64 * steps
+    step = rec["throughput"]["step_time"]["value"]
+    assert rec["throughput"]["samples_per_s"]["value"] == pytest.approx(per_epoch / (step * steps))
     # capture: counted FLOPs, modeled bytes, a profiler trace, telemetry, inference latency
     work = rec["work"]
     assert work["flops_per_step"]["provenance"] == "counted" and work["flops_per_step"]["value"] > 0

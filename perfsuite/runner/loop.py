@@ -284,7 +284,7 @@ class _Run:
             self.progress.epoch_done(epoch, n / seconds if seconds > 0 else None)
             if epoch < min(opts.eval_from, self.recipe.epochs):
                 # Not evaluated: time to accuracy can only be later than with evaluation here.
-                self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
+                self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size, n)
                 self.rec.write()
                 continue
             if mllog:
@@ -295,7 +295,7 @@ class _Run:
                 )
             if mllog:
                 mllog.eval_stop(epoch)
-            self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size)
+            self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size, n)
             self.rec.set_data(
                 self.data.kind, self.data.description, self.stall_s, self.data, samples
             )
