@@ -37,6 +37,35 @@ PLOT_CHECK = """(() => {
 })()"""
 
 
+# Evaluated on a drawn page: for each roofline plot (id fig-roof-*), the rendered box of every
+# op name, whether drawn as trace text (one per marker) or as an annotation named "op-name",
+# and the plot area (its size, and its box on the page).
+OP_NAME_BOXES = """(() => {
+  const out = [];
+  for (const div of document.querySelectorAll('div.plot[id^="fig-roof"]')) {
+    const boxes = [];
+    const keep = (el, kind) => {
+      const t = (el.textContent || '').trim();
+      if (!t) return;
+      const r = el.getBoundingClientRect();
+      boxes.push({text: t, kind: kind, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom});
+    };
+    div.querySelectorAll('g.textpoint text').forEach(el => keep(el, 'trace'));
+    (div.layout.annotations || []).forEach((a, i) => {
+      if (a.name !== 'op-name') return;
+      const el = div.querySelector('g.annotation[data-index="' + i + '"] text');
+      if (el) keep(el, 'annotation');
+    });
+    const size = div._fullLayout._size;
+    const a = div.querySelector('rect.nsewdrag').getBoundingClientRect();
+    out.push({id: div.id, div_width: div.getBoundingClientRect().width,
+              plot_w: size.w, plot_h: size.h, boxes: boxes,
+              area: {x0: a.left, y0: a.top, x1: a.right, y1: a.bottom}});
+  }
+  return JSON.stringify(out);
+})()"""
+
+
 def find_chromium() -> str | None:
     """The browser to use: $PERFSUITE_CHROMIUM, else the first candidate on PATH."""
     env = os.environ.get("PERFSUITE_CHROMIUM")
@@ -56,6 +85,7 @@ class PageReport:
     plots: list[dict[str, Any]] = field(default_factory=list)
     ready: bool = False
     pwned: Any = None
+    probe: Any = None  # the value of check()'s `probe` expression, evaluated once drawn
 
     def problems(self) -> list[str]:
         out = [f"page error: {e}" for e in self.page_errors]
@@ -152,7 +182,16 @@ class Browser:
 
     # -- one page ------------------------------------------------------------------------
 
-    def check(self, path: Path, screenshot: Path | None = None) -> PageReport:
+    def check(
+        self,
+        path: Path,
+        screenshot: Path | None = None,
+        width: int | None = None,
+        probe: str | None = None,
+    ) -> PageReport:
+        """Open `path`; `width` sets the page (viewport) width in px, `probe` is a JavaScript
+        expression evaluated once the plots are drawn, its value (JSON-decoded when a string)
+        kept in PageReport.probe."""
         url = path.resolve().as_uri()
         rep = PageReport(url)
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -169,6 +208,12 @@ class Browser:
             {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
             session=sid,
         )
+        if width is not None:
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=sid,
+            )
         self._events.clear()
         self.call("Page.navigate", {"url": url}, session=sid)
         deadline = time.monotonic() + self.timeout_s
@@ -186,6 +231,12 @@ class Browser:
         rep.ready = bool(state.get("ready"))
         rep.plots = state.get("plots") or []
         rep.pwned = state.get("pwned")
+        if probe is not None and rep.ready:
+            res = self.call(
+                "Runtime.evaluate", {"expression": probe, "returnByValue": True}, session=sid
+            )
+            value = res.get("result", {}).get("value")
+            rep.probe = json.loads(value) if isinstance(value, str) else value
         if screenshot is not None:
             shot = self.call(
                 "Page.captureScreenshot",

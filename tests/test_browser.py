@@ -8,13 +8,15 @@ installs Debian's `chromium`), where a missing browser fails instead.
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
 
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
-from tests.browser import Browser, find_chromium
+from tests.browser import OP_NAME_BOXES, Browser, find_chromium
+from tests.conftest import extract_h100_run
 from tests.test_roofline import build_record
 from tests.test_timeline_synthetic import scenario, write_trace
 
@@ -116,3 +118,44 @@ def test_the_checker_sees_errors_requests_payloads_and_empty_plots(browser, tmp_
     assert "console: warning: careful" in joined
     assert "network request: http://192.0.2.1/x.png" in joined
     assert "a payload ran" in joined and "empty plot: p" in joined
+
+
+def _intersect(a, b):
+    return a["x0"] < b["x1"] and b["x0"] < a["x1"] and a["y0"] < b["y1"] and b["y0"] < a["y1"]
+
+
+@pytest.fixture(scope="module")
+def h100_page(tmp_path_factory):
+    root = tmp_path_factory.mktemp("h100")
+    page = root / "h100.html"
+    assert main(["report", str(extract_h100_run(root / "run")), "-o", str(page)]) == 0
+    return page
+
+
+@pytest.mark.parametrize("width", [760, 1265])
+def test_h100_op_names_do_not_overlap_in_chromium(browser, h100_page, width):
+    """On the real H100 run's page, at the narrowest page the report supports and a wide one,
+    the rendered op names (annotations) neither intersect each other nor leave the plot; as
+    trace text, 5 pairs of them did at both widths."""
+    rep = browser.check(h100_page, width=width, probe=OP_NAME_BOXES)
+    assert rep.problems() == []
+    (plot,) = rep.probe
+    boxes = plot["boxes"]
+    assert {b["text"] for b in boxes} >= {"aten::convolution_backward", "aten::cudnn_batch_norm"}
+    clash = [
+        (a["text"], b["text"]) for a, b in itertools.combinations(boxes, 2) if _intersect(a, b)
+    ]
+    assert clash == []
+    area = plot["area"]
+    outside = [
+        b["text"]
+        for b in boxes
+        if not (
+            b["x0"] >= area["x0"] - 0.5
+            and b["x1"] <= area["x1"] + 0.5
+            and b["y0"] >= area["y0"] - 0.5
+            and b["y1"] <= area["y1"] + 0.5
+        )
+    ]
+    assert outside == []
+    assert {b["kind"] for b in boxes} == {"annotation"}  # no name is trace text any more

@@ -81,12 +81,17 @@ def test_ops_above_their_roof_are_drawn_apart_and_top_ops_named(make_record):
     rec = build_record(make_record)
     rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
     res = roofline(rec)
-    traces = figures.roofline_figure(res).to_plotly_json()["data"]
+    fig = figures.roofline_figure(res).to_plotly_json()
+    traces, layout = fig["data"], fig["layout"]
     (flagged,) = [t for t in traces if str(t.get("name", "")).startswith("ABOVE")]
-    assert "aten::mm" in flagged["text"]
     assert flagged["marker"]["symbol"] == "x"
+    assert any(h.startswith("aten::mm<br>") for h in flagged["hovertext"])
     normal = [t for t in traces if t.get("name") == "ops (size = time share)"]
-    assert all("aten::mm" not in (t.get("text") or []) for t in normal)
+    assert all(not h.startswith("aten::mm<br>") for t in normal for h in t["hovertext"])
+    # the flagged op is named on the chart, in the flag's colour
+    names = [a for a in layout["annotations"] if a.get("name") == "op-name"]
+    (mm,) = [a for a in names if a["text"] == "aten::mm"]
+    assert mm["font"]["color"] == "crimson"
 
 
 def test_telemetry_panels_have_their_own_axes_and_units():

@@ -113,3 +113,24 @@ def test_h100_roof_labels_apart(tmp_path):
     assert centres == sorted(centres)
     head, centre = by_text["fp32 54.1 TFLOP/s (measured)"]
     assert head - gap / 2 < centre < head
+
+
+def test_h100_tf32_roof_shows_beside_the_blended_one(tmp_path):
+    """tf32 (374 TFLOP/s) is 2% above the blend (366): drawn as a solid 2 px line under a solid
+    3 px black one it vanished. The blend is now dashed, thinner and on top, so the roof under
+    it shows in the dash gaps and along both edges; its margin label is still there."""
+    from perfsuite.ceilings.roofs import peaks_file_roofs
+
+    rec = load_record(extract_h100_run(tmp_path))
+    peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json"))
+    fig = figures.roofline_figure(roofline(rec, peaks), utilization(rec, peaks)).to_plotly_json()
+    names = [t.get("name", "") for t in fig["data"]]
+    blend = names.index(next(n for n in names if n.startswith("blended roof")))
+    tf32 = names.index(next(n for n in names if n.startswith("tf32 roof")))
+    assert tf32 < blend  # drawn first, under the blend
+    assert fig["data"][blend]["line"]["dash"] == "dash"
+    assert fig["data"][tf32]["line"]["width"] > fig["data"][blend]["line"]["width"]
+    assert "dash" not in fig["data"][tf32]["line"]
+    (tf32_label,) = [a for a in fig["layout"]["annotations"] if a["text"].startswith("tf32 ")]
+    assert tf32_label["text"] == "tf32 374 TFLOP/s (measured)"
+    assert tf32_label["font"]["color"] == fig["data"][tf32]["line"]["color"]

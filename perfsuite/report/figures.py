@@ -14,6 +14,7 @@ from analyzers.roofline import Roofline
 from analyzers.tasks import metric_info, target_text
 from analyzers.utilization import Utilization
 from perfsuite import fmt
+from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -56,7 +57,7 @@ def _log_label(fig: go.Figure, x: float, y: float, text: str, **style: Any) -> N
 # right margin beside the ends of their lines, where no op, op name or the ridge label can be;
 # the legend goes below the plot to leave them that margin. A legend taller than the bottom
 # margin (narrow pages) shrinks the plot: 314 px at a 760 px wide page, still room for 14 px
-# labels 20 px apart at 360.
+# labels 20 px apart at 360 (op_names.narrow_plot_height estimates it).
 _ROOF_MARGIN = {"l": 70, "t": 50, "b": 150}
 _ROOF_HEIGHT = 560
 _ROOF_PLOT_PX = _ROOF_HEIGHT - _ROOF_MARGIN["t"] - _ROOF_MARGIN["b"]
@@ -154,6 +155,7 @@ def roofline_figure(
     fig = go.Figure()
     ys: list[float] = []  # every plotted y, for the axis range
     labels: list[tuple[str, float, str]] = []  # roof labels: text, y at the right end, colour
+    fixed: list[tuple[float, float, str]] = []  # text on the plot: x, y of its lower left, text
     for i, (m, lab) in enumerate(per_math if bw else []):
         # one roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)
         rx, ry = _roof(lo, hi, lab.value, bw)
@@ -163,7 +165,7 @@ def roofline_figure(
                 x=rx,
                 y=ry,
                 mode="lines",
-                line={"width": 2, "color": color},
+                line={"width": 3, "color": color},
                 name=f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}",
             )
         )
@@ -177,7 +179,9 @@ def roofline_figure(
                 x=rx,
                 y=ry,
                 mode="lines",
-                line={"color": "black", "width": 3},
+                # dashed and thinner, on top of the per-math roofs: a roof within a few % of
+                # the blend (tf32 374 and blended 366 TFLOP/s) shows in its gaps and edges
+                line={"color": "black", "width": 2, "dash": "dash"},
                 name=f"blended roof of the run: {fmt.si(peak, 'FLOP/s')}, "
                 f"{fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})",
             )
@@ -201,11 +205,10 @@ def roofline_figure(
         # box would hide those ops)
         x_mem = lo * 2
         text = f"memory {fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})"
+        fixed.append((x_mem, min(peak, x_mem * bw), text))  # op names keep clear of it
         _log_label(
             fig,
-            x_mem,
-            min(peak, x_mem * bw),
-            text,
+            *fixed[-1],
             xanchor="left",
             yanchor="bottom",
             font={"shadow": "auto"},
@@ -235,21 +238,18 @@ def roofline_figure(
         ops = [o for o in joined if bool(o.placement.flag) == flagged]
         if not ops:
             continue
-        shares = [o.time_share or 0.0 for o in ops]
         fig.add_trace(
             go.Scatter(
                 x=[o.placement.intensity for o in ops],
                 y=[o.placement.achieved_flops for o in ops],
-                mode="markers+text",
-                textposition="top center",
-                text=[o.op if o.op in named or flagged else "" for o in ops],
+                mode="markers",  # names are annotations: op_names.draw_op_names
                 name=(
                     "ABOVE its roof: a FLOP/byte model or ceiling error"
                     if flagged
                     else "ops (size = time share)"
                 ),
                 marker={
-                    "size": [8 + 50 * math.sqrt(max(sh, 0.0)) for sh in shares],
+                    "size": [op_size(o.time_share) for o in ops],
                     "opacity": 0.75,
                     **(
                         {"symbol": "x", "color": "crimson", "line": {"width": 1}}
@@ -277,7 +277,7 @@ def roofline_figure(
                 x=[run.intensity.value],
                 y=[run.achieved_flops.value],
                 mode="markers",
-                marker={"symbol": "star", "size": 18, "color": "crimson"},
+                marker={"symbol": "star", "size": RUN_STAR_PX, "color": "crimson"},
                 name="whole run",
                 hovertext=[
                     f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, "
@@ -307,6 +307,11 @@ def roofline_figure(
         y_range = _y_range(ys)
         fig.update_yaxes(range=list(y_range))
         _roof_labels(fig, labels, y_range)
+        if joined:
+            x_range = (math.log10(lo), math.log10(hi))
+            fig.update_xaxes(range=list(x_range))
+            star = (run.intensity.value, run.achieved_flops.value)
+            draw_op_names(fig, joined, named, star, x_range, y_range, _ROOF_PLOT_PX, fixed)
     return fig
 
 

@@ -1,0 +1,175 @@
+"""Op names on the roofline chart never overlap: label_place.place_labels picks for each name,
+largest op first, the first free spot around its marker, inside the plot and clear of names
+already placed and of other markers (issue: aten::add and aten::relu printed on each other)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from analyzers.roofline import roofline
+from perfsuite.record import quantity
+from perfsuite.report import figures, op_names
+from perfsuite.report.label_place import (
+    GAP_PX,
+    POSITIONS,
+    Spot,
+    label_box,
+    place_labels,
+    shift,
+    text_size,
+)
+from tests.test_roofline import build_record
+
+# A 400 x 300 px plot: 4 decades wide, 3 high, 100 px per decade on both axes.
+PPD = (100.0, 100.0)
+BOUNDS = ((0.0, 4.0), (0.0, 3.0))
+
+
+def place(points, texts, radii, weights=None, fixed=()):
+    return place_labels(points, texts, radii, PPD, BOUNDS, weights, fixed)
+
+
+def test_a_lone_op_keeps_above():
+    # "aten::mm" is 8 characters: 56 x 16 px, its bottom edge r + GAP_PX above the centre
+    assert place([(2.0, 1.5)], ["aten::mm"], [5.0]) == [Spot("above", 0.0, 7.0)]
+    assert label_box(Spot("above", 0.0, 7.0), 200.0, 150.0, text_size("aten::mm")) == (
+        172.0,
+        157.0,
+        228.0,
+        173.0,
+    )
+
+
+def test_two_ops_at_one_point_get_different_spots():
+    # the larger share goes first and takes "above"; the other goes below
+    spots = place([(2.0, 1.5), (2.0, 1.5)], ["a::x", "b::y"], [5.0, 5.0], [0.1, 0.3])
+    assert spots == [Spot("below", 0.0, -7.0), Spot("above", 0.0, 7.0)]
+
+
+def test_a_name_inside_a_larger_marker_gets_none():
+    # b's marker sits inside a's: every spot around b reaches into a's circle, so b goes
+    # unnamed even though it goes first; a still finds its spot above
+    spots = place([(2.0, 1.5), (2.0, 1.5)], ["a::x", "b::y"], [10.0, 5.0], [0.1, 0.3])
+    assert spots == [Spot("above", 0.0, 12.0), None]
+
+
+def test_largest_share_wins_the_contested_spot():
+    # markers 10 px apart: both names want "above" and their boxes would overlap
+    points, texts, radii = [(2.0, 1.5), (2.1, 1.5)], ["aten::aa", "aten::bb"], [3.0, 3.0]
+    assert place(points, texts, radii, [0.2, 0.1]) == [
+        Spot("above", 0.0, 5.0),
+        Spot("below", 0.0, -5.0),
+    ]
+    assert place(points, texts, radii, [0.1, 0.2]) == [
+        Spot("below", 0.0, -5.0),
+        Spot("above", 0.0, 5.0),
+    ]
+    # without weights the input order decides
+    assert place(points, texts, radii)[0] == Spot("above", 0.0, 5.0)
+
+
+def test_names_stay_inside_the_plot():
+    # at the top edge "above" would leave the plot: below
+    assert place([(2.0, 2.95)], ["aten::mm"], [5.0]) == [Spot("below", 0.0, -7.0)]
+    # at the right edge "above" slides left until it fits, still over its marker
+    assert place([(3.9, 1.5)], ["aten::mm"], [5.0]) == [Spot("above", -18.0, 7.0)]
+    assert place([(0.1, 1.5)], ["aten::mm"], [5.0]) == [Spot("above", 18.0, 7.0)]
+    # in the top right corner: below, slid left
+    assert place([(3.95, 2.95)], ["aten::mm"], [5.0]) == [Spot("below", -23.0, -7.0)]
+    # a plot narrower than the name: no spot
+    tiny = place_labels([(0.25, 0.1)], ["aten::mm"], [2.0], PPD, ((0.0, 0.5), (0.0, 0.2)))
+    assert tiny == [None]
+
+
+def test_a_corner_spot_when_the_sides_are_taken():
+    # other markers right above, below, left and right of the op block its four sides
+    r = 4.0
+    points = [(2.0, 1.5), (2.0, 1.7), (2.0, 1.3), (2.35, 1.5), (1.65, 1.5)]
+    spots = place(points, ["aten::mm", "", "", "", ""], [r] * 5)
+    d = (r + GAP_PX) / math.sqrt(2)
+    assert spots == [Spot("above right", d, d), None, None, None, None]
+
+
+def test_other_text_on_the_plot_is_kept_clear_of():
+    # a 100 x 16 px text whose lower-left corner is 10 px above the marker takes "above"
+    spots = place([(2.0, 1.5)], ["aten::mm"], [5.0], fixed=[((1.5, 1.6), (100.0, 16.0))])
+    assert spots == [Spot("below", 0.0, -7.0)]
+
+
+def test_crowded_random_plots_never_overlap_nor_leave_the_plot():
+    rng = random.Random(7)
+    size = (BOUNDS[0][1] * PPD[0], BOUNDS[1][1] * PPD[1])
+    placed_total = 0
+    for _ in range(40):
+        n = rng.randint(2, 25)
+        points = [(rng.uniform(0.0, 4.0), rng.uniform(0.0, 3.0)) for _ in range(n)]
+        texts = [rng.choice(["", "aten::mm", "aten::convolution_backward"]) for _ in range(n)]
+        radii = [rng.uniform(4.0, 25.0) for _ in range(n)]
+        spots = place(points, texts, radii, [rng.random() for _ in range(n)])
+        centres = [(x * PPD[0], y * PPD[1]) for x, y in points]
+        boxes = [
+            label_box(s, *c, text_size(t))
+            for s, c, t in zip(spots, centres, texts, strict=True)
+            if s is not None
+        ]
+        placed_total += len(boxes)
+        assert all(
+            s is None or (t and s.position in POSITIONS) for s, t in zip(spots, texts, strict=True)
+        )
+        for b in boxes:
+            assert min(b[0], b[1]) >= 0 and b[2] <= size[0] and b[3] <= size[1]
+            for (cx, cy), r in zip(centres, radii, strict=True):  # no marker under a name
+                nx, ny = min(max(cx, b[0]), b[2]), min(max(cy, b[1]), b[3])
+                assert (nx - cx) ** 2 + (ny - cy) ** 2 >= r * r - 1e-6
+        for a, b in itertools.combinations(boxes, 2):
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+    assert placed_total > 40  # the check saw names, not only empty plots
+
+
+def test_unknown_position_is_an_error():
+    with pytest.raises(ValueError, match="unknown label position 'middle'"):
+        shift("middle", 3.0)
+
+
+def test_a_flagged_op_without_room_is_named_in_its_legend_entry(make_record, monkeypatch):
+    rec = build_record(make_record)
+    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    monkeypatch.setattr(op_names, "place_labels", lambda points, *a: [None] * len(points))
+    fig = figures.roofline_figure(roofline(rec)).to_plotly_json()
+    (flagged,) = [t for t in fig["data"] if str(t.get("name", "")).startswith("ABOVE")]
+    assert flagged["name"].endswith("<br>no room on the chart for the name of aten::mm")
+    assert not [a for a in fig["layout"]["annotations"] if a.get("name") == "op-name"]
+
+
+def test_names_are_annotations_at_their_ops_with_the_chosen_shift(make_record):
+    rec = build_record(make_record)
+    res = roofline(rec)
+    fig = figures.roofline_figure(res).to_plotly_json()
+    names = {a["text"]: a for a in fig["layout"]["annotations"] if a.get("name") == "op-name"}
+    assert names  # the test record's ops are few and far apart: every top op is named
+    for o in res.ops:
+        if o.op in names:
+            a = names[o.op]
+            assert a["x"] == pytest.approx(math.log10(o.placement.intensity))
+            assert a["y"] == pytest.approx(math.log10(o.placement.achieved_flops))
+            assert (a["xanchor"], a["yanchor"]) == ("center", "bottom")  # above: first choice
+            assert a["yshift"] == pytest.approx(op_names.op_size(o.time_share) / 2 + GAP_PX)
+    # the x axis range is fixed, so px per decade is known (it was autoranged)
+    assert fig["layout"]["xaxis"]["range"] is not None
+    assert all("text" not in t or not any(t["text"]) for t in fig["data"])  # no trace text
+
+
+def test_narrow_plot_height_counts_legend_rows():
+    import plotly.graph_objects as go
+
+    fig = go.Figure([go.Scatter(x=[1], y=[1], name=f"t{i}") for i in range(4)])
+    assert op_names.narrow_plot_height(fig, 360.0) == 360.0  # the margin holds four rows
+    fig.add_trace(go.Scatter(x=[1], y=[1], name="ABOVE its roof"))
+    # a fifth row, and one more for the names a flagged op may have to put there
+    assert op_names.narrow_plot_height(fig, 360.0) == 360.0 - 2 * 16
+    fig.add_trace(go.Scatter(x=[1], y=[1], name="two<br>lines"))
+    assert op_names.narrow_plot_height(fig, 360.0) == 360.0 - 4 * 16
