@@ -17,7 +17,10 @@ from perfsuite.report.label_place import (
     GAP_PX,
     POSITIONS,
     Spot,
+    _segment_hits_box,
+    _segments_cross,
     label_box,
+    leader,
     place_labels,
     shift,
     text_size,
@@ -100,10 +103,41 @@ def test_other_text_on_the_plot_is_kept_clear_of():
     assert spots == [Spot("below", 0.0, -7.0)]
 
 
+def test_a_leader_line_when_no_spot_beside_the_marker_is_free():
+    # an op in the plot's lower-left corner (px 20, 20) has "above", "right" and "above right"
+    # inside the plot; an unnamed marker at (40, 35), radius 8, reaches into all three, so the
+    # name goes 20 px farther up, joined by a leader from the marker's edge to its anchor
+    points = [(0.2, 0.2), (0.4, 0.35)]
+    spots = place(points, ["a::x", ""], [5.0, 8.0])
+    assert spots == [Spot("above", 0.0, 27.0, 20.0), None]
+    assert leader(spots[0], 20.0, 20.0, 5.0) == (20.0, 25.0, 20.0, 47.0)
+    assert leader(Spot("above", 0.0, 7.0), 20.0, 20.0, 5.0) is None  # beside: no line
+
+
+def test_a_leader_line_never_crosses_another_marker():
+    # as above, plus a small marker on the way up (20, 38): the line would cross it, so the
+    # name goes 20 px out to the right instead
+    points = [(0.2, 0.2), (0.4, 0.35), (0.2, 0.38)]
+    spots = place(points, ["a::x", "", ""], [5.0, 8.0, 3.0])
+    assert spots[0] == Spot("right", 27.0, 0.0, 20.0)
+
+
+def test_segment_geometry():
+    box = (10.0, 10.0, 20.0, 20.0)
+    assert _segment_hits_box((0.0, 15.0, 30.0, 15.0), box)  # straight through
+    assert _segment_hits_box((15.0, 15.0, 30.0, 30.0), box)  # starts inside
+    assert not _segment_hits_box((0.0, 0.0, 9.0, 30.0), box)  # passes by on the left
+    assert not _segment_hits_box((0.0, 10.0, 30.0, 10.0), box)  # grazes its edge
+    assert not _segment_hits_box((0.0, 25.0, 25.0, 0.0), (0.0, 0.0, 10.0, 10.0))  # corner miss
+    assert _segments_cross((0.0, 0.0, 10.0, 10.0), (0.0, 10.0, 10.0, 0.0))
+    assert not _segments_cross((0.0, 0.0, 10.0, 10.0), (20.0, 0.0, 30.0, 10.0))
+    assert not _segments_cross((0.0, 0.0, 10.0, 10.0), (10.0, 10.0, 20.0, 0.0))  # share an end
+
+
 def test_crowded_random_plots_never_overlap_nor_leave_the_plot():
     rng = random.Random(7)
     size = (BOUNDS[0][1] * PPD[0], BOUNDS[1][1] * PPD[1])
-    placed_total = 0
+    placed_total = led_total = 0
     for _ in range(40):
         n = rng.randint(2, 25)
         points = [(rng.uniform(0.0, 4.0), rng.uniform(0.0, 3.0)) for _ in range(n)]
@@ -116,7 +150,22 @@ def test_crowded_random_plots_never_overlap_nor_leave_the_plot():
             for s, c, t in zip(spots, centres, texts, strict=True)
             if s is not None
         ]
+        lines = [
+            (i, leader(s, *centres[i], radii[i]))
+            for i, s in enumerate(spots)
+            if s is not None and s.lead
+        ]
         placed_total += len(boxes)
+        led_total += len(lines)
+        for i, line in lines:  # a leader crosses no name, no other marker, no other leader
+            assert not any(_segment_hits_box(line, b) for b in boxes)
+            for j, ((cx, cy), r) in enumerate(zip(centres, radii, strict=True)):
+                if j != i:
+                    t = max(0.0, min(1.0, _closest(line, cx, cy)))
+                    px, py = line[0] + t * (line[2] - line[0]), line[1] + t * (line[3] - line[1])
+                    assert (px - cx) ** 2 + (py - cy) ** 2 >= r * r - 1e-6
+        for (_, a), (_, b) in itertools.combinations(lines, 2):
+            assert not _segments_cross(a, b)
         assert all(
             s is None or (t and s.position in POSITIONS) for s, t in zip(spots, texts, strict=True)
         )
@@ -128,6 +177,13 @@ def test_crowded_random_plots_never_overlap_nor_leave_the_plot():
         for a, b in itertools.combinations(boxes, 2):
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
     assert placed_total > 40  # the check saw names, not only empty plots
+    assert led_total > 5  # and leader lines
+
+
+def _closest(seg, x, y):
+    """Where along the segment (0..1, unclamped) the point nearest (x, y) lies."""
+    dx, dy = seg[2] - seg[0], seg[3] - seg[1]
+    return ((x - seg[0]) * dx + (y - seg[1]) * dy) / (dx * dx + dy * dy)
 
 
 def test_unknown_position_is_an_error():
@@ -161,6 +217,24 @@ def test_names_are_annotations_at_their_ops_with_the_chosen_shift(make_record):
     # the x axis range is fixed, so px per decade is known (it was autoranged)
     assert fig["layout"]["xaxis"]["range"] is not None
     assert all("text" not in t or not any(t["text"]) for t in fig["data"])  # no trace text
+
+
+def test_a_name_on_a_leader_is_an_arrow_from_its_anchor_to_the_marker_edge(
+    make_record, monkeypatch
+):
+    rec = build_record(make_record)
+    res = roofline(rec)
+    spot = Spot("below left", -30.0, -40.0, 20.0)
+    monkeypatch.setattr(op_names, "place_labels", lambda points, *a: [spot] * len(points))
+    fig = figures.roofline_figure(res).to_plotly_json()
+    names = {a["text"]: a for a in fig["layout"]["annotations"] if a.get("name") == "op-name"}
+    o = next(o for o in res.ops if o.op in names)
+    a = names[o.op]
+    assert a["showarrow"] is True and a["arrowhead"] == 0
+    assert (a["ax"], a["ay"]) == (-30.0, 40.0)  # plotly's ay is px down
+    assert a["standoff"] == pytest.approx(op_names.op_size(o.time_share) / 2)
+    assert (a["xanchor"], a["yanchor"]) == ("right", "top")
+    assert "xshift" not in a and "yshift" not in a
 
 
 def test_narrow_plot_height_counts_legend_rows():

@@ -2,7 +2,10 @@
 markers, so ops a few px apart (aten::add and aten::relu on an H100 run) printed their names
 on top of each other. Here each name tries a few spots around its own marker, largest op
 first, and takes the first whose text box stays inside the plot and clear of every name
-already placed and of every other marker; a name with no free spot is left off the chart.
+already placed and of every other marker. Where all eight spots beside the marker are taken
+it tries them again farther out, joined to the marker by a leader line that crosses no other
+marker, name or leader (on the H100 run aten::convolution, the second largest op, was left
+unnamed without one); a name with no free spot even then is left off the chart.
 
 Pure geometry, no plotly: points come in log10 data space, the caller says how many px one
 decade takes on each axis, and boxes are compared in px (y up, origin at the plot's lower-left
@@ -10,6 +13,7 @@ corner)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -37,6 +41,9 @@ DIRECTIONS = {
 CHAR_PX = 7.0  # mean width of a 12 px character; Chromium draws op names at 5.7-5.9 px
 TEXT_PX = 16.0  # one 12 px line: a 14 px text box and the annotation's 1 px pad above and below
 GAP_PX = 2.0  # air between a marker's edge and its name
+# Leader line lengths in px tried, in order, once no spot beside the marker is free: far
+# enough to step over a neighbour's name (one text line), near enough to read as one op's.
+LEADS_PX = (0.0, 20.0, 40.0)
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in px
 
@@ -49,6 +56,7 @@ class Spot(NamedTuple):
     position: str
     dx: float
     dy: float
+    lead: float = 0.0  # length in px of the leader line between marker and name; 0 for none
 
 
 def text_size(text: str) -> tuple[float, float]:
@@ -78,18 +86,78 @@ def label_box(spot: Spot, x: float, y: float, size: tuple[float, float]) -> Box:
 
 
 def candidate(
-    position: str, x: float, radius: float, size: tuple[float, float], width: float
+    position: str,
+    x: float,
+    radius: float,
+    size: tuple[float, float],
+    width: float,
+    lead: float = 0.0,
 ) -> Spot:
-    """The spot at `position` for a marker at px x; a name above or below that would cross the
-    plot's left or right edge slides along it to fit, as long as it still spans the marker's
-    centre (the largest op, near the right edge, found no room otherwise)."""
-    dx, dy = shift(position, radius)
+    """The spot at `position` for a marker at px x, `lead` px farther out than beside it; a
+    name above or below that would cross the plot's left or right edge slides along it to fit,
+    as long as it still spans the marker's centre (the largest op, near the right edge, found
+    no room otherwise)."""
+    dx, dy = shift(position, radius + lead)
     if DIRECTIONS[position][0] == 0:
         half = size[0] / 2
         slide = max(0.0, half - x) or min(0.0, width - x - half)
         if abs(slide) <= half:
             dx += slide
-    return Spot(position, dx, dy)
+    return Spot(position, dx, dy, lead)
+
+
+Segment = tuple[float, float, float, float]  # x0, y0, x1, y1 in px
+
+
+def leader(spot: Spot, x: float, y: float, radius: float) -> Segment | None:
+    """The leader line of a name at `spot` around a marker of `radius` centred on (x, y): from
+    the marker's edge, on the way to the name's anchor, to that anchor (a plotly arrow with
+    standoff = radius draws the same line); None for a name beside its marker."""
+    if not spot.lead:
+        return None
+    d = math.hypot(spot.dx, spot.dy)
+    return x + spot.dx * radius / d, y + spot.dy * radius / d, x + spot.dx, y + spot.dy
+
+
+def _segment_hits_box(seg: Segment, box: Box) -> bool:
+    """Whether the segment passes through the inside of the box (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = seg
+    ddx, ddy = x1 - x0, y1 - y0
+    lo, hi = 0.0, 1.0
+    for p, q in ((-ddx, x0 - box[0]), (ddx, box[2] - x0), (-ddy, y0 - box[1]), (ddy, box[3] - y0)):
+        if p == 0:
+            if q <= 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            lo = max(lo, t)
+        else:
+            hi = min(hi, t)
+        if lo >= hi:
+            return False
+    return True
+
+
+def _segments_cross(a: Segment, b: Segment) -> bool:
+    """Whether two leader lines cross (each one's ends lie on opposite sides of the other)."""
+
+    def side(s: Segment, x: float, y: float) -> float:
+        return (s[2] - s[0]) * (y - s[1]) - (s[3] - s[1]) * (x - s[0])
+
+    return (
+        side(a, b[0], b[1]) * side(a, b[2], b[3]) < 0
+        and side(b, a[0], a[1]) * side(b, a[2], a[3]) < 0
+    )
+
+
+def _segment_hits_circle(seg: Segment, x: float, y: float, r: float) -> bool:
+    """Whether the segment comes closer than r to (x, y) (another marker)."""
+    x0, y0, x1, y1 = seg
+    ddx, ddy = x1 - x0, y1 - y0
+    t = ((x - x0) * ddx + (y - y0) * ddy) / ((ddx * ddx + ddy * ddy) or 1.0)
+    t = min(max(t, 0.0), 1.0)
+    return (x0 + t * ddx - x) ** 2 + (y0 + t * ddy - y) ** 2 < r * r
 
 
 def _overlap(a: Box, b: Box) -> bool:
@@ -111,7 +179,8 @@ def place_labels(
     weights: Sequence[float] | None = None,
     fixed: Sequence[tuple[tuple[float, float], tuple[float, float]]] = (),
 ) -> list[Spot | None]:
-    """A Spot for each labelled point, or None where no position in POSITIONS is free.
+    """A Spot for each labelled point, or None where no position in POSITIONS is free beside
+    the marker nor at any of LEADS_PX farther out.
 
     points: (log10 x, log10 y) of each marker; texts: its name ("" for a marker that is only
     an obstacle); radii: marker radius in px; px_per_decade: px per decade on x and on y;
@@ -131,28 +200,40 @@ def place_labels(
     for (x, y), (w, h) in fixed:
         x0, y0 = (x - x_lo) * kx, (y - y_lo) * ky
         placed.append((x0, y0, x0 + w, y0 + h))
+    leaders: list[Segment] = []
+    others = list(zip(centres, radii, strict=True))
+
+    def free(i: int, box: Box, line: Segment | None) -> bool:
+        """Whether op i's name can take `box` (and `line`, its leader if any)."""
+        rest = [c for j, c in enumerate(others) if j != i]
+        if not (box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height):
+            return False
+        if any(_hits_circle(box, mx, my, r) for (mx, my), r in rest):
+            return False
+        if any(_overlap(box, p) for p in placed) or any(_segment_hits_box(s, box) for s in leaders):
+            return False
+        if line is None:
+            return True
+        return not (
+            any(_segment_hits_circle(line, mx, my, r) for (mx, my), r in rest)
+            or any(_segment_hits_box(line, p) for p in placed)
+            or any(_segments_cross(line, s) for s in leaders)
+        )
+
     out: list[Spot | None] = [None] * len(points)
     for i in order:
         if not texts[i]:
             continue
         size = text_size(texts[i])
         cx, cy = centres[i]
-        for position in POSITIONS:
-            spot = candidate(position, cx, radii[i], size, width)
+        for lead, position in itertools.product(LEADS_PX, POSITIONS):
+            spot = candidate(position, cx, radii[i], size, width, lead)
             box = label_box(spot, cx, cy, size)
-            if (
-                box[0] >= 0
-                and box[1] >= 0
-                and box[2] <= width
-                and box[3] <= height
-                and not any(
-                    _hits_circle(box, mx, my, r)
-                    for j, ((mx, my), r) in enumerate(zip(centres, radii, strict=True))
-                    if j != i
-                )
-                and not any(_overlap(box, p) for p in placed)
-            ):
+            line = leader(spot, cx, cy, radii[i])
+            if free(i, box, line):
                 out[i] = spot
                 placed.append(box)
+                if line is not None:
+                    leaders.append(line)
                 break
     return out

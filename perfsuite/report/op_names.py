@@ -1,5 +1,6 @@
-"""Op names on the roofline chart, as annotations beside their markers at the spots
-label_place chooses (trace text put every name above its marker, on top of its neighbours')."""
+"""Op names on the roofline chart, as annotations beside their markers (or joined to them by a
+leader line) at the spots label_place chooses (trace text put every name above its marker, on
+top of its neighbours')."""
 
 from __future__ import annotations
 
@@ -79,17 +80,30 @@ def draw_op_names(
         if spot is None:
             continue
         dx, dy = DIRECTIONS[spot.position]
+        where = (
+            # a leader line: plotly's arrow from the name's anchor (its tail, ay is px down)
+            # to the marker, stopped at the marker's edge by the standoff
+            {
+                "showarrow": True,
+                "ax": spot.dx,
+                "ay": -spot.dy,
+                "standoff": op_size(o.time_share) / 2,
+                "arrowhead": 0,
+                "arrowwidth": 1,
+                "arrowcolor": "#555",
+            }
+            if spot.lead
+            else {"showarrow": False, "xshift": spot.dx, "yshift": spot.dy}
+        )
         fig.add_annotation(
             x=x,
             y=y,
             text=o.op,
             name="op-name",  # the browser check finds the names by it
-            showarrow=False,
             xanchor=_XANCHOR[dx],
             yanchor=_YANCHOR[dy],
-            xshift=spot.dx,
-            yshift=spot.dy,
             font={"size": 12, **({"color": "crimson"} if o.placement.flag else {})},
+            **where,
         )
     left_off = [o.op for o, spot in zip(ops, spots, strict=False) if o.placement.flag and not spot]
     if left_off:
