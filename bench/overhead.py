@@ -1,10 +1,14 @@
 """Instrumentation overhead: the same run with capture on and off, side by side.
 
 Runs alternate on/off so drift on a shared machine hits both equally; each run is a fresh
-process (bench/fresh.py), as a user's runs are. Three ratios:
+process (bench/fresh.py), as a user's runs are. The ratios:
 - epoch 1 on the training clock: one-off costs (lazy init, autotuning, first allocations) must
   land there the same way in both modes (both run the same untimed warm-up first);
 - steady-state epochs (median of epochs 2..N) on the training clock;
+- epoch 1 and steady state again in process CPU time on the same clock edges (all threads,
+  telemetry's sampler included): time other guests of a shared host take is not in it (their
+  cache and memory traffic still is), so it shows whether capture adds work to the clock
+  when wall-time noise hides a 2% difference;
 - whole command wall time (the child process, its start included): adds the one-off capture
   work done outside the clock (FLOP count, profiler window, inference latency), which
   matters for short runs.
@@ -49,6 +53,8 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     on_wall, off_wall, setups = [], [], []
     first: dict[bool, list[float]] = {True: [], False: []}
     steady: dict[bool, list[float]] = {True: [], False: []}
+    cpu_first: dict[bool, list[float]] = {True: [], False: []}
+    cpu_steady: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as out:
         _one(workload, True, out, **kw)  # warm caches (peaks, dataset decode) for both arms
         for i in range(pairs):
@@ -57,6 +63,10 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
                 epochs = rec["throughput"]["epoch_times_s"]
                 first[capture].append(epochs[0])
                 steady[capture].append(statistics.median(epochs[1:] or epochs))
+                cpu = rec["throughput"].get("epoch_cpu_times_s")
+                if cpu:
+                    cpu_first[capture].append(cpu[0])
+                    cpu_steady[capture].append(statistics.median(cpu[1:] or cpu))
                 (on_wall if capture else off_wall).append(wall)
                 if capture:
                     setups.append(rec["extra"]["setup_s"])
@@ -82,11 +92,18 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
             f"{med(ratios):.3f} {ci_txt}",
         ]
 
-    return [
+    rows = [
         row("epoch 1, training clock", first[False], first[True]),
         row("steady epochs, training clock", steady[False], steady[True]),
-        row("whole run (wall)", off_wall, on_wall, 3),
     ]
+    if len(cpu_first[True]) == len(cpu_first[False]) == pairs:
+        # Process CPU time on the same clock edges: what other guests of a shared host take
+        # is not in it, so it isolates work that capture adds (its telemetry thread included).
+        rows += [
+            row("epoch 1, process CPU time", cpu_first[False], cpu_first[True]),
+            row("steady epochs, process CPU time", cpu_steady[False], cpu_steady[True]),
+        ]
+    return [*rows, row("whole run (wall)", off_wall, on_wall, 3)]
 
 
 def main() -> None:

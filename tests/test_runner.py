@@ -71,6 +71,12 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert rec["throughput"]["epoch_times_s"] == pytest.approx(
         [b - a for a, b in zip([0.0, *times[:-1]], times, strict=True)]
     )
+    # process CPU time on the same edges: one per epoch, > 0, at most all cores for the wall
+    cpu = rec["throughput"]["epoch_cpu_times_s"]
+    walls = rec["throughput"]["epoch_times_s"]
+    assert len(cpu) == len(walls)
+    cores = os.cpu_count() or 1
+    assert all(0 < c <= w * cores + 0.05 for c, w in zip(cpu, walls, strict=True))
     # the samples each epoch delivered (its last batch is partial), not 64 x steps
     per_epoch = ev[0]["samples"]
     steps = rec["extra"]["steps_per_epoch"]

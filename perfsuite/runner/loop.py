@@ -231,7 +231,7 @@ class _Run:
         check_every = 1 if not backend.device.is_gpu else 50
         backend.sync()
         self.energy.start()  # counter reads sit outside the clock's edges
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss_sum = parts.zero_loss(backend)
         steps = samples = 0
         stall = 0.0
@@ -254,6 +254,10 @@ class _Run:
         wl.on_epoch_end(state, self.data, epoch)
         backend.sync()
         seconds = time.perf_counter() - t0
+        # CPU time of the whole process (every thread, telemetry's sampler included) on the
+        # same edges: unlike wall time it does not count what other guests of a shared host
+        # took, so it shows whether capture added work to the clock.
+        self.rec.epoch_cpu_times.append(time.process_time() - c0)
         self.energy.stop()
         self.stall_s.append(stall)
         mean_loss = float(loss_sum) / max(1, steps)

@@ -48,6 +48,7 @@ class Recorder:
         self.record["framework"] = framework
         self.metric, self.threshold = task["metric"], task["threshold"]
         self.epoch_times: list[float] = []
+        self.epoch_cpu_times: list[float] = []  # process CPU time on the clock's edges
         self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
         self.mllog = None
         if write_files:
@@ -148,6 +149,8 @@ class Recorder:
             "samples_per_s": quantity(rate, "sample/s", "derived", how),
             "epoch_times_s": list(times),
         }
+        if len(self.epoch_cpu_times) == len(times):
+            self.record["throughput"]["epoch_cpu_times_s"] = list(self.epoch_cpu_times)
 
     def set_data(
         self,
