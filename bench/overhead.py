@@ -8,7 +8,8 @@ process (bench/fresh.py), as a user's runs are. The ratios:
 - epoch 1 and steady state again in process CPU time on the same clock edges (all threads,
   telemetry's sampler included): time other guests of a shared host take is not in it (their
   cache and memory traffic still is), so it shows whether capture adds work to the clock
-  when wall-time noise hides a 2% difference;
+  when wall-time noise hides a 2% difference (on the 2-core VM it was twice the wall time,
+  OpenMP threads spinning, and as noisy: docs/seam.md);
 - whole command wall time (the child process, its start included): adds the one-off capture
   work done outside the clock (FLOP count, profiler window, inference latency), which
   matters for short runs.
