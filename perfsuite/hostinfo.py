@@ -28,3 +28,41 @@ def usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+# Instruction-set flags (Linux /proc/cpuinfo names; x86 `flags`, Arm `Features`) with which a
+# CPU computes the dtype itself. Without one, PyTorch and oneDNN convert every operand to and
+# from float32 in software, so a bf16/fp16 autocast run is usually slower than float32.
+NATIVE_LOW_PRECISION = {
+    "bfloat16": ("avx512_bf16", "amx_bf16", "bf16"),
+    "float16": ("avx512_fp16", "amx_fp16", "asimdhp"),
+}
+
+
+def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The first CPU's instruction-set flags; empty where the file is absent (not Linux)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip().lower() in ("flags", "features"):
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def low_precision_note(dtype: str | None, flags: frozenset[str] | None = None) -> str | None:
+    """One line when `dtype` (autocast) has no native instructions on this CPU, else None.
+
+    Unknown flags (not Linux) give None: the note states a fact about the CPU, never a guess.
+    """
+    wanted = NATIVE_LOW_PRECISION.get(dtype or "")
+    flags = cpu_flags() if flags is None else flags
+    if not wanted or not flags or flags & set(wanted):
+        return None
+    return (
+        f"{dtype} autocast on a CPU without {dtype} instructions (none of "
+        f"{', '.join(wanted)} in its flags): operands are converted to and from float32 in "
+        "software, so this run is expected to be slower than float32, not faster"
+    )

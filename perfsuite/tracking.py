@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
+from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import capture
 from perfsuite.runner.profile_window import ProfileWindow
@@ -235,6 +236,9 @@ class Tracker:
         self.record["math"] = math_policy(
             autocast_dtype=autocast, param_dtype=param, activation_dtype=work["dtype"]
         )
+        slow = None if self.backend.device.is_gpu else low_precision_note(autocast)
+        if slow:
+            self.rec.flag(slow)
         ceil, why = capture.resolve_ceilings(
             str(self.backend.device), work["dtype"], self.measure_peaks
         )

@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfsuite.backends import parse_device, torch_backend  # noqa: E402
+from perfsuite.hostinfo import low_precision_note  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, capture, run_workload  # noqa: E402
 from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
@@ -254,6 +255,38 @@ def test_user_loop_example_writes_a_full_record(tmp_path):
     assert rec["throughput"]["step_time"]["value"] > 0
 
 
+def test_user_loop_under_bf16_autocast_records_its_math_and_the_cpu_note(tmp_path):
+    import perfsuite
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(256, 16), torch.randint(0, 4, (256,))
+
+    def step(xb, yb):
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    batches = [(x[i : i + 32], y[i : i + 32]) for i in range(0, 256, 32)]
+    with perfsuite.track(
+        "bf16-loop", metric="top1", threshold=0.99, model=model, optimizer=opt, epochs=1,
+        batch_size=32, out=str(tmp_path / "runs"), progress=False,
+    ) as run:  # fmt: skip
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            for xb, yb in run.epoch(batches):
+                run.step(step, xb, yb)
+        run.evaluate(top1=0.5)
+    rec = load_record(run.run_dir)
+    assert rec["math"]["autocast_dtype"] == "bfloat16"
+    note = low_precision_note("bfloat16")  # None on a CPU with bf16 instructions
+    assert (
+        (note in rec["flags"]) if note else not any("autocast on a CPU" in f for f in rec["flags"])
+    )
+
+
 def test_counters_request_on_cpu_never_loses_the_run(tmp_path):
     rec = load_record(
         run_workload(_opts(tmp_path, epochs=1, capture=True, profile_steps=1, counters="cupti"))
@@ -367,6 +400,13 @@ def test_each_switch_runs_on_cifar10_synthetic(tmp_path, switch):
     if switch in expected:
         key, value = expected[switch]
         assert eff[key] == value
+    if switch in ("bf16", "fp16"):  # flagged exactly when this CPU lacks the instructions
+        note = low_precision_note(eff["autocast"])
+        assert (
+            (note in rec["flags"])
+            if note
+            else not any("autocast on a CPU" in f for f in rec["flags"])
+        )
     if switch == "tf32=off":
         assert eff["tf32"]["cudnn_allow_tf32"] is False and eff["tf32"]["applies"] is False
         assert rec["math"]["cudnn_allow_tf32"] is False

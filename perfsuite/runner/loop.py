@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
@@ -146,6 +147,11 @@ class _Run:
             "effect": parts.switch_effects(self.state, self.switches, seen),
         }
         self.record["math"] = parts.math_section(self.state, seen)
+        if not backend.device.is_gpu:
+            slow = low_precision_note(self.record["math"].get("autocast_dtype"))
+            if slow:
+                self.rec.flag(slow)
+                self.progress.note(slow)
         for note in wl.notes():
             self.rec.flag(note)
         if opts.capture and not opts.replay_steps:

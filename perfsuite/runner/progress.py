@@ -38,6 +38,11 @@ class RunProgress:
         self._phase, self._phase_t0 = name, now
         self._say(f"[perfsuite] {self.label}: {name}{took}")
 
+    def note(self, text: str) -> None:
+        """A fact the user should see before a long run, not only in the record's flags."""
+        if self.enabled:
+            self._say(f"[perfsuite] {self.label}: note: {text}")
+
     def _say(self, line: str) -> None:
         if self.bar is not None:
             self.bar.write(line, file=sys.stderr)
