@@ -133,6 +133,12 @@ def from_policy(family: str | None, math: Mapping[str, Any], device: str | None)
             f"{family or 'unmodeled'} op: CUDA-core/vector arithmetic ({src})",
         )
     auto = math.get("autocast_dtype")
+    if auto and not on_cuda and math.get("autocast_native") is False:
+        # no bf16/fp16 instructions: operands are converted and multiplied in float32, so
+        # float32's roof is the physical limit (a bf16 matmul benchmark there is software)
+        return OpMath(
+            "fp32", "cpu", "policy", f"autocast {auto} on a CPU without {auto} instructions ({src})"
+        )
     if auto:
         m = _dtype_math(auto)
         return OpMath(m, "tensor core" if on_cuda else "cpu", "policy", f"autocast {auto} ({src})")
@@ -346,6 +352,13 @@ def context(
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)
     notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
+    converted = any("instructions" in o.detail for o in maths.values())  # from_policy's CPU rule
+    if converted:
+        auto = math.get("autocast_dtype")
+        notes.append(
+            f"autocast {auto} on a CPU without {auto} instructions: its operands are converted "
+            "and multiplied in float32, so its matrix ops are judged against the fp32 roof"
+        )
     speeds = window_speeds(record, roofs)
     notes += speed_notes(speeds, record)
     return Context(roofs, maths, str(math.get("source", "")), notes, cpu, threads, speeds)

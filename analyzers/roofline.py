@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from analyzers.machine_speed import WindowSpeed
-from analyzers.mathmode import MATRIX_FAMILIES, Context, context, guess_family, work_by_op
+from analyzers.mathmode import (
+    MATRIX_FAMILIES,
+    SPEC_DTYPE,
+    Context,
+    context,
+    guess_family,
+    work_by_op,
+)
 from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
 from analyzers.roof_doubts import Suspects
 from analyzers.roof_flags import flag_cause, run_flag
@@ -111,6 +118,8 @@ class RunRoofline:
     math_source: str = ""
     over_roof: float | None = None
     flag: str | None = None
+    # math -> counted FLOPs of ops whose math has no roof: the blend would leave them out
+    unroofed_flops: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -267,11 +276,15 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     flop_time = 0.0  # sum of flops / peak over ops: the blended compute roof's denominator
     by_math: dict[str, float] = {}
     missing: list[str] = []
+    unroofed: dict[str, float] = {}
     for op, m in model.items():
         om = ctx.maths.get(op)
         pk = ctx.peak(om.math if om else None)
         if pk is None or bw is None:
             missing.append(op)
+            if pk is None and m["flops"]:
+                key = om.math if om else "unknown math"
+                unroofed[key] = unroofed.get(key, 0.0) + m["flops"]
             continue
         roof_t += max(m["flops"] / pk, m["bytes"] / bw)
         flop_time += m["flops"] / pk
@@ -285,7 +298,9 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         if pk and bw and nbytes.value is not None:
             roof_t = max(flops.value / pk, nbytes.value / bw)
             flop_time, by_math = flops.value / pk, {math: flops.value}
-    eff_peak = _div(sum(by_math.values()), flop_time) if flop_time else None
+    # Ops with FLOPs but no roof for their math would make the step look further from its
+    # roofs than it is: no whole-run blend then, and roofline() says which roof is missing.
+    eff_peak = _div(sum(by_math.values()), flop_time) if flop_time and not unroofed else None
     used = {k: _roof_labeled(ctx, k) for k in sorted(by_math)}
     if bw is not None:
         used["memory"] = _roof_labeled(ctx, "memory")
@@ -293,7 +308,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     names = ", ".join(f"{k} {u.provenance}" for k, u in used.items())
     d = "derived"
     p = place(flops.value, nbytes.value, step.value, eff_peak, bw)
-    frac = _div(roof_t, step.value) if used and flop_time else None
+    frac = _div(roof_t, step.value) if used and flop_time and not unroofed else None
     over = flag = None
     if frac is not None and frac > 1.0:
         over = frac
@@ -324,7 +339,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         bound=p.bound,
         attainable=Labeled(p.attainable, "FLOP/s", d, f"{provs} roofs"),
         roof_time=Labeled(
-            roof_t if used and flop_time else None,
+            roof_t if used and flop_time and not unroofed else None,
             "s",
             "modeled",
             f"per-op FLOP/byte model at {provs} roofs"
@@ -337,6 +352,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         math_source=ctx.math_source,
         over_roof=over,
         flag=flag,
+        unroofed_flops=unroofed,
     )
 
 
@@ -433,6 +449,8 @@ def roofline(
         notes.insert(0, "ceilings missing: run `perfsuite peaks` or pass --peaks; no roof")
     if run.flag:
         notes.insert(0, f"whole run: {run.flag}")
+    if run.unroofed_flops:
+        notes.insert(0, unroofed_note(run.unroofed_flops, run.flops_per_step.value))
     notes.insert(0, f"math: {ctx.math_source}")
     ranking = sorted(
         (o for o in ops if o.lost_time_s is not None), key=lambda o: (-(o.lost_time_s or 0.0), o.op)
@@ -448,4 +466,17 @@ def roofline(
         rec_rows,
         ctx.math_source,
         ctx.speeds,
+    )
+
+
+def unroofed_note(unroofed: Mapping[str, float], flops_per_step: float | None) -> str:
+    """Why the whole-run roof fraction is absent: the maths without a roof and their share."""
+    total = sum(unroofed.values())
+    share = f"{total / flops_per_step:.1%} of the counted FLOPs" if flops_per_step else "FLOPs"
+    maths = sorted(unroofed)
+    dtypes = " ".join(f"--dtype {SPEC_DTYPE.get(m, m)}" for m in maths)
+    return (
+        f"no {', '.join(maths)} roof in the record or --peaks, and ops with {share} ran in "
+        f"it: whole-run roof fraction not computed (measure the roof: `perfsuite peaks "
+        f"{dtypes} --json > peaks.json`, then `perfsuite roofline RUN --peaks peaks.json`)"
     )

@@ -146,7 +146,8 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
     notes: list[str] = []
     try:
         rr = run_roofline(record, ctx)
-        c = ceilings_both(record, ctx, rr.flops_by_math)
+        # maths without a roof stay in the blend, so that it is None, not the other maths' peak
+        c = ceilings_both(record, ctx, {**rr.flops_by_math, **rr.unroofed_flops})
         run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c)
     except RooflineInputError as exc:
         c = ceilings_both(record, ctx)
@@ -179,7 +180,13 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
     )
     gpu = tel.get("gpu") or {}
     if c[0] is None and c[1] is None:
-        notes.append("no FLOP/s ceiling in the record: fractions of peak are unknown")
+        missing = sorted(rr.unroofed_flops) if run is not None else []
+        notes.append(
+            f"no {', '.join(missing)} FLOP/s ceiling (ops of this run computed in it): "
+            "fractions of peak are unknown"
+            if missing
+            else "no FLOP/s ceiling in the record: fractions of peak are unknown"
+        )
     return Utilization(
         str(record.get("run_id")),
         *c,

@@ -52,15 +52,24 @@ def cpu_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
     return frozenset()
 
 
+def native_on_cpu(dtype: str | None, flags: frozenset[str] | None = None) -> bool | None:
+    """Whether this CPU has instructions for the low-precision `dtype`; None when that is
+    not a question (no such dtype) or cannot be answered (flags unknown, not Linux)."""
+    wanted = NATIVE_LOW_PRECISION.get(dtype or "")
+    flags = cpu_flags() if flags is None else flags
+    if not wanted or not flags:
+        return None
+    return bool(flags & set(wanted))
+
+
 def low_precision_note(dtype: str | None, flags: frozenset[str] | None = None) -> str | None:
     """One line when `dtype` (autocast) has no native instructions on this CPU, else None.
 
     Unknown flags (not Linux) give None: the note states a fact about the CPU, never a guess.
     """
-    wanted = NATIVE_LOW_PRECISION.get(dtype or "")
-    flags = cpu_flags() if flags is None else flags
-    if not wanted or not flags or flags & set(wanted):
+    if native_on_cpu(dtype, flags) is not False:
         return None
+    wanted = NATIVE_LOW_PRECISION[dtype or ""]
     return (
         f"{dtype} autocast on a CPU without {dtype} instructions (none of "
         f"{', '.join(wanted)} in its flags): operands are converted to and from float32 in "

@@ -234,13 +234,16 @@ class Tracker:
         # autocast entered inside the user's step is not visible from here; around it, it is
         autocast = autocast_dtype(self.backend.device.kind)
         self.record["math"] = math_policy(
-            autocast_dtype=autocast, param_dtype=param, activation_dtype=work["dtype"]
+            autocast_dtype=autocast,
+            param_dtype=param,
+            activation_dtype=work["dtype"],
+            on_cpu=not self.backend.device.is_gpu,
         )
         slow = None if self.backend.device.is_gpu else low_precision_note(autocast)
         if slow:
             self.rec.flag(slow)
         ceil, why = capture.resolve_ceilings(
-            str(self.backend.device), work["dtype"], self.measure_peaks
+            str(self.backend.device), work["dtype"], self.measure_peaks, self.record["math"]
         )
         self.record["ceilings"] = ceil
         if why:

@@ -85,6 +85,13 @@ def test_policy():
     assert from_policy("matmul", {**pol, "autocast_dtype": "bfloat16"}, gpu).math == "bf16"
     assert from_policy("elementwise", {**pol, "autocast_dtype": "bfloat16"}, gpu).math == "fp32"
     assert from_policy("convolution", pol, "cpu").math == "fp32"  # no TF32 off CUDA
+    cpu_bf16 = {**pol, "autocast_dtype": "bfloat16"}
+    assert from_policy("convolution", {**cpu_bf16, "autocast_native": True}, "cpu").math == "bf16"
+    assert from_policy("convolution", cpu_bf16, "cpu").math == "bf16"  # unknown: the dtype's
+    emulated = from_policy("convolution", {**cpu_bf16, "autocast_native": False}, "AMD EPYC")
+    assert emulated.math == "fp32" and "without bfloat16 instructions" in emulated.detail
+    # a GPU never takes the CPU rule, whatever the field says
+    assert from_policy("matmul", {**cpu_bf16, "autocast_native": False}, gpu).math == "bf16"
     both = op_maths(
         {"aten::mm": "matmul", "aten::relu": "elementwise"},
         pol,
@@ -98,14 +105,26 @@ def test_policy():
 def test_math_policy_reads_torch_live_settings():
     torch = pytest.importorskip("torch")
     from perfsuite.backends.torch_math import math_policy
+    from perfsuite.hostinfo import native_on_cpu
 
     old = torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision()
     try:
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("high")
         m = math_policy(
-            autocast_dtype="bfloat16", param_dtype="float32", activation_dtype="float32"
+            autocast_dtype="bfloat16",
+            param_dtype="float32",
+            activation_dtype="float32",
+            on_cpu=True,
         )
+        assert m["autocast_native"] is native_on_cpu("bfloat16")  # this CPU's flags
+        gpu = math_policy(
+            autocast_dtype="bfloat16",
+            param_dtype="float32",
+            activation_dtype="float32",
+            on_cpu=False,
+        )
+        assert gpu["autocast_native"] is None
         assert m["cudnn_allow_tf32"] is False
         assert m["float32_matmul_precision"] == "high"
         assert m["autocast_dtype"] == "bfloat16" and m["provenance"] == "measured"

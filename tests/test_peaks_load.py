@@ -227,3 +227,19 @@ def test_peaks_threads_option_measures_the_one_thread_peak(env, monkeypatch, cap
     out = json.loads(capsys.readouterr().out)
     assert out["env"] == "torch 2.5.0|threads 1"
     assert _cached_env(threads=1)["flops"]["float32"]["busy_limit"] == 1.5  # 2 - 1 + 0.5
+
+
+def test_a_runs_autocast_dtype_is_measured_unless_the_cpu_converts_it(env):
+    from perfsuite.runner.capture import resolve_ceilings
+
+    policy = {"autocast_dtype": "bfloat16", "autocast_native": False}
+    ceil, _ = resolve_ceilings("cpu", "float32", True, policy)
+    assert "bf16" not in ceil["roofs"] and env.calls == 2  # fp32 matmul, copy: judged in fp32
+    ceil, _ = resolve_ceilings("cpu", "float32", True, {**policy, "autocast_native": True})
+    assert ceil["roofs"]["bf16"]["peak_flops"]["value"] == 4.0e10 and env.calls == 3
+    assert set(ceilings_for("cpu", "float32", also=("bf16",))["roofs"]) == {
+        "fp32",
+        "bf16",
+        "memory",
+    }
+    assert env.calls == 3  # cached now

@@ -337,3 +337,45 @@ def test_recorded_math_policy_picks_the_roof_without_a_trace(make_record):
     roof_t = max(1.6e9 / 494.5e12, 1e-5) + max(2e-8, 1e-5) + max(8e-6, 1e7 / 3e12)
     assert res.run.roof_time.value == pytest.approx(roof_t, **APPROX)
     assert res.run.frac_of_roof == pytest.approx(roof_t / 0.1, **APPROX)
+
+
+def _cpu_bf16(make_record, **math):
+    rec = build_record(make_record)
+    rec["math"] = {
+        "cudnn_allow_tf32": True,
+        "matmul_allow_tf32": False,
+        "float32_matmul_precision": "highest",
+        "autocast_dtype": "bfloat16",
+        "param_dtype": "float32",
+        "activation_dtype": "bfloat16",
+        "source": "read from torch at run time",
+        "provenance": "measured",
+        **math,
+    }
+    return rec
+
+
+def test_ops_in_a_math_without_a_roof_leave_the_whole_run_fraction_out(make_record):
+    from analyzers.utilization import utilization
+    from perfsuite.report.build import roof_rows
+
+    res = roofline(_cpu_bf16(make_record))  # bf16 instructions unknown: judged as bf16
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert mm.math == "bf16" and mm.frac_of_roof is None
+    r = res.run
+    assert r.unroofed_flops == {"bf16": 1.6e9}
+    assert r.frac_of_roof is None and r.peak_flops.value is None and r.roof_time.value is None
+    note = next(n for n in res.notes if n.startswith("no bf16 roof in the record or --peaks"))
+    assert "80.0% of the counted FLOPs" in note and "--dtype bfloat16" in note
+    assert roof_rows(res)[0][:4] == ["bf16 peak", "none", "80.0%", "absent"]
+    assert utilization(_cpu_bf16(make_record)).measured_peak is None
+
+
+def test_autocast_on_a_cpu_without_its_instructions_is_judged_in_fp32(make_record):
+    res = roofline(_cpu_bf16(make_record, autocast_native=False))
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert (mm.math, mm.peak) == ("fp32", 1e11)
+    assert res.run.unroofed_flops == {}
+    assert res.run.roof_time.value == pytest.approx(0.023, **APPROX)  # as the fp32 run
+    assert res.run.frac_of_roof == pytest.approx(0.23, **APPROX)
+    assert any("without bfloat16 instructions" in n and "fp32 roof" in n for n in res.notes)

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfsuite.backends import parse_device, torch_backend  # noqa: E402
-from perfsuite.hostinfo import low_precision_note  # noqa: E402
+from perfsuite.hostinfo import low_precision_note, native_on_cpu  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, capture, run_workload  # noqa: E402
 from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
@@ -401,6 +401,7 @@ def test_each_switch_runs_on_cifar10_synthetic(tmp_path, switch):
         key, value = expected[switch]
         assert eff[key] == value
     if switch in ("bf16", "fp16"):  # flagged exactly when this CPU lacks the instructions
+        assert rec["math"]["autocast_native"] is native_on_cpu(eff["autocast"])
         note = low_precision_note(eff["autocast"])
         assert (
             (note in rec["flags"])

@@ -19,6 +19,7 @@ from typing import Any
 
 from perfsuite.backends.device import Device
 from perfsuite.backends.torch_math import math_fields
+from perfsuite.hostinfo import native_on_cpu
 
 MISSING = (
     "--framework tensorflow needs TensorFlow: pip install perfsuite[tensorflow] "
@@ -252,6 +253,7 @@ class TFRunParts:
             cudnn_tf32=tf32,
             matmul_tf32=tf32,
             autocast_dtype=compute,
+            autocast_native=None if state.backend.device.is_gpu else native_on_cpu(compute),
             param_dtype="float32",
             activation_dtype=seen.get("output_dtype") or compute or "float32",
             framework=("tensorflow", str(tf.__version__)),

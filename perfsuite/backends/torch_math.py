@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from perfsuite.hostinfo import native_on_cpu
+
 SOURCE_LIVE = "read from torch at run time"
 
 
@@ -26,9 +28,12 @@ def math_fields(
     source: str,
     provenance: str,
     matmul_precision: str | None = None,
+    autocast_native: bool | None = None,
 ) -> dict[str, Any]:
     """The record's `math` section from its parts (torch-free; every framework builds it
-    here). `framework` is (key, version), e.g. ("torch", "2.13.0")."""
+    here). `framework` is (key, version), e.g. ("torch", "2.13.0"). `autocast_native`: on a
+    CPU, whether it has instructions for the autocast dtype (without them the operands are
+    converted and the arithmetic is float32's); None on GPUs, without autocast, or unknown."""
     return {
         "cudnn_allow_tf32": cudnn_tf32,
         "matmul_allow_tf32": matmul_tf32,
@@ -36,6 +41,7 @@ def math_fields(
         "autocast_dtype": autocast_dtype,
         "param_dtype": param_dtype,
         "activation_dtype": activation_dtype,
+        "autocast_native": autocast_native,
         framework[0]: framework[1],
         "source": source,
         "provenance": provenance,
@@ -43,12 +49,13 @@ def math_fields(
 
 
 def math_policy(
-    *, autocast_dtype: str | None, param_dtype: str, activation_dtype: str
+    *, autocast_dtype: str | None, param_dtype: str, activation_dtype: str, on_cpu: bool
 ) -> dict[str, Any]:
     """The record's `math` section from torch's current settings (imports torch)."""
     import torch
 
     return math_fields(
+        autocast_native=native_on_cpu(autocast_dtype) if on_cpu else None,
         cudnn_tf32=bool(torch.backends.cudnn.allow_tf32),
         matmul_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
         matmul_precision=str(torch.get_float32_matmul_precision()),

@@ -260,7 +260,12 @@ def _public_spec(entry: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def ceilings_for(
-    device: str, dtype: str, *, measure: bool = True, quick: bool = True
+    device: str,
+    dtype: str,
+    *,
+    measure: bool = True,
+    quick: bool = True,
+    also: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The record's `ceilings` section for `device` ("cpu" | "cuda[:i]") and `dtype`.
 
@@ -269,6 +274,7 @@ def ceilings_for(
     peak); a fresh measurement (when `measure`; on a busy CPU used for this run only, labeled
     with the load); a user-set value; the spec table. `spec` is the table entry (GPUs) or the
     user values. Measured quantities carry `measured_under` (threads, size, CPU load).
+    `also`: more dtypes the run computes in (its autocast dtype), measured with `dtype`.
     """
     device = normalize_device(device)
     dtype = normalize_dtype(dtype)
@@ -276,7 +282,12 @@ def ceilings_for(
     host = socket.gethostname()
     tv, threads = _env()
     mode = "quick" if quick else "thorough"
-    wanted = [d for d in _roof_dtypes(device, dtype) if d in _measure.measurable_dtypes(device)]
+    extra = [normalize_dtype(d) for d in also]
+    wanted = [
+        d
+        for d in dict.fromkeys(_roof_dtypes(device, dtype) + extra)
+        if d in _measure.measurable_dtypes(device)
+    ]
     if measure and wanted:
         measured = measure_device(device, wanted, mode=mode)["measured"]
     else:

@@ -252,8 +252,11 @@ TIME_HEADERS = ["op", "time/step", "share of measured step", "time is"]
 def roof_rows(res: Roofline) -> list[list[Any]]:
     """The roofs the run was judged against, with the share of FLOPs each carried."""
     r = res.run
-    total = sum(r.flops_by_math.values()) or None
+    total = sum(r.flops_by_math.values()) + sum(r.unroofed_flops.values()) or None
     rows = []
+    for math, fl in sorted(r.unroofed_flops.items()):
+        share = fmt.pct(fl / total if total else None)
+        rows.append([f"{math} peak", "none", share, "absent", "no roof in the record or --peaks"])
     for math, lab in r.roofs_used.items():
         share = (
             ""

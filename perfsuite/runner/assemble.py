@@ -190,4 +190,5 @@ def math_section(state: TrainState, observed: dict[str, Any]) -> dict[str, Any]:
         autocast_dtype=autocast,
         param_dtype=param,
         activation_dtype=observed.get("output_dtype") or autocast or param,
+        on_cpu=not state.backend.device.is_gpu,
     )

@@ -97,14 +97,21 @@ def endless(data: DataSource, batch_size: int, generator: Any) -> Iterator[Batch
             raise ValueError(f"data source {data.description!r} yields no training batches")
 
 
-def resolve_ceilings(device: str, dtype: str, measure: bool) -> tuple[dict | None, str]:
-    """The record's `ceilings` section from perfsuite.ceilings, or None with the reason."""
+def resolve_ceilings(
+    device: str, dtype: str, measure: bool, policy: dict[str, Any] | None = None
+) -> tuple[dict | None, str]:
+    """The record's `ceilings` section from perfsuite.ceilings, or None with the reason.
+
+    `policy` (the record's `math`): its autocast dtype's roof is measured too, unless the CPU lacks
+    instructions for it (its ops are then judged against float32's, analyzers.mathmode)."""
     try:
         from perfsuite.ceilings import ceilings_for
     except ImportError as exc:
         return None, f"device ceilings unavailable: {exc}"
     try:
-        ceil = ceilings_for(device, dtype, measure=measure, quick=True)
+        auto = (policy or {}).get("autocast_dtype")
+        also = (auto,) if auto and (policy or {}).get("autocast_native") is not False else ()
+        ceil = ceilings_for(device, dtype, measure=measure, quick=True, also=also)
     except Exception as exc:  # a failed micro-benchmark must not lose the run
         return None, f"device ceilings could not be determined: {exc}"
     busy = sorted(

@@ -163,7 +163,9 @@ class _Run:
                 self._capture_work()
             self.progress.phase("device ceilings (cached, or measured once)")
             dtype = (self.record.get("work") or {}).get("dtype") or "float32"
-            ceil, why = capture.resolve_ceilings(opts.device, dtype, opts.measure_peaks)
+            ceil, why = capture.resolve_ceilings(
+                opts.device, dtype, opts.measure_peaks, self.record.get("math")
+            )
             self.record["ceilings"] = ceil
             if why:
                 self.rec.flag(why)
