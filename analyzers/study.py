@@ -243,6 +243,14 @@ def analyze_study(
         missing = int(spec.get("repeats", 1)) - len(c.runs)
         if missing > 0:
             warnings.append(f"{c.name}: {missing} repeat(s) not run yet")
+    converted = _converted_autocast(records_by_config)
+    if converted:
+        dtypes = ", ".join(sorted({d for d in converted.values()}))
+        warnings.append(
+            f"{', '.join(converted)}: {dtypes} autocast on a CPU without {dtypes} instructions "
+            "(converted in software, float32 arithmetic): their speed shows this CPU, not "
+            "what the option does where it has hardware"
+        )
     metric = threshold = None
     for recs in records_by_config.values():
         if recs:
@@ -261,3 +269,18 @@ def analyze_study(
         configs=configs,
         warnings=warnings,
     )
+
+
+def _converted_autocast(
+    records_by_config: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> dict[str, str]:
+    """Configuration -> autocast dtype, where a run's record says the CPU lacked instructions
+    for it (`math.autocast_native` false)."""
+    out: dict[str, str] = {}
+    for name, recs in records_by_config.items():
+        for rec in recs:
+            math = rec.get("math") or {}
+            if math.get("autocast_native") is False and math.get("autocast_dtype"):
+                out[name] = str(math["autocast_dtype"])
+                break
+    return out

@@ -155,3 +155,22 @@ def test_corruption_accuracy_per_configuration_and_against_the_reference(run):
 
     plain = analyze_study(_manifest("a", "b"), {"a": [run(0, [0.95], [1.0])], "b": []})
     assert not has_robustness(plain) and "corruption acc." not in render(plain)
+
+
+def test_configurations_whose_cpu_converted_their_autocast_are_named(run):
+    def bf16(rec, native):
+        rec["math"] = {"autocast_dtype": "bfloat16", "autocast_native": native}
+        return rec
+
+    records = {
+        "full": [bf16(run(0, [0.95], [9.0]), False)],
+        "-bf16": [run(0, [0.95], [1.0])],
+        "-channels_last": [bf16(run(0, [0.95], [9.0]), False)],
+        "-batch": [bf16(run(0, [0.95], [3.0]), None)],  # flags unknown: nothing said
+    }
+    res = analyze_study(_manifest(*records, repeats=1, kind="lesion"), records)
+    assert res.warnings == [
+        "full, -channels_last: bfloat16 autocast on a CPU without bfloat16 instructions "
+        "(converted in software, float32 arithmetic): their speed shows this CPU, not what the "
+        "option does where it has hardware"
+    ]
