@@ -119,9 +119,22 @@ def _dtype_math(dtype: str | None) -> str:
     return DTYPE_MATH.get(aliases.get(d, d), "fp32")
 
 
+def _on_cuda(device: str | None) -> bool:
+    return bool(device) and ("cuda" in device.lower() or "nvidia" in device.lower())  # type: ignore[union-attr]
+
+
+def converted_autocast(math: Mapping[str, Any], device: str | None) -> str | None:
+    """The autocast dtype a CPU without instructions for it converted to float32 (the record's
+    `math.autocast_native` false), else None: its matrix ops ran in fp32 arithmetic."""
+    auto = math.get("autocast_dtype")
+    if auto and not _on_cuda(device) and math.get("autocast_native") is False:
+        return str(auto)
+    return None
+
+
 def from_policy(family: str | None, math: Mapping[str, Any], device: str | None) -> OpMath:
     """What PyTorch picks for an op of `family` under the math policy on `device`."""
-    on_cuda = bool(device) and ("cuda" in device.lower() or "nvidia" in device.lower())
+    on_cuda = _on_cuda(device)
     src = math.get("source") or "math policy"
     if family not in MATRIX_FAMILIES:
         # elementwise, norms, pooling: arithmetic on CUDA cores/CPU vector units, in fp32 even
@@ -133,11 +146,14 @@ def from_policy(family: str | None, math: Mapping[str, Any], device: str | None)
             f"{family or 'unmodeled'} op: CUDA-core/vector arithmetic ({src})",
         )
     auto = math.get("autocast_dtype")
-    if auto and not on_cuda and math.get("autocast_native") is False:
+    if converted := converted_autocast(math, device):
         # no bf16/fp16 instructions: operands are converted and multiplied in float32, so
         # float32's roof is the physical limit (a bf16 matmul benchmark there is software)
         return OpMath(
-            "fp32", "cpu", "policy", f"autocast {auto} on a CPU without {auto} instructions ({src})"
+            "fp32",
+            "cpu",
+            "policy",
+            f"autocast {converted} on a CPU without {converted} instructions ({src})",
         )
     if auto:
         m = _dtype_math(auto)
@@ -352,9 +368,7 @@ def context(
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)
     notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
-    converted = any("instructions" in o.detail for o in maths.values())  # from_policy's CPU rule
-    if converted:
-        auto = math.get("autocast_dtype")
+    if auto := converted_autocast(math, device):
         notes.append(
             f"autocast {auto} on a CPU without {auto} instructions: its operands are converted "
             "and multiplied in float32, so its matrix ops are judged against the fp32 roof"

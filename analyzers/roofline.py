@@ -300,7 +300,8 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
             flop_time, by_math = flops.value / pk, {math: flops.value}
     # Ops with FLOPs but no roof for their math would make the step look further from its
     # roofs than it is: no whole-run blend then, and roofline() says which roof is missing.
-    eff_peak = _div(sum(by_math.values()), flop_time) if flop_time and not unroofed else None
+    blend = bool(flop_time) and not unroofed
+    eff_peak = _div(sum(by_math.values()), flop_time) if blend else None
     used = {k: _roof_labeled(ctx, k) for k in sorted(by_math)}
     if bw is not None:
         used["memory"] = _roof_labeled(ctx, "memory")
@@ -308,7 +309,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     names = ", ".join(f"{k} {u.provenance}" for k, u in used.items())
     d = "derived"
     p = place(flops.value, nbytes.value, step.value, eff_peak, bw)
-    frac = _div(roof_t, step.value) if used and flop_time and not unroofed else None
+    frac = _div(roof_t, step.value) if used and blend else None
     over = flag = None
     if frac is not None and frac > 1.0:
         over = frac
@@ -339,7 +340,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         bound=p.bound,
         attainable=Labeled(p.attainable, "FLOP/s", d, f"{provs} roofs"),
         roof_time=Labeled(
-            roof_t if used and flop_time and not unroofed else None,
+            roof_t if used and blend else None,
             "s",
             "modeled",
             f"per-op FLOP/byte model at {provs} roofs"

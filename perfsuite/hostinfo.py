@@ -62,12 +62,10 @@ def native_on_cpu(dtype: str | None, flags: frozenset[str] | None = None) -> boo
     return bool(flags & set(wanted))
 
 
-def low_precision_note(dtype: str | None, flags: frozenset[str] | None = None) -> str | None:
-    """One line when `dtype` (autocast) has no native instructions on this CPU, else None.
-
-    Unknown flags (not Linux) give None: the note states a fact about the CPU, never a guess.
-    """
-    if native_on_cpu(dtype, flags) is not False:
+def low_precision_note(dtype: str | None, native: bool | None) -> str | None:
+    """One line when `native` (`native_on_cpu(dtype)`, as the record's `math.autocast_native`
+    keeps it) is False, else None: unknown flags or a GPU (None) are never guessed at."""
+    if native is not False:
         return None
     wanted = NATIVE_LOW_PRECISION[dtype or ""]
     return (

@@ -239,7 +239,7 @@ class Tracker:
             activation_dtype=work["dtype"],
             on_cpu=not self.backend.device.is_gpu,
         )
-        slow = None if self.backend.device.is_gpu else low_precision_note(autocast)
+        slow = low_precision_note(autocast, self.record["math"]["autocast_native"])
         if slow:
             self.rec.flag(slow)
         ceil, why = capture.resolve_ceilings(

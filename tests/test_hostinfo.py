@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfsuite.hostinfo import cpu_flags, low_precision_note
+from perfsuite.hostinfo import cpu_flags, low_precision_note, native_on_cpu
 
 # The flags line of this project's 2-core AMD EPYC VM (AVX2, no AVX-512, no AMX), shortened.
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse sse2 avx f16c fma avx2\n"
@@ -24,20 +24,28 @@ def test_cpu_flags_reads_x86_flags_and_arm_features(tmp_path):
 
 def test_bf16_and_fp16_without_instructions_get_a_note(tmp_path):
     flags = _flags(tmp_path, EPYC)
-    bf16 = low_precision_note("bfloat16", flags)
+    bf16 = low_precision_note("bfloat16", native_on_cpu("bfloat16", flags))
     assert bf16 is not None and bf16.startswith("bfloat16 autocast on a CPU without bfloat16")
     assert "avx512_bf16, amx_bf16, bf16" in bf16 and "slower than float32" in bf16
-    assert low_precision_note("float16", flags).startswith("float16 autocast")
+    assert low_precision_note("float16", native_on_cpu("float16", flags)).startswith(
+        "float16 autocast"
+    )
 
 
 def test_native_instructions_float32_and_unknown_cpus_get_none(tmp_path):
     sapphire = _flags(tmp_path, SAPPHIRE)
-    assert low_precision_note("bfloat16", sapphire) is None
-    assert low_precision_note("float16", sapphire) is None
+    assert low_precision_note("bfloat16", native_on_cpu("bfloat16", sapphire)) is None
+    assert low_precision_note("float16", native_on_cpu("float16", sapphire)) is None
     arm = _flags(tmp_path, GRAVITON3)
     assert (
-        low_precision_note("bfloat16", arm) is None and low_precision_note("float16", arm) is None
+        low_precision_note("bfloat16", native_on_cpu("bfloat16", arm)) is None
+        and low_precision_note("float16", native_on_cpu("float16", arm)) is None
     )
     epyc = _flags(tmp_path, EPYC)
-    assert low_precision_note(None, epyc) is None and low_precision_note("float32", epyc) is None
-    assert low_precision_note("bfloat16", frozenset()) is None  # flags unknown: no guess
+    assert (
+        low_precision_note(None, native_on_cpu(None, epyc)) is None
+        and low_precision_note("float32", native_on_cpu("float32", epyc)) is None
+    )
+    assert (
+        low_precision_note("bfloat16", native_on_cpu("bfloat16", frozenset())) is None
+    )  # flags unknown: no guess

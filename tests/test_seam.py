@@ -281,7 +281,7 @@ def test_user_loop_under_bf16_autocast_records_its_math_and_the_cpu_note(tmp_pat
         run.evaluate(top1=0.5)
     rec = load_record(run.run_dir)
     assert rec["math"]["autocast_dtype"] == "bfloat16"
-    note = low_precision_note("bfloat16")  # None on a CPU with bf16 instructions
+    note = low_precision_note("bfloat16", native_on_cpu("bfloat16"))  # None with bf16 instructions
     assert (
         (note in rec["flags"]) if note else not any("autocast on a CPU" in f for f in rec["flags"])
     )
@@ -402,7 +402,7 @@ def test_each_switch_runs_on_cifar10_synthetic(tmp_path, switch):
         assert eff[key] == value
     if switch in ("bf16", "fp16"):  # flagged exactly when this CPU lacks the instructions
         assert rec["math"]["autocast_native"] is native_on_cpu(eff["autocast"])
-        note = low_precision_note(eff["autocast"])
+        note = low_precision_note(eff["autocast"], native_on_cpu(eff["autocast"]))
         assert (
             (note in rec["flags"])
             if note

@@ -147,11 +147,11 @@ class _Run:
             "effect": parts.switch_effects(self.state, self.switches, seen),
         }
         self.record["math"] = parts.math_section(self.state, seen)
-        if not backend.device.is_gpu:
-            slow = low_precision_note(self.record["math"].get("autocast_dtype"))
-            if slow:
-                self.rec.flag(slow)
-                self.progress.note(slow)
+        policy = self.record["math"]
+        slow = low_precision_note(policy["autocast_dtype"], policy["autocast_native"])
+        if slow:
+            self.rec.flag(slow)
+            self.progress.note(slow)
         for note in wl.notes():
             self.rec.flag(note)
         if opts.capture and not opts.replay_steps:
