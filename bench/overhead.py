@@ -10,6 +10,9 @@ process (bench/fresh.py), as a user's runs are. The ratios:
   cache and memory traffic still is), so it shows whether capture adds work to the clock
   when wall-time noise hides a 2% difference (on the 2-core VM it was twice the wall time,
   OpenMP threads spinning, and as noisy: docs/seam.md);
+- minor page faults per step in epoch 1 and steady state (`throughput.epoch_minor_faults`):
+  not timing noise but the allocator's state; arms that differ here ran different memory
+  traffic (on CPU the profile window changes how often large tensors are faulted in again);
 - whole command wall time (the child process, its start included): adds the one-off capture
   work done outside the clock (FLOP count, profiler window, inference latency), which
   matters for short runs.
@@ -56,6 +59,8 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     steady: dict[bool, list[float]] = {True: [], False: []}
     cpu_first: dict[bool, list[float]] = {True: [], False: []}
     cpu_steady: dict[bool, list[float]] = {True: [], False: []}
+    faults_first: dict[bool, list[float]] = {True: [], False: []}
+    faults_steady: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as out:
         _one(workload, True, out, **kw)  # warm caches (peaks, dataset decode) for both arms
         for i in range(pairs):
@@ -68,6 +73,12 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
                 if cpu:
                     cpu_first[capture].append(cpu[0])
                     cpu_steady[capture].append(statistics.median(cpu[1:] or cpu))
+                faults = rec["throughput"].get("epoch_minor_faults")
+                if faults:
+                    steps = rec["extra"]["steps_per_epoch"]
+                    per_step = [f / steps for f in faults]
+                    faults_first[capture].append(per_step[0])
+                    faults_steady[capture].append(statistics.median(per_step[1:] or per_step))
                 (on_wall if capture else off_wall).append(wall)
                 if capture:
                     setups.append(rec["extra"]["setup_s"])
@@ -76,21 +87,23 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     setup_txt = ", ".join(f"{k}={med(s.get(k, 0.0) for s in setups):.3f}s" for k in keys)
     print(f"{label}: capture-on setup (median): {setup_txt}")
 
-    def row(what: str, off: list[float], on: list[float], digits: int = 4) -> list[str]:
+    def row(
+        what: str, off: list[float], on: list[float], digits: int = 4, unit: str = " s"
+    ) -> list[str]:
         # Paired: each on run against the off run next to it (the order alternates), so slow
         # drift of a shared machine cancels. The median of the pair ratios with its
         # order-statistic CI: one repeat slowed many times over by a neighbour would drag a
         # mean (and its bootstrap) far from every other pair.
-        ratios = [a / b for a, b in zip(on, off, strict=True)]
+        ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]  # faults can be 0
         ci = median_ci(ratios)
         ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pairs]"
         return [
             label,
             what,
-            f"{med(off):.{digits}f} s",
-            f"{med(on):.{digits}f} s",
-            f"{med(on) / med(off):.3f}",
-            f"{med(ratios):.3f} {ci_txt}",
+            f"{med(off):.{digits}f}{unit}",
+            f"{med(on):.{digits}f}{unit}",
+            f"{med(on) / med(off):.3f}" if med(off) > 0 else "n/a",
+            f"{med(ratios):.3f} {ci_txt}" if ratios else "n/a",
         ]
 
     rows = [
@@ -103,6 +116,14 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
         rows += [
             row("epoch 1, process CPU time", cpu_first[False], cpu_first[True]),
             row("steady epochs, process CPU time", cpu_steady[False], cpu_steady[True]),
+        ]
+    if len(faults_first[True]) == len(faults_first[False]) == pairs:
+        # Minor page faults per step on the same edges: fresh pages the allocator asked the
+        # kernel for. Not noise: a difference means the arms' allocators were in different
+        # states (on CPU the profile window changes it), a cause of different epoch times.
+        rows += [
+            row("epoch 1, page faults / step", faults_first[False], faults_first[True], 0, ""),
+            row("steady, page faults / step", faults_steady[False], faults_steady[True], 0, ""),
         ]
     return [*rows, row("whole run (wall)", off_wall, on_wall, 3)]
 

@@ -1,4 +1,5 @@
-"""Facts about this host that need no framework: CPU model name and usable CPU count.
+"""Facts about this host that need no framework: CPU model name, usable CPU count, CPU flags
+and the process's page-fault count.
 
 Shared by the runner (environment capture) and the ceilings (naming the CPU), so neither has
 to import the other.
@@ -20,6 +21,22 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def minor_page_faults() -> int | None:
+    """Minor page faults of this process so far (getrusage ru_minflt; None where the resource
+    module is missing, as on Windows).
+
+    Why: a minor fault is the kernel handing the process a fresh zeroed page on first touch. A
+    CPU run's speed depends on how often its allocator returns large tensors to the OS and
+    faults them in again, which depends on the process's allocation history (the profile
+    window changes it), so the count on the clock's edges shows an allocator state that
+    changed, independently of wall-time noise."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 def usable_cpus() -> int:

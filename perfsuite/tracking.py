@@ -15,7 +15,10 @@ and one FLOP-counted call of your step; in the middle epoch, a profile window of
 your step on the current batch. Each detour snapshots the model, optimizer (and scheduler, if
 given) and RNG state and restores them, so your training is unchanged. A step function that
 changes other state (its own EMA copy, counters) should be passed `detour_safe=False` to
-`run.step` to keep it out of detours.
+`run.step` to keep it out of detours. Unlike `perfsuite run`, which profiles after the last
+timed epoch, the window stays in the middle epoch: your contexts around the step (autocast,
+no-grad regions) are live only inside your loop, so a window at exit could profile another
+math; the epochs after it run after the profiler (docs/seam.md, "Capture parity").
 """
 
 from __future__ import annotations

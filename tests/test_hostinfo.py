@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from perfsuite.hostinfo import cpu_flags, low_precision_note, native_on_cpu
+import mmap
+import sys
+
+import pytest
+
+from perfsuite.hostinfo import cpu_flags, low_precision_note, minor_page_faults, native_on_cpu
 
 # The flags line of this project's 2-core AMD EPYC VM (AVX2, no AVX-512, no AMX), shortened.
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse sse2 avx f16c fma avx2\n"
@@ -49,3 +54,20 @@ def test_native_instructions_float32_and_unknown_cpus_get_none(tmp_path):
     assert (
         low_precision_note("bfloat16", native_on_cpu("bfloat16", frozenset())) is None
     )  # flags unknown: no guess
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="getrusage page faults: Linux")
+def test_minor_page_faults_count_fresh_pages_touched():
+    # 64 MiB of fresh anonymous memory, one byte written per page: each first touch is a fault
+    size = 64 * 2**20
+    before = minor_page_faults()
+    buf = mmap.mmap(-1, size)
+    for offset in range(0, size, mmap.PAGESIZE):
+        buf[offset] = 1
+    after = minor_page_faults()
+    buf.close()
+    assert before is not None and after is not None
+    pages = size // mmap.PAGESIZE
+    # transparent huge pages can serve 512 pages per fault, so only a floor of 1/512 holds
+    # in general; without them (the common default for small mappings) it is one per page
+    assert pages // 512 <= after - before <= pages + 2000

@@ -77,6 +77,9 @@ def test_cli_run_digits_end_to_end(tmp_path):
     assert len(cpu) == len(walls)
     cores = os.cpu_count() or 1
     assert all(0 < c <= w * cores + 0.05 for c, w in zip(cpu, walls, strict=True))
+    # minor page faults on the same edges: one count per epoch (Linux has getrusage)
+    faults = rec["throughput"]["epoch_minor_faults"]
+    assert len(faults) == len(walls) and all(isinstance(f, int) and f >= 0 for f in faults)
     # the samples each epoch delivered (its last batch is partial), not 64 x steps
     per_epoch = ev[0]["samples"]
     steps = rec["extra"]["steps_per_epoch"]

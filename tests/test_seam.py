@@ -181,7 +181,9 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(tm
     assert (
         "flop_count_s" in on["extra"]["setup_s"] and "flop_count_s" not in off["extra"]["setup_s"]
     )
-    assert on["timeline"]["epoch"] == 2  # after the middle epoch of 4, not before training
+    # after the last timed epoch (4 of 4: keep_going), not before training, and no timed
+    # epoch follows it
+    assert on["timeline"]["epoch"] == 4
     step_s = on["timeline"]["measured_step_time"]
     assert step_s["provenance"] == "measured"
     # the window covers about a second of the clock's steps, not just --profile-steps
@@ -334,6 +336,21 @@ def test_eval_from_skips_early_evaluations_but_keeps_the_clock(tmp_path):
     times = rec["throughput"]["epoch_times_s"]
     assert len(times) == 4
     assert rec["evaluations"][0]["train_time_s"] == pytest.approx(sum(times[:3]))
+
+
+def test_window_follows_the_epoch_the_run_stops_after(tmp_path):
+    # a run that reaches its threshold stops there, and the window follows that epoch: warm,
+    # and no epoch on the clock comes after it (docs/seam.md "Capture parity")
+    rec = load_record(
+        run_workload(
+            _opts(tmp_path, epochs=5, threshold=0.5, capture=True, profile_steps=2, eval_from=2)
+        )
+    )
+    stopped = rec["evaluations"][-1]["epoch"]
+    assert rec["status"] == "reached" and stopped < 5
+    assert rec["timeline"]["epoch"] == stopped == len(rec["throughput"]["epoch_times_s"])
+    step = rec["throughput"]["epoch_times_s"][-1] / rec["extra"]["steps_per_epoch"]
+    assert rec["timeline"]["measured_step_time"]["value"] == pytest.approx(step)
 
 
 def test_cifar10_streams_from_image_folders_with_data_workers(tmp_path):

@@ -62,8 +62,8 @@ def compute_dtype(batch: Batch, module: Any) -> str:
 def profile_window(
     workload: Any, state: TrainState, batches: Iterator[Batch], window: Any
 ) -> dict[str, Any] | None:
-    """`window.total_steps` real steps under the profiler, on the warm model mid-training,
-    off the clock, then the state is restored (the run continues as if nothing happened)."""
+    """`window.total_steps` real steps under the profiler, on the warm model after the last
+    timed epoch, off the clock, then the state is restored (the model stays the trained one)."""
     with detour(state):
         for _ in range(window.total_steps):
             workload.train_step(state, next(batches))

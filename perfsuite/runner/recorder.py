@@ -49,6 +49,7 @@ class Recorder:
         self.metric, self.threshold = task["metric"], task["threshold"]
         self.epoch_times: list[float] = []
         self.epoch_cpu_times: list[float] = []  # process CPU time on the clock's edges
+        self.epoch_minor_faults: list[int] = []  # the process's minor page faults, same edges
         self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
         self.mllog = None
         if write_files:
@@ -151,6 +152,8 @@ class Recorder:
         }
         if len(self.epoch_cpu_times) == len(times):
             self.record["throughput"]["epoch_cpu_times_s"] = list(self.epoch_cpu_times)
+        if len(self.epoch_minor_faults) == len(times):
+            self.record["throughput"]["epoch_minor_faults"] = list(self.epoch_minor_faults)
 
     def set_data(
         self,
