@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
-from perfsuite.hostinfo import low_precision_note
+from perfsuite.hostinfo import low_precision_note, minor_page_faults
 from perfsuite.record import quantity
 from perfsuite.runner import capture
 from perfsuite.runner.profile_window import ProfileWindow
@@ -111,7 +111,9 @@ class Tracker:
         self._epoch_steps = 0
         self._epoch_samples = 0
         self._samples = 0
-        self._paused = 0.0
+        self._paused = 0.0  # detour time inside the epoch: wall, process CPU, page faults
+        self._paused_cpu = 0.0
+        self._paused_faults = 0
         self._train_time = 0.0
         self._stall: list[float] = []
         self._setup_s: dict[str, float] = {}
@@ -151,10 +153,10 @@ class Tracker:
         waiting inside `next()` is recorded as input stall."""
         self._epoch += 1
         self._epoch_steps = self._epoch_samples = 0
-        self._paused = 0.0
+        self._paused, self._paused_cpu, self._paused_faults = 0.0, 0.0, 0
         stall = 0.0
         self.backend.sync()
-        t0 = time.perf_counter()
+        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_page_faults()
         it = iter(batches)
         while True:
             t = time.perf_counter()
@@ -169,6 +171,11 @@ class Tracker:
         seconds = time.perf_counter() - t0 - self._paused
         self._train_time += seconds
         self.rec.epoch_times.append(seconds)
+        # the same edges as the runner's clock, detours taken out as from the wall time
+        self.rec.epoch_cpu_times.append(time.process_time() - c0 - self._paused_cpu)
+        f1 = minor_page_faults()
+        if f0 is not None and f1 is not None:
+            self.rec.epoch_minor_faults.append(f1 - f0 - self._paused_faults)
         self._stall.append(stall)
         self.rec.set_throughput(self._epoch_steps, self.batch_size or self._last_batch)
         self.rec.set_data("user loader", "the user's own iterable", self._stall)
@@ -202,20 +209,27 @@ class Tracker:
     def _maybe_detour(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
         mid = max(1, ((self.epochs_hint or 2) + 1) // 2)
         if self._steps_total == 1 and "work" not in self.record:
-            t0 = time.perf_counter()
-            self._count(fn, args, kw)
-            self._paused += time.perf_counter() - t0
-            self._setup_s["flop_count_s"] = time.perf_counter() - t0
+            self._setup_s["flop_count_s"] = self._paused_for(self._count, fn, args, kw)
         elif (
             not self._window_done
             and self.profile_steps > 0
             and self._epoch >= mid
             and self._epoch_steps == 2
         ):
-            t0 = time.perf_counter()
-            self._window(fn, args, kw)
-            self._paused += time.perf_counter() - t0
-            self._setup_s["profile_window_s"] = time.perf_counter() - t0
+            self._setup_s["profile_window_s"] = self._paused_for(self._window, fn, args, kw)
+
+    def _paused_for(self, detour_fn: Callable[..., None], *args: Any) -> float:
+        """Run a detour with the epoch's clock paused: its wall time, process CPU time and page
+        faults are taken out of the epoch's. Returns its wall seconds."""
+        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_page_faults()
+        detour_fn(*args)
+        seconds = time.perf_counter() - t0
+        self._paused += seconds
+        self._paused_cpu += time.process_time() - c0
+        f1 = minor_page_faults()
+        if f0 is not None and f1 is not None:
+            self._paused_faults += f1 - f0
+        return seconds
 
     def _count(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
         from perfsuite.flops import OpCounter

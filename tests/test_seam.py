@@ -4,6 +4,8 @@ synthetic data, a user's own workload file and training loop."""
 from __future__ import annotations
 
 import math
+import mmap
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -254,7 +256,54 @@ def test_user_loop_example_writes_a_full_record(tmp_path):
     assert fwd >= 2 * 64 * (64 * 128 + 128 * 10)
     assert rec["timeline"]["ops"] and rec["timeline"]["measured_step_time"]["value"] > 0
     assert rec["data"]["kind"] == "user loader"
+    # CPU time and page faults on the clock's edges, one per epoch, detours taken out
+    walls = rec["throughput"]["epoch_times_s"]
+    cpu, faults = rec["throughput"]["epoch_cpu_times_s"], rec["throughput"]["epoch_minor_faults"]
+    assert len(cpu) == len(faults) == len(walls)
+    assert all(0 <= c <= w * (os.cpu_count() or 1) + 0.05 for c, w in zip(cpu, walls, strict=True))
+    assert all(f >= 0 for f in faults)
     assert rec["throughput"]["step_time"]["value"] > 0
+
+
+def _touch_fresh_pages(size: int) -> None:
+    buf = mmap.mmap(-1, size)  # fresh anonymous memory: every first write is a page fault
+    for offset in range(0, size, mmap.PAGESIZE):
+        buf[offset] = 1
+    buf.close()
+
+
+def test_track_takes_its_detours_out_of_cpu_time_and_page_faults(tmp_path):
+    import perfsuite
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(256, 256)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(256, 256)
+
+    def step(xb):
+        loss = sum((model(xb) @ torch.randn(256, 256)).pow(2).mean() for _ in range(8))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with perfsuite.track(
+        "detours", metric="top1", threshold=0.99, model=model, optimizer=opt, epochs=1,
+        batch_size=256, profile_steps=40, out=str(tmp_path / "runs"), progress=False,
+    ) as run:  # fmt: skip
+        for xb in run.epoch([x, x, x]):  # 3 timed steps; the window calls the step 42 times
+            run.step(step, xb)
+        run.evaluate(top1=0.5)
+        # a detour's fresh pages are counted as paused, not as the epoch's
+        before = run._paused_faults
+        run._paused_for(_touch_fresh_pages, 16 * 2**20)
+        assert run._paused_faults - before >= 16 * 2**20 // mmap.PAGESIZE // 512  # THP: 512/fault
+    rec = load_record(run.run_dir)
+    (wall,), (cpu,) = rec["throughput"]["epoch_times_s"], rec["throughput"]["epoch_cpu_times_s"]
+    # without the detours taken out, CPU time would hold 45 steps against 3 steps of wall time
+    assert rec["extra"]["setup_s"]["profile_window_s"] > 5 * wall
+    assert cpu <= wall * (os.cpu_count() or 1) + 0.05
+    assert rec["throughput"]["epoch_minor_faults"][0] >= 0
 
 
 def test_user_loop_under_bf16_autocast_records_its_math_and_the_cpu_note(tmp_path):
