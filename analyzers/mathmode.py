@@ -123,6 +123,12 @@ def _on_cuda(device: str | None) -> bool:
     return bool(device) and ("cuda" in device.lower() or "nvidia" in device.lower())  # type: ignore[union-attr]
 
 
+def record_device(record: Mapping[str, Any]) -> str | None:
+    """The device a record ran on, as its ceilings name it, else its environment."""
+    ceil = record.get("ceilings") or {}
+    return ceil.get("device") or (record.get("environment") or {}).get("device")
+
+
 def converted_autocast(math: Mapping[str, Any], device: str | None) -> str | None:
     """The autocast dtype a CPU without instructions for it converted to float32 (the record's
     `math.autocast_native` false), else None: its matrix ops ran in fp32 arithmetic."""
@@ -363,7 +369,7 @@ def context(
     notes: list[str] = []
     if kernels is None:
         kernels = _trace_kernels(record, list(model), notes)
-    device = ceil.get("device") or (record.get("environment") or {}).get("device")
+    device = record_device(record)
     fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)

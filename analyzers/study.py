@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.distributed import record_comm_share, world_size
+from analyzers.mathmode import converted_autocast, record_device
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
 
 FINISHED = ("reached", "not_reached", "diverged")
@@ -275,12 +276,11 @@ def _converted_autocast(
     records_by_config: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> dict[str, str]:
     """Configuration -> autocast dtype, where a run's record says the CPU lacked instructions
-    for it (`math.autocast_native` false)."""
+    for it (mathmode.converted_autocast, the rule the roofline judges by)."""
     out: dict[str, str] = {}
     for name, recs in records_by_config.items():
         for rec in recs:
-            math = rec.get("math") or {}
-            if math.get("autocast_native") is False and math.get("autocast_dtype"):
-                out[name] = str(math["autocast_dtype"])
+            if auto := converted_autocast(rec.get("math") or {}, record_device(rec)):
+                out[name] = auto
                 break
     return out

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
-from perfsuite.hostinfo import low_precision_note, minor_page_faults
+from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import capture
+from perfsuite.runner.clock import ClockReading
 from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.runner.recorder import Recorder
 from perfsuite.workloads.state import TrainState, detour
@@ -111,9 +112,7 @@ class Tracker:
         self._epoch_steps = 0
         self._epoch_samples = 0
         self._samples = 0
-        self._paused = 0.0  # detour time inside the epoch: wall, process CPU, page faults
-        self._paused_cpu = 0.0
-        self._paused_faults = 0
+        self._paused = ClockReading()  # the detours inside the epoch: wall, CPU, page faults
         self._train_time = 0.0
         self._stall: list[float] = []
         self._setup_s: dict[str, float] = {}
@@ -153,10 +152,10 @@ class Tracker:
         waiting inside `next()` is recorded as input stall."""
         self._epoch += 1
         self._epoch_steps = self._epoch_samples = 0
-        self._paused, self._paused_cpu, self._paused_faults = 0.0, 0.0, 0
+        self._paused = ClockReading()
         stall = 0.0
         self.backend.sync()
-        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_page_faults()
+        start = ClockReading.now()
         it = iter(batches)
         while True:
             t = time.perf_counter()
@@ -168,14 +167,11 @@ class Tracker:
             stall += time.perf_counter() - t
             yield item
         self.backend.sync()
-        seconds = time.perf_counter() - t0 - self._paused
+        used = ClockReading.now() - start - self._paused  # the detours taken out
+        seconds = used.wall
         self._train_time += seconds
         self.rec.epoch_times.append(seconds)
-        # the same edges as the runner's clock, detours taken out as from the wall time
-        self.rec.epoch_cpu_times.append(time.process_time() - c0 - self._paused_cpu)
-        f1 = minor_page_faults()
-        if f0 is not None and f1 is not None:
-            self.rec.epoch_minor_faults.append(f1 - f0 - self._paused_faults)
+        self.rec.add_epoch_usage(used)
         self._stall.append(stall)
         self.rec.set_throughput(self._epoch_steps, self.batch_size or self._last_batch)
         self.rec.set_data("user loader", "the user's own iterable", self._stall)
@@ -221,15 +217,11 @@ class Tracker:
     def _paused_for(self, detour_fn: Callable[..., None], *args: Any) -> float:
         """Run a detour with the epoch's clock paused: its wall time, process CPU time and page
         faults are taken out of the epoch's. Returns its wall seconds."""
-        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_page_faults()
+        start = ClockReading.now()
         detour_fn(*args)
-        seconds = time.perf_counter() - t0
-        self._paused += seconds
-        self._paused_cpu += time.process_time() - c0
-        f1 = minor_page_faults()
-        if f0 is not None and f1 is not None:
-            self._paused_faults += f1 - f0
-        return seconds
+        took = ClockReading.now() - start
+        self._paused = self._paused + took
+        return took.wall
 
     def _count(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
         from perfsuite.flops import OpCounter

@@ -71,3 +71,13 @@ def test_minor_page_faults_count_fresh_pages_touched():
     # transparent huge pages can serve 512 pages per fault, so only a floor of 1/512 holds
     # in general; without them (the common default for small mappings) it is one per page
     assert pages // 512 <= after - before <= pages + 2000
+
+
+def test_clock_readings_subtract_and_add_and_keep_unknown_faults_unknown():
+    from perfsuite.runner.clock import ClockReading
+
+    used = ClockReading(2.0, 1.0, 10) - ClockReading(0.5, 0.25, 4)
+    assert used == ClockReading(1.5, 0.75, 6)
+    assert used + ClockReading(0.5, 0.25, 4) == ClockReading(2.0, 1.0, 10)
+    # a platform without page-fault counts: the difference says unknown, not 0
+    assert (ClockReading(2.0, 1.0, None) - ClockReading(0.5, 0.25, 4)).faults is None

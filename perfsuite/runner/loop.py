@@ -16,10 +16,11 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from perfsuite.hostinfo import low_precision_note, minor_page_faults
+from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
+from perfsuite.runner.clock import ClockReading
 from perfsuite.runner.energy import EnergyClock, training_energy
 from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.options import RunOptions
@@ -239,7 +240,7 @@ class _Run:
         check_every = 1 if not backend.device.is_gpu else 50
         backend.sync()
         self.energy.start()  # counter reads sit outside the clock's edges
-        t0, c0, f0 = time.perf_counter(), time.process_time(), minor_page_faults()
+        start = ClockReading.now()
         loss_sum = parts.zero_loss(backend)
         steps = samples = 0
         stall = 0.0
@@ -261,14 +262,9 @@ class _Run:
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
         wl.on_epoch_end(state, self.data, epoch)
         backend.sync()
-        seconds = time.perf_counter() - t0
-        # CPU time of the whole process (every thread, telemetry's sampler included) on the
-        # same edges: unlike wall time it does not count what other guests of a shared host
-        # took, so it shows whether capture added work to the clock.
-        self.rec.epoch_cpu_times.append(time.process_time() - c0)
-        f1 = minor_page_faults()
-        if f0 is not None and f1 is not None:
-            self.rec.epoch_minor_faults.append(f1 - f0)
+        used = ClockReading.now() - start
+        seconds = used.wall
+        self.rec.add_epoch_usage(used)
         self.energy.stop()
         self.stall_s.append(stall)
         mean_loss = float(loss_sum) / max(1, steps)

@@ -155,6 +155,15 @@ class Recorder:
         if len(self.epoch_minor_faults) == len(times):
             self.record["throughput"]["epoch_minor_faults"] = list(self.epoch_minor_faults)
 
+    def add_epoch_usage(self, used: Any) -> None:
+        """Process CPU time and minor page faults of one epoch (a runner.clock.ClockReading
+        difference on the clock's edges). CPU time counts every thread (telemetry's sampler
+        included) but not what other guests of a shared host took, so it shows work capture
+        added; page faults show the allocator's state, apart from timing noise."""
+        self.epoch_cpu_times.append(used.cpu)
+        if used.faults is not None:
+            self.epoch_minor_faults.append(used.faults)
+
     def set_data(
         self,
         kind: str,
