@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 
@@ -88,9 +89,12 @@ def test_realistic_values_add_up():
 class _Ev:
     """The FunctionEvent attributes step_cvs reads."""
 
-    def __init__(self, name, start_us, end_us, cpu_us=0.0, device_us=0.0):
+    def __init__(self, name, start_us, end_us, cpu_us=0.0, device_us=0.0, on_device=False):
+        from torch.autograd import DeviceType
+
         self.name, self.cpu_time_total, self.device_time_total = name, cpu_us, device_us
         self.time_range = type("R", (), {"start": start_us, "end": end_us})()
+        self.device_type = DeviceType.CUDA if on_device else DeviceType.CPU
 
 
 def test_step_cv_is_the_spread_of_an_ops_time_across_the_window_steps():
@@ -111,6 +115,32 @@ def test_step_cv_is_the_spread_of_an_ops_time_across_the_window_steps():
     gpu += [_Ev("k", 1, 2, cpu_us=5, device_us=4), _Ev("k", 11, 12, cpu_us=5, device_us=8)]
     assert step_cvs(gpu, on_gpu=True)["k"] == pytest.approx(math.sqrt(8) / 6)
     assert step_cvs(gpu[:1], on_gpu=False) == {}  # one step: no spread
+
+
+def test_step_cv_on_a_gpu_keeps_host_and_device_copies_of_the_steps_apart():
+    """On a GPU every ProfilerStep appears twice: the host range and its device copy
+    (`gpu_user_annotation`), which starts later and overlaps the next host step. Mixed into one
+    list they split each op between alternate half-steps and every CV read ~100% (seen on an
+    H200 run); kept apart, an op that takes the same time every step has no spread."""
+    from perfsuite.runner.profile_window import step_cvs
+
+    events = []
+    for k in range(4):
+        t = 100.0 * k
+        events += [_Ev(f"ProfilerStep#{k}", t, t + 100)]
+        events += [_Ev(f"ProfilerStep#{k}", t + 60, t + 150, on_device=True)]
+        # the host op starts inside the host step; its kernel runs in the device copy
+        events += [_Ev("aten::convolution", t + 70, t + 80, cpu_us=10, device_us=40 + k % 2)]
+        events += [
+            _Ev("sm90_xmma_fprop", t + 100, t + 140 + k % 2, device_us=40 + k % 2, on_device=True)
+        ]
+        events += [_Ev("sm90_xmma_fprop", t + 141, t + 142, device_us=1, on_device=True)]
+    cvs = step_cvs(events, on_gpu=True)
+    spread = statistics.stdev([40, 41, 40, 41]) / 40.5
+    assert cvs["aten::convolution"] == pytest.approx(spread)
+    # the kernel: 41, 42, 41, 42 us per device step (two launches each)
+    assert cvs["sm90_xmma_fprop"] == pytest.approx(statistics.stdev([41, 42, 41, 42]) / 41.5)
+    assert "ProfilerStep#0" not in cvs
 
 
 def test_step_cv_reaches_the_roofline_rows():

@@ -35,20 +35,28 @@ def step_cvs(events: Any, on_gpu: bool) -> dict[str, float]:
 
     The time is the one the roofline judges: inclusive device time on GPUs, inclusive host
     time otherwise. Why: it is the window's own noise; repeated runs cannot agree on an op's
-    roof fraction more closely than the op's steps agree with each other. An event belongs to
-    the step (`ProfilerStep` range) in which it starts, whichever thread ran it.
+    roof fraction more closely than the op's steps agree with each other. A host event belongs
+    to the host `ProfilerStep` range in which it starts, whichever thread ran it; a device
+    event (kernel, copy) to the device-side copy of that range. The two sets of ranges are
+    kept apart: on a GPU each step appears twice (host and `gpu_user_annotation`), and mixing
+    them put every op into alternate half-steps (every CV read ~100%).
     """
-    steps = [(e.time_range.start, e.time_range.end) for e in events if _is_step(e.name)]
-    items = [
-        (
-            e.name,
-            e.time_range.start,
-            _us(e, "device_time_total") if on_gpu else e.cpu_time_total / 1e6,
-        )
-        for e in events
-        if not _is_step(e.name)
-    ]
-    return cvs_per_step(steps, items)
+    from torch.autograd import DeviceType
+
+    host_steps, device_steps = [], []
+    host_items, device_items = [], []
+    for e in events:
+        on_host = e.device_type == DeviceType.CPU
+        if _is_step(e.name):
+            (host_steps if on_host else device_steps).append((e.time_range.start, e.time_range.end))
+        elif on_host:
+            seconds = _us(e, "device_time_total") if on_gpu else e.cpu_time_total / 1e6
+            host_items.append((e.name, e.time_range.start, seconds))
+        else:
+            device_items.append((e.name, e.time_range.start, _us(e, "device_time_total")))
+    cvs = cvs_per_step(device_steps, device_items)
+    cvs.update(cvs_per_step(host_steps, host_items))
+    return cvs
 
 
 def _is_step(name: str) -> bool:
