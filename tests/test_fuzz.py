@@ -124,7 +124,7 @@ def _analyze(rec: dict[str, Any]) -> None:
     leaderboard([rec])
     stability([rec])
     if REPORT:
-        from perfsuite.report import report_html
+        from perfsuite.report.build import report_html
 
         report_html([rec], 5)
 

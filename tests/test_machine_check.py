@@ -164,7 +164,7 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
     assert "matmul at " in line and "of the fp32 roof (before " in line
     assert "copy at " in line and "of the memory roof" in line
     # the report's roofline section says the same line
-    from perfsuite.report import report_html
+    from perfsuite.report.build import report_html
 
     page = report_html([rec])
     assert html.escape(line) in page

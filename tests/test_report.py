@@ -121,3 +121,43 @@ def test_throughput_missing_step_time_falls_back_to_timeline(make_record):
     rec = build_record(make_record)
     rec["throughput"] = {"samples_per_s": quantity(10.0, "1/s", "measured")}
     assert roofline(rec).run.step_time.value == 0.1
+
+
+_NO_PLOTLY = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "plotly":
+            raise ImportError("no plotly in this test")
+sys.meta_path.insert(0, Block())
+from perfsuite.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_text_outputs_need_no_plotly_and_html_says_why_not(run_dir, tmp_path):
+    """Only the HTML pages draw: `perfsuite roofline` prints its tables where plotly is absent
+    (it failed on a GPU machine without plotly), and `perfsuite report` says in one line what
+    is missing instead of a traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def cli(*argv):
+        return subprocess.run(
+            [sys.executable, "-c", _NO_PLOTLY, *argv],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=120,
+        )
+
+    text = cli("roofline", str(run_dir), "--top", "3")
+    assert text.returncode == 0, text.stderr
+    assert "intensity" in text.stdout and "aten::mm" in text.stdout
+    page = cli("report", str(run_dir), "-o", str(tmp_path / "r.html"))
+    assert page.returncode == 2 and "Traceback" not in page.stderr
+    assert "HTML output needs plotly" in page.stderr and len(page.stderr.splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()

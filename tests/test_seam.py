@@ -140,7 +140,7 @@ def test_switches_take_effect_and_are_recorded(tmp_path):
         rec["math"]["autocast_dtype"] == "bfloat16"
         and rec["math"]["activation_dtype"] == "bfloat16"
     )
-    from perfsuite.report import report_html
+    from perfsuite.report.build import report_html
 
     page = report_html([rec])
     assert "Data, switches and math" in page and "input stall" in page

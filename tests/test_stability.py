@@ -252,7 +252,7 @@ def test_group_page_shows_the_spread_of_repeats(make_record):
     import json
     import re
 
-    from perfsuite.report import report_html
+    from perfsuite.report.build import report_html
 
     text = report_html(_group(make_record))
     ids = re.findall(r'<section id="([^"]+)">', text)
@@ -271,7 +271,7 @@ def test_group_page_shows_the_spread_of_repeats(make_record):
 
 
 def test_single_runs_of_different_groups_get_no_stability_section(make_record):
-    from perfsuite.report import report_html
+    from perfsuite.report.build import report_html
 
     recs = _group(make_record)
     for i, r in enumerate(recs):

@@ -15,6 +15,19 @@ class CLIError(Exception):
     """A user-facing error; `main` prints it as one line and exits with status 2."""
 
 
+def html_builder() -> Any:
+    """The report builder module, or a one-line error where plotly is missing (only the HTML
+    pages need it; text and --json output do not)."""
+    try:
+        from perfsuite.report import build
+    except ImportError as exc:
+        raise CLIError(
+            f"HTML output needs plotly, which does not import here ({exc}); "
+            "pip install 'plotly>=5.18', or use the text or --json output"
+        ) from None
+    return build
+
+
 def _plain(obj: Any) -> Any:
     """Make dataclasses, paths, numpy scalars and non-finite floats JSON-safe."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

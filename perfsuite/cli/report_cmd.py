@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_top_flag, status, top_rows
+from perfsuite.cli.common import CLIError, add_top_flag, html_builder, status, top_rows
 
 
 def register(subparsers: Any) -> None:
@@ -65,14 +65,14 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
 def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
-    from perfsuite.report import report_html
 
+    build = html_builder()
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = report_html(records, top_rows(args.top), _study_sections(args.runs))
+    text = build.report_html(records, top_rows(args.top), _study_sections(args.runs))
     write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
     print(out)
     return 0

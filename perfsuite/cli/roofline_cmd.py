@@ -10,6 +10,7 @@ from perfsuite.cli.common import (
     add_deprecated,
     add_json_flag,
     add_top_flag,
+    html_builder,
     print_json,
     resolve_run,
     status,
@@ -92,7 +93,7 @@ def _measured_text(rows: list[Any]) -> list[str]:
 def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
-    from perfsuite.report.build import (
+    from perfsuite.report.roofline_rows import (
         OP_HEADERS,
         ROOF_HEADERS,
         TIME_HEADERS,
@@ -215,9 +216,9 @@ def run(args: argparse.Namespace) -> int:
     measured = compare_counted_measured(rec)
     if args.output:
         from perfsuite.record.io import write_text_atomic
-        from perfsuite.report import roofline_html
 
-        path = write_text_atomic(args.output, roofline_html(rec, top, peaks))
+        page = html_builder().roofline_html(rec, top, peaks)
+        path = write_text_atomic(args.output, page)
         status(f"wrote {path}")
     if args.json:
         print_json(

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.machine_speed import check_line
-from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
+from analyzers.roofline import Roofline, RooflineInputError, roofline
 from analyzers.stability import task_direction
 from analyzers.tasks import target_text
 from analyzers.utilization import Utilization, utilization
@@ -18,6 +18,16 @@ from perfsuite.report.environment_section import environment_section
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
+from perfsuite.report.roofline_rows import (
+    OP_HEADERS,
+    ROOF_HEADERS,
+    TIME_HEADERS,
+    of_roof,
+    op_rows,
+    roof_rows,
+    run_rows,
+    time_rows,
+)
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
 from perfsuite.report.telemetry_section import telemetry_section
@@ -132,23 +142,6 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def run_rows(res: Roofline) -> list[list[str]]:
-    """Whole-run block as [field, value, provenance, meaning] rows (shared with the CLI)."""
-    r = res.run
-    rows = []
-    for key in EXPLAIN:
-        v = getattr(r, key)
-        if key == "bound":
-            shown, prov = v or "n/a", "derived"
-        elif key.startswith("frac"):
-            flagged = v is None and r.over_roof is not None
-            shown, prov = ("FLAGGED (see notes)" if flagged else fmt.pct(v)), "derived"
-        else:
-            shown, prov = fmt.si(v.value, v.unit), v.provenance
-        rows.append([key, shown, prov, EXPLAIN[key]])
-    return rows
-
-
 def _run_block(res: Roofline) -> str:
     return h.table(
         ["field", "value", "provenance", "meaning"], run_rows(res), [False, True, False, False]
@@ -196,111 +189,6 @@ def _util_block(u: Utilization) -> str:
     return out + h.notes(u.notes)
 
 
-def _of_roof(p: Any) -> str:
-    """A fraction of the roof, or the flag when the point is above it (never a number)."""
-    return "FLAG >100%" if p.flag else fmt.pct(p.frac_of_roof)
-
-
-def op_rows(res: Roofline, top: int) -> list[list[Any]]:
-    rows = []
-    for o in res.ops[:top]:
-        p = o.placement
-        math = (
-            f"{p.math} ({'kernels' if p.math_evidence == 'kernel names' else 'policy'})"
-            if p.math and o.status != "no_flop_model"
-            else ""
-        )
-        rows.append(
-            [
-                o.op,
-                o.status,
-                fmt.si(o.time_s, "s"),
-                fmt.pct(o.time_share),
-                fmt.si(p.flops, "FLOP"),
-                fmt.si(p.bytes, "byte"),
-                f"{p.intensity:.3g}" if p.intensity is not None else "n/a",
-                fmt.si(p.achieved_flops, "FLOP/s"),
-                math,
-                p.bound or "",
-                _of_roof(p),
-                fmt.pct(o.step_cv, 0),
-                fmt.si(o.lost_time_s, "s"),
-            ]
-        )
-    return rows
-
-
-OP_HEADERS = [
-    "op",
-    "status",
-    "time/step",
-    "share",
-    "FLOP",
-    "bytes",
-    "FLOP/byte",
-    "FLOP/s",
-    "math (from)",
-    "bound",
-    "of roof",
-    "step CV",
-    "lost/step",
-]
-ROOF_HEADERS = ["roof", "value", "FLOP share", "provenance", "source"]
-TIME_HEADERS = ["op", "time/step", "share of measured step", "time is"]
-
-
-def roof_rows(res: Roofline) -> list[list[Any]]:
-    """The roofs the run was judged against, with the share of FLOPs each carried."""
-    r = res.run
-    total = sum(r.flops_by_math.values()) + sum(r.unroofed_flops.values()) or None
-    rows = []
-    for math, fl in sorted(r.unroofed_flops.items()):
-        share = fmt.pct(fl / total if total else None)
-        rows.append([f"{math} peak", "none", share, "absent", "no roof in the record or --peaks"])
-    for math, lab in r.roofs_used.items():
-        share = (
-            ""
-            if math == "memory"
-            else fmt.pct((r.flops_by_math.get(math) or 0) / total if total else None)
-        )
-        rows.append(
-            [
-                math if math == "memory" else f"{math} peak",
-                fmt.si(lab.value, lab.unit),
-                share,
-                lab.provenance,
-                lab.source,
-            ]
-        )
-    return rows
-
-
-def time_rows(tr: Any, top: int) -> list[list[Any]]:
-    """Reconciled per-op times: the top rows, the rest folded into one, then the other row."""
-    body, other = tr.rows[:-1], tr.rows[-1]
-    shown = body[:top]
-    rest = body[top:]
-    rows = [[t.name, fmt.si(t.time_s, "s"), fmt.pct(t.share), t.provenance] for t in shown]
-    if rest:
-        rows.append(
-            [
-                f"({len(rest)} more ops)",
-                fmt.si(sum(t.time_s for t in rest), "s"),
-                fmt.pct(sum(t.share for t in rest)),
-                rest[0].provenance,
-            ]
-        )
-    rows.append(
-        [
-            other.name,
-            fmt.si(other.time_s, "s"),
-            fmt.pct(other.share),
-            "derived: measured - attributed",
-        ]
-    )
-    return rows
-
-
 def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
     parts = []
     for i, (rec, (res, util, err)) in enumerate(zip(records, analyses, strict=True)):
@@ -337,7 +225,7 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
                         else "n/a",
                         fmt.si(p.placement.achieved_flops, "FLOP/s"),
                         p.placement.bound or "",
-                        _of_roof(p.placement),
+                        of_roof(p.placement),
                     ]
                     for p in hier.points[:30]
                 ],
@@ -374,7 +262,7 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
                             o.op,
                             fmt.si(o.lost_time_s, "s"),
                             fmt.si(o.time_s, "s"),
-                            _of_roof(o.placement),
+                            of_roof(o.placement),
                             o.placement.bound,
                         ]
                         for k, o in enumerate(res.ranking[:top])
