@@ -90,3 +90,22 @@ def compare_counted_measured(record: Mapping[str, Any]) -> list[Row]:
         )
     rows.sort(key=lambda r: (-(r.counted_flops or 0.0), -(r.measured_flops or 0.0), r.op_class))
     return rows
+
+
+def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
+    """One line: which measured Tensor-Core precisions rest on counters calibrated on the chip
+    that ran, and on what basis (None without a `calibrated` entry). Sections written before
+    the basis was kept marked any cc 9.x chip calibrated; that is said, not repeated."""
+    cal = (counters or {}).get("calibrated")
+    if not cal:
+        return None
+    yes = [p for p, ok in (cal.get("precisions") or {}).items() if ok]
+    basis = cal.get("basis")
+    if basis is None:
+        name = ((counters or {}).get("device") or {}).get("name") or "an unnamed chip"
+        yes_text = ", ".join(yes) if yes else "none"
+        return (
+            f"calibration: {yes_text} marked calibrated by an older rule (formulas checked on "
+            f"H100 GEMMs, any cc {cal.get('device_cc')} chip); this capture is from {name}"
+        )
+    return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {basis}"

@@ -131,6 +131,68 @@ def test_calibrate_without_gpu_is_one_line(capsys):
     assert "give a SOURCE file, or --calibrate" in capsys.readouterr().err
 
 
+def test_calibration_is_per_chip_and_kept_for_later_sections(
+    tmp_path, monkeypatch, private_cache, capsys
+):
+    """The H100 GEMM capture renamed to an H200 (same cc 9.0, same die): its Tensor-Core
+    counters are not "calibrated" on that chip until `perfsuite counters --calibrate` ran there;
+    then every section from a chip of that name says so, with when and the verdict."""
+    torch = pytest.importorskip("torch")
+    from analyzers.measured import calibration_text
+    from perfsuite.cli import main
+    from perfsuite.counters import calibration_cache, load_counters
+
+    capture = tmp_path / "h200-gemm.csv"
+    text = shared_path("gpu", "h100-gemm4096.ncu.csv").read_text()
+    capture.write_text(text.replace("NVIDIA H100 80GB HBM3", "NVIDIA H200"))
+    reference = load_counters(shared_path("gpu", "h100-gemm4096.ncu.csv"))["calibrated"]
+    calibrated = {"fp16": True, "bf16": True, "tf32": True, "fp8": False, "fp64": False}
+    assert reference["precisions"] == calibrated  # fp8/fp64: formulas never checked
+    assert reference["basis"] == "the reference chip (NVIDIA H100 80GB HBM3)"
+    before = load_counters(capture)["calibrated"]
+    assert before["device_name"] == "NVIDIA H200" and before["device_cc"] == "9.0"
+    assert not any(before["precisions"].values()) and before["local"] is None
+    assert (
+        "not calibrated on NVIDIA H200" in before["basis"]
+        and "not the same chip" in before["basis"]
+    )
+    # --calibrate on "the H200": the fake ncu prints the renamed capture
+    _fake_ncu(tmp_path, monkeypatch, capture)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert main(["counters", "--calibrate"]) == 0
+    out = capsys.readouterr()
+    assert "calibration passed" in out.out and "kept for NVIDIA H200" in out.err
+    kept = calibration_cache.entry_for("NVIDIA H200")
+    assert kept["ok"] and kept["precisions"]["tf32"]["measured"] == GEMM_FLOP
+    after = load_counters(capture)
+    assert after["calibrated"]["precisions"] == calibrated
+    assert calibration_text(after).startswith("calibration: fp16, bf16, tf32 calibrated; this chip")
+    # a failed calibration is kept as failed: nothing is marked calibrated by it
+    data = calibration_cache.load()
+    data["chips"]["NVIDIA H200"]["ok"] = False
+    data["chips"]["NVIDIA H200"]["precisions"]["tf32"]["ok"] = False
+    calibration_cache.cache_path().write_text(__import__("json").dumps(data))
+    failed = load_counters(capture)["calibrated"]
+    assert failed["precisions"]["tf32"] is False and failed["precisions"]["bf16"] is True
+    assert failed["basis"].endswith("FAILED")
+    # a misshapen cache is an empty one, never half-trusted
+    calibration_cache.cache_path().write_text('{"version": 1, "chips": []}')
+    assert load_counters(capture)["calibrated"]["local"] is None
+
+
+def test_older_sections_say_their_rule(tmp_path):
+    from analyzers.measured import calibration_text
+
+    cal = {"precisions": {"tf32": True, "fp8": False}, "device_cc": "9.0"}
+    old = {"device": {"name": "NVIDIA H200", "cc": "9.0"}, "calibrated": cal}
+    assert calibration_text(old) == (
+        "calibration: tf32 marked calibrated by an older rule (formulas checked on H100 GEMMs, "
+        "any cc 9.0 chip); this capture is from NVIDIA H200"
+    )
+    assert calibration_text({"kernels": []}) is None
+
+
 def test_ncu_rep_falls_back_to_ncu_csv_export(tmp_path, monkeypatch):
     from perfsuite.counters import load_counters
 

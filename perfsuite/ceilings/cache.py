@@ -9,40 +9,25 @@ itself and are not.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from perfsuite.cachefiles import cache_dir, load_cache_json
 from perfsuite.record import write_json_atomic
-from perfsuite.safeio import InputError, load_json
 
 CACHE_VERSION = 1
 
 
 def cache_path() -> Path:
     """`$PERFSUITE_CACHE_DIR/peaks.json`, else `~/.cache/perfsuite/peaks.json`."""
-    base = os.environ.get("PERFSUITE_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "perfsuite"
-    return root / "peaks.json"
+    return cache_dir() / "peaks.json"
 
 
 def load_cache(path: Path | None = None) -> dict[str, Any]:
     """The cache contents; a missing or unreadable file is an empty cache (it is only a cache)."""
-    path = path or cache_path()
-    empty = {"version": CACHE_VERSION, "devices": {}}
-    if not path.exists():
-        return empty
-    try:
-        data = load_json(path, InputError, max_bytes=16 * 1024 * 1024, max_depth=16)
-    except InputError:
-        return empty
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return empty
-    devices = data.setdefault("devices", {})
-    if not isinstance(devices, dict) or not all(
-        isinstance(e, dict) and isinstance(e.get("user", {}), dict) for e in devices.values()
-    ):
-        return empty  # misshapen: rebuilt by the next measurement, never half-trusted
+    data = load_cache_json(path or cache_path(), CACHE_VERSION, "devices", 16 * 1024 * 1024)
+    if not all(isinstance(e.get("user", {}), dict) for e in data["devices"].values()):
+        return {"version": CACHE_VERSION, "devices": {}}  # misshapen: rebuilt, never half-trusted
     return data
 
 

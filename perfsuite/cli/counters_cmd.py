@@ -79,6 +79,7 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
 
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
+    from analyzers.measured import calibration_text
     from perfsuite.fmt import si, table, truncate
 
     rows = []
@@ -138,6 +139,9 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             f"per step: FLOP {si(per['flops'], 'FLOP')}, tensor FLOP "
             f"{si(per['flops_tensor'], 'FLOP')}, DRAM {si(per['dram_bytes'], 'B')}"
         )
+    cal = calibration_text(section)
+    if cal:
+        lines.append(cal)
     if section["kernels"] and section.get("has_backward") is False:
         lines.append("WARNING: no backward kernels in this window (forward work only?)")
     lines.extend(f"note: {n}" for n in section["notes"] if not n.startswith("no backward"))
@@ -169,6 +173,7 @@ def _file_for_record(source: Path, run_dir: str) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from perfsuite.counters import calibration_cache
     from perfsuite.counters.calibrate import run_calibration
 
     if args.source:
@@ -181,8 +186,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     result, why = run_calibration(args.size)
     if result is None:
         raise CLIError(f"calibration not run: {why}")
+    kept = calibration_cache.save(result, result.device, "ncu")
+    if kept is None:
+        status("note: the capture does not name its device; the result is not kept")
+    else:
+        status(f"kept for {result.device['name']} in {kept}: counters sections of this chip "
+               "now say whether its calibration passed")  # fmt: skip
     if args.json:
         print_json({"m": result.m, "n": result.n, "k": result.k, "ok": result.ok,
+                    "device": result.device, "kept_in": kept,
                     "checks": [vars(c) for c in result.checks]})  # fmt: skip
     else:
         print(render_calibration(result))

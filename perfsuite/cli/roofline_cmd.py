@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _measured_text(rows: list[Any]) -> list[str]:
+def _measured_text(rows: list[Any], calibration: str | None = None) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes per op class, side by side."""
     from perfsuite import fmt
 
@@ -87,10 +87,17 @@ def _measured_text(rows: list[Any]) -> list[str]:
             ],
             align="lrrrrrr",
         ),
+        *([calibration] if calibration else []),
     ]
 
 
-def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> str:
+def _text(
+    res: Any,
+    util: Any,
+    top: int,
+    measured: list[Any] | None = None,
+    calibration: str | None = None,
+) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
     from perfsuite.report.roofline_rows import (
@@ -178,7 +185,7 @@ def _text(res: Any, util: Any, top: int, measured: list[Any] | None = None) -> s
                 align="rlrrrl",
             ),
         ]
-    out += _measured_text(measured or [])
+    out += _measured_text(measured or [], calibration)
     h = res.hierarchical
     out += [
         "",
@@ -211,9 +218,10 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import compare_counted_measured
+    from analyzers.measured import calibration_text, compare_counted_measured
 
     measured = compare_counted_measured(rec)
+    calibration = calibration_text(rec.get("counters"))
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
@@ -226,9 +234,10 @@ def run(args: argparse.Namespace) -> int:
                 "roofline": res,
                 "utilization": util,
                 "counted_vs_measured": measured,
+                "counters_calibration": calibration,
                 "explain": EXPLAIN,
             }
         )
     else:
-        print(_text(res, util, top, measured))
+        print(_text(res, util, top, measured, calibration))
     return 0

@@ -33,6 +33,7 @@ class CalibrationResult:
     n: int
     k: int
     checks: list[PrecisionCheck] = field(default_factory=list)
+    device: dict[str, Any] = field(default_factory=dict)  # {name, cc, chip} from the capture
 
     @property
     def expected_flops(self) -> float:
@@ -55,7 +56,7 @@ def check_calibration(
 ) -> CalibrationResult:
     """Compare measured Tensor-Core FLOP per precision with 2*M*N*K per GEMM (exact by default:
     the counters count every op, and 2*4096^3 is far below 2**53)."""
-    result = CalibrationResult(m, n, k)
+    result = CalibrationResult(m, n, k, device=dict(section.get("device") or {}))
     expected = 2.0 * m * n * k * gemms_per_precision
     by_prec = (section.get("totals") or {}).get("flops_tensor_by_precision") or {}
     source = section.get("source") or {}

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.counters import calibration_cache
 from perfsuite.counters import metrics as m
 from perfsuite.counters.kernels import is_backward_kernel, kernel_class
 from perfsuite.counters.metrics import (
@@ -27,6 +28,10 @@ CALIBRATION_REFERENCE = (
     "one 4096^3 GEMM each in bf16, fp16 and TF32 on an H100 SXM (Nsight Compute 2025.3.1): the "
     "counters gave exactly 2*4096^3 = 137,438,953,472 in each precision"
 )
+
+
+REFERENCE_CHIP = "NVIDIA H100 80GB HBM3"  # as ncu names it (device__attribute_display_name)
+REFERENCE_CC = "9.0"
 
 
 class CountersError(ValueError):
@@ -97,17 +102,48 @@ def _by_precision(kernels: list[dict[str, Any]], key: str) -> dict[str, float | 
     return {p: _sum_or_none(k[key][p] for k in kernels) for p in precs}
 
 
-def calibration_info(plan: Mapping[str, Formula | None], cc: str | None) -> dict[str, Any]:
-    """Which measured Tensor-Core precisions rest on counters we calibrated, on which chip."""
-    on_h100_family = bool(cc) and str(cc).split(".")[0] == "9"
+def calibration_info(
+    plan: Mapping[str, Formula | None],
+    device: Mapping[str, Any],
+    local: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Which measured Tensor-Core precisions rest on counters calibrated on this chip.
+
+    Calibrated means: GEMMs of known size gave exactly 2*M*N*K on a chip of this name, either
+    the reference H100 the formulas were checked on, or a `perfsuite counters --calibrate` run
+    kept for this chip (`local`, from `calibration_cache`). The same compute capability is not
+    the same chip (an H200 is cc 9.0 like the H100 but was never checked): false there, and the
+    `basis` says so and how to calibrate.
+    """
+    name, cc = device.get("name"), device.get("cc")
+    tensor = {p: f for p, f in plan.items() if f is not None and p in TENSOR_FLOAT}
+    if local is not None:
+        checked = local.get("precisions") or {}
+        precisions = {p: bool((checked.get(p) or {}).get("ok")) for p in tensor}
+        verdict = "passed" if local.get("ok") else "FAILED"
+        basis = (
+            f"this chip: `perfsuite counters --calibrate` ({local.get('tool')}) at "
+            f"{local.get('at')}, {verdict}"
+        )
+    elif name == REFERENCE_CHIP:
+        precisions = {p: f.verified for p, f in tensor.items()}
+        basis = f"the reference chip ({REFERENCE_CHIP})"
+    else:
+        precisions = {p: False for p in tensor}
+        same_cc = bool(cc) and str(cc).split(".")[0] == REFERENCE_CC.split(".")[0]
+        basis = (
+            f"not calibrated on {name or 'this chip (the capture does not name it)'}"
+            + (f": same compute capability family as the {REFERENCE_CHIP} (cc {REFERENCE_CC}) "
+               "the formulas were checked on, not the same chip" if same_cc else "")
+            + "; run `perfsuite counters --calibrate` on it"
+        )  # fmt: skip
     return {
-        "precisions": {
-            p: bool(f is not None and f.verified and on_h100_family)
-            for p, f in plan.items()
-            if f is not None and p in TENSOR_FLOAT
-        },
+        "precisions": precisions,
+        "basis": basis,
         "reference": CALIBRATION_REFERENCE,
+        "device_name": name,
         "device_cc": cc,
+        "local": dict(local) if local is not None else None,
     }
 
 
@@ -191,7 +227,9 @@ def build_section(
         "kernels": kernels,
         "totals": totals,
         "per_step": per_step,
-        "calibrated": calibration_info(plan, cc),
+        "calibrated": calibration_info(
+            plan, device, calibration_cache.entry_for(device.get("name"))
+        ),
         "source": sources(plan, metrics),
         "metrics": sorted(metrics),
         "notes": all_notes,

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from perfsuite.cachefiles import cache_dir
+
 CLASSES = (
     "airplane",
     "automobile",
@@ -117,7 +119,7 @@ def _decode(files: list[tuple[Path, int]], progress: bool) -> tuple[np.ndarray, 
 
 
 def _cache_path(root: Path, listing: list[tuple[Path, int]]) -> Path:
-    base = Path(os.environ.get("PERFSUITE_CACHE_DIR", Path.home() / ".cache" / "perfsuite"))
+    base = cache_dir()
     h = hashlib.sha256(str(root.resolve()).encode())
     h.update(str(len(listing)).encode())
     for p, _ in listing[:: max(1, len(listing) // 64)]:
