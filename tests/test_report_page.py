@@ -10,7 +10,8 @@ import re
 
 from analyzers.roofline import roofline
 from perfsuite.record import quantity, write_record
-from perfsuite.report import figures, report_html
+from perfsuite.report import figures
+from perfsuite.report.build import report_html
 from perfsuite.report.overview_section import lost_places
 from tests.test_roofline import build_record
 from tests.test_timeline_synthetic import scenario, write_trace
