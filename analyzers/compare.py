@@ -29,7 +29,7 @@ from analyzers.compare_work import (
     spread_within,
     workload_of,
 )
-from analyzers.record_view import crossing, framework
+from analyzers.record_view import crossing, faults_per_step, framework
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
 from analyzers.study import FINISHED
@@ -59,6 +59,7 @@ class RunValues:
     epochs_to_threshold: float | None
     time_per_epoch_s: float | None
     step_time_s: float | None
+    faults_per_step: float | None  # minor page faults per step, steady epochs (record_view)
     flops_per_step: float | None
     achieved_flop_per_s: float | None
     intensity_flop_per_byte: float | None
@@ -91,6 +92,7 @@ class ItemSummary:
     epochs_to_threshold: float | None
     time_per_epoch_s: float | None
     step_time_s: float | None
+    faults_per_step: float | None
     flops_per_step: float | None
     achieved_flop_per_s: float | None
     intensity_flop_per_byte: float | None
@@ -99,6 +101,7 @@ class ItemSummary:
     time_to_accuracy_ratio: float | None = None
     time_per_epoch_ratio: float | None = None
     step_time_ratio: float | None = None
+    faults_ratio: float | None = None
     flops_ratio: float | None = None
     achieved_flops_ratio: float | None = None
 
@@ -140,6 +143,7 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         epochs_to_threshold=None if c.epoch is None else float(c.epoch),
         time_per_epoch_s=stats.mean(times) if times else None,
         step_time_s=qvalue((record.get("throughput") or {}).get("step_time")),
+        faults_per_step=faults_per_step(record),
         flops_per_step=r.flops_per_step.value if r else None,
         achieved_flop_per_s=r.achieved_flops.value if r else None,
         intensity_flop_per_byte=r.intensity.value if r else None,
@@ -174,6 +178,7 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         epochs_to_threshold=mean_or_none([r.epochs_to_threshold for r in reached]),
         time_per_epoch_s=mean_or_none([r.time_per_epoch_s for r in runs]),
         step_time_s=mean_or_none([r.step_time_s for r in runs]),
+        faults_per_step=mean_or_none([r.faults_per_step for r in runs]),
         flops_per_step=mean_or_none([r.flops_per_step for r in runs]),
         achieved_flop_per_s=mean_or_none([r.achieved_flop_per_s for r in runs]),
         intensity_flop_per_byte=mean_or_none([r.intensity_flop_per_byte for r in runs]),
@@ -188,6 +193,7 @@ def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
         time_to_accuracy_ratio=_ratio(s.time_to_accuracy_s, base.time_to_accuracy_s),
         time_per_epoch_ratio=_ratio(s.time_per_epoch_s, base.time_per_epoch_s),
         step_time_ratio=_ratio(s.step_time_s, base.step_time_s),
+        faults_ratio=_ratio(s.faults_per_step, base.faults_per_step),
         flops_ratio=_ratio(s.flops_per_step, base.flops_per_step),
         achieved_flops_ratio=_ratio(s.achieved_flop_per_s, base.achieved_flop_per_s),
     )

@@ -8,6 +8,7 @@ task's direction); this module decides which curve and threshold it applies to.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,3 +86,18 @@ def framework(record: Mapping[str, Any]) -> str:
         if isinstance(libs, Mapping) and libs.get(key):
             found.setdefault(name, f"{name} {libs[key]}")
     return next(iter(found.values())) if len(found) == 1 else "unknown"
+
+
+def faults_per_step(record: Mapping[str, Any]) -> float | None:
+    """Minor page faults per training step: the median over the epochs after the first (all
+    epochs when there is one) of `throughput.epoch_minor_faults` / `extra.steps_per_epoch`.
+
+    Why: the fault rate is the allocator's state, not the model's; two runs of one workload
+    with different rates ran different memory traffic (docs/record.md). None when the record
+    lacks either field (records before stop 26, `perfsuite.track` runs).
+    """
+    faults = (record.get("throughput") or {}).get("epoch_minor_faults")
+    steps = (record.get("extra") or {}).get("steps_per_epoch")
+    if not faults or not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+        return None
+    return statistics.median(faults[1:] or faults) / steps

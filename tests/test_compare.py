@@ -110,6 +110,31 @@ def test_comparison_values_and_ratios(make_record):
     assert c.runs[0].achieved_flop_per_s == pytest.approx(2e9 / 0.1)
 
 
+def test_page_faults_per_step_come_from_the_steady_epochs(tmp_path, make_record, capsys):
+    """Faults per step = median of epochs 2.. / steps per epoch; a run whose allocator hands
+    pages back every step shows a higher rate beside the same model's other run."""
+    from analyzers.record_view import faults_per_step
+
+    a, b = _run(make_record, "a", 10.0), _run(make_record, "b", 12.0)
+    a["extra"] = {"steps_per_epoch": 20}
+    b["extra"] = {"steps_per_epoch": 20}
+    a["throughput"]["epoch_minor_faults"] = [900_000, 40_000, 60_000]  # epoch 1 left out
+    b["throughput"]["epoch_minor_faults"] = [900_000, 120_000, 100_000]
+    assert faults_per_step(a) == 2_500.0 and faults_per_step(b) == 5_500.0
+    c = compare([("a", [a]), ("b", [b])])
+    assert c.items[1].faults_per_step == 5_500.0 and c.items[1].faults_ratio == 2.2
+    one = copy.deepcopy(a)
+    one["throughput"]["epoch_minor_faults"] = [1_000]
+    assert faults_per_step(one) == 50.0  # one epoch: it is all there is
+    del one["throughput"]["epoch_minor_faults"]
+    assert faults_per_step(one) is None  # records before stop 26
+    for rec, name in ((a, "a"), (b, "b")):
+        write_record(tmp_path / name, rec)
+    main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "page faults" in x)
+    assert "2,500" in line and "5,500 (x2.200)" in line
+
+
 def test_cli_exit_code_slower_and_json(tmp_path, make_record, capsys):
     base = _group(tmp_path, make_record, "base", _times(100, 1))
     slow = _group(tmp_path, make_record, "slow", _times(105, 2))

@@ -43,6 +43,10 @@ def _x(ratio: float | None) -> str:
     return "" if ratio is None else f" (x{ratio:.3f})"
 
 
+def _count(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:,.0f}"
+
+
 def run_rows(c: Comparison) -> list[list[str]]:
     """One row per run: the framework and every per-run number."""
     return [
@@ -92,6 +96,7 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ),
         ("time per epoch", lambda s: fmt.duration(s.time_per_epoch_s) + _x(s.time_per_epoch_ratio)),
         ("step time (measured)", lambda s: fmt.si(s.step_time_s, "s") + _x(s.step_time_ratio)),
+        ("minor page faults per step", lambda s: _count(s.faults_per_step) + _x(s.faults_ratio)),
         (
             "FLOPs per step (counted)",
             lambda s: fmt.si(s.flops_per_step, "FLOP") + _x(s.flops_ratio),
