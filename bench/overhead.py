@@ -19,7 +19,9 @@ process (bench/fresh.py), as a user's runs are. The ratios:
 Set PERFSUITE_BENCH_PAIRS to change the number of on/off pairs (default 3; cifar10 gets one
 fewer, or PERFSUITE_BENCH_CIFAR_PAIRS), PERFSUITE_BENCH_THREADS to fix torch's threads, and
 PERFSUITE_BENCH_DIGITS_ONLY=1 to leave cifar10 out. cifar10 evaluates only its last epoch:
-evaluation is off the training clock and would only lengthen the bench.
+evaluation is off the training clock and would only lengthen the bench. Where torch sees a GPU,
+a third arm runs cifar10 on it (PERFSUITE_BENCH_GPU_PAIRS pairs, default max(6, pairs);
+PERFSUITE_BENCH_GPU_ONLY=1 runs that arm alone).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
         # mean (and its bootstrap) far from every other pair.
         ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]  # faults can be 0
         ci = median_ci(ratios)
-        ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pairs]"
+        ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pair ratios]"
         return [
             label,
             what,
@@ -128,12 +130,23 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     return [*rows, row("whole run (wall)", off_wall, on_wall, 3)]
 
 
+def _gpu_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.version.cuda is not None and torch.cuda.is_available()
+
+
 def main() -> None:
     pairs = int(os.environ.get("PERFSUITE_BENCH_PAIRS", "3"))
-    rows = _compare("digits (5 epochs)", "digits", pairs, epochs=5, measure_peaks=True)
+    gpu_only = bool(os.environ.get("PERFSUITE_BENCH_GPU_ONLY"))
     data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
-    if os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
-        print("cifar10: left out (PERFSUITE_BENCH_DIGITS_ONLY)")
+    rows: list[list[str]] = []
+    if not gpu_only:
+        rows += _compare("digits (5 epochs)", "digits", pairs, epochs=5, measure_peaks=True)
+    if os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY") or gpu_only:
+        print("cifar10 on CPU: left out (PERFSUITE_BENCH_DIGITS_ONLY or _GPU_ONLY)")
     elif data is None:
         print(
             "cifar10: skipped (extract ../shared/data/cifar10-jpeg.tar.gz into "
@@ -152,6 +165,23 @@ def main() -> None:
             inference_repeats=20,
             eval_from=3,
         )
+    if _gpu_visible():
+        # The issue's GPU case: cifar10's own recipe on the GPU, 3 epochs, the last evaluated,
+        # real data where it is extracted (else synthetic, said in the label).
+        gpu_pairs = int(os.environ.get("PERFSUITE_BENCH_GPU_PAIRS", str(max(6, pairs))))
+        rows += _compare(
+            f"cifar10 on cuda (3 epochs, {'real' if data else 'synthetic'} data)",
+            "cifar10",
+            gpu_pairs,
+            device="cuda",
+            epochs=3,
+            data_dir=str(data) if data else None,
+            synthetic=data is None,
+            inference_repeats=20,
+            eval_from=3,
+        )
+    else:
+        print("cuda: no GPU visible to torch here, so no GPU arm")
     print(
         table(
             rows,

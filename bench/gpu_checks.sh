@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The GPU paths of issue 8, checked for real in one prepared script (no GPU in CI; tests use the
+# real H100 files in ../shared/data/gpu instead). Each part fits a 10-minute command.
+#
+#   bash bench/gpu_checks.sh OUT_DIR PART [CIFAR10_TGZ]
+#
+# PART: `counters` (versions, quick peaks, --calibrate on this chip, a .ncu-rep read through
+# ncu_report, the CUPTI probe and its fallback), `run` (real-data cifar10 on cuda with --counters
+# ncu, its roofline text), `parity` (capture on/off pairs on the GPU: bench/overhead.py's cuda
+# arm). CIFAR10_TGZ (default ../shared/data/cifar10-jpeg.tar.gz) is extracted for `run` and
+# `parity`; without it they use synthetic data and say so. Needs CUDA PyTorch, ncu on PATH (or
+# $PERFSUITE_NCU) and perfsuite's dependencies importable (PYTHONPATH is honoured). Every
+# command's output lands in OUT_DIR; run folders are packed without their checkpoints.
+set -u
+out=${1:?usage: gpu_checks.sh OUT_DIR PART [CIFAR10_TGZ]}
+part=${2:?PART is counters, run or parity}
+tgz=${3:-../shared/data/cifar10-jpeg.tar.gz}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+log() { echo "== $(date +%T) $*" | tee -a "$out/steps.txt"; }
+# run a step with a limit; its rc goes to steps.txt and the script goes on
+step() {
+	local name=$1 limit=$2
+	shift 2
+	log "$name: $*"
+	timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+	log "$name: rc $?"
+	tail -n 40 "$out/$name.txt"
+}
+cifar_dir() {
+	if [ -f "$tgz" ]; then
+		local dir=${TMPDIR:-/tmp}/perfsuite-gpu-cifar10
+		if [ ! -d "$dir/train" ]; then
+			mkdir -p "$dir" && tar -xzf "$tgz" -C "$dir"
+		fi
+		echo "$dir"
+	fi
+}
+pack() { # a run folder without its checkpoint, for a size-limited copy back
+	tar --exclude=threshold_model.pt -czf "$out/$1.tgz" -C "$2" .
+}
+
+case $part in
+counters)
+	step env 60 sh -c "nvidia-smi -L; $py -c 'import torch; print(torch.__version__, torch.version.cuda)'; ncu --version"
+	step peaks 240 "$py" -m perfsuite peaks --device cuda --quick --json
+	step calibrate 300 "$py" -m perfsuite counters --calibrate --json
+	rep="$out/gemm"
+	cmd=$("$py" -c "import shlex, sys; from perfsuite.counters.ncu import ncu_command; \
+print(shlex.join(ncu_command([sys.executable, '-m', 'perfsuite.counters.gemm_probe'], \
+nvtx_range='perfsuite.calibrate', export='$rep')))")
+	step ncu_rep_capture 300 sh -c "$cmd"
+	step ncu_rep_read 120 "$py" -m perfsuite counters "$rep.ncu-rep"
+	step cupti 420 "$py" -m perfsuite run cifar10 --synthetic --device cuda --epochs 1 \
+		--counters cupti --quiet --out "$out/runs-cupti"
+	"$py" -c "import json, glob; r = json.load(open(glob.glob('$out/runs-cupti/*/run.json')[0])); \
+print('counters:', (r.get('counters') or {}).get('tool')); print('flags:', r.get('flags'))" \
+		>>"$out/cupti.txt" 2>&1
+	;;
+run)
+	data=$(cifar_dir)
+	src=(--synthetic)
+	[ -n "$data" ] && src=(--data-dir "$data")
+	step run 540 "$py" -m perfsuite run cifar10 "${src[@]}" --device cuda --epochs 3 \
+		--counters ncu --quiet --out "$out/runs"
+	for d in "$out"/runs/*/; do
+		step roofline 60 "$py" -m perfsuite roofline "$d"
+		pack run "$d"
+	done
+	;;
+parity)
+	data=$(cifar_dir)
+	if [ -n "$data" ]; then
+		mkdir -p /tmp/perfsuite-bench-cifar10 && cp -rn "$data"/. /tmp/perfsuite-bench-cifar10/
+	fi
+	export PERFSUITE_BENCH_GPU_ONLY=1 PERFSUITE_BENCH_GPU_PAIRS=${PAIRS:-6}
+	step parity 570 "$py" -m bench overhead
+	;;
+*)
+	echo "unknown PART $part (counters, run or parity)" >&2
+	exit 2
+	;;
+esac
