@@ -302,3 +302,26 @@ def test_alternative_fp16_formulas_are_cross_checked_not_added():
                         device={"cc": "10.0"})  # fmt: skip
     assert sec["totals"]["flops_tensor_by_precision"]["fp16"] == 64.0
     assert sec["calibrated"]["precisions"]["fp16"] is False
+
+
+def test_range_names_keep_colons_in_the_name():
+    """ncu writes each NVTX range as `domain:name:PL_Type:...:Msg` (start/end cells lead with
+    the id): the name is what lies between the domain and the six fields the header lists after
+    `_Range`, so `emit_nvtx`'s `aten::...` names stay whole (split on every colon they read
+    `aten`), nested ranges give one name each, outermost first, and `, seq = N` is dropped."""
+    from perfsuite.counters.ncu_csv import range_names
+
+    pp = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    se = "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    tail = ":none:none:none:none:none:none"
+    assert range_names(pp, f'573  "<default domain>:step_fp32{tail}" ') == ("step_fp32",)
+    assert range_names(se, f' "0:<default domain>:perfsuite.steps{tail}" ') == ("perfsuite.steps",)
+    cell = (
+        f'573  "<default domain>:aten::convolution_backward, seq = 12{tail}" '
+        f'"<default domain>:aten::cudnn_convolution_backward_weight{tail}"'
+    )
+    assert range_names(pp, cell) == (
+        "aten::convolution_backward",
+        "aten::cudnn_convolution_backward_weight",
+    )
+    assert range_names(pp, "") == ()

@@ -126,15 +126,23 @@ def _rows(path: Path) -> list[tuple[int, list[str]]]:
 
 
 def range_names(column: str, text: str) -> tuple[str, ...]:
-    """NVTX range names in one cell: start/end cells are `id:domain:name:...`, push/pop cells
-    `tid  "domain:name:..."`; an `emit_nvtx` suffix `, seq = N` is dropped."""
+    """NVTX range names in one cell: start/end cells are `"id:domain:name:..."`, push/pop cells
+    `tid  "domain:name:..."`, one quoted entry per range; an `emit_nvtx` suffix `, seq = N` is
+    dropped. The fields after the name are those the column header lists after `..._Range`
+    (PL_Type ... Msg), counted from the right, so a name with colons (`aten::mm`) stays whole.
+    """
+    fields = column.split(":")
+    at = next((i for i, f in enumerate(fields) if f.endswith("_Range")), None)
     start_end = "Start/Stop" in column or "Start/End" in column
+    idx = at if at is not None else (2 if start_end else 1)
+    trailing = len(fields) - idx - 1 if at is not None else 0
     names = []
     for quoted in _QUOTED.findall(text or ""):
         parts = quoted.split(":")
-        idx = 2 if start_end else 1
-        if len(parts) > idx and parts[idx].strip():
-            names.append(_SEQ_RE.sub("", parts[idx].strip()))
+        end = len(parts) - trailing if len(parts) - trailing > idx else idx + 1
+        name = ":".join(parts[idx:end]).strip()
+        if name:
+            names.append(_SEQ_RE.sub("", name))
     if not names and text.strip() and not _QUOTED.search(text):
         names = [_SEQ_RE.sub("", p.strip()) for p in re.split(r"[/;|]", text) if p.strip()]
     return tuple(names)
