@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -110,3 +111,12 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     assert main(["roofline", str(run_dir)]) == 0
     text = capsys.readouterr().out
     assert "Counted vs measured, per step" in text and "FLOP measured" in text
+    assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in text
+    # the HTML report shows the same table and line (the issue asks both to)
+    page = tmp_path / "r.html"
+    assert main(["report", str(run_dir), "-o", str(page)]) == 0
+    html_text = page.read_text()
+    assert "Counted vs measured, per step" in html_text
+    conv_row = re.search(r"<tr><td>convolution</td>(.*?)</tr>", html_text)
+    assert conv_row and "1.17 TFLOP" in conv_row.group(1)
+    assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in html_text

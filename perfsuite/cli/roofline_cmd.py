@@ -50,43 +50,14 @@ def register(subparsers: Any) -> None:
 def _measured_text(rows: list[Any], calibration: str | None = None) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes per op class, side by side."""
     from perfsuite import fmt
+    from perfsuite.report.roofline_rows import MEASURED_HEADERS, measured_rows
 
     if not rows:
         return []
-
-    def si(v: float | None, unit: str) -> str:
-        return fmt.si(v, unit) if v is not None else "n/a"
-
-    def ratio(v: float | None) -> str:
-        return f"{v:.3f}" if v is not None else "n/a"
-
     return [
         "",
         f"Counted vs measured, per step ({rows[0].mapping}):",
-        fmt.table(
-            [
-                [
-                    r.op_class,
-                    si(r.counted_flops, "FLOP"),
-                    si(r.measured_flops, "FLOP"),
-                    ratio(r.flops_ratio),
-                    si(r.modeled_bytes, "byte"),
-                    si(r.measured_dram_bytes, "byte"),
-                    ratio(r.bytes_ratio),
-                ]
-                for r in rows
-            ],
-            [
-                "op class",
-                "FLOP counted",
-                "FLOP measured",
-                "meas/count",
-                "bytes modeled",
-                "DRAM measured",
-                "meas/model",
-            ],
-            align="lrrrrrr",
-        ),
+        fmt.table(measured_rows(rows), MEASURED_HEADERS, align="lrrrrrr"),
         *([calibration] if calibration else []),
     ]
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.machine_speed import check_line
+from analyzers.measured import calibration_text, compare_counted_measured
 from analyzers.roofline import Roofline, RooflineInputError, roofline
 from analyzers.stability import task_direction
 from analyzers.tasks import target_text
@@ -19,9 +20,11 @@ from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.roofline_rows import (
+    MEASURED_HEADERS,
     OP_HEADERS,
     ROOF_HEADERS,
     TIME_HEADERS,
+    measured_rows,
     of_roof,
     op_rows,
     roof_rows,
@@ -232,7 +235,22 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
             )
         )
         parts.append(h.notes(hier.notes))
+        parts.append(_measured_block(rec))
     return "".join(parts)
+
+
+def _measured_block(rec: Mapping[str, Any]) -> str:
+    """Counted vs measured work per op class, and whether the counters were calibrated on this
+    chip; nothing without a `counters` section."""
+    rows = compare_counted_measured(rec)
+    if not rows:
+        return ""
+    cal = calibration_text(rec.get("counters"))
+    return (
+        f"<p>Counted vs measured, per step ({h.esc(rows[0].mapping)}):</p>"
+        + h.table(MEASURED_HEADERS, measured_rows(rows), [False] + [True] * 6)
+        + (f"<p>{h.esc(cal)}</p>" if cal else "")
+    )
 
 
 def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int) -> str:

@@ -129,3 +129,38 @@ def time_rows(tr: Any, top: int) -> list[list[Any]]:
         ]
     )
     return rows
+
+
+MEASURED_HEADERS = [
+    "op class",
+    "FLOP counted",
+    "FLOP measured",
+    "meas/count",
+    "bytes modeled",
+    "DRAM measured",
+    "meas/model",
+]
+
+
+def measured_rows(rows: list[Any]) -> list[list[str]]:
+    """Counted vs measured FLOP and modeled vs measured DRAM bytes per step, per op class
+    (`analyzers.measured.compare_counted_measured` rows)."""
+
+    def si(v: float | None, unit: str) -> str:
+        return fmt.si(v, unit) if v is not None else "n/a"
+
+    def ratio(v: float | None) -> str:  # 1.008, 19.5, 1.365e+09: four digits at any size
+        return f"{v:.4g}" if v is not None else "n/a"
+
+    return [
+        [
+            r.op_class,
+            si(r.counted_flops, "FLOP"),
+            si(r.measured_flops, "FLOP"),
+            ratio(r.flops_ratio),
+            si(r.modeled_bytes, "byte"),
+            si(r.measured_dram_bytes, "byte"),
+            ratio(r.bytes_ratio),
+        ]
+        for r in rows
+    ]
