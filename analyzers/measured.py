@@ -1,9 +1,11 @@
-"""Counted vs measured work, side by side, per op class (pure: a record dict in, rows out).
+"""Counted vs measured work, side by side, per op class or per op (pure: a record in, rows out).
 
 Counted FLOP and modeled bytes come from `record["work"]["per_op"]` (shapes and formulas, per
 training step); measured FLOP and DRAM bytes from `record["counters"]` (hardware counters over
-`window_steps` steps, divided here to per step). Kernels are mapped to op classes BY NAME
-(`perfsuite.counters.kernels.kernel_class`): a name-based mapping, not an attribution.
+`window_steps` steps, divided here to per step). By class, kernels are mapped to op classes BY
+NAME (`perfsuite.counters.kernels.kernel_class`): a name-based mapping, not an attribution. By
+op, a kernel belongs to the counted op whose NVTX range (`emit_nvtx` in the replay child) it ran
+in: an attribution, where the capture has such ranges.
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ from typing import Any
 from perfsuite.counters.kernels import kernel_class
 
 MAPPING = "kernel name -> op class (name-based mapping, not an attribution)"
+OP_MAPPING = (
+    "NVTX op ranges of the replayed steps (emit_nvtx) -> the innermost op the FLOP counter "
+    "also counted"
+)
+UNATTRIBUTED = "(kernels in no counted op's range)"
 
 
 @dataclass
 class Row:
-    op_class: str
+    key: str  # the op class (by="class") or the op (by="op"); `mapping` says which
     counted_flops: float | None  # per step, counted from shapes (work.per_op)
     measured_flops: float | None  # per step, Tensor-Core + CUDA-core counters
     measured_tensor_flops: float | None
@@ -27,7 +34,7 @@ class Row:
     modeled_bytes: float | None  # per step, compulsory traffic model (work.per_op)
     measured_dram_bytes: float | None
     bytes_ratio: float | None  # measured DRAM / modeled
-    kernels: int  # distinct kernel names mapped to this class
+    kernels: int  # distinct kernel names in this row
     mapping: str = MAPPING
 
 
@@ -43,28 +50,54 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
-def compare_counted_measured(record: Mapping[str, Any]) -> list[Row]:
-    """One row per op class present on either side, largest counted FLOP first.
+def _op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
+    """The innermost NVTX range of the kernel that names an op the FLOP counter counted (a
+    cuDNN kernel sits in aten::cudnn_convolution inside aten::convolution: the latter is the
+    counted one); None when the capture has no such range."""
+    for name in reversed(list(kernel.get("ranges") or [])):
+        if name in counted:
+            return str(name)
+    return None
 
-    Empty when the record has no counters. A measured value is None when no kernel of that
-    class had the quantity measured; FLOP sums Tensor-Core and CUDA-core work.
+
+def has_op_ranges(record: Mapping[str, Any]) -> bool:
+    """Whether any measured kernel lies in the NVTX range of a counted op (captures of replays
+    run with per-op ranges; older captures and the fixtures' step ranges have none)."""
+    counted = {str(o.get("op")) for o in (record.get("work") or {}).get("per_op") or []}
+    kernels = (record.get("counters") or {}).get("kernels") or []
+    return any(_op_of(k, counted) for k in kernels)
+
+
+def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> list[Row]:
+    """One row per op class (`by="class"`, kernels mapped by name) or per op (`by="op"`,
+    kernels attributed by the NVTX op ranges they ran in; the rest in one UNATTRIBUTED row),
+    present on either side, largest counted FLOP first.
+
+    Empty when the record has no counters (or, by op, no kernel in a counted op's range). A
+    measured value is None when no kernel of that row had the quantity measured; FLOP sums
+    Tensor-Core and CUDA-core work.
     """
+    if by not in ("class", "op"):
+        raise ValueError(f"by must be 'class' or 'op', got {by!r}")
     counters = record.get("counters") or {}
     kernels = counters.get("kernels") or []
-    if not kernels:
+    if not kernels or (by == "op" and not has_op_ranges(record)):
         return []
     steps = counters.get("window_steps") or 1
     counted: dict[str, dict[str, float | None]] = {}
     for op in (record.get("work") or {}).get("per_op") or []:
-        acc = counted.setdefault(str(op.get("family") or "other"), {})
+        key = str(op.get("op")) if by == "op" else str(op.get("family") or "other")
+        acc = counted.setdefault(key, {})
         _add(acc, "flops", op.get("flops"))
         _add(acc, "bytes", op.get("bytes"))
     measured: dict[str, dict[str, float | None]] = {}
     names: dict[str, set[str]] = {}
+    ops = set(counted)
     for k in kernels:
-        cls = kernel_class(str(k.get("name", "")))
-        acc = measured.setdefault(cls, {})
-        names.setdefault(cls, set()).add(str(k.get("name", "")))
+        name = str(k.get("name", ""))
+        key = (_op_of(k, ops) or UNATTRIBUTED) if by == "op" else kernel_class(name)
+        acc = measured.setdefault(key, {})
+        names.setdefault(key, set()).add(name)
         for src in ("flops", "flops_tensor"):
             if k.get(src) is not None:
                 _add(acc, "flops", k[src] / steps)
@@ -73,11 +106,11 @@ def compare_counted_measured(record: Mapping[str, Any]) -> list[Row]:
         if k.get("dram_bytes") is not None:
             _add(acc, "dram", k["dram_bytes"] / steps)
     rows = []
-    for cls in sorted(set(counted) | set(measured)):
-        c, m = counted.get(cls, {}), measured.get(cls, {})
+    for key in sorted(set(counted) | set(measured)):
+        c, m = counted.get(key, {}), measured.get(key, {})
         rows.append(
             Row(
-                op_class=cls,
+                key=key,
                 counted_flops=c.get("flops"),
                 measured_flops=m.get("flops"),
                 measured_tensor_flops=m.get("tensor"),
@@ -85,10 +118,11 @@ def compare_counted_measured(record: Mapping[str, Any]) -> list[Row]:
                 modeled_bytes=c.get("bytes"),
                 measured_dram_bytes=m.get("dram"),
                 bytes_ratio=_ratio(m.get("dram"), c.get("bytes")),
-                kernels=len(names.get(cls, ())),
+                kernels=len(names.get(key, ())),
+                mapping=OP_MAPPING if by == "op" else MAPPING,
             )
         )
-    rows.sort(key=lambda r: (-(r.counted_flops or 0.0), -(r.measured_flops or 0.0), r.op_class))
+    rows.sort(key=lambda r: (-(r.counted_flops or 0.0), -(r.measured_flops or 0.0), r.key))
     return rows
 
 

@@ -103,7 +103,7 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     assert main(["counters", str(ncu), "--into", str(run_dir), "--steps", "2"]) == 0
     capsys.readouterr()
     assert main(["roofline", str(run_dir), "--json"]) == 0
-    rows = {r["op_class"]: r for r in json.loads(capsys.readouterr().out)["counted_vs_measured"]}
+    rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)["counted_vs_measured"]}
     conv = rows["convolution"]
     assert conv["measured_tensor_flops"] == 1_168_231_104_512  # per step, from the counters
     assert conv["flops_ratio"] == pytest.approx(conv["measured_flops"] / conv["counted_flops"])

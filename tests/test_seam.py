@@ -347,10 +347,28 @@ def test_counters_request_on_cpu_never_loses_the_run(tmp_path):
     assert any(f.startswith("counters: ") for f in rec["flags"])
 
 
-def test_replay_window_writes_no_record(tmp_path):
+def test_replay_window_writes_no_record(tmp_path, monkeypatch):
+    """The counters replay child runs its steps inside the backend's per-op ranges (what lets
+    ncu attribute kernels to ops) and writes no record."""
+    import contextlib
+
+    from perfsuite.backends.pytorch import TorchBackend
+
+    seen = []
+    real = TorchBackend.op_ranges
+
+    @contextlib.contextmanager
+    def spy(self):
+        seen.append("enter")
+        with real(self):  # on CPU: a no-op, checked here too
+            yield
+        seen.append("exit")
+
+    monkeypatch.setattr(TorchBackend, "op_ranges", spy)
     out = tmp_path / "replay"
     assert run_workload(_opts(tmp_path, out=str(out), replay_steps=2)) is None
     assert not out.exists() or not any(out.iterdir())
+    assert seen == ["enter", "exit"]
 
 
 def test_replay_argv_repeats_the_run(tmp_path):

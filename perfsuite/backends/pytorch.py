@@ -57,6 +57,26 @@ class TorchBackend:
         return torch.no_grad()
 
     @contextlib.contextmanager
+    def op_ranges(self) -> Iterator[None]:
+        """NVTX ranges around every aten op (`torch.autograd.profiler.emit_nvtx`), so that a
+        counters capture can attribute kernels to ops; autograd carries the setting to its own
+        thread, so backward ops get ranges too. Used only in the counters replay child (it
+        costs host time per op, never on the clock). No-op on CPU, and where torch refuses it
+        (the capture then has the step range only, as before)."""
+        ranges = None
+        if self.device.is_gpu:
+            try:
+                ranges = torch.autograd.profiler.emit_nvtx()
+                ranges.__enter__()
+            except Exception:  # an optional label: the capture goes on without it
+                ranges = None
+        try:
+            yield
+        finally:
+            if ranges is not None:
+                ranges.__exit__(None, None, None)
+
+    @contextlib.contextmanager
     def nvtx_range(self, name: str) -> Iterator[None]:
         """A process-wide NVTX start/end range (not push/pop: those are per thread and miss
         the backward kernels that autograd launches from its own thread). No-op on CPU."""

@@ -109,6 +109,10 @@ class TFBackend:
     def nvtx_range(self, name: str) -> Iterator[None]:
         yield
 
+    @contextlib.contextmanager
+    def op_ranges(self) -> Iterator[None]:
+        yield
+
     def generator(self, seed: int) -> Any:
         """A numpy Generator: shuffling and augmentation draws happen on the host."""
         import numpy as np

@@ -47,19 +47,23 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _measured_text(rows: list[Any], calibration: str | None = None) -> list[str]:
-    """Counted vs measured FLOP and modeled vs measured DRAM bytes per op class, side by side."""
+def _measured_text(
+    rows: list[Any], calibration: str | None = None, op_rows: list[Any] | None = None
+) -> list[str]:
+    """Counted vs measured FLOP and modeled vs measured DRAM bytes, side by side: per op class,
+    then per op where the capture attributes kernels to ops."""
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import MEASURED_HEADERS, measured_rows
+    from perfsuite.report.roofline_rows import measured_table
 
-    if not rows:
-        return []
-    return [
-        "",
-        f"Counted vs measured, per step ({rows[0].mapping}):",
-        fmt.table(measured_rows(rows), MEASURED_HEADERS, align="lrrrrrr"),
-        *([calibration] if calibration else []),
-    ]
+    out = []
+    for table_rows in (rows, op_rows or []):
+        if table_rows:
+            headers, body = measured_table(table_rows)
+            out += ["", f"Counted vs measured, per step ({table_rows[0].mapping}):"]
+            out.append(fmt.table(body, headers, align="lrrrrrr"))
+    if out and calibration:
+        out.append(calibration)
+    return out
 
 
 def _text(
@@ -68,6 +72,7 @@ def _text(
     top: int,
     measured: list[Any] | None = None,
     calibration: str | None = None,
+    measured_ops: list[Any] | None = None,
 ) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
@@ -156,7 +161,7 @@ def _text(
                 align="rlrrrl",
             ),
         ]
-    out += _measured_text(measured or [], calibration)
+    out += _measured_text(measured or [], calibration, measured_ops)
     h = res.hierarchical
     out += [
         "",
@@ -192,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.measured import calibration_text, compare_counted_measured
 
     measured = compare_counted_measured(rec)
+    measured_ops = compare_counted_measured(rec, by="op")
     calibration = calibration_text(rec.get("counters"))
     if args.output:
         from perfsuite.record.io import write_text_atomic
@@ -205,10 +211,11 @@ def run(args: argparse.Namespace) -> int:
                 "roofline": res,
                 "utilization": util,
                 "counted_vs_measured": measured,
+                "counted_vs_measured_by_op": measured_ops,
                 "counters_calibration": calibration,
                 "explain": EXPLAIN,
             }
         )
     else:
-        print(_text(res, util, top, measured, calibration))
+        print(_text(res, util, top, measured, calibration, measured_ops))
     return 0

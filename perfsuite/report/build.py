@@ -20,11 +20,10 @@ from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.roofline_rows import (
-    MEASURED_HEADERS,
     OP_HEADERS,
     ROOF_HEADERS,
     TIME_HEADERS,
-    measured_rows,
+    measured_table,
     of_roof,
     op_rows,
     roof_rows,
@@ -240,17 +239,18 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
 
 
 def _measured_block(rec: Mapping[str, Any]) -> str:
-    """Counted vs measured work per op class, and whether the counters were calibrated on this
-    chip; nothing without a `counters` section."""
-    rows = compare_counted_measured(rec)
-    if not rows:
-        return ""
+    """Counted vs measured work per op class (and per op where the capture attributes kernels
+    to ops), and whether the counters were calibrated on this chip; nothing without counters."""
+    parts = []
+    for rows in (compare_counted_measured(rec), compare_counted_measured(rec, by="op")):
+        if rows:
+            headers, body = measured_table(rows)
+            parts.append(f"<p>Counted vs measured, per step ({h.esc(rows[0].mapping)}):</p>")
+            parts.append(h.table(headers, body, [False] + [True] * 6))
     cal = calibration_text(rec.get("counters"))
-    return (
-        f"<p>Counted vs measured, per step ({h.esc(rows[0].mapping)}):</p>"
-        + h.table(MEASURED_HEADERS, measured_rows(rows), [False] + [True] * 6)
-        + (f"<p>{h.esc(cal)}</p>" if cal else "")
-    )
+    if parts and cal:
+        parts.append(f"<p>{h.esc(cal)}</p>")
+    return "".join(parts)
 
 
 def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int) -> str:

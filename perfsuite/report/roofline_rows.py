@@ -131,20 +131,10 @@ def time_rows(tr: Any, top: int) -> list[list[Any]]:
     return rows
 
 
-MEASURED_HEADERS = [
-    "op class",
-    "FLOP counted",
-    "FLOP measured",
-    "meas/count",
-    "bytes modeled",
-    "DRAM measured",
-    "meas/model",
-]
-
-
-def measured_rows(rows: list[Any]) -> list[list[str]]:
-    """Counted vs measured FLOP and modeled vs measured DRAM bytes per step, per op class
-    (`analyzers.measured.compare_counted_measured` rows)."""
+def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: counted vs measured FLOP and modeled vs measured DRAM bytes per step,
+    per op class or per op (`analyzers.measured.compare_counted_measured` rows)."""
+    from analyzers.measured import OP_MAPPING
 
     def si(v: float | None, unit: str) -> str:
         return fmt.si(v, unit) if v is not None else "n/a"
@@ -152,9 +142,12 @@ def measured_rows(rows: list[Any]) -> list[list[str]]:
     def ratio(v: float | None) -> str:  # 1.008, 19.5, 1.365e+09: four digits at any size
         return f"{v:.4g}" if v is not None else "n/a"
 
-    return [
+    by_op = bool(rows) and rows[0].mapping == OP_MAPPING
+    headers = ["op" if by_op else "op class", "FLOP counted", "FLOP measured", "meas/count",
+               "bytes modeled", "DRAM measured", "meas/model"]  # fmt: skip
+    body = [
         [
-            r.op_class,
+            r.key,
             si(r.counted_flops, "FLOP"),
             si(r.measured_flops, "FLOP"),
             ratio(r.flops_ratio),
@@ -164,3 +157,4 @@ def measured_rows(rows: list[Any]) -> list[list[str]]:
         ]
         for r in rows
     ]
+    return headers, body

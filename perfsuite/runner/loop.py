@@ -395,12 +395,14 @@ class _Run:
 
     def replay(self) -> None:
         """For a counters collector: setup and warm-up as in the run, then `replay_steps` steps
-        inside one process-wide NVTX start/end range named `perfsuite.steps`."""
+        inside one process-wide NVTX start/end range named `perfsuite.steps`, each op in a
+        range of its own (`backend.op_ranges`) for per-op attribution."""
         from perfsuite.workloads.state import detour
 
         self._setup()
         batches = self._batches(20_011)
-        with detour(self.state), self.backend.nvtx_range("perfsuite.steps"):
+        steps = self.backend.nvtx_range("perfsuite.steps")
+        with detour(self.state), steps, self.backend.op_ranges():
             for _ in range(self.opts.replay_steps):
                 self.workload.train_step(self.state, next(batches))
             self.backend.sync()
