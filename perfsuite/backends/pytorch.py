@@ -74,7 +74,8 @@ class TorchBackend:
             yield
         finally:
             if ranges is not None:
-                ranges.__exit__(None, None, None)
+                with contextlib.suppress(Exception):  # the steps ran; keep their capture
+                    ranges.__exit__(None, None, None)
 
     @contextlib.contextmanager
     def nvtx_range(self, name: str) -> Iterator[None]:
