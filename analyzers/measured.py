@@ -143,3 +143,20 @@ def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
             f"H100 GEMMs, any cc {cal.get('device_cc')} chip); this capture is from {name}"
         )
     return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {basis}"
+
+
+@dataclass
+class CountedVsMeasured:
+    """What the roofline and the report show of a record's counters, computed once."""
+
+    by_class: list[Row]
+    by_op: list[Row]  # empty unless the capture attributes kernels to ops
+    calibration: str | None
+
+
+def counted_vs_measured(record: Mapping[str, Any]) -> CountedVsMeasured:
+    return CountedVsMeasured(
+        compare_counted_measured(record),
+        compare_counted_measured(record, by="op"),
+        calibration_text(record.get("counters")),
+    )

@@ -186,7 +186,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     result, why = run_calibration(args.size)
     if result is None:
         raise CLIError(f"calibration not run: {why}")
-    kept = calibration_cache.save(result, result.device, "ncu")
+    kept = calibration_cache.save(result, "ncu")
     if kept is None:
         status("note: the capture does not name its device; the result is not kept")
     else:

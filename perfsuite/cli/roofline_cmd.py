@@ -47,22 +47,17 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _measured_text(
-    rows: list[Any], calibration: str | None = None, op_rows: list[Any] | None = None
-) -> list[str]:
+def _measured_text(view: Any) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes, side by side: per op class,
-    then per op where the capture attributes kernels to ops."""
+    then per op where the capture attributes kernels to ops; then the calibration line."""
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import measured_table
+    from perfsuite.report.roofline_rows import measured_tables
 
     out = []
-    for table_rows in (rows, op_rows or []):
-        if table_rows:
-            headers, body = measured_table(table_rows)
-            out += ["", f"Counted vs measured, per step ({table_rows[0].mapping}):"]
-            out.append(fmt.table(body, headers, align="lrrrrrr"))
-    if out and calibration:
-        out.append(calibration)
+    for caption, headers, body in measured_tables(view):
+        out += ["", caption, fmt.table(body, headers, align="lrrrrrr")]
+    if out and view.calibration:
+        out.append(view.calibration)
     return out
 
 
@@ -70,9 +65,7 @@ def _text(
     res: Any,
     util: Any,
     top: int,
-    measured: list[Any] | None = None,
-    calibration: str | None = None,
-    measured_ops: list[Any] | None = None,
+    measured: Any = None,
 ) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
@@ -161,7 +154,8 @@ def _text(
                 align="rlrrrl",
             ),
         ]
-    out += _measured_text(measured or [], calibration, measured_ops)
+    if measured is not None:
+        out += _measured_text(measured)
     h = res.hierarchical
     out += [
         "",
@@ -194,11 +188,9 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import calibration_text, compare_counted_measured
+    from analyzers.measured import counted_vs_measured
 
-    measured = compare_counted_measured(rec)
-    measured_ops = compare_counted_measured(rec, by="op")
-    calibration = calibration_text(rec.get("counters"))
+    measured = counted_vs_measured(rec)
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
@@ -210,12 +202,12 @@ def run(args: argparse.Namespace) -> int:
             {
                 "roofline": res,
                 "utilization": util,
-                "counted_vs_measured": measured,
-                "counted_vs_measured_by_op": measured_ops,
-                "counters_calibration": calibration,
+                "counted_vs_measured": measured.by_class,
+                "counted_vs_measured_by_op": measured.by_op,
+                "counters_calibration": measured.calibration,
                 "explain": EXPLAIN,
             }
         )
     else:
-        print(_text(res, util, top, measured, calibration, measured_ops))
+        print(_text(res, util, top, measured))
     return 0

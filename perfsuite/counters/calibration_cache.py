@@ -12,7 +12,6 @@ checked, never invent one.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +36,15 @@ def entry_for(device_name: str | None, path: Path | None = None) -> dict[str, An
     return load(path)["chips"].get(device_name)
 
 
-def save(
-    result: Any, device: Mapping[str, Any], tool: str, path: Path | None = None
-) -> Path | None:
+def save(result: Any, tool: str, path: Path | None = None) -> Path | None:
     """Keep a calibration result (a `calibrate.CalibrationResult`) for the chip it ran on;
     None (nothing kept) when the capture did not name its device."""
-    name = device.get("name")
+    name = result.device.get("name")
     if not name:
         return None
     data = load(path)
     data["chips"][name] = {
-        "device": dict(device),
+        "device": dict(result.device),
         "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "tool": tool,
         "size": [result.m, result.n, result.k],

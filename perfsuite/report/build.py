@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.machine_speed import check_line
-from analyzers.measured import calibration_text, compare_counted_measured
+from analyzers.measured import counted_vs_measured
 from analyzers.roofline import Roofline, RooflineInputError, roofline
 from analyzers.stability import task_direction
 from analyzers.tasks import target_text
@@ -23,7 +23,7 @@ from perfsuite.report.roofline_rows import (
     OP_HEADERS,
     ROOF_HEADERS,
     TIME_HEADERS,
-    measured_table,
+    measured_tables,
     of_roof,
     op_rows,
     roof_rows,
@@ -241,15 +241,12 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
 def _measured_block(rec: Mapping[str, Any]) -> str:
     """Counted vs measured work per op class (and per op where the capture attributes kernels
     to ops), and whether the counters were calibrated on this chip; nothing without counters."""
+    view = counted_vs_measured(rec)
     parts = []
-    for rows in (compare_counted_measured(rec), compare_counted_measured(rec, by="op")):
-        if rows:
-            headers, body = measured_table(rows)
-            parts.append(f"<p>Counted vs measured, per step ({h.esc(rows[0].mapping)}):</p>")
-            parts.append(h.table(headers, body, [False] + [True] * 6))
-    cal = calibration_text(rec.get("counters"))
-    if parts and cal:
-        parts.append(f"<p>{h.esc(cal)}</p>")
+    for caption, headers, body in measured_tables(view):
+        parts.append(f"<p>{h.esc(caption)}</p>" + h.table(headers, body, [False] + [True] * 6))
+    if parts and view.calibration:
+        parts.append(f"<p>{h.esc(view.calibration)}</p>")
     return "".join(parts)
 
 

@@ -158,3 +158,13 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
         for r in rows
     ]
     return headers, body
+
+
+def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(caption, headers, rows) per non-empty table of a `CountedVsMeasured`: per op class,
+    then per op; the CLI prints them, the report draws them."""
+    return [
+        (f"Counted vs measured, per step ({rows[0].mapping}):", *measured_table(rows))
+        for rows in (view.by_class, view.by_op)
+        if rows
+    ]
