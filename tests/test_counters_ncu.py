@@ -325,3 +325,36 @@ def test_range_names_keep_colons_in_the_name():
         "aten::cudnn_convolution_backward_weight",
     )
     assert range_names(pp, "") == ()
+
+
+def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
+    """Ten rows of a real `perfsuite run cifar10 --device cuda --counters ncu` capture (H200,
+    2026-11-26): emit_nvtx push/pop stacks, one quoted entry per range and the launching thread
+    (forward 693, autograd 750) in front, inside the start/end window. The same copy kernel ran
+    under clone and under a pooling backward: two kernel rows, each with its own stack (one
+    merged row would carry a union no launch ran in). The window is the start/end range, so no
+    'backward left out' warning, and the conv bias add is attributed to aten::convolution."""
+    from analyzers.measured import compare_counted_measured
+
+    sec = load_counters(FIX / "h200_emit_nvtx_sample.csv", window_steps=1)
+    assert sec["nvtx"] == "push/pop+start/end" and sec["nvtx_range"] == "perfsuite.steps"
+    assert sec["has_backward"] and sec["totals"]["calls"] == 10
+    assert sec["device"]["name"] == "NVIDIA H200"
+    assert not any("left out" in n for n in sec["notes"])
+    assert any("process-wide NVTX start/end" in n for n in sec["notes"])
+    copies = [k for k in sec["kernels"] if "direct_copy_kernel" in k["name"]]
+    assert sorted(k["ranges"][0] for k in copies) == [
+        "aten::contiguous",
+        "autograd::engine::evaluate_function: AdaptiveMaxPool2DBackward0",
+    ]
+    assert all(k["calls"] == 1 and k["ranges"][-1] == "perfsuite.steps" for k in copies)
+    conv_ops = ["aten::convolution", "aten::convolution_backward", "aten::add_", "aten::clone",
+                "aten::adaptive_max_pool2d_backward", "aten::_foreach_add"]  # fmt: skip
+    per_op = [{"op": o, "family": "x", "flops": 1.0, "bytes": 1.0} for o in conv_ops]
+    rows = {r.key: r for r in compare_counted_measured({"work": {"per_op": per_op},
+                                                         "counters": sec}, by="op")}  # fmt: skip
+    assert rows["aten::convolution"].kernels == 2  # the fprop and the bias add inside it
+    assert rows["aten::add_"].kernels == 1  # the add_ called on its own (a long counter)
+    assert rows["aten::adaptive_max_pool2d_backward"].kernels == 2  # its scatter and its copy
+    assert rows["aten::clone"].kernels == 1
+    assert rows["aten::convolution_backward"].kernels == 3  # dgrad, wgrad, bias-grad sum

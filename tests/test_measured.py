@@ -64,10 +64,11 @@ def test_hand_made_record_and_no_counters():
     assert compare_counted_measured({"work": rec["work"]}) == []
 
 
-def test_by_op_attributes_kernels_to_the_innermost_counted_op_range():
+def test_by_op_attributes_kernels_to_the_outermost_counted_op_range():
     """A cuDNN kernel runs in aten::cudnn_convolution inside aten::convolution: the counted op
-    is the latter; a kernel in no counted op's range lands in one UNATTRIBUTED row; captures
-    without op ranges give no per-op table at all (the class table stays)."""
+    is the latter, and so is the bias add_ it runs inside (add_ is counted where called on its
+    own); a kernel in no counted op's range lands in one UNATTRIBUTED row; captures without op
+    ranges give no per-op table at all (the class table stays)."""
     from analyzers.measured import OP_MAPPING, UNATTRIBUTED, has_op_ranges
 
     steps = "perfsuite.steps"
@@ -79,10 +80,15 @@ def test_by_op_attributes_kernels_to_the_innermost_counted_op_range():
             {"op": "aten::convolution_backward", "family": "convolution", "flops": 200.0,
              "bytes": 80.0},
             {"op": "aten::relu", "family": "elementwise", "flops": 4.0, "bytes": 8.0},
+            {"op": "aten::add_", "family": "elementwise", "flops": 6.0, "bytes": 96.0},
         ]},
         "counters": {"window_steps": 2, "kernels": [
             {"name": "sm90_xmma_fprop", "ranges": conv, "flops": 0.0, "flops_tensor": 210.0,
              "dram_bytes": 120.0},
+            {"name": "elementwise_kernel<CUDAFunctor_add>", "flops": 10.0, "flops_tensor": 0.0,
+             "dram_bytes": 30.0, "ranges": [*conv[:-1], "aten::add_"]},
+            {"name": "vectorized_elementwise_kernel<add>", "ranges": [steps, "aten::add_"],
+             "flops": 12.0, "flops_tensor": 0.0, "dram_bytes": 200.0},
             {"name": "sm90_xmma_dgrad", "flops": 0.0, "flops_tensor": 400.0, "dram_bytes": 100.0,
              "ranges": [steps, "aten::convolution_backward",
                         "aten::cudnn_convolution_backward_input"]},
@@ -94,8 +100,9 @@ def test_by_op_attributes_kernels_to_the_innermost_counted_op_range():
     }  # fmt: skip
     assert has_op_ranges(rec)
     rows = {r.key: r for r in compare_counted_measured(rec, by="op")}
-    assert rows["aten::convolution"].measured_flops == 105.0  # 210 over 2 steps
-    assert rows["aten::convolution"].flops_ratio == 1.05
+    assert rows["aten::convolution"].measured_flops == 110.0  # 210 + the bias add's 10, / 2
+    assert rows["aten::convolution"].flops_ratio == 1.1
+    assert rows["aten::add_"].measured_flops == 6.0  # only the add_ called on its own
     bwd = rows["aten::convolution_backward"]
     assert (bwd.measured_flops, bwd.kernels, bwd.measured_dram_bytes) == (400.0, 2, 80.0)
     assert (
@@ -113,8 +120,8 @@ def test_real_capture_with_op_ranges_reads_per_op(tmp_path):
     """The real two-step H100 capture with emit_nvtx-style push/pop cells written into its
     empty push/pop column (the convolution kernels' forward ones named aten::convolution): the
     reader keeps the names whole and the per-op table puts the fprop FLOP under the counted op.
-    The cell layout is ncu's (`tid  "domain:name:PL_Type:...:Msg"`); that ncu lists a nested
-    stack as one quoted entry per range was not seen on real output (no GPU here)."""
+    The cell layout is ncu's (`tid  "domain:name:PL_Type:...:Msg"`, one quoted entry per range
+    of the stack: seen on a real H200 capture, tests/fixtures/ncu/h200_emit_nvtx_sample.csv)."""
     import csv
 
     from perfsuite.counters import load_counters

@@ -130,12 +130,19 @@ def counters_from_ncu(
         notes.append(f"no {KERNEL_TIME} column: time_s is null")
     metrics = sorted(set(data.metric_names) | ({KERNEL_TIME} if has_time else set()))
     seen = sorted({r for launch in data.launches for r in launch.ranges})
-    if nvtx_range is None and data.nvtx == "start/end" and STEPS_RANGE in seen:
+    start_end = bool(data.nvtx) and "start/end" in data.nvtx
+    if nvtx_range is None and start_end and STEPS_RANGE in seen:
         nvtx_range = STEPS_RANGE
-    if data.nvtx and "push/pop" in data.nvtx:
+    if data.nvtx == "push/pop":
         notes.append(
             "kernels were selected by NVTX push/pop ranges, which are per thread: kernels that "
             "autograd launches from its own thread (the backward pass) are left out"
+        )
+    elif start_end and "push/pop" in data.nvtx:
+        notes.append(
+            "kernels were selected by a process-wide NVTX start/end range (backward included); "
+            "the push/pop ranges inside it (emit_nvtx's per-op ranges) only attribute kernels "
+            "to ops"
         )
     return build_section(
         data.launches,

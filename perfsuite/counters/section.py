@@ -159,7 +159,7 @@ def build_section(
     nvtx: str | None = None,
     nvtx_range: str | None = None,
 ) -> dict[str, Any]:
-    """Aggregate launches by (kernel name, op) into the `counters` record section.
+    """Aggregate launches by (kernel name, op, NVTX range stack) into the `counters` section.
 
     Kernels are sorted by total FLOP (CUDA-core + Tensor-Core), then DRAM bytes, descending.
     A total is None when any kernel lacks that quantity (a partial sum would mislead).
@@ -169,9 +169,12 @@ def build_section(
     cc_major = int(cc.split(".")[0]) if cc and cc.split(".")[0].isdigit() else None
     plan = tensor_plan(metrics, cc_major)
     used = _used_names(plan)
-    groups: dict[tuple[str, str | None], _Group] = {}
+    groups: dict[tuple[str, str | None, tuple[str, ...]], _Group] = {}
     for launch in launches:
-        key = (launch.name, launch.op)
+        # the range stack is part of the key: one kernel launched under two ops (a copy in
+        # clone and in a pooling backward) must keep each launch's own stack, or a per-op
+        # attribution would read a union of stacks no launch ran in
+        key = (launch.name, launch.op, tuple(launch.ranges))
         groups.setdefault(key, _Group(launch.name, launch.op)).add(launch)
     kernels = []
     for g in groups.values():
