@@ -299,3 +299,22 @@ def test_custom_op_registration():
 def test_register_rejects_unknown_family():
     with pytest.raises(ValueError, match="family"):
         register("mylib::x", family="magic")
+
+
+def test_integer_and_bool_work_costs_bytes_not_flops():
+    """FLOPs are floating-point operations: an eq of int64 labels, a bool not and an int64 step
+    counter's add_ cost their bytes and no FLOP; the same ops on floats (or on a dtype a trace
+    could not name) keep their FLOPs. Seen on an H200: ncu measured 0 where 1,024 were counted."""
+    from perfsuite.flops.call import OpCall, TensorMeta
+    from perfsuite.flops.registry import estimate
+
+    labels = TensorMeta((1024,), "int64")
+    eq = estimate(OpCall("aten::eq", [labels, labels], [TensorMeta((1024,), "bool")]))
+    assert (eq.flops, eq.bytes) == (0.0, 1024 * 8 * 2 + 1024)
+    step = estimate(OpCall("aten::add_", [TensorMeta((), "int64"), 1]))
+    assert step.flops == 0.0 and step.bytes > 0
+    assert estimate(OpCall("aten::bitwise_not", [TensorMeta((8,), "bool")])).flops == 0.0
+    logits = TensorMeta((1024,), "float32")
+    assert estimate(OpCall("aten::eq", [logits, logits])).flops == 1024
+    assert estimate(OpCall("aten::add_", [TensorMeta((4,), "long int"), 1])).flops == 0.0
+    assert estimate(OpCall("aten::add_", [TensorMeta((4,), "mystery"), 1])).flops == 4

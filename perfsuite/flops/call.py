@@ -24,6 +24,19 @@ DTYPE_BYTES: dict[str, int] = {
 }  # fmt: skip
 
 
+# Dtype names known not to be floating point: their arithmetic is no FLOP (an int64 step
+# counter's add_, an eq of integer labels). Names not listed (float, complex, unknown) are
+# treated as floating point, so a trace's unreadable type never hides real FLOPs.
+NON_FLOAT_DTYPES = frozenset({
+    "int64", "long", "long int", "int32", "int", "int16", "short", "short int", "int8",
+    "signed char", "uint8", "unsigned char", "uint16", "uint32", "uint64", "bool",
+})  # fmt: skip
+
+
+def is_non_float(dtype: str) -> bool:
+    return str(dtype).lower().removeprefix("torch.") in NON_FLOAT_DTYPES
+
+
 def dtype_bytes(dtype: str) -> int:
     """Element size of a dtype name; 4 (float32) when the name is unknown, e.g. in a trace."""
     name = str(dtype).lower().removeprefix("torch.")
@@ -104,6 +117,12 @@ class OpCall:
                 yield a
             elif isinstance(a, (list, tuple)):
                 yield from (t for t in a if isinstance(t, TensorMeta))
+
+    def integer_only(self) -> bool:
+        """True when every tensor in and out is known to be integer or bool: no FLOPs then
+        (FLOPs are floating-point operations), only bytes."""
+        tensors = [*self.input_tensors(), *(self.outputs or [])]
+        return bool(tensors) and all(is_non_float(t.dtype) for t in tensors)
 
     def input_bytes(self) -> int:
         return sum(t.nbytes for t in self.input_tensors())

@@ -127,13 +127,15 @@ def family_of(name: str) -> str:
 
 
 def estimate(call: OpCall) -> Estimate:
-    """FLOPs and bytes of one call; known=False when no formula exists (never silently 0)."""
+    """FLOPs and bytes of one call; known=False when no formula exists (never silently 0).
+    Integer and bool work (every tensor known not to be floating point) costs bytes, no FLOPs."""
     _ensure_builtins()
     name = _normalize(call.name)
     model = _REGISTRY.get(name)
     if model is not None:
         cost = model.formula(call)
-        return Estimate(name, model.family, float(cost.flops), float(cost.bytes), True)
+        flops = 0.0 if call.integer_only() else float(cost.flops)
+        return Estimate(name, model.family, flops, float(cost.bytes), True)
     if is_ignored(name):
         return Estimate(name, "memory", 0.0, 0.0, True)
     return Estimate(name, "other", 0.0, 0.0, False)
