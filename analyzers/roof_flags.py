@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from analyzers.roof_doubts import Suspects
+from perfsuite.fmt import si
 
 if TYPE_CHECKING:
     from analyzers.mathmode import Context
@@ -75,6 +76,40 @@ def flag_cause(
             + (f" ({s.bandwidth_unknown})" if s.bandwidth_unknown else ""),
         ]
     )
+
+
+def counter_evidence(
+    bound: str | None,
+    counted: tuple[float | None, float | None],
+    measured: tuple[float | None, float | None],
+    time_s: float | None,
+    roof: float | None,
+) -> str:
+    """What the op's own hardware counters (kernels attributed by op ranges) say of a point
+    above its roof: `counted` and `measured` are (FLOP, DRAM bytes) per step, `roof` the peak
+    (compute-bound) or the bandwidth (memory-bound). '' when the counters do not cover it.
+
+    Why: the cause list says what could be wrong; the counters can say whether the model is.
+    They are ncu's replay figures (cold caches, base clocks), so they weigh a cause, they do
+    not replace the point."""
+    i, what, unit = (1, "DRAM bytes", "B") if bound == "memory" else (0, "FLOP", "FLOP")
+    model, seen = counted[i], measured[i]
+    if not model or seen is None:
+        return ""
+    ratio = seen / model
+    text = (
+        f"; counters (ncu, this op's kernels): {si(seen, unit)} per step against "
+        f"{si(model, unit)} modeled ({ratio:.2f}x)"
+    )
+    if ratio >= 1:
+        return text + f": not the {what} model (the kernels did at least as much)"
+    text += f": the {what} model over-counts"
+    if time_s and roof:
+        frac = seen / time_s / roof
+        text += f"; on the measured {what} it reads {frac:.0%} of its roof" + (
+            ", still above it: the roof or the time is off too" if frac > 1 else ""
+        )
+    return text
 
 
 def run_flag(frac: float, ctx: Context, by_math: Mapping[str, float]) -> str:

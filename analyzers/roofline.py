@@ -29,9 +29,10 @@ from analyzers.mathmode import (
     guess_family,
     work_by_op,
 )
+from analyzers.measured import compare_counted_measured
 from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
 from analyzers.roof_doubts import Suspects
-from analyzers.roof_flags import flag_cause, run_flag
+from analyzers.roof_flags import counter_evidence, flag_cause, run_flag
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -421,10 +422,17 @@ def op_rooflines(
             "overlap, so their sum can exceed the step"
         )
     flagged = [r for r in rows if r.placement.flag]
+    by_op = {row.key: row for row in compare_counted_measured(record, by="op")}
     for r in flagged[:8]:
-        notes.append(
-            f"{r.op} ({r.placement.math} roof, {r.placement.bound}-bound): {r.placement.flag}"
-        )
+        p, c = r.placement, by_op.get(r.op)
+        evidence = "" if c is None else counter_evidence(
+            p.bound,
+            (c.counted_flops, c.modeled_bytes),
+            (c.measured_flops, c.measured_dram_bytes),
+            r.time_s,
+            bw if p.bound == "memory" else p.peak,
+        )  # fmt: skip
+        notes.append(f"{r.op} ({p.math} roof, {p.bound}-bound): {p.flag}{evidence}")
     order = {"joined": 0, "no_time": 1, "no_flop_model": 2}
     rows.sort(key=lambda r: (order[r.status], -(r.time_s or 0.0), r.op))
     return rows, rec_rows, notes

@@ -140,3 +140,28 @@ def test_wrong_math_only_when_a_faster_roof_would_hold_it(make_record):
     assert "peak is too low" not in flag  # a GPU: the host load says nothing
     gpu["ceilings"]["roofs"]["tf32"]["peak_flops"]["value"] = 2e10  # below 32 x 1e9
     assert "wrong math" not in _mm(roofline(gpu)).flag
+
+
+@pytest.mark.parametrize(
+    ("measured", "says"),
+    [
+        (8e8, "(0.50x): the FLOP model over-counts; on the measured FLOP it reads 1600% of its "
+              "roof, still above it: the roof or the time is off too"),
+        (1.6e9, "(1.00x): not the FLOP model (the kernels did at least as much)"),
+    ],
+)  # fmt: skip
+def test_op_counters_weigh_the_model_cause(make_record, measured, says):
+    """With hardware counters attributed to the op (emit_nvtx ranges), the note of a point
+    above its roof says whether the FLOP model over-counts, and where the point would sit on
+    the measured FLOP; without op ranges nothing is added."""
+    rec = cpu_record(make_record, None)  # 3.2e10 FLOP/s against a 1e9 roof: 3200%
+    kernel = {"name": "gemm", "ranges": ["perfsuite.steps", "aten::mm"], "flops": measured * 2,
+              "flops_tensor": 0.0, "dram_bytes": 1e7}  # fmt: skip
+    rec["counters"] = {"window_steps": 2, "kernels": [kernel]}
+    note = next(n for n in roofline(rec).notes if n.startswith("aten::mm ("))
+    assert note.endswith(says)
+    seen = "800 MFLOP" if measured < 1e9 else "1.6 GFLOP"
+    assert f"counters (ncu, this op's kernels): {seen} per step against 1.6 GFLOP" in note
+    kernel["ranges"] = ["perfsuite.steps"]
+    note = next(n for n in roofline(rec).notes if n.startswith("aten::mm ("))
+    assert "counters (ncu" not in note
