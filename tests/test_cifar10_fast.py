@@ -258,6 +258,11 @@ def test_augmentation():
         windows = [padded[i, :, a : a + 8, b : b + 8] for a in range(5) for b in range(5)]
         assert any(torch.equal(out[i], w) for w in windows)
     assert not torch.equal(out, big)
+    # the GPU's sync-free gather gives the same pixels from the same draws
+    again = random_translate(big, 2, torch.Generator().manual_seed(0), gather=True)
+    assert torch.equal(again, out)
+    one = [random_translate(big, 1, torch.Generator().manual_seed(5), gather=g) for g in (1, 0)]
+    assert torch.equal(*one)
 
 
 def test_cpu_preset_flops_match_hand_count():

@@ -349,7 +349,7 @@ def test_counters_request_on_cpu_never_loses_the_run(tmp_path):
 
 def test_replay_window_writes_no_record(tmp_path, monkeypatch):
     """The counters replay child runs its steps inside the backend's per-op ranges (what lets
-    ncu attribute kernels to ops) and writes no record."""
+    ncu attribute kernels to ops), draws its batches before them, and writes no record."""
     import contextlib
 
     from perfsuite.backends.pytorch import TorchBackend
@@ -364,11 +364,22 @@ def test_replay_window_writes_no_record(tmp_path, monkeypatch):
             yield
         seen.append("exit")
 
+    from perfsuite.runner import capture
+
+    endless = capture.endless
+
+    def drawing(*args, **kw):
+        for batch in endless(*args, **kw):
+            seen.append("draw")
+            yield batch
+
     monkeypatch.setattr(TorchBackend, "op_ranges", spy)
+    monkeypatch.setattr(capture, "endless", drawing)
     out = tmp_path / "replay"
     assert run_workload(_opts(tmp_path, out=str(out), replay_steps=2)) is None
     assert not out.exists() or not any(out.iterdir())
-    assert seen == ["enter", "exit"]
+    # the window's two batches are drawn before the ranges open: only steps inside them
+    assert seen[-4:] == ["draw", "draw", "enter", "exit"]
 
 
 def test_replay_argv_repeats_the_run(tmp_path):

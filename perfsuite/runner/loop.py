@@ -387,7 +387,7 @@ class _Run:
             self.progress.phase("inference latency")
             self._measure_inference()
         if opts.capture and opts.counters:
-            self.progress.phase(  # ~0.3 s per launch on an H200: 7 min for 3 cifar10 steps
+            self.progress.phase(  # ncu: ~0.3 s per kernel launch on an H200
                 f"hardware counters ({opts.counters}; ncu replays every kernel alone: minutes)"
             )
             from perfsuite.runner.counters_step import collect_counters
@@ -398,15 +398,19 @@ class _Run:
     def replay(self) -> None:
         """For a counters collector: setup and warm-up as in the run, then `replay_steps` steps
         inside one process-wide NVTX start/end range named `perfsuite.steps`, each op in a
-        range of its own (`backend.op_ranges`) for per-op attribution."""
+        range of its own (`backend.op_ranges`) for per-op attribution. The batches are drawn
+        before the range opens: the counters cover the step the FLOP counter counts, not the
+        input pipeline (on the GPU cifar10 recipe its augmentation was 80% of the launches)."""
         from perfsuite.workloads.state import detour
 
         self._setup()
         batches = self._batches(20_011)
+        drawn = [next(batches) for _ in range(self.opts.replay_steps)]
+        self.backend.sync()
         steps = self.backend.nvtx_range("perfsuite.steps")
         with detour(self.state), steps, self.backend.op_ranges():
-            for _ in range(self.opts.replay_steps):
-                self.workload.train_step(self.state, next(batches))
+            for batch in drawn:
+                self.workload.train_step(self.state, batch)
             self.backend.sync()
 
     def execute(self) -> Any:
