@@ -4,9 +4,10 @@
 #
 #   bash bench/gpu_checks.sh OUT_DIR PART [CIFAR10_TGZ]
 #
-# PART: `session` (all that matters in one leased command, inside $BUDGET_S seconds, default 540:
-# the real-data `run` first, then `parity` with $PAIRS pairs (default 2), the CUPTI probe and
-# --calibrate, each cut to the time left), `counters` (versions, quick peaks, --calibrate on this chip, a .ncu-rep read through
+# PART: `session` (all that matters in one leased command, inside $BUDGET_S seconds, default
+# 540: the real-data `run` first, then `parity` with $PAIRS pairs (default 2), the CUPTI probe,
+# --calibrate and a .ncu-rep read back, each cut to the time left; one session.txt),
+# `counters` (versions, quick peaks, --calibrate on this chip, a .ncu-rep read through
 # ncu_report, the CUPTI probe and its fallback), `run` (real-data cifar10 on cuda with --counters
 # ncu, its roofline text), `parity` (capture on/off pairs on the GPU: bench/overhead.py's cuda
 # arm). CIFAR10_TGZ (default ../shared/data/cifar10-jpeg.tar.gz) is extracted for `run` and
@@ -33,9 +34,15 @@ step() {
 		return
 	fi
 	log "$name: $*"
-	timeout "$limit" "$@" >"$out/$name.txt" 2>&1
-	log "$name: rc $?"
-	tail -n 40 "$out/$name.txt"
+	local dest="$out/$name.txt"
+	if [ -n "${one_log:-}" ]; then # session: one file, since 8 files at most come back
+		dest="$out/session.txt"
+		echo "### $name" >>"$dest"
+	fi
+	local rc=0
+	timeout "$limit" "$@" >>"$dest" 2>&1 || rc=$?
+	log "$name: rc $rc"
+	tail -n 40 "$dest"
 }
 cifar_dir() {
 	if [ -f "$tgz" ]; then
@@ -74,6 +81,15 @@ do_parity() {
 	export PERFSUITE_BENCH_GPU_ONLY=1 PERFSUITE_BENCH_GPU_PAIRS=${PAIRS:-6}
 	step parity 570 "$py" -m bench overhead
 }
+ncu_rep() { # the GEMM probe exported as .ncu-rep, read back through ncu_report
+	local rep="$out/gemm" cmd
+	cmd=$("$py" -c "import shlex, sys; from perfsuite.counters.ncu import ncu_command; \
+print(shlex.join(ncu_command([sys.executable, '-m', 'perfsuite.counters.gemm_probe'], \
+nvtx_range='perfsuite.calibrate', export='$rep')))")
+	step ncu_rep_capture 300 sh -c "$cmd"
+	step ncu_rep_read 120 "$py" -m perfsuite counters "$rep.ncu-rep"
+	rm -f "$rep.ncu-rep" # the read-back text is what matters; keeps $OUT within 8 files
+}
 probe_cupti() {
 	step cupti_probe 120 "$py" -c "from perfsuite.counters.collect import cupti_range_profiler_available as a; print(a())"
 }
@@ -81,23 +97,20 @@ probe_cupti() {
 case $part in
 session)
 	[ -z "${BUDGET_S:-}" ] && deadline=$(($(date +%s) + 540))
+	one_log=1
 	step env 30 sh -c "nvidia-smi -L; $py -c 'import torch; print(torch.__version__, torch.version.cuda)'; ncu --version"
 	do_run
 	PAIRS=${PAIRS:-2}
 	do_parity
 	probe_cupti
 	step calibrate 300 "$py" -m perfsuite counters --calibrate --json
+	ncu_rep
 	;;
 counters)
 	step env 60 sh -c "nvidia-smi -L; $py -c 'import torch; print(torch.__version__, torch.version.cuda)'; ncu --version"
 	step peaks 240 "$py" -m perfsuite peaks --device cuda --quick --json
 	step calibrate 300 "$py" -m perfsuite counters --calibrate --json
-	rep="$out/gemm"
-	cmd=$("$py" -c "import shlex, sys; from perfsuite.counters.ncu import ncu_command; \
-print(shlex.join(ncu_command([sys.executable, '-m', 'perfsuite.counters.gemm_probe'], \
-nvtx_range='perfsuite.calibrate', export='$rep')))")
-	step ncu_rep_capture 300 sh -c "$cmd"
-	step ncu_rep_read 120 "$py" -m perfsuite counters "$rep.ncu-rep"
+	ncu_rep
 	step cupti 420 "$py" -m perfsuite run cifar10 --synthetic --device cuda --epochs 1 \
 		--counters cupti --quiet --out "$out/runs-cupti"
 	"$py" -c "import json, glob; r = json.load(open(glob.glob('$out/runs-cupti/*/run.json')[0])); \
