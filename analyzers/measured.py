@@ -86,7 +86,7 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
         raise ValueError(f"by must be 'class' or 'op', got {by!r}")
     counters = record.get("counters") or {}
     kernels = counters.get("kernels") or []
-    if not kernels or (by == "op" and not has_op_ranges(record)):
+    if not kernels:
         return []
     steps = counters.get("window_steps") or 1
     counted: dict[str, dict[str, float | None]] = {}
@@ -95,12 +95,18 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
         acc = counted.setdefault(key, {})
         _add(acc, "flops", op.get("flops"))
         _add(acc, "bytes", op.get("bytes"))
+    if by == "op":
+        ops = set(counted)
+        keys = [_op_of(k, ops) for k in kernels]
+        if not any(keys):  # no op ranges in this capture: no per-op table
+            return []
+    else:
+        keys = [kernel_class(str(k.get("name", ""))) for k in kernels]
     measured: dict[str, dict[str, float | None]] = {}
     names: dict[str, set[str]] = {}
-    ops = set(counted)
-    for k in kernels:
+    for k, found in zip(kernels, keys, strict=True):
         name = str(k.get("name", ""))
-        key = (_op_of(k, ops) or UNATTRIBUTED) if by == "op" else kernel_class(name)
+        key = found or UNATTRIBUTED
         acc = measured.setdefault(key, {})
         names.setdefault(key, set()).add(name)
         for src in ("flops", "flops_tensor"):

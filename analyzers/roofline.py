@@ -422,7 +422,7 @@ def op_rooflines(
             "overlap, so their sum can exceed the step"
         )
     flagged = [r for r in rows if r.placement.flag]
-    by_op = {row.key: row for row in compare_counted_measured(record, by="op")}
+    by_op = {row.key: row for row in compare_counted_measured(record, by="op")} if flagged else {}
     for r in flagged[:8]:
         p, c = r.placement, by_op.get(r.op)
         evidence = "" if c is None else counter_evidence(

@@ -33,14 +33,17 @@ NON_FLOAT_DTYPES = frozenset({
 })  # fmt: skip
 
 
+def _dtype_key(dtype: str) -> str:
+    return str(dtype).lower().removeprefix("torch.")
+
+
 def is_non_float(dtype: str) -> bool:
-    return str(dtype).lower().removeprefix("torch.") in NON_FLOAT_DTYPES
+    return _dtype_key(dtype) in NON_FLOAT_DTYPES
 
 
 def dtype_bytes(dtype: str) -> int:
     """Element size of a dtype name; 4 (float32) when the name is unknown, e.g. in a trace."""
-    name = str(dtype).lower().removeprefix("torch.")
-    return DTYPE_BYTES.get(name, 4)
+    return DTYPE_BYTES.get(_dtype_key(dtype), 4)
 
 
 @dataclass(frozen=True)

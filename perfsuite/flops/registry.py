@@ -134,7 +134,7 @@ def estimate(call: OpCall) -> Estimate:
     model = _REGISTRY.get(name)
     if model is not None:
         cost = model.formula(call)
-        flops = 0.0 if call.integer_only() else float(cost.flops)
+        flops = 0.0 if cost.flops and call.integer_only() else float(cost.flops)
         return Estimate(name, model.family, flops, float(cost.bytes), True)
     if is_ignored(name):
         return Estimate(name, "memory", 0.0, 0.0, True)
