@@ -21,6 +21,7 @@ from perfsuite.runner import RunOptions, capture, run_workload  # noqa: E402
 from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
 from perfsuite.runner.capture import count_step_work  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
+from perfsuite.workloads.data import Batch  # noqa: E402
 from perfsuite.workloads.state import detour  # noqa: E402
 from perfsuite.workloads.switches import COMMON, parse_switches, scaled_lr  # noqa: E402
 
@@ -82,6 +83,40 @@ def test_detour_restores_weights_optimizer_schedule_and_rng():
     after = [s["momentum_buffer"] for s in state.optimizer.state.values()]
     assert all(torch.equal(a, b) for a, b in zip(momentum, after, strict=True))
     assert torch.equal(rng, torch.get_rng_state())
+
+
+def test_warm_up_takes_one_step_at_the_epoch_tail_size_and_restores_the_state(monkeypatch):
+    # an epoch's last, partial batch is a new shape: its first use (cuDNN plans, kernels) goes
+    # to the untimed warm-up, not to epoch 1's clock
+    wl, data, state = _digits_state()
+    sizes = []
+    step = wl.train_step
+
+    def counting(st, batch, **kw):
+        sizes.append((batch.size, len(batch.inputs[0]), len(batch.target)))
+        return step(st, batch, **kw)
+
+    monkeypatch.setattr(wl, "train_step", counting)
+    before = {k: v.clone() for k, v in state.module.state_dict().items()}
+    batches = capture.endless(data, 64, torch.Generator().manual_seed(1))
+    capture.warm_up(wl, state, batches, 2, tail=data.num_train % 64)
+    tail = 1438 % 64  # digits: 1,438 training images
+    assert sizes == [(64, 64, 64), (64, 64, 64), (tail, tail, tail)]
+    for k, v in state.module.state_dict().items():
+        assert torch.equal(before[k], v), k
+    sizes.clear()
+    capture.warm_up(wl, state, batches, 1, tail=0)  # the epoch divides evenly: no extra step
+    assert sizes == [(64, 64, 64)]
+
+
+def test_batch_head_cuts_every_tensor_or_declines():
+    x, y = torch.arange(12.0).reshape(6, 2), torch.arange(6)
+    short = capture.head(Batch((x, (x, y)), (y, y), 6), 4)
+    assert short.size == 4 and torch.equal(short.inputs[1][1], y[:4])
+    assert torch.equal(short.target[0], y[:4]) and isinstance(short.target, tuple)
+    assert capture.head(Batch((x,), y, 6), 6) is None  # not shorter: nothing to warm
+    assert capture.head(Batch((x, "mask"), y, 6), 4) is None  # not a tensor: left alone
+    assert capture.head(Batch((x[:5],), y, 6), 4) is None  # not batch-major
 
 
 def test_flop_count_uses_the_workload_step_with_phases():

@@ -1,10 +1,10 @@
 """The instrumented training loop: one workload run -> one run record.
 
 Time-to-accuracy follows DAWNBench: the clock counts training steps and per-epoch data
-preparation (shuffling, augmentation), not evaluation. Before the clock starts, the same short
-untimed warm-up runs with capture on and off (capture.warm_up), so instrumentation cannot move
-one-off costs out of epoch 1. Capture work (FLOP count, profile window, counters) runs the
-workload's own `train_step` in detours that leave the trained model and the clock untouched.
+preparation (shuffling, augmentation), not evaluation. The same short untimed warm-up runs
+first with capture on and off (capture.warm_up): instrumentation cannot move one-off costs out
+of epoch 1. Capture work (FLOP count, profile window, counters) runs the workload's own
+`train_step` in detours that leave the trained model and the clock untouched.
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ class _Run:
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         seen, unhook = parts.watch_first_layer(self.state)
         self.progress.phase(f"warm-up ({capture.WARMUP_STEPS} steps, off the clock)")
+        tail = self.data.num_train % self.recipe.batch_size  # the epoch's last batch
         _, self.setup_s["warmup_s"] = capture.timed(
-            capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS
+            capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS, tail
         )
         unhook()
         self.record["switches"] = {
@@ -274,11 +275,9 @@ class _Run:
 
     def _window_after(self, epoch: int, step_s: float, stopping: bool) -> None:
         """The profile window follows the last timed epoch (the one the run stops after): warm,
-        with the trained model, and no epoch on the clock comes after it. Why not mid-training:
-        on CPU the window's allocations changed the allocator's page-fault rate for the epochs
-        after it (cifar10, docs/seam.md "Capture parity"), and on GPUs Kineto leaves CUPTI
-        attached after profiling unless told otherwise; both would reach the training clock of
-        capture-on runs only."""
+        trained, and no timed epoch after it. Not mid-training: on CPU the window's allocations
+        changed the page-fault rate of later epochs (docs/seam.md "Capture parity"), and on
+        GPUs Kineto leaves CUPTI attached unless told otherwise: capture-on clocks only."""
         opts = self.opts
         if opts.capture and opts.profile_steps > 0 and "timeline" not in self.record and stopping:
             self._capture_timeline(epoch, step_s)
