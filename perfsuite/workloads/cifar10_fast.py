@@ -202,23 +202,26 @@ def patch_moments(
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Mean (D,) and covariance (D, D) of all kernel x kernel patches (D = C*k*k, laid out as a
     conv weight is: channel, row, column), accumulated in float64 over image chunks so that
-    5,000 images never materialize their 4.8 M patches at once."""
+    5,000 images never materialize their 4.8 M patches at once. The sums stay on the images'
+    device and only the (D, D) result comes to the CPU (for eigh): with the float64 patches
+    copied to the host, whitening took 347-365 ms and 112,627 minor page faults of the GPU
+    recipe's 0.8 s epoch 1 on an H200 (stop 29; not re-measured on a GPU since)."""
     if images.ndim != 4:
         raise ValueError(f"images: expected N x C x H x W, got shape {tuple(images.shape)}")
     d = images.shape[1] * kernel * kernel
-    s1 = torch.zeros(d, dtype=torch.float64)
-    s2 = torch.zeros(d, d, dtype=torch.float64)
+    s1 = torch.zeros(d, dtype=torch.float64, device=images.device)
+    s2 = torch.zeros(d, d, dtype=torch.float64, device=images.device)
     n = 0
     for part in images.split(chunk):
         p = F.unfold(part.float().contiguous(), kernel)  # (B, D, L)
-        p = p.transpose(1, 2).reshape(-1, d).to(torch.float64).cpu()
+        p = p.transpose(1, 2).reshape(-1, d).to(torch.float64)
         s1 += p.sum(0)
         s2 += p.T @ p
         n += p.shape[0]
     if n < 2:
         raise ValueError("images: need at least two patches to estimate a covariance")
-    mean = s1 / n
-    cov = (s2 - n * torch.outer(mean, mean)) / (n - 1)
+    mean = s1.cpu() / n
+    cov = (s2.cpu() - n * torch.outer(mean, mean)) / (n - 1)
     return mean, cov, n
 
 
