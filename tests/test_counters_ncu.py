@@ -197,9 +197,23 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
         def as_string(self):
             return str(self.v)
 
+    # emit_nvtx's stack around a cuDNN kernel; ncu_report's push_pop_ranges() gives these
+    # names sorted, push_pop_range(i) in stack order
+    stack = ["aten::convolution, seq = 7", "aten::_convolution", "aten::cudnn_convolution"]
+
+    class Range:
+        def __init__(self, name):
+            self.n = name
+
+        def name(self):
+            return self.n
+
     class Dom:
         def push_pop_ranges(self):
-            return []
+            return sorted(stack)
+
+        def push_pop_range(self, i):
+            return Range(stack[i]) if i < len(stack) else None
 
         def start_end_ranges(self):
             return ["perfsuite.steps"]
@@ -247,6 +261,10 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     assert sec["totals"]["time_s"] == pytest.approx(2e-6)
     assert sec["nvtx_range"] == "perfsuite.steps" and sec["has_backward"]
     assert sec["device"]["cc"] == "9.0"
+    # the stack kept outermost first, suffix dropped: the op is the counted outer one
+    assert sec["kernels"][0]["ranges"] == [
+        "perfsuite.steps", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution"
+    ]  # fmt: skip
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails, and no ncu either
     monkeypatch.setattr("perfsuite.counters.collect.find_ncu", lambda: None)
     with pytest.raises(CountersError, match=r"x\.ncu-rep: \.ncu-rep needs NVIDIA's ncu_report"):
@@ -358,3 +376,32 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
     assert rows["aten::adaptive_max_pool2d_backward"].kernels == 2  # its scatter and its copy
     assert rows["aten::clone"].kernels == 1
     assert rows["aten::convolution_backward"].kernels == 3  # dgrad, wgrad, bias-grad sum
+
+
+def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):
+    import importlib.util
+    import sys
+
+    from perfsuite.counters import ncu_rep
+
+    if importlib.util.find_spec("ncu_report") is not None:
+        pytest.skip("ncu_report is installed here: the install-folder lookup is not reached")
+    # CUDA's layout: bin/ncu is a wrapper script, the tool and its extras in nsight-compute-*/
+    root = tmp_path / "cuda"
+    (root / "bin").mkdir(parents=True)
+    ncu = root / "bin" / "ncu"
+    ncu.write_text("#!/bin/sh\n")
+    ncu.chmod(0o755)
+    extras = root / "nsight-compute-2099.1" / "extras" / "python"
+    extras.mkdir(parents=True)
+    (extras / "ncu_report.py").write_text("def load_report(path):\n    raise OSError('stub')\n")
+    monkeypatch.setenv("PERFSUITE_NCU", str(ncu))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+    assert ncu_rep.shipped_dirs() == [extras]
+    assert ncu_rep.available() and ncu_rep.origin() == str(extras / "ncu_report.py")
+    rep = tmp_path / "x.ncu-rep"
+    rep.write_bytes(b"\0")
+    with pytest.raises(CountersError, match=r"x\.ncu-rep: ncu_report cannot load it: stub"):
+        load_counters(rep)
+    monkeypatch.delitem(sys.modules, "ncu_report")

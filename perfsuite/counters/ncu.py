@@ -72,7 +72,7 @@ def read_ncu(path: str | os.PathLike[str]) -> tuple[NcuData, str]:
         from perfsuite.counters import ncu_rep
 
         if ncu_rep.available():
-            return ncu_rep.read_ncu_rep(p), "ncu_report module"
+            return ncu_rep.read_ncu_rep(p), f"ncu_report module ({ncu_rep.origin()})"
         return _export_and_read(p), "ncu CSV export of the report (ncu_report not importable)"
     return read_ncu_csv(p), "ncu CSV (raw page)"
 

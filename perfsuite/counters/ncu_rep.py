@@ -1,60 +1,109 @@
 """Read `.ncu-rep` reports through Nsight Compute's own Python module `ncu_report`.
 
 `ncu_report` ships in `<Nsight Compute>/extras/python/` (also on PyPI as `ncu-report`); it is
-not a dependency: `available()` says whether it imports, and callers fall back to the CSV
-export (`ncu -i FILE --csv --page raw --print-units base`). API used (Nsight Compute "Python
-Report Interface"): `load_report(path)` -> context; `num_ranges()`, `range_by_idx(i)`;
+not a dependency: `available()` says whether it imports (from the environment, else from the
+install of the ncu that `find_ncu` finds), and callers fall back to the CSV export
+(`ncu -i FILE --csv --page raw --print-units base`). API used (Nsight Compute "Python Report
+Interface"): `load_report(path)` -> context; `num_ranges()`, `range_by_idx(i)`;
 `num_actions()`, `action_by_idx(j)`; `action.name()`, `action.metric_names()`,
 `action.metric_by_name(n)` -> metric with `as_double()`; `action.nvtx_state()` -> `domains()`,
-`domain_by_id(d)` -> `push_pop_ranges()`, `start_end_ranges()`.
+`domain_by_id(d)` -> `push_pop_range(i).name()` (stack order), `start_end_ranges()`.
 
-NOT CHECKED on a real report: no GPU or Nsight Compute install was available while writing it
-(the shared H100 reports were too large to keep; only their CSV exports are here).
+NOT CHECKED on a real report: no GPU session has read one through it yet (stop 29's H200
+report was read through the CSV export, ncu_report not being importable there). The names
+and return types used were checked against the module's own docstrings (ncu-report 2026.3.1
+from PyPI, no GPU needed to import it).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from perfsuite.counters.metrics import KERNEL_TIME
-from perfsuite.counters.ncu_csv import NcuData, _metric_column
+from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _metric_column
 from perfsuite.counters.section import CountersError, Launch
 
 _SUFFIX_DROP = (".avg", ".max", ".min")
 
 
 def _module() -> Any | None:
+    """`ncu_report` as installed (PyPI, PYTHONPATH), else from the Nsight Compute that
+    `find_ncu` finds (`<install>/extras/python`, where ncu ships it); None when neither."""
     try:
         return importlib.import_module("ncu_report")
     except Exception:
-        return None
+        pass
+    for folder in shipped_dirs():
+        sys.path.insert(0, str(folder))
+        try:
+            return importlib.import_module("ncu_report")
+        except Exception:
+            sys.path.remove(str(folder))
+    return None
+
+
+def shipped_dirs() -> list[Path]:
+    """`extras/python` folders holding ncu_report next to the ncu binary: beside it when ncu
+    is the real binary, in `../nsight-compute-*/` when it is CUDA's `bin/ncu` wrapper."""
+    from perfsuite.counters.collect import find_ncu
+
+    ncu = find_ncu()
+    if ncu is None:
+        return []
+    here = Path(os.path.realpath(ncu)).parent
+    found = [here / "extras" / "python"]
+    found += sorted(here.parent.glob("nsight-compute*/extras/python"), reverse=True)
+    return [d for d in found if (d / "ncu_report.py").is_file() or (d / "ncu_report").is_dir()]
 
 
 def available() -> bool:
-    """True when `ncu_report` imports (put `<ncu>/extras/python` on PYTHONPATH for it)."""
+    """True when `ncu_report` imports, from the environment or from ncu's own install."""
     return _module() is not None
 
 
+def origin() -> str:
+    """Where the `ncu_report` in use comes from (for the output's provenance line)."""
+    mod = _module()
+    return str(getattr(mod, "__file__", None) or "ncu_report") if mod else "not importable"
+
+
 def _nvtx(action: Any) -> tuple[list[str], set[str]]:
+    """The kernel's NVTX ranges: start/end names, then the push/pop stack outermost first (as
+    the CSV export lists them), each without emit_nvtx's `, seq = N` suffix. The stack is read
+    by index (`push_pop_range(i)`, "the range's order on the call stack"): `push_pop_ranges()`
+    returns the names sorted, which would lose which op ran inside which."""
     names: list[str] = []
     kinds: set[str] = set()
     try:
         state = action.nvtx_state()
         for dom_id in state.domains():
             dom = state.domain_by_id(dom_id)
-            pp = list(dom.push_pop_ranges())
-            se = list(dom.start_end_ranges())
+            se = [str(x) for x in dom.start_end_ranges()]
+            pp = _stack(dom)
             if pp:
                 kinds.add("push/pop")
             if se:
                 kinds.add("start/end")
-            names.extend(str(x) for x in se + pp)
+            names.extend(_SEQ_RE.sub("", x) for x in se + pp)
     except Exception:
         return [], set()
     return names, kinds
+
+
+def _stack(dom: Any, limit: int = 512) -> list[str]:
+    if not hasattr(dom, "push_pop_range"):  # an older module: names only, sorted
+        return [str(x) for x in dom.push_pop_ranges()]
+    out = []
+    for i in range(limit):
+        rng = dom.push_pop_range(i)
+        if rng is None:
+            break
+        out.append(str(rng.name()))
+    return out
 
 
 def _value(metric: Any) -> float | None:
