@@ -4,9 +4,12 @@
 #
 #   bash bench/gpu_checks.sh OUT_DIR PART [CIFAR10_TGZ]
 #
-# PART: `session` (all that matters in one leased command, inside $BUDGET_S seconds, default
-# 540: the real-data `run` first, then `parity` with $PAIRS pairs (default 2), the CUPTI probe,
-# --calibrate and a .ncu-rep read back, each cut to the time left; one session.txt),
+# PART: `session` (what matters in one leased command, inside $BUDGET_S seconds, default 540:
+# the steps in $STEPS, default "ncu_rep run op_agreement ablation parity", in that order, each
+# cut to the time left, all output in one session.txt: a .ncu-rep read back through
+# ncu_report, the CUPTI probe (`probe`), the real-data `run` ($COUNTERS=cupti checks the
+# fallback to ncu), bench op_agreement on the GPU ($REPEATS runs, default 3), bench
+# capture_ablation ($ROUNDS rounds, default 3), `parity` with $PAIRS pairs (default 2)),
 # `counters` (versions, quick peaks, --calibrate on this chip, a .ncu-rep read through
 # ncu_report, the CUPTI probe and its fallback), `run` (real-data cifar10 on cuda with --counters
 # ncu, its roofline text), `parity` (capture on/off pairs on the GPU: bench/overhead.py's cuda
@@ -65,19 +68,22 @@ do_run() {
 	[ -n "$data" ] && src=(--data-dir "$data")
 	# latency on the first 1,000 test images only (the record marks it partial): the full
 	# DAWNBench pass takes ~50 s at batch 1 and says nothing about counters or the clock
-	step run 540 "$py" -m perfsuite run cifar10 "${src[@]}" --device cuda --epochs 3 \
-		--counters ncu --inference-limit 1000 --quiet --out "$runs"
+	step run "${RUN_LIMIT:-540}" "$py" -m perfsuite run cifar10 "${src[@]}" --device cuda --epochs 3 \
+		--counters "${COUNTERS:-ncu}" --inference-limit 1000 --quiet --out "$runs"
 	for d in "$runs"/*/; do
 		step roofline 60 "$py" -m perfsuite roofline "$d"
 		pack run "$d"
 	done
 }
-do_parity() {
+bench_data() { # where the benches look for an extracted CIFAR-10 (bench/overhead.py)
 	local data
 	data=$(cifar_dir)
 	if [ -n "$data" ]; then
 		mkdir -p /tmp/perfsuite-bench-cifar10 && cp -rn "$data"/. /tmp/perfsuite-bench-cifar10/
 	fi
+}
+do_parity() {
+	bench_data
 	export PERFSUITE_BENCH_GPU_ONLY=1 PERFSUITE_BENCH_GPU_PAIRS=${PAIRS:-6}
 	step parity 570 "$py" -m bench overhead
 }
@@ -99,12 +105,25 @@ session)
 	[ -z "${BUDGET_S:-}" ] && deadline=$(($(date +%s) + 540))
 	one_log=1
 	step env 30 sh -c "nvidia-smi -L; $py -c 'import torch; print(torch.__version__, torch.version.cuda)'; ncu --version"
-	do_run
-	PAIRS=${PAIRS:-2}
-	do_parity
-	probe_cupti
-	step calibrate 300 "$py" -m perfsuite counters --calibrate --json
-	ncu_rep
+	for what in ${STEPS:-ncu_rep run op_agreement ablation parity}; do
+		case $what in
+		ncu_rep) ncu_rep ;;
+		probe) probe_cupti ;;
+		run) do_run ;;
+		op_agreement)
+			bench_data
+			step op_agreement 240 env PERFSUITE_BENCH_GPU_ONLY=1 \
+				PERFSUITE_BENCH_REPEATS="${REPEATS:-3}" "$py" -m bench op_agreement
+			;;
+		ablation)
+			bench_data
+			step ablation 400 env PERFSUITE_BENCH_GPU_ONLY=1 \
+				PERFSUITE_BENCH_ROUNDS="${ROUNDS:-3}" "$py" -m bench capture_ablation
+			;;
+		parity) PAIRS=${PAIRS:-2} do_parity ;;
+		*) log "unknown step $what (ncu_rep probe run op_agreement ablation parity)" ;;
+		esac
+	done
 	;;
 counters)
 	step env 60 sh -c "nvidia-smi -L; $py -c 'import torch; print(torch.__version__, torch.version.cuda)'; ncu --version"

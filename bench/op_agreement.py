@@ -15,6 +15,8 @@ Env: PERFSUITE_BENCH_REPEATS (default 3),
 PERFSUITE_BENCH_SHARE (share of the step above which an op is judged, default 0.05),
 PERFSUITE_BENCH_PROFILE_SECONDS (the run's --profile-seconds; 0 gives the old 3-step window),
 PERFSUITE_BENCH_THREADS (torch threads; default: torch's own choice).
+Where torch sees a GPU, digits and cifar10 (its cuda recipe, real data where extracted) run on
+it as well (PERFSUITE_BENCH_GPU_ONLY=1: those alone); per-op times there are kernel times.
 """
 
 from __future__ import annotations
@@ -25,8 +27,19 @@ import tempfile
 from pathlib import Path
 
 from analyzers.roofline import roofline
-from bench.overhead import CIFAR_DIRS
+from bench.overhead import CIFAR_DIRS, gpu_visible
 from perfsuite.fmt import table
+
+HEADERS = [
+    "run",
+    "op",
+    "share",
+    "fraction of roof per run",
+    "spread",
+    "over check",
+    "step CV",
+    "judged",
+]
 
 
 def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
@@ -34,7 +47,9 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
     from perfsuite.runner import RunOptions
 
     records = []
-    seconds = float(os.environ.get("PERFSUITE_BENCH_PROFILE_SECONDS", "1.0"))
+    kw.setdefault(
+        "profile_seconds", float(os.environ.get("PERFSUITE_BENCH_PROFILE_SECONDS", "1.0"))
+    )
     threads = os.environ.get("PERFSUITE_BENCH_THREADS")
     for seed in range(repeats):
         opts = RunOptions(
@@ -43,11 +58,12 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
             progress=False,
             keep_going=True,
             seed=seed,
-            profile_seconds=seconds,
             threads=int(threads) if threads else None,
             **kw,
         )
         records.append(run_fresh(opts)[1])
+        steps = records[-1]["throughput"]["epoch_times_s"]
+        print(f"{workload} seed {seed}: epochs {' '.join(f'{e:.3f}' for e in steps)} s", flush=True)
     return records
 
 
@@ -111,6 +127,7 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
         f"  ops with >= {min_share:.0%} of the step: {len(judged)}, largest spread {worst} "
         f"(over the machine check's speed: {worst_adj})"
     )
+    print(table(rows, HEADERS, align="llrlrrrl"), flush=True)  # each group as it ends
     return rows
 
 
@@ -120,17 +137,41 @@ def _spread(values: list[float | None], runs: int) -> float | None:
     return max(ok) / min(ok) - 1 if len(ok) == runs and min(ok) > 0 else None
 
 
+def _gpu_groups(repeats: int, out: str, data: Path | None, min_share: float) -> None:
+    """The same question on the GPU: digits, and cifar10 with its own cuda recipe. A 0.1 s
+    window is already tens of steps there (a 1 s one would be a trace of hundreds of MB)."""
+    try:  # digits needs scikit-learn, which a GPU box may lack: cifar10 still runs
+        digits = _runs("digits", repeats, out, epochs=5, device="cuda", profile_seconds=0.1)
+        _report("digits on cuda", digits, min_share)
+    except (ImportError, RuntimeError) as exc:
+        print(f"digits on cuda: not run ({type(exc).__name__}: {exc})", flush=True)
+    src = {"data_dir": str(data)} if data else {"synthetic": True}
+    recs = _runs(
+        "cifar10",
+        repeats,
+        out,
+        epochs=2,
+        eval_from=2,
+        device="cuda",
+        inference_repeats=0,
+        profile_seconds=0.1,
+        **src,
+    )
+    label = f"cifar10 on cuda ({'real' if data else 'synthetic'} data)"
+    _report(label, recs, min_share)
+
+
 def main() -> None:
     repeats = int(os.environ.get("PERFSUITE_BENCH_REPEATS", "3"))
     min_share = float(os.environ.get("PERFSUITE_BENCH_SHARE", "0.05"))
-    rows = []
+    gpu_only = bool(os.environ.get("PERFSUITE_BENCH_GPU_ONLY"))
     with tempfile.TemporaryDirectory() as out:
-        rows += _report("digits", _runs("digits", repeats, out, epochs=5), min_share)
-        if os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
-            data = None
-        else:
-            data = next((d for d in CIFAR_DIRS if (Path(d) / "train").is_dir()), None)
-        if data is None:
+        if not gpu_only:
+            _report("digits", _runs("digits", repeats, out, epochs=5), min_share)
+        data = next((d for d in CIFAR_DIRS if (Path(d) / "train").is_dir()), None)
+        if gpu_only or os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
+            pass
+        elif data is None:
             print("cifar10: skipped (no extracted CIFAR-10 folder; see bench/overhead.py)")
         else:
             recs = _runs(
@@ -144,23 +185,9 @@ def main() -> None:
                 inference_repeats=20,
                 eval_from=3,
             )
-            rows += _report("cifar10 (cpu recipe, width 0.25)", recs, min_share)
-    print(
-        table(
-            rows,
-            [
-                "run",
-                "op",
-                "share",
-                "fraction of roof per run",
-                "spread",
-                "over check",
-                "step CV",
-                "judged",
-            ],
-            align="llrlrrrl",
-        )
-    )
+            _report("cifar10 (cpu recipe, width 0.25)", recs, min_share)
+        if gpu_visible():
+            _gpu_groups(repeats, out, data, min_share)
     print(
         "spread = max/min - 1 over the runs; goal: <= 10% for judged ops. flagged: above its "
         "roof in that run (a roof/model error, shown as no fraction); n/a: not in every run. "

@@ -69,6 +69,10 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
             for capture in (True, False) if i % 2 == 0 else (False, True):  # no order bias
                 wall, rec = _one(workload, capture, out, **kw)
                 epochs = rec["throughput"]["epoch_times_s"]
+                # a line per run as it ends: a bench cut short still leaves its pairs
+                arm = "on " if capture else "off"
+                times = " ".join(f"{e:.3f}" for e in epochs)
+                print(f"{label}: pair {i + 1} capture {arm} epochs {times} s", flush=True)
                 first[capture].append(epochs[0])
                 steady[capture].append(statistics.median(epochs[1:] or epochs))
                 cpu = rec["throughput"].get("epoch_cpu_times_s")
@@ -130,7 +134,7 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     return [*rows, row("whole run (wall)", off_wall, on_wall, 3)]
 
 
-def _gpu_visible() -> bool:
+def gpu_visible() -> bool:
     try:
         import torch
     except ImportError:
@@ -165,7 +169,7 @@ def main() -> None:
             inference_repeats=20,
             eval_from=3,
         )
-    if _gpu_visible():
+    if gpu_visible():
         # The issue's GPU case: cifar10's own recipe on the GPU, 3 epochs, the last evaluated,
         # real data where it is extracted (else synthetic, said in the label).
         gpu_pairs = int(os.environ.get("PERFSUITE_BENCH_GPU_PAIRS", str(max(6, pairs))))
