@@ -138,8 +138,8 @@ class _Run:
         params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         seen, unhook = parts.watch_first_layer(self.state)
-        self.progress.phase(f"warm-up ({capture.WARMUP_STEPS} steps, off the clock)")
         tail = self.data.num_train % self.recipe.batch_size  # the epoch's last batch
+        self.progress.phase(f"warm-up ({capture.WARMUP_STEPS + bool(tail)} steps, off the clock)")
         _, self.setup_s["warmup_s"] = capture.timed(
             capture.warm_up, wl, self.state, self._batches(30_011), capture.WARMUP_STEPS, tail
         )
