@@ -38,8 +38,8 @@ def warm_up(
 
 
 def head(batch: Batch, n: int) -> Batch | None:
-    """The batch's first `n` examples, or None when it has fewer, or holds something other
-    than tensors (or tuples of them) that cannot be cut the same way."""
+    """The batch's first `n` examples; None when it has no more than `n`, or holds anything but
+    batch-major tensors (or tuples and lists of them), which cannot be cut the same way."""
 
     def cut(x: Any) -> Any:
         if isinstance(x, tuple | list):
