@@ -24,8 +24,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-from bench.overhead import CIFAR_DIRS, gpu_visible
+from bench.overhead import cifar_data, diagnostic_cifar, gpu_visible
 from perfsuite.fmt import table
 
 ARMS = ("off", "on", "off+count", "off-notail")
@@ -48,12 +49,9 @@ def _child(arm: str, device: str, data: str | None) -> None:
     elif arm == "off-notail":
         warm = capture.warm_up
         capture.warm_up = lambda wl, st, batches, steps, tail=0: warm(wl, st, batches, steps)
+    kw = diagnostic_cifar(device, Path(data) if data else None)
     # the window follows the last timed epoch (no clock after it): 3 steps keep runs short
-    kw: dict = {"epochs": 3, "eval_from": 3, "inference_repeats": 0, "device": device}
     kw["profile_seconds"] = 0.0
-    if device == "cpu":
-        kw.update(recipe="cpu", overrides=["train_limit=5000", "width=0.25"])
-    kw.update({"data_dir": data} if data else {"synthetic": True})
     with tempfile.TemporaryDirectory() as out:
         opts = RunOptions(
             workload="cifar10",
@@ -111,7 +109,7 @@ def _arms(device: str, data: str | None, rounds: int, arms: list[str]) -> list[l
 
 def main() -> None:
     rounds = int(os.environ.get("PERFSUITE_BENCH_ROUNDS", "3"))
-    data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
+    data = cifar_data()
     devices = ["cuda"] if os.environ.get("PERFSUITE_BENCH_GPU_ONLY") else ["cpu"]
     if gpu_visible() and "cuda" not in devices:
         devices.append("cuda")

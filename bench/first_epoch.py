@@ -19,7 +19,7 @@ import statistics
 import tempfile
 import time
 
-from bench.overhead import CIFAR_DIRS, gpu_visible
+from bench.overhead import cifar_data, diagnostic_cifar, gpu_visible
 
 
 def _faults() -> int:
@@ -32,11 +32,8 @@ def main() -> None:
     from perfsuite.runner import RunOptions, loop
 
     device = "cuda" if gpu_visible() else "cpu"
-    data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
-    kw: dict = {"epochs": 3, "eval_from": 3, "inference_repeats": 0, "device": device}
-    if device == "cpu":
-        kw.update(recipe="cpu", overrides=["train_limit=5000", "width=0.25"])
-    kw.update({"data_dir": str(data)} if data else {"synthetic": True})
+    data = cifar_data()
+    kw = diagnostic_cifar(device, data)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with tempfile.TemporaryDirectory() as out:
         opts = RunOptions(workload="cifar10", out=out, capture=False, progress=False, seed=0, **kw)

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from analyzers.roofline import roofline
-from bench.overhead import CIFAR_DIRS, gpu_visible
+from bench.overhead import SMALL_CIFAR, cifar_data, gpu_visible
 from perfsuite.fmt import table
 
 HEADERS = [
@@ -67,7 +67,7 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
     return records
 
 
-def _report(label: str, records: list[dict], min_share: float) -> list[str]:
+def _report(label: str, records: list[dict], min_share: float) -> None:
     fracs: dict[str, list[float]] = {}
     adjusted: dict[str, list[float | None]] = {}
     shares: dict[str, list[float]] = {}
@@ -128,7 +128,6 @@ def _report(label: str, records: list[dict], min_share: float) -> list[str]:
         f"(over the machine check's speed: {worst_adj})"
     )
     print(table(rows, HEADERS, align="llrlrrrl"), flush=True)  # each group as it ends
-    return rows
 
 
 def _spread(values: list[float | None], runs: int) -> float | None:
@@ -168,9 +167,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as out:
         if not gpu_only:
             _report("digits", _runs("digits", repeats, out, epochs=5), min_share)
-        data = next((d for d in CIFAR_DIRS if (Path(d) / "train").is_dir()), None)
+        data = cifar_data()
         if gpu_only or os.environ.get("PERFSUITE_BENCH_DIGITS_ONLY"):
-            pass
+            pass  # no cifar10 on the CPU
         elif data is None:
             print("cifar10: skipped (no extracted CIFAR-10 folder; see bench/overhead.py)")
         else:
@@ -180,8 +179,7 @@ def main() -> None:
                 out,
                 epochs=3,
                 data_dir=str(data),
-                recipe="cpu",
-                overrides=["train_limit=5000", "width=0.25"],
+                **SMALL_CIFAR,
                 inference_repeats=20,
                 eval_from=3,
             )

@@ -35,6 +35,25 @@ from analyzers.stats import median_ci
 from perfsuite.fmt import table
 
 CIFAR_DIRS = [Path("../shared/data/cifar10"), Path("/tmp/perfsuite-bench-cifar10")]
+# cifar10 sized for the 2-core CPU (the benches' CPU arms): the cpu recipe at width 0.25 on
+# 5,000 training images
+SMALL_CIFAR = {"recipe": "cpu", "overrides": ["train_limit=5000", "width=0.25"]}
+
+
+def cifar_data() -> Path | None:
+    """The first folder of CIFAR_DIRS holding an extracted CIFAR-10, or None."""
+    return next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
+
+
+def diagnostic_cifar(device: str, data: Path | None) -> dict:
+    """RunOptions fields of the diagnostics' cifar10 run: 3 epochs, the last evaluated, no
+    batch-1 latency; SMALL_CIFAR on the CPU, the recipe for cuda on a GPU; synthetic data
+    when no extracted CIFAR-10 is found."""
+    kw: dict = {"epochs": 3, "eval_from": 3, "inference_repeats": 0, "device": device}
+    if device == "cpu":
+        kw.update(SMALL_CIFAR)
+    kw.update({"data_dir": str(data)} if data else {"synthetic": True})
+    return kw
 
 
 def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
@@ -145,7 +164,7 @@ def gpu_visible() -> bool:
 def main() -> None:
     pairs = int(os.environ.get("PERFSUITE_BENCH_PAIRS", "3"))
     gpu_only = bool(os.environ.get("PERFSUITE_BENCH_GPU_ONLY"))
-    data = next((d for d in CIFAR_DIRS if (d / "train").is_dir()), None)
+    data = cifar_data()
     rows: list[list[str]] = []
     if not gpu_only:
         rows += _compare("digits (5 epochs)", "digits", pairs, epochs=5, measure_peaks=True)
@@ -164,8 +183,7 @@ def main() -> None:
             cifar_pairs,
             epochs=3,
             data_dir=str(data),
-            recipe="cpu",
-            overrides=["train_limit=5000", "width=0.25"],
+            **SMALL_CIFAR,
             inference_repeats=20,
             eval_from=3,
         )
