@@ -185,75 +185,27 @@ def test_details_page_fixture_scales_units():
 def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     """Exercises our use of the ncu_report API (as documented) with a stand-in module."""
     import sys
-    import types
 
-    class Metric:
-        def __init__(self, v):
-            self.v = v
-
-        def as_double(self):
-            return float(self.v)
-
-        def as_string(self):
-            return str(self.v)
+    from tests.ncu_report_standin import Action, module
 
     # emit_nvtx's stack around a cuDNN kernel; ncu_report's push_pop_ranges() gives these
     # names sorted, push_pop_range(i) in stack order
     stack = ["aten::convolution, seq = 7", "aten::_convolution", "aten::cudnn_convolution"]
-
-    class Range:
-        def __init__(self, name):
-            self.n = name
-
-        def name(self):
-            return self.n
-
-    class Dom:
-        def push_pop_ranges(self):
-            return sorted(stack)
-
-        def push_pop_range(self, i):
-            return Range(stack[i]) if i < len(stack) else None
-
-        def start_end_ranges(self):
-            return ["perfsuite.steps"]
-
-    class State:
-        def domains(self):
-            return [0]
-
-        def domain_by_id(self, i):
-            return Dom()
-
-    class Action:
-        def __init__(self, name, vals):
-            self.n, self.vals = name, vals
-
-        def name(self):
-            return self.n
-
-        def metric_names(self):
-            return list(self.vals)
-
-        def metric_by_name(self, n):
-            return Metric(self.vals[n]) if n in self.vals else None
-
-        def nvtx_state(self):
-            return State()
-
     dev = {"device__attribute_compute_capability_major": 9,
            "device__attribute_compute_capability_minor": 0}  # fmt: skip
     t = "sm__ops_path_tensor_src_bf16_dst_fp32"
     time = "gpu__time_duration.sum"
+    se = ["perfsuite.steps"]
     actions = [
-        Action("sm90_xmma_wgrad_k", {**dev, f"{t}.sum": 2048, f"{t}.avg": 1, time: 1500}),
-        Action("gemm_k", {**dev, f"{t}.sum": 1024, time: 500}),
+        Action(
+            "sm90_xmma_wgrad_k",
+            {**dev, f"{t}.sum": 2048, f"{t}.avg": 1, time: 1500},
+            stack,
+            se,
+        ),
+        Action("gemm_k", {**dev, f"{t}.sum": 1024, time: 500}, stack, se),
     ]
-    rng = types.SimpleNamespace(num_actions=lambda: 2, action_by_idx=lambda i: actions[i])
-    ctx = types.SimpleNamespace(num_ranges=lambda: 1, range_by_idx=lambda i: rng)
-    fake = types.ModuleType("ncu_report")
-    fake.load_report = lambda path: ctx
-    monkeypatch.setitem(sys.modules, "ncu_report", fake)
+    monkeypatch.setitem(sys.modules, "ncu_report", module(actions))
     rep = tmp_path / "x.ncu-rep"
     rep.write_bytes(b"\0binary")
     sec = load_counters(rep, window_steps=1)

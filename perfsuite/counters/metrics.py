@@ -14,7 +14,9 @@ each 4096^3 GEMM gives exactly 2*4096^3 in its precision's Tensor-Core counter.
   the first whose every name is in the data is used, so nothing is counted twice.
 * int8 Tensor-Core work is integer ops, kept apart from FLOP.
 * DRAM bytes: read + write (or dram__bytes.sum); L2 bytes: lts__t_bytes.sum (or 32-byte
-  sectors per op: read, write, atom, red).
+  sectors: lts__t_sectors.sum, else per op: read, write, atom, red).
+* Reports made with ncu's section sets (`--set full`) keep many counts only as per-cycle rates
+  (`X.sum.per_cycle_elapsed`); `counts_from_rates` turns them back into `X.sum`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
 DRAM_TOTAL = "dram__bytes.sum"
 L2_BYTES = "lts__t_bytes.sum"
+L2_SECTORS = "lts__t_sectors.sum"
 L2_SECTOR_OPS = tuple(f"lts__t_sectors_op_{o}.sum" for o in ("read", "write", "atom", "red"))
 L2_SECTOR_BYTES = 32
 TENSOR_INST = "sm__inst_executed_pipe_tensor.sum"
@@ -278,7 +281,9 @@ def derive(
         dram = _get(values, DRAM_TOTAL)
     l2 = _get(values, L2_BYTES)
     if l2 is None:
-        sectors = _sum(values, L2_SECTOR_OPS)
+        sectors = _get(values, L2_SECTORS)
+        if sectors is None:
+            sectors = _sum(values, L2_SECTOR_OPS)
         l2 = None if sectors is None else sectors * L2_SECTOR_BYTES
     return {
         "flops": sum(known) if known else None,
@@ -320,6 +325,8 @@ def sources(plan: Mapping[str, Formula | None], metric_names: Iterable[str]) -> 
         out["dram_bytes"] = "not measured"
     if L2_BYTES in have:
         out["l2_bytes"] = L2_BYTES
+    elif L2_SECTORS in have:
+        out["l2_bytes"] = f"{L2_SECTOR_BYTES} * {L2_SECTORS}"
     elif all(n in have for n in L2_SECTOR_OPS):
         out["l2_bytes"] = f"{L2_SECTOR_BYTES} * ({' + '.join(L2_SECTOR_OPS)})"
     else:
@@ -356,6 +363,6 @@ def missing_notes(
             )
     if not ({DRAM_READ, DRAM_WRITE, DRAM_TOTAL} & have):
         notes.append("no DRAM byte counters: dram_bytes is null")
-    if L2_BYTES not in have and not all(n in have for n in L2_SECTOR_OPS):
+    if not ({L2_BYTES, L2_SECTORS} & have) and not all(n in have for n in L2_SECTOR_OPS):
         notes.append(f"no {L2_BYTES}: l2_bytes is null")
     return notes

@@ -2,7 +2,8 @@
 
 Checked on real H100 output (../shared/data/gpu, see docs/counters.md): the CSV reader
 (`ncu_csv.py`) and the metric formulas; `.ncu-rep` files are read through NVIDIA's `ncu_report`
-module when it imports (`ncu_rep.py`, not checked on a real report), else ask for the CSV.
+module when it imports (`ncu_rep.py`, checked on public `--set full` reports), else ask for
+the CSV.
 
 NVTX window: the runner marks the profiled steps with ONE process-wide start/end range
 (`torch.cuda.nvtx.range_start/range_end`) named `perfsuite.steps`, and ncu keeps it with

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.counters.metrics import KERNEL_TIME
+from perfsuite.counters.rates import counts_from_rates, rebuilt_note
 from perfsuite.counters.section import CountersError, Launch
 from perfsuite.safeio import read_bytes
 
@@ -44,6 +45,7 @@ _ID_COLUMNS = frozenset(
 )  # fmt: skip
 _ATTRIBUTE_PREFIXES = ("device__", "launch__", "nvlink__", "numa__", "c2clink__", "profiler__")
 _DROPPED_SUFFIXES = (".avg", ".max", ".min")
+_CYCLES = "__cycles_elapsed.avg"
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIME = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
          "s": 1.0, "second": 1.0}  # fmt: skip
@@ -158,10 +160,12 @@ def _nvtx_columns(header: list[str]) -> dict[int, str]:
 
 
 def _metric_column(name: str) -> bool:
+    """A metric we may use: `.sum` and unsuffixed counts, rates, and the elapsed cycles that
+    turn a rate back into a count (`rates.counts_from_rates`); not attributes or ids."""
     return (
         name not in _ID_COLUMNS
         and not name.startswith(_ATTRIBUTE_PREFIXES)
-        and not name.endswith(_DROPPED_SUFFIXES)
+        and (not name.endswith(_DROPPED_SUFFIXES) or name.endswith(_CYCLES))
     )
 
 
@@ -190,6 +194,7 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     numeric = {i for i in mcols if any(is_number_text(r[i]) for _, r in body if i < len(r))}
     launches: list[Launch] = []
     kinds: set[str] = set()
+    rebuilt: dict[str, None] = {}
     for n, row in body:
         if len(row) != len(header):
             raise CountersError(f"{path}: line {n}: {len(row)} fields, header has {len(header)}")
@@ -206,11 +211,23 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
                 kinds.add(kind)
                 ranges.extend(names)
         time_s = vals.pop(KERNEL_TIME, None)
+        rebuilt.update(dict.fromkeys(counts_from_rates(vals)))
         launches.append(Launch(row[kcol], vals, op=_op(ranges), time_s=time_s,
                                ranges=tuple(ranges)))  # fmt: skip
-    names = [header[i] for i in mcols if i in numeric]
+    names = [header[i] for i in mcols if i in numeric] + list(rebuilt)
     device = _device(header, body[0][1]) if body else {}
-    return NcuData(launches, names, device, _kind(kinds))
+    return _data(launches, names, device, kinds, rebuilt)
+
+
+def _data(
+    launches: list[Launch],
+    names: list[str],
+    device: dict[str, str],
+    kinds: set[str],
+    rebuilt: dict[str, None],
+) -> NcuData:
+    note = rebuilt_note(rebuilt)
+    return NcuData(launches, names, device, _kind(kinds), [note] if note else [])
 
 
 def _kind(kinds: set[str]) -> str | None:
@@ -269,8 +286,11 @@ def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
             metric_names[name] = None
     if any(launch.time_s is not None for launch in by_id.values()):
         metric_names[KERNEL_TIME] = None
+    rebuilt: dict[str, None] = {}
+    for launch in by_id.values():
+        rebuilt.update(dict.fromkeys(counts_from_rates(launch.values)))
     device = _device(header, rows[1][1]) if len(rows) > 1 else {}
-    return NcuData(list(by_id.values()), list(metric_names), device, _kind(kinds))
+    return _data(list(by_id.values()), [*metric_names, *rebuilt], device, kinds, rebuilt)
 
 
 def read_ncu_csv(path: str | Path) -> NcuData:

@@ -9,10 +9,9 @@ Interface"): `load_report(path)` -> context; `num_ranges()`, `range_by_idx(i)`;
 `action.metric_by_name(n)` -> metric with `as_double()`; `action.nvtx_state()` -> `domains()`,
 `domain_by_id(d)` -> `push_pop_range(i).name()` (stack order), `start_end_ranges()`.
 
-NOT CHECKED on a real report: no GPU session has read one through it yet (stop 29's H200
-report was read through the CSV export, ncu_report not being importable there). The names
-and return types used were checked against the module's own docstrings (ncu-report 2026.3.1
-from PyPI, no GPU needed to import it).
+Checked on real reports through the real module (ncu-report 2026.3.1 from PyPI, no GPU needed):
+public `--set full` reports of T4, GTX 1660, RTX 3060 and A100 kernels, push/pop NVTX
+included (docs/counters.md). Not yet on one of ours (Tensor-Core op counters, start/end range).
 """
 
 from __future__ import annotations
@@ -24,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.counters.metrics import KERNEL_TIME
-from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _metric_column
+from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _data, _metric_column
+from perfsuite.counters.rates import counts_from_rates
 from perfsuite.counters.section import CountersError, Launch
-
-_SUFFIX_DROP = (".avg", ".max", ".min")
 
 
 def _module() -> Any | None:
@@ -106,6 +104,28 @@ def _stack(dom: Any, limit: int = 512) -> list[str]:
     return out
 
 
+def _kernel_name(action: Any) -> str:
+    """The demangled name (`void ns::kernel<T>(args)`), as the CSV export prints it: the
+    module's default is the bare function name, which is `Kernel` for every CUTLASS template
+    and would merge kernels the CSV keeps apart."""
+    base = getattr(action, "NameBase_DEMANGLED", None)
+    try:
+        return str(action.name() if base is None else action.name(base))
+    except TypeError:  # a module whose name() takes no name base
+        return str(action.name())
+
+
+def _attribute(metric: Any) -> str | None:
+    """An attribute as the CSV export prints it: text, or a number (the chip is an id, 384)."""
+    if metric is None:
+        return None
+    text = metric.as_string()
+    if text is not None:
+        return str(text)
+    v = _value(metric)
+    return None if v is None else (str(int(v)) if v.is_integer() else str(v))
+
+
 def _value(metric: Any) -> float | None:
     if metric is None:
         return None
@@ -128,6 +148,7 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
     launches: list[Launch] = []
     names: dict[str, None] = {}
     kinds: set[str] = set()
+    rebuilt: dict[str, None] = {}
     device: dict[str, str] = {}
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
@@ -136,7 +157,7 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
             values: dict[str, float | None] = {}
             for n in action.metric_names():
                 n = str(n)
-                if not _metric_column(n) or n.endswith(_SUFFIX_DROP):
+                if not _metric_column(n):
                     continue
                 v = _value(action.metric_by_name(n))
                 if v is not None or n.endswith(".sum"):
@@ -146,20 +167,21 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
                     ("name", "device__attribute_display_name"),
                     ("chip", "device__attribute_chip"),
                 ):
-                    m = action.metric_by_name(n)
-                    if m is not None:
-                        device[key] = str(m.as_string())
+                    text = _attribute(action.metric_by_name(n))
+                    if text:
+                        device[key] = text
                 major = _value(action.metric_by_name("device__attribute_compute_capability_major"))
                 minor = _value(action.metric_by_name("device__attribute_compute_capability_minor"))
                 if major is not None and minor is not None:
                     device["cc"] = f"{int(major)}.{int(minor)}"
             ranges, k = _nvtx(action)
             kinds |= k
+            rebuilt.update(dict.fromkeys(counts_from_rates(values)))
             names.update(dict.fromkeys(values))
             time_s = values.pop(KERNEL_TIME, None)
             launches.append(
                 Launch(
-                    str(action.name()),
+                    _kernel_name(action),
                     values,
                     time_s=None if time_s is None else time_s * 1e-9,
                     ranges=tuple(ranges),
@@ -167,4 +189,4 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
             )
     if not launches:
         raise CountersError(f"{p}: no kernel results in the report (nothing was profiled?)")
-    return NcuData(launches, list(names), device, "+".join(sorted(kinds)) or None)
+    return _data(launches, list(names), device, kinds, rebuilt)

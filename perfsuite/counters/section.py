@@ -23,6 +23,7 @@ from perfsuite.counters.metrics import (
     sources,
     tensor_plan,
 )
+from perfsuite.counters.rates import tensor_activity_note
 
 CALIBRATION_REFERENCE = (
     "one 4096^3 GEMM each in bf16, fp16 and TF32 on an H100 SXM (Nsight Compute 2025.3.1): the "
@@ -88,7 +89,8 @@ def _sum_or_none(values: Iterable[float | None]) -> float | None:
 
 
 def _used_names(plan: Mapping[str, Formula | None]) -> set[str]:
-    names = {m.DRAM_READ, m.DRAM_WRITE, m.DRAM_TOTAL, m.L2_BYTES, m.TENSOR_INST, *m.L2_SECTOR_OPS}
+    names = {m.DRAM_READ, m.DRAM_WRITE, m.DRAM_TOTAL, m.L2_BYTES, m.TENSOR_INST, m.L2_SECTORS}
+    names |= set(m.L2_SECTOR_OPS)
     names |= {n for triple in FP_INSTRUCTIONS.values() for n in triple}
     names |= {"sm__" + n[len("smsp__") :] for triple in FP_INSTRUCTIONS.values() for n in triple}
     for f in plan.values():
@@ -205,6 +207,12 @@ def build_section(
     backward_calls = sum(k["calls"] for k in kernels if k["backward"])
     all_notes = list(notes) + missing_notes(metrics, plan)
     all_notes += cross_checks((g.raw for g in groups.values()), metrics, cc_major)
+    busy = tensor_activity_note(
+        ((launch.name, launch.values) for launch in launches),
+        any(plan.get(p) is not None for p in TENSOR_FLOAT),
+    )
+    if busy:
+        all_notes.append(busy)
     if kernels and not backward_calls:
         all_notes.append(
             "no backward kernels in the window (no wgrad/dgrad/*_backward names): forward work "

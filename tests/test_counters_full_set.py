@@ -1,0 +1,116 @@
+"""Reports made with ncu's section sets (`--set full`): counts stored as per-cycle rates.
+
+The numbers below were read through the real `ncu_report` module (ncu-report 2026.3.1 from
+PyPI) from public `--set full` reports: a naive fp32 GEMM (N = 1024, C = alpha*A@B + beta*C,
+launched twice) on a GeForce GTX 1660 SUPER, and a CUTLASS int8 GEMM on an A100. The reports
+themselves are not ours to ship; the values are measurements, quoted as read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from perfsuite.counters import load_counters
+from perfsuite.counters.rates import counts_from_rates, tensor_activity_note
+from tests.ncu_report_standin import Action, module
+
+N = 1024
+_S = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
+RATE = ".per_cycle_elapsed"
+NAIVE = "naive_gemm(const float *, const float *, float *, int, int, int, float, float)"
+DEVICE = {
+    "device__attribute_display_name": "NVIDIA GeForce GTX 1660 SUPER",
+    "device__attribute_chip": 360.0,
+    "device__attribute_compute_capability_major": 7.0,
+    "device__attribute_compute_capability_minor": 5.0,
+}
+# per launch: smsp__cycles_elapsed.avg, FFMA rate, FMUL rate, lts__t_sectors.sum, DRAM read,
+# DRAM write, gpu__time_duration.sum (ns)
+LAUNCHES = [
+    (7352411.2727272725, 146.18202928701535, 0.14261661393855157, 8758972.0, 146188512.0,
+     4661344.0, 4789792.0),
+    (7353966.7272727275, 146.151109987221, 0.14258644876802049, 8755085.0, 146475072.0,
+     4781184.0, 4792640.0),
+]  # fmt: skip
+
+
+def _naive_actions() -> list[Action]:
+    out = []
+    for cycles, ffma, fmul, sectors, rd, wr, ns in LAUNCHES:
+        vals = {
+            **DEVICE,
+            "smsp__cycles_elapsed.avg": cycles,
+            _S.format("ffma") + RATE: ffma,
+            _S.format("fmul") + RATE: fmul,
+            _S.format("fadd") + RATE: 0.0,
+            "lts__t_sectors.sum": sectors,
+            "dram__bytes_read.sum": rd,
+            "dram__bytes_write.sum": wr,
+            "gpu__time_duration.sum": ns,
+            "sm__pipe_tensor_cycles_active.sum.pct_of_peak_sustained_active": 0.0,
+        }
+        out.append(Action(NAIVE, vals))
+    return out
+
+
+def test_full_set_report_gives_the_gemm_flop_exactly(tmp_path, monkeypatch):
+    """Per launch: N^3 + N^2 FFMA (the K loop, then alpha*v + beta*c) and N^2 FMUL, so
+    2*(N^3 + N^2) + N^2 FLOP; the rates times the elapsed cycles must give exactly that."""
+    monkeypatch.setitem(sys.modules, "ncu_report", module(_naive_actions()))
+    rep = tmp_path / "naive.ncu-rep"
+    rep.write_bytes(b"\0")
+    sec = load_counters(rep)
+    per_launch = 2 * (N**3 + N**2) + N**2
+    assert sec["totals"]["flops_by_precision"]["fp32"] == pytest.approx(2 * per_launch, rel=1e-12)
+    (kernel,) = sec["kernels"]
+    assert kernel["calls"] == 2 and kernel["name"] == NAIVE  # demangled, as the CSV prints it
+    assert kernel["l2_bytes"] == 32 * (8758972 + 8755085)
+    assert kernel["dram_bytes"] == 146188512 + 4661344 + 146475072 + 4781184
+    assert sec["device"] == {"name": "NVIDIA GeForce GTX 1660 SUPER", "chip": "360", "cc": "7.5"}
+    assert sec["source"]["l2_bytes"] == "32 * lts__t_sectors.sum"
+    rebuilt = [n for n in sec["notes"] if "rebuilt from per-cycle rates" in n]
+    assert len(rebuilt) == 1 and _S.format("ffma") in rebuilt[0]
+    assert not any("Tensor Cores were busy" in n for n in sec["notes"])  # the pipe was idle
+
+
+def test_full_set_csv_export_rebuilds_the_same_counts(tmp_path):
+    """The same launch as the raw-page CSV ncu prints for the report: `.avg` columns are
+    dropped except the elapsed cycles the rates are divided by."""
+    from perfsuite.counters.ncu_csv import read_ncu_csv
+
+    cycles, ffma, fmul = LAUNCHES[0][:3]
+    cols = ["ID", "Kernel Name", "smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.max",
+            _S.format("ffma") + RATE, _S.format("fmul") + RATE]  # fmt: skip
+    units = ["", "", "cycle", "cycle", "inst/cycle", "inst/cycle"]
+    row = ["0", NAIVE, f"{cycles:,}", "1", repr(ffma), repr(fmul)]
+    text = "\n".join(",".join(f'"{c}"' for c in r) for r in (cols, units, row))
+    path = tmp_path / "naive.csv"
+    path.write_text("==PROF== Connected\n" + text + "\n")
+    data = read_ncu_csv(path)
+    (launch,) = data.launches
+    assert launch.values[_S.format("ffma")] == pytest.approx(N**3 + N**2, rel=1e-12)
+    assert launch.values[_S.format("fmul")] == pytest.approx(N**2, rel=1e-12)
+    assert "smsp__cycles_elapsed.max" not in launch.values
+    assert _S.format("ffma") in data.metric_names and data.notes
+
+
+def test_a_count_that_is_there_wins_over_its_rate():
+    vals = {"smsp__cycles_elapsed.avg": 10.0, _S.format("ffma"): 7.0,
+            _S.format("ffma") + RATE: 100.0, _S.format("fadd") + RATE: 2.5}  # fmt: skip
+    assert counts_from_rates(vals) == [_S.format("fadd")]
+    assert vals[_S.format("ffma")] == 7.0 and vals[_S.format("fadd")] == 25.0
+    # a rate without its unit's cycles stays a rate (lts__ is divided by lts cycles)
+    vals = {"smsp__cycles_elapsed.avg": 10.0, "lts__t_sectors.sum" + RATE: 3.0}
+    assert counts_from_rates(vals) == [] and "lts__t_sectors.sum" not in vals
+
+
+def test_busy_tensor_pipe_without_tensor_counters_is_called_out():
+    """The A100 CUTLASS int8 GEMM: the Tensor-Core pipe 27.2% busy, no op counter collected."""
+    busy = {"sm__pipe_tensor_cycles_active.sum.pct_of_peak_sustained_active": 27.219396576654848}
+    idle = {"sm__pipe_tensor_cycles_active.sum.pct_of_peak_sustained_active": 0.0}
+    note = tensor_activity_note([("cutlass::Kernel<Gemm>", busy), ("k2", idle)], False)
+    assert note is not None and "1 launch(es)" in note and "27.2%" in note
+    assert tensor_activity_note([("k", busy)], True) is None  # counted: nothing missing
+    assert tensor_activity_note([("k", idle), ("k3", {})], False) is None
