@@ -114,3 +114,24 @@ def test_busy_tensor_pipe_without_tensor_counters_is_called_out():
     assert note is not None and "1 launch(es)" in note and "27.2%" in note
     assert tensor_activity_note([("k", busy)], True) is None  # counted: nothing missing
     assert tensor_activity_note([("k", idle), ("k3", {})], False) is None
+
+
+def test_a_launch_ncu_could_not_profile_is_null_and_named(tmp_path, monkeypatch):
+    """A public H800 report holds a flash-attention launch whose every value is NaN (its replay
+    failed): null, never NaN in the record, and a note names it."""
+    nan = float("nan")
+    flash = "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128>>(Flash_fwd_params)"
+    actions = [
+        *_naive_actions(),
+        Action(flash, {"gpu__time_duration.sum": nan, "dram__bytes_read.sum": nan,
+                       "smsp__cycles_elapsed.avg": nan, "derived__avg_thread_executed": 0.0}),
+    ]  # fmt: skip
+    monkeypatch.setitem(sys.modules, "ncu_report", module(actions))
+    rep = tmp_path / "h800.ncu-rep"
+    rep.write_bytes(b"\0")
+    sec = load_counters(rep)
+    bad = next(k for k in sec["kernels"] if k["name"] == flash)
+    assert bad["time_s"] is None and bad["dram_bytes"] is None
+    assert sec["totals"]["time_s"] is None  # unknown, not the sum of the others
+    (note,) = [n for n in sec["notes"] if "no measured value" in n]
+    assert note.startswith("1 of 3 launches") and "flash_fwd_kernel" in note

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.counters.metrics import KERNEL_TIME
-from perfsuite.counters.rates import counts_from_rates, rebuilt_note
+from perfsuite.counters.rates import counted_names, counts_from_rates, rebuilt_note
 from perfsuite.counters.section import CountersError, Launch
 from perfsuite.safeio import read_bytes
 
@@ -226,8 +226,23 @@ def _data(
     kinds: set[str],
     rebuilt: dict[str, None],
 ) -> NcuData:
-    note = rebuilt_note(rebuilt)
-    return NcuData(launches, names, device, _kind(kinds), [note] if note else [])
+    notes = [n for n in (rebuilt_note(rebuilt), _empty_note(launches)) if n]
+    return NcuData(launches, names, device, _kind(kinds), notes)
+
+
+def _empty_note(launches: list[Launch]) -> str | None:
+    """Launches ncu kept without a time or any count we use (its replay of them failed, or the
+    capture was cut): their quantities are unknown, which makes the totals unknown too."""
+    used = counted_names()
+    empty = [
+        x.name for x in launches if x.time_s is None and all(x.values.get(n) is None for n in used)
+    ]
+    if not empty:
+        return None
+    return (
+        f"{len(empty)} of {len(launches)} launches have no measured value (ncu could not "
+        f"profile them, e.g. {empty[0][:60]}): their figures and the totals are null"
+    )
 
 
 def _kind(kinds: set[str]) -> str | None:

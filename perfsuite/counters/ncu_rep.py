@@ -17,6 +17,7 @@ included (docs/counters.md). Not yet on one of ours (Tensor-Core op counters, st
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -130,9 +131,10 @@ def _value(metric: Any) -> float | None:
     if metric is None:
         return None
     try:
-        return float(metric.as_double())
+        v = float(metric.as_double())
     except (TypeError, ValueError):
         return None
+    return v if math.isfinite(v) else None  # NaN: ncu has no value for it (a failed replay)
 
 
 def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
