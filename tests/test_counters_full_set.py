@@ -135,3 +135,31 @@ def test_a_launch_ncu_could_not_profile_is_null_and_named(tmp_path, monkeypatch)
     assert sec["totals"]["time_s"] is None  # unknown, not the sum of the others
     (note,) = [n for n in sec["notes"] if "no measured value" in n]
     assert note.startswith("1 of 3 launches") and "flash_fwd_kernel" in note
+
+
+def test_the_real_ncu_report_module_has_what_the_reader_uses(tmp_path):
+    """Against NVIDIA's module itself, where installed (`pip install -e '.[ncu]'`): the names
+    `ncu_rep.py` calls, and a file that is no report (which the module loads as empty)."""
+    mod = pytest.importorskip("ncu_report", reason="ncu-report is not installed (extra: ncu)")
+    from perfsuite.counters import CountersError
+    from perfsuite.counters.ncu_rep import read_ncu_rep
+
+    uses = {
+        "IContext": ("num_ranges", "range_by_idx"),
+        "IRange": ("num_actions", "action_by_idx"),
+        "IAction": ("name", "NameBase_DEMANGLED", "metric_names", "metric_by_name", "nvtx_state"),
+        "IMetric": ("as_double", "as_string"),
+        "INvtxState": ("domains", "domain_by_id"),
+        "INvtxDomainInfo": ("push_pop_range", "push_pop_ranges", "start_end_ranges"),
+        "INvtxRange": ("name",),
+    }
+    missing = [f"{c}.{n}" for c, ns in uses.items() for n in ns if not hasattr(getattr(mod, c), n)]
+    assert not missing
+    bad = tmp_path / "x.ncu-rep"
+    bad.write_bytes(b"a text file renamed")
+    with pytest.raises(CountersError, match=r"x\.ncu-rep: not an Nsight Compute report"):
+        read_ncu_rep(bad)
+    empty = tmp_path / "y.ncu-rep"
+    empty.write_bytes(b"NVR\0")
+    with pytest.raises(CountersError, match=r"y\.ncu-rep: no kernel results"):
+        read_ncu_rep(empty)

@@ -331,13 +331,10 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
 
 
 def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):
-    import importlib.util
     import sys
 
     from perfsuite.counters import ncu_rep
 
-    if importlib.util.find_spec("ncu_report") is not None:
-        pytest.skip("ncu_report is installed here: the install-folder lookup is not reached")
     # CUDA's layout: bin/ncu is a wrapper script, the tool and its extras in nsight-compute-*/
     root = tmp_path / "cuda"
     (root / "bin").mkdir(parents=True)
@@ -350,6 +347,17 @@ def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFSUITE_NCU", str(ncu))
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+
+    class HideInstalled:
+        """An installed ncu-report (the `ncu` extra) would be found first: not importable
+        here until the lookup puts ncu's own extras/python at the head of sys.path."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name == "ncu_report" and sys.path[0] != str(extras):
+                raise ModuleNotFoundError(name)
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [HideInstalled(), *sys.meta_path])
     assert ncu_rep.shipped_dirs() == [extras]
     assert ncu_rep.available() and ncu_rep.origin() == str(extras / "ncu_report.py")
     rep = tmp_path / "x.ncu-rep"

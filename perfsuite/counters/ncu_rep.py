@@ -28,6 +28,8 @@ from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _data, _metric_column
 from perfsuite.counters.rates import counts_from_rates
 from perfsuite.counters.section import CountersError, Launch
 
+SIGNATURE = b"NVR\0"  # the first bytes of a .ncu-rep
+
 
 def _module() -> Any | None:
     """`ncu_report` as installed (PyPI, PYTHONPATH), else from the Nsight Compute that
@@ -190,5 +192,10 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
                 )
             )
     if not launches:
+        # ncu_report loads any file, a non-report as an empty one: tell the two apart by the
+        # signature all 26 reports we have read start with (T4 to H800, several ncu versions)
+        with open(p, "rb") as fh:
+            if fh.read(4) != SIGNATURE:
+                raise CountersError(f"{p}: not an Nsight Compute report (no NVR signature)")
         raise CountersError(f"{p}: no kernel results in the report (nothing was profiled?)")
     return _data(launches, list(names), device, kinds, rebuilt)
