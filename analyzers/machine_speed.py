@@ -91,7 +91,8 @@ def speed_notes(speeds: list[WindowSpeed], record: Mapping[str, Any]) -> list[st
         if s.ratio > FAST:
             notes.append(
                 f"machine check: the {s.kind} ran at {s.text()}: that roof is too low "
-                "(measured slower than this machine runs)"
+                "(measured slower than this machine runs; `perfsuite peaks --refresh`, with "
+                "the run's --device and --threads, measures it again)"
             )
     return notes
 

@@ -100,6 +100,8 @@ def test_check_above_the_roof_is_the_first_cause_of_a_point_above_it(make_record
     mm = next(o for o in roofline(rec).ops if o.op == "aten::mm").placement
     assert mm.frac_of_roof is None
     assert "likely the measured peak is too low (its own benchmark ran at 250% of it" in mm.flag
+    (low,) = [n for n in roofline(rec).notes if "that roof is too low" in n]
+    assert "`perfsuite peaks --refresh`" in low  # says how to fix it
 
 
 def test_other_benchmark_size_is_marked_rough(make_record):
