@@ -10,8 +10,9 @@ Interface"): `load_report(path)` -> context; `num_ranges()`, `range_by_idx(i)`;
 `domain_by_id(d)` -> `push_pop_range(i).name()` (stack order), `start_end_ranges()`.
 
 Checked on real reports through the real module (ncu-report 2026.3.1 from PyPI, no GPU needed):
-public `--set full` reports of T4, GTX 1660, RTX 3060 and A100 kernels, push/pop NVTX
-included (docs/counters.md). Not yet on one of ours (Tensor-Core op counters, start/end range).
+26 public reports (T4, GTX 1660, RTX 3060/3080, A10G, A40, A100, H800; `--set full` and basic),
+push/pop NVTX included (docs/counters.md). Not yet on one of ours (Tensor-Core op counters,
+a start/end range).
 """
 
 from __future__ import annotations
