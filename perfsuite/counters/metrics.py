@@ -175,6 +175,14 @@ def ncu_metrics() -> list[str]:
     return list(out)
 
 
+def count_names(formulas: Iterable[Formula]) -> set[str]:
+    """The counts `derive` reads with these Tensor-Core formulas: DRAM, L2, tensor instructions
+    and the SASS FP counters (in the smsp__ and sm__ spellings), plus the formulas' names."""
+    names = {DRAM_TOTAL, TENSOR_INST, L2_SECTORS, *L2_SECTOR_OPS, *BASE_METRICS}
+    names |= {"sm__" + n[len("smsp__") :] for n in list(names) if n.startswith("smsp__")}
+    return names | {n for f in formulas for n in f.names}
+
+
 def _get(values: Mapping[str, float | None], name: str) -> float | None:
     v = values.get(name)
     if v is None and name.startswith("smsp__"):

@@ -18,19 +18,14 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from perfsuite.counters import metrics as m
 
 RATE_SUFFIX = ".per_cycle_elapsed"
-TENSOR_BUSY = (
-    "sm__pipe_tensor_cycles_active.sum.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_tensor.sum.pct_of_peak_sustained_active",
-)
+# in every public --set full report read (T4 to H800): the Tensor-Core pipe's busy cycles
+TENSOR_BUSY = "sm__pipe_tensor_cycles_active.sum.pct_of_peak_sustained_active"
 
 
 @functools.cache
 def counted_names() -> tuple[str, ...]:
-    """Every count `metrics.derive` can use, in both the smsp__ and sm__ spellings (sorted)."""
-    names = set(m.BASE_METRICS) | {m.DRAM_TOTAL, m.TENSOR_INST, m.L2_SECTORS, *m.L2_SECTOR_OPS}
-    names |= {n for fs in m.TENSOR_FORMULAS.values() for f in fs for n in f.names}
-    names |= {"sm__" + n[len("smsp__") :] for n in list(names) if n.startswith("smsp__")}
-    return tuple(sorted(names))
+    """Every count `metrics.derive` can use with any formula (sorted)."""
+    return tuple(sorted(m.count_names(f for fs in m.TENSOR_FORMULAS.values() for f in fs)))
 
 
 def cycles_name(count: str) -> str:
@@ -75,7 +70,7 @@ def tensor_activity_note(
         return None
     busy = []
     for name, values in launches:
-        pct = next((values.get(k) for k in TENSOR_BUSY if values.get(k) is not None), None)
+        pct = values.get(TENSOR_BUSY)
         if pct is not None and pct > 0:
             busy.append((float(pct), name))
     if not busy:

@@ -14,7 +14,6 @@ from perfsuite.counters import calibration_cache
 from perfsuite.counters import metrics as m
 from perfsuite.counters.kernels import is_backward_kernel, kernel_class
 from perfsuite.counters.metrics import (
-    FP_INSTRUCTIONS,
     TENSOR_FLOAT,
     Formula,
     cross_checks,
@@ -89,14 +88,7 @@ def _sum_or_none(values: Iterable[float | None]) -> float | None:
 
 
 def _used_names(plan: Mapping[str, Formula | None]) -> set[str]:
-    names = {m.DRAM_READ, m.DRAM_WRITE, m.DRAM_TOTAL, m.L2_BYTES, m.TENSOR_INST, m.L2_SECTORS}
-    names |= set(m.L2_SECTOR_OPS)
-    names |= {n for triple in FP_INSTRUCTIONS.values() for n in triple}
-    names |= {"sm__" + n[len("smsp__") :] for triple in FP_INSTRUCTIONS.values() for n in triple}
-    for f in plan.values():
-        if f is not None:
-            names |= set(f.names)
-    return names
+    return m.count_names(f for f in plan.values() if f is not None)
 
 
 def _by_precision(kernels: list[dict[str, Any]], key: str) -> dict[str, float | None]:
