@@ -78,7 +78,8 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
     kernels attributed by the NVTX op ranges they ran in; the rest in one UNATTRIBUTED row),
     present on either side, largest counted FLOP first.
 
-    Empty when the record has no counters (or, by op, no kernel in a counted op's range). A
+    Empty when the record has no counters, when they do not say how many steps their window
+    spans (`window_steps`), or, by op, when no kernel lies in a counted op's range. A
     measured value is None when no kernel of that row had the quantity measured; FLOP sums
     Tensor-Core and CUDA-core work.
     """
@@ -86,9 +87,9 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
         raise ValueError(f"by must be 'class' or 'op', got {by!r}")
     counters = record.get("counters") or {}
     kernels = counters.get("kernels") or []
-    if not kernels:
+    steps = counters.get("window_steps")
+    if not kernels or not steps:  # without the window's steps there is no per-step figure
         return []
-    steps = counters.get("window_steps") or 1
     counted: dict[str, dict[str, float | None]] = {}
     for op in (record.get("work") or {}).get("per_op") or []:
         key = str(op.get("op")) if by == "op" else str(op.get("family") or "other")
@@ -163,11 +164,22 @@ class CountedVsMeasured:
     by_class: list[Row]
     by_op: list[Row]  # empty unless the capture attributes kernels to ops
     calibration: str | None
+    note: str | None = None  # why there is no table although the record has counters
+
+
+NO_STEPS = (
+    "counted vs measured: not compared, the counters section does not say how many training "
+    "steps its window spans (window_steps; attach with `perfsuite counters FILE --into RUN "
+    "--steps N`)"
+)
 
 
 def counted_vs_measured(record: Mapping[str, Any]) -> CountedVsMeasured:
+    counters = record.get("counters") or {}
+    no_steps = bool(counters.get("kernels")) and not counters.get("window_steps")
     return CountedVsMeasured(
         compare_counted_measured(record),
         compare_counted_measured(record, by="op"),
         calibration_text(record.get("counters")),
+        NO_STEPS if no_steps else None,
     )

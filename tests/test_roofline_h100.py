@@ -120,3 +120,29 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     conv_row = re.search(r"<tr><td>convolution</td>(.*?)</tr>", html_text)
     assert conv_row and "1.17 TFLOP" in conv_row.group(1)
     assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in html_text
+
+
+def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, capsys):
+    """The 2-step window divided by 1 step would read a 2.0 FLOP ratio: attaching needs
+    --steps, and a section that lacks window_steps yields a note instead of a table."""
+    from analyzers.measured import NO_STEPS, counted_vs_measured
+    from perfsuite.cli import main
+    from perfsuite.counters import load_counters
+    from perfsuite.record.io import update_record
+
+    run_dir = extract_h100_run(tmp_path)
+    ncu = shared_path("gpu", "h100-resnet9-2steps-tf32.ncu.csv")
+    assert main(["counters", str(ncu), "--into", str(run_dir)]) == 2
+    assert "--into needs --steps N" in capsys.readouterr().err
+    section = load_counters(ncu)
+    assert section["window_steps"] is None
+
+    def attach(rec):
+        rec["counters"] = section
+
+    update_record(run_dir, attach)
+    view = counted_vs_measured(load_record(run_dir))
+    assert view.by_class == [] and view.by_op == [] and view.note == NO_STEPS
+    assert main(["roofline", str(run_dir)]) == 0
+    text = capsys.readouterr().out
+    assert "Counted vs measured, per step" not in text and f"note: {NO_STEPS}" in text

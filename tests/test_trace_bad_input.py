@@ -219,6 +219,6 @@ def test_counters_into_a_running_record_is_attached(tmp_path, make_record, capsy
 
     write_record(tmp_path / "run", make_record([(1, 10.0, 0.5)]))  # status "running"
     csv = Path(__file__).parent / "fixtures" / "ncu" / "raw_page.csv"
-    assert main(["counters", str(csv), "--into", str(tmp_path / "run")]) == 0
+    assert main(["counters", str(csv), "--into", str(tmp_path / "run"), "--steps", "1"]) == 0
     rec = load_record(tmp_path / "run")
     assert rec["counters"]["kernels"] and rec["evaluations"][0]["metrics"]["top1"] == 0.5

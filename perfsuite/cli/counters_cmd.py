@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--steps",
         type=int,
-        help="number of training steps the profiled window covered (for per-step figures)",
+        help="number of training steps the profiled window covered (per-step figures; needed "
+        "with --into)",
     )
     add_top_flag(p, "kernels in the table")
     add_json_flag(p)
@@ -222,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("give a SOURCE file, or --calibrate")
     if args.steps is not None and args.steps <= 0:
         raise CLIError(f"--steps must be a positive integer, got {args.steps}")
+    if args.into and args.steps is None:
+        # the record's counted FLOP are per step: without the capture's step count every
+        # counted-vs-measured ratio would be off by that factor
+        raise CLIError("--into needs --steps N: how many training steps the capture spans")
     source = Path(args.source)
     into = resolve_run(args.into) if args.into else None
     record = load_record(into) if into else None  # fail early on a bad record

@@ -58,6 +58,8 @@ def _measured_text(view: Any) -> list[str]:
         out += ["", caption, fmt.table(body, headers, align="lrrrrrr")]
     if out and view.calibration:
         out.append(view.calibration)
+    if view.note:
+        out += ["", f"note: {view.note}"]
     return out
 
 
@@ -205,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
                 "counted_vs_measured": measured.by_class,
                 "counted_vs_measured_by_op": measured.by_op,
                 "counters_calibration": measured.calibration,
+                "counted_vs_measured_note": measured.note,
                 "explain": EXPLAIN,
             }
         )

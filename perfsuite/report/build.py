@@ -247,6 +247,8 @@ def _measured_block(rec: Mapping[str, Any]) -> str:
         parts.append(f"<p>{h.esc(caption)}</p>" + h.table(headers, body, [False] + [True] * 6))
     if parts and view.calibration:
         parts.append(f"<p>{h.esc(view.calibration)}</p>")
+    if view.note:
+        parts.append(h.notes([view.note]))
     return "".join(parts)
 
 
