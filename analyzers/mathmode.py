@@ -45,8 +45,14 @@ _KERNEL_MATH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("fp8", r"e4m3|e5m2|fp8|f8f8|qgmma"),
         ("int8", r"i8i8|int8|imma|_s8_|igmma"),
         ("tf32", r"tf32"),
-        ("bf16", r"bf16|bfloat16"),
-        ("fp16", r"(?<!b)f16|fp16|half|hmma|hgmma|h\d{3,5}gemm|s884gemm|s16816gemm|h884|h1688"),
+        # cuBLAS's Hopper nvjet GEMMs name their types in letters: nvjet_sm90_tst_ ran bf16,
+        # nvjet_sm90_hsh_ fp16 (the H100 GEMM fixture's per-precision counters say so)
+        ("bf16", r"bf16|bfloat16|nvjet_(?:sm\d+_)?t[a-z]{2}_"),
+        (
+            "fp16",
+            r"(?<!b)f16|fp16|half|hmma|hgmma|h\d{3,5}gemm|s884gemm|s16816gemm|h884|h1688"
+            r"|nvjet_(?:sm\d+_)?h[a-z]{2}_",
+        ),
         ("fp64", r"dgemm|f64f64|fp64|dmma|<double"),
         ("fp32", r"sgemm|ffma|f32f32_f32f32|wgrad_alg|dgrad_alg|fprop_alg|implicit_convolve"),
     )
@@ -54,7 +60,7 @@ _KERNEL_MATH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # Names of matrix (compute) kernels; the others (elementwise, norms, layout transforms) move
 # data and are judged against bandwidth whatever their dtype.
 _MATRIX_KERNEL = re.compile(
-    r"gemm|xmma|gmma|mma|conv|wgrad|dgrad|fprop|_engine<|cutlass|flash|fmha", re.IGNORECASE
+    r"gemm|xmma|gmma|mma|conv|wgrad|dgrad|fprop|_engine<|cutlass|flash|fmha|nvjet", re.IGNORECASE
 )
 _LAYOUT = re.compile(r"nchwToNhwc|nhwcToNchw|transpose|copy", re.IGNORECASE)
 
@@ -65,7 +71,7 @@ class OpMath:
 
     math: str  # a MATHS name: the roof the op is judged against
     unit: str  # "tensor core" | "cuda core" | "cpu"
-    evidence: str  # "kernel names" | "policy"
+    evidence: str  # "counters" | "kernel names" | "policy"
     detail: str = ""
     kernel_time_s: dict[str, float] = field(default_factory=dict)  # math -> kernel seconds
 
@@ -103,6 +109,20 @@ def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
         f"{m} {by_math[m] / total:.0%}" for m in sorted(by_math, key=by_math.get, reverse=True)
     )
     return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {detail}", by_math)
+
+
+def from_counters(tensor_by_precision: Mapping[str, float | None]) -> OpMath | None:
+    """The math of most measured Tensor-Core FLOP ({precision: FLOP} from hardware counters),
+    or None when the counters saw none: a measurement, so it comes before kernel names."""
+    found = {p: float(v) for p, v in tensor_by_precision.items() if v and p in MATHS}
+    if not found:
+        return None
+    best = max(sorted(found), key=lambda p: found[p])
+    total = sum(found.values())
+    detail = ", ".join(
+        f"{p} {found[p] / total:.0%}" for p in sorted(found, key=found.get, reverse=True)
+    )  # type: ignore[arg-type]
+    return OpMath(best, "tensor core", "counters", f"measured Tensor-Core FLOP: {detail}")
 
 
 def _dtype_math(dtype: str | None) -> str:

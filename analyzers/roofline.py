@@ -89,7 +89,7 @@ class Placement:
     frac_of_roof: float | None
     frac_of_peak: float | None
     math: str | None = None  # the roof judged against (fp32, tf32, bf16...)
-    math_evidence: str | None = None  # "kernel names" | "policy"
+    math_evidence: str | None = None  # "counters" | "kernel names" | "policy"
     peak: float | None = None  # compute roof of that math, FLOP/s
     over_roof: float | None = None  # achieved / attainable when > 1 (a model error)
     flag: str | None = None
@@ -209,6 +209,10 @@ def place(
         over = frac
         flag = flag_cause(bound, evidence, frac, bandwidth, peak=peak, suspects=suspects)
         frac = of_peak = None
+    elif of_peak is not None and of_peak > 1.0:  # no intensity or ridge, still above the peak
+        over = of_peak
+        flag = flag_cause("compute", evidence, of_peak, bandwidth, peak=peak, suspects=suspects)
+        of_peak = None
     return Placement(
         flops,
         nbytes,

@@ -42,16 +42,21 @@ def _kernel_points(
 ) -> list[LevelPoint]:
     """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
     group against the roof of its math (the op's, else its kernel names'), else `peak`."""
-    from analyzers.mathmode import from_kernels
+    from analyzers.mathmode import from_counters, from_kernels
 
     groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
         name = k.get("op") or k.get("name") or "?"
         g = groups.setdefault(
-            name, {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}}
+            name,
+            {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}, "tensor": {}},
         )
+        for prec, v in (k.get("flops_tensor_by_precision") or {}).items():
+            g["tensor"][prec] = (g["tensor"].get(prec) or 0.0) + float(v or 0.0)
+        # one untimed kernel leaves its group's time unknown: its FLOP still count, so a
+        # partial time would overstate the rate
         t = float(k.get("time_s") or 0.0)
-        g["time_s"] += t
+        g["time_s"] = None if g["time_s"] is None or k.get("time_s") is None else g["time_s"] + t
         kn = str(k.get("name") or "?")
         g["kernels"][kn] = g["kernels"].get(kn, 0.0) + t
         fl = [k.get(f) for f in ("flops", "flops_tensor") if k.get(f) is not None]
@@ -63,10 +68,16 @@ def _kernel_points(
     points = []
     for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
         g = groups[name]
-        om = (ctx.maths.get(name) if ctx else None) or from_kernels(g["kernels"])
-        pk = (ctx.peak(om.math) if ctx and om else None) or peak
+        # measured precision first, then the op's math, then its kernels' names
+        om = (
+            from_counters(g["tensor"])
+            or (ctx.maths.get(name) if ctx else None)
+            or from_kernels(g["kernels"])
+        )
+        own = ctx.peak(om.math) if ctx and om else None
+        pk = own or peak
         kw: dict[str, Any] = {}
-        if om and pk != peak:
+        if om and own:
             kw = {"math": om.math, "evidence": om.evidence, "suspects": ctx.suspects(om.math)}  # type: ignore[union-attr]
         for level, key, ceiling in (("DRAM", "dram", bw), ("L2", "l2", l2)):
             if g[key] is not None:
@@ -90,8 +101,9 @@ def hierarchical(
         pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
         notes = [
             "bytes and FLOPs measured by hardware counters "
-            f"({counters.get('tool', '?')}) over {counters.get('window_steps', '?')} "
-            "steps; FLOPs = flops + flops_tensor"
+            f"({counters.get('tool', '?')}) over "
+            f"{counters.get('window_steps') or 'an unknown number of'} steps; FLOPs = flops + "
+            "flops_tensor"
         ]
         if l2 is None:
             notes.append("no published L2 bandwidth: L2 points have no roof")

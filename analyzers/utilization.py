@@ -120,9 +120,21 @@ def ceilings_both(
     )
 
 
-def _rates(scope: str, af: float | None, ab: float | None, c: tuple) -> Rates:
+_CEILINGS = ("measured peak", "spec peak", "measured bandwidth", "spec bandwidth")
+
+
+def _rates(scope: str, af: float | None, ab: float | None, c: tuple, notes: list[str]) -> Rates:
+    """A fraction above 1 of a ceiling is None, with a note: a rate above a physical limit is
+    a model or ceiling error (the roofline names the likely cause), never a utilization."""
     mp, sp, mb, sb = c
-    return Rates(scope, af, ab, _div(af, mp), _div(af, sp), _div(ab, mb), _div(ab, sb))
+    fracs = [_div(af, mp), _div(af, sp), _div(ab, mb), _div(ab, sb)]
+    over = [f"{f:.2f}x the {name}" for f, name in zip(fracs, _CEILINGS, strict=True) if f and f > 1]
+    if over:
+        notes.append(
+            f"{scope}: achieved {', '.join(over)}: above a ceiling, so not shown as a "
+            "utilization (a wrong roof or a miscounted FLOP/byte model; see the roofline's flag)"
+        )
+    return Rates(scope, af, ab, *(None if f is not None and f > 1 else f for f in fracs))
 
 
 def clock_summary(
@@ -148,7 +160,7 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
         rr = run_roofline(record, ctx)
         # maths without a roof stay in the blend, so that it is None, not the other maths' peak
         c = ceilings_both(record, ctx, {**rr.flops_by_math, **rr.unroofed_flops})
-        run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c)
+        run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c, notes)
     except RooflineInputError as exc:
         c = ceilings_both(record, ctx)
         run = None
@@ -160,7 +172,8 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
             continue
         fbm = {o.placement.math: 1.0} if o.placement.math else {}
         oc = ceilings_both(record, ctx, fbm) if fbm else c
-        ops.append(_rates(o.op, o.placement.achieved_flops, o.placement.achieved_bandwidth, oc))
+        pl = o.placement
+        ops.append(_rates(o.op, pl.achieved_flops, pl.achieved_bandwidth, oc, notes))
     tel = record.get("telemetry") or {}
     clock = clock_summary(tel, (record.get("ceilings") or {}).get("spec"))
     if clock and clock.throttled:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.mathmode import from_kernels, from_policy, kernel_math, op_maths
+from analyzers.mathmode import from_counters, from_kernels, from_policy, kernel_math, op_maths
 from perfsuite.backends.torch_math import default_math_for
 
 
@@ -33,6 +33,9 @@ from perfsuite.backends.torch_math import default_math_for
         ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_tn", "fp16"),
         ("turing_h1688gemm_128x128_ldg8_tn", "fp16"),
         ("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32_tn_n", "fp8"),
+        # the H100 GEMM fixture's cuBLAS kernels, their precision measured by its counters
+        ("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "fp16"),
+        ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "bf16"),
         (
             "void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true>",
             None,
@@ -132,3 +135,10 @@ def test_math_policy_reads_torch_live_settings():
     finally:
         torch.backends.cudnn.allow_tf32 = old[0]
         torch.set_float32_matmul_precision(old[1])
+
+
+def test_measured_tensor_precision_decides_the_math():
+    om = from_counters({"fp16": 1e9, "bf16": 3e9, "tf32": None, "fp8": 0.0})
+    assert om is not None and (om.math, om.unit, om.evidence) == ("bf16", "tensor core", "counters")
+    assert om.detail == "measured Tensor-Core FLOP: bf16 75%, fp16 25%"
+    assert from_counters({"fp16": 0.0, "tf32": None}) is None

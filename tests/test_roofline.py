@@ -379,3 +379,25 @@ def test_autocast_on_a_cpu_without_its_instructions_is_judged_in_fp32(make_recor
     assert res.run.roof_time.value == pytest.approx(0.023, **APPROX)  # as the fp32 run
     assert res.run.frac_of_roof == pytest.approx(0.23, **APPROX)
     assert any("without bfloat16 instructions" in n and "fp32 roof" in n for n in res.notes)
+
+
+def test_a_rate_above_the_peak_is_flagged_without_intensity():
+    """No bytes (so no ridge and no bound): 10x the peak is still flagged, never a fraction."""
+    from analyzers.roofline import place
+
+    p = place(1e12, None, 1.0, 1e11, 1e9)
+    assert p.frac_of_peak is None and p.frac_of_roof is None
+    assert p.over_roof == pytest.approx(10.0) and p.flag.startswith("1000% of its roof")
+    assert place(1e10, None, 1.0, 1e11, 1e9).frac_of_peak == pytest.approx(0.1)
+
+
+def test_hierarchical_group_with_an_untimed_kernel_has_no_rate(make_record):
+    rec = build_record(make_record)
+    kernel = {"name": "sgemm", "op": "aten::mm", "calls": 1, "flops": 1e9, "flops_tensor": None,
+              "dram_bytes": 5e7, "l2_bytes": None}  # fmt: skip
+    rec["counters"] = {"tool": "ncu", "provenance": "measured", "window_steps": 1, "file": "c",
+                       "kernels": [{**kernel, "time_s": 0.01}, {**kernel, "time_s": None}],
+                       "totals": {}, "metrics": [], "notes": []}  # fmt: skip
+    (pt,) = roofline(rec).hierarchical.points
+    assert pt.placement.flops == 2e9 and pt.placement.time_s is None
+    assert pt.placement.achieved_flops is None and pt.placement.flag is None

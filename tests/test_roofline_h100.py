@@ -146,3 +146,47 @@ def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, c
     assert main(["roofline", str(run_dir)]) == 0
     text = capsys.readouterr().out
     assert "Counted vs measured, per step" not in text and f"note: {NO_STEPS}" in text
+
+
+def test_gemm_kernels_are_judged_in_the_precision_their_counters_measured(tmp_path):
+    """cuBLAS's nvjet GEMMs (fp16 and bf16, 653 and 662 TFLOP/s) read 179-181% of a TF32
+    blend; judged in the precision their Tensor-Core counters measured, none is above 100%."""
+    from perfsuite.cli import main
+    from perfsuite.record.io import update_record
+
+    run_dir = extract_h100_run(tmp_path)
+    gemm = shared_path("gpu", "h100-gemm4096.ncu.csv")
+    assert main(["counters", str(gemm), "--into", str(run_dir), "--steps", "1"]) == 0
+    h = roofline(load_record(run_dir)).hierarchical
+    maths = {p.name[:14]: p.placement for p in h.points if p.level == "DRAM"}
+    assert maths["nvjet_sm90_hsh"].math == "fp16" and maths["nvjet_sm90_tst"].math == "bf16"
+    assert maths["sm90_xmma_gemm"].math == "tf32"
+    assert {maths[k].math_evidence for k in ("nvjet_sm90_hsh", "nvjet_sm90_tst")} == {"counters"}
+    for p in h.points:
+        assert p.placement.flag is None
+        assert all(
+            f is None or f <= 1.0 for f in (p.placement.frac_of_roof, p.placement.frac_of_peak)
+        )
+
+    def untimed(rec):  # one GEMM without its time: its group has no rate, not a higher one
+        rec["counters"]["kernels"][0]["time_s"] = None
+
+    update_record(run_dir, untimed)
+    first = load_record(run_dir)["counters"]["kernels"][0]["name"]
+    h = roofline(load_record(run_dir)).hierarchical
+    assert all(p.placement.achieved_flops is None for p in h.points if p.name == first)
+
+
+def test_utilization_never_shows_a_rate_above_a_ceiling(h100):
+    """With the measured peaks, modeled bytes put three elementwise ops above the copy roof
+    (add at 1.92x): their fractions are None and a note says why, as the roofline flags them."""
+    from analyzers.utilization import utilization
+
+    u = utilization(h100, peaks_file_roofs(shared_path("gpu", "h100-peaks.json")))
+    fracs = ("of_measured_peak", "of_spec_peak", "of_measured_bandwidth", "of_spec_bandwidth")
+    for rates in [u.run, *u.ops]:
+        assert all(getattr(rates, f) is None or getattr(rates, f) <= 1.0 for f in fracs)
+    add = next(r for r in u.ops if r.scope == "aten::add")
+    assert add.of_measured_bandwidth is None and add.of_spec_bandwidth is None
+    assert add.of_measured_peak is not None  # the compute fraction is far below 1 and kept
+    assert any(n.startswith("aten::add: achieved 1.92x the measured bandwidth") for n in u.notes)

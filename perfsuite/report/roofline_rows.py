@@ -31,12 +31,15 @@ def of_roof(p: Any) -> str:
     return "FLAG >100%" if p.flag else fmt.pct(p.frac_of_roof)
 
 
+_EVIDENCE = {"kernel names": "kernels", "counters": "counters"}  # short, for the math column
+
+
 def op_rows(res: Roofline, top: int) -> list[list[Any]]:
     rows = []
     for o in res.ops[:top]:
         p = o.placement
         math = (
-            f"{p.math} ({'kernels' if p.math_evidence == 'kernel names' else 'policy'})"
+            f"{p.math} ({_EVIDENCE.get(p.math_evidence or '', 'policy')})"
             if p.math and o.status != "no_flop_model"
             else ""
         )
