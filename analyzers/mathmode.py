@@ -90,6 +90,14 @@ def _unit(math: str) -> str:
     return "cuda core" if math in ("fp32", "fp64") else "tensor core"
 
 
+def _dominant(amounts: dict[str, float]) -> tuple[str, str]:
+    """The math with the largest amount and the split ("tf32 80%, fp32 20%")."""
+    best = max(sorted(amounts), key=lambda m: amounts[m])
+    total = sum(amounts.values())
+    order = sorted(amounts, key=lambda m: amounts[m], reverse=True)
+    return best, ", ".join(f"{m} {amounts[m] / total:.0%}" for m in order)
+
+
 def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
     """An op's math from its kernels {name: seconds}: the math of most matrix-kernel time.
 
@@ -103,12 +111,8 @@ def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
             by_math[m] = by_math.get(m, 0.0) + float(secs)
     if not by_math:
         return None
-    best = max(sorted(by_math), key=lambda m: by_math[m])
-    total = sum(by_math.values())
-    detail = ", ".join(
-        f"{m} {by_math[m] / total:.0%}" for m in sorted(by_math, key=by_math.get, reverse=True)
-    )
-    return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {detail}", by_math)
+    best, split = _dominant(by_math)
+    return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {split}", by_math)
 
 
 def from_counters(tensor_by_precision: Mapping[str, float | None]) -> OpMath | None:
@@ -117,12 +121,8 @@ def from_counters(tensor_by_precision: Mapping[str, float | None]) -> OpMath | N
     found = {p: float(v) for p, v in tensor_by_precision.items() if v and p in MATHS}
     if not found:
         return None
-    best = max(sorted(found), key=lambda p: found[p])
-    total = sum(found.values())
-    detail = ", ".join(
-        f"{p} {found[p] / total:.0%}" for p in sorted(found, key=found.get, reverse=True)
-    )  # type: ignore[arg-type]
-    return OpMath(best, "tensor core", "counters", f"measured Tensor-Core FLOP: {detail}")
+    best, split = _dominant(found)
+    return OpMath(best, "tensor core", "counters", f"measured Tensor-Core FLOP: {split}")
 
 
 def _dtype_math(dtype: str | None) -> str:
