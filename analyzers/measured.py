@@ -50,7 +50,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
-def _op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
+def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
     """The outermost NVTX range of the kernel that names an op the FLOP counter counted; None
     when the capture has no such range.
 
@@ -65,12 +65,17 @@ def _op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
     return None
 
 
+def counted_ops(record: Mapping[str, Any]) -> set[str]:
+    """The op names the FLOP counter counted in the record's step."""
+    return {str(o.get("op")) for o in (record.get("work") or {}).get("per_op") or []}
+
+
 def has_op_ranges(record: Mapping[str, Any]) -> bool:
     """Whether any measured kernel lies in the NVTX range of a counted op (captures of replays
     run with per-op ranges; older captures and the fixtures' step ranges have none)."""
-    counted = {str(o.get("op")) for o in (record.get("work") or {}).get("per_op") or []}
+    counted = counted_ops(record)
     kernels = (record.get("counters") or {}).get("kernels") or []
-    return any(_op_of(k, counted) for k in kernels)
+    return any(op_of(k, counted) for k in kernels)
 
 
 def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> list[Row]:
@@ -98,7 +103,7 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
         _add(acc, "bytes", op.get("bytes"))
     if by == "op":
         ops = set(counted)
-        keys = [_op_of(k, ops) for k in kernels]
+        keys = [op_of(k, ops) for k in kernels]
         if not any(keys):  # no op ranges in this capture: no per-op table
             return []
     else:

@@ -39,14 +39,18 @@ def _kernel_points(
     l2: float | None,
     peak: float | None,
     ctx: Context | None = None,
+    counted: set[str] | None = None,
 ) -> list[LevelPoint]:
-    """Counter kernels grouped by aten op (kernel name when no op), one point per level; each
-    group against the roof of its math (the op's, else its kernel names'), else `peak`."""
+    """Counter kernels grouped by op, one point per level: the outermost counted op whose
+    range the kernel ran in (as the counted-vs-measured table attributes it), else the
+    capture's own op, else the kernel name. Each group against the roof of its math (measured
+    precision, the op's, its kernel names'), else `peak`."""
     from analyzers.mathmode import from_counters, from_kernels
+    from analyzers.measured import op_of
 
     groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
-        name = k.get("op") or k.get("name") or "?"
+        name = op_of(k, counted or set()) or k.get("op") or k.get("name") or "?"
         g = groups.setdefault(
             name,
             {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}, "tensor": {}},
@@ -98,7 +102,9 @@ def hierarchical(
     l2 = spec.get("l2_bandwidth")
     counters = record.get("counters")
     if counters and counters.get("kernels"):
-        pts = _kernel_points(counters, bandwidth, l2, peak, ctx)
+        from analyzers.measured import counted_ops
+
+        pts = _kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record))
         notes = [
             "bytes and FLOPs measured by hardware counters "
             f"({counters.get('tool', '?')}) over "

@@ -217,6 +217,8 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     assert sec["kernels"][0]["ranges"] == [
         "perfsuite.steps", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution"
     ]  # fmt: skip
+    # the same op as the CSV reader names from the same ranges (the innermost aten one)
+    assert sec["kernels"][0]["op"] == "aten::cudnn_convolution"
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails, and no ncu either
     monkeypatch.setattr("perfsuite.counters.collect.find_ncu", lambda: None)
     with pytest.raises(CountersError, match=r"x\.ncu-rep: \.ncu-rep needs NVIDIA's ncu_report"):
@@ -364,4 +366,5 @@ def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):
     rep.write_bytes(b"\0")
     with pytest.raises(CountersError, match=r"x\.ncu-rep: ncu_report cannot load it: stub"):
         load_counters(rep)
-    monkeypatch.delitem(sys.modules, "ncu_report")
+    # not monkeypatch.delitem: its undo would put the stub back for every later test
+    sys.modules.pop("ncu_report", None)

@@ -212,7 +212,7 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
                 ranges.extend(names)
         time_s = vals.pop(KERNEL_TIME, None)
         rebuilt.update(dict.fromkeys(counts_from_rates(vals)))
-        launches.append(Launch(row[kcol], vals, op=_op(ranges), time_s=time_s,
+        launches.append(Launch(row[kcol], vals, time_s=time_s,
                                ranges=tuple(ranges)))  # fmt: skip
     names = [header[i] for i in mcols if i in numeric] + list(rebuilt)
     device = _device(header, body[0][1]) if body else {}
@@ -251,14 +251,6 @@ def _kind(kinds: set[str]) -> str | None:
     return "+".join(sorted(kinds))
 
 
-def _op(ranges: list[str]) -> str | None:
-    """An aten op name from `emit_nvtx`-style ranges (innermost one with '::'), else None."""
-    for name in reversed(ranges):
-        if "::" in name:
-            return name
-    return None
-
-
 def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     header = rows[0][1]
     col = {h: i for i, h in enumerate(header)}
@@ -284,7 +276,7 @@ def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
                 if got:
                     kinds.add(kind)
                     ranges.extend(got)
-            launch = Launch(row[col["Kernel Name"]], {}, op=_op(ranges), ranges=tuple(ranges))
+            launch = Launch(row[col["Kernel Name"]], {}, ranges=tuple(ranges))
             by_id[row[col["ID"]]] = launch
         if not _metric_column(name):
             continue

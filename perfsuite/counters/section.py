@@ -44,9 +44,24 @@ class Launch:
 
     name: str
     values: dict[str, float | None]
-    op: str | None = None
+    op: str | None = None  # default: the innermost aten range of `ranges`
     time_s: float | None = None
     ranges: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # both readers (CSV and .ncu-rep) name the op the same way from the same ranges
+        if self.op is None:
+            self.op = op_from_ranges(self.ranges)
+
+
+def op_from_ranges(ranges: tuple[str, ...] | list[str]) -> str | None:
+    """An aten op name from `emit_nvtx`-style ranges (innermost one with '::'), else None. The
+    capture's own view; analyzers attribute a kernel to the outermost op the FLOP counter
+    counted (`analyzers.measured.op_of`), which this file cannot know."""
+    for name in reversed(ranges):
+        if "::" in name:
+            return name
+    return None
 
 
 @dataclass
