@@ -36,6 +36,10 @@ class Row:
     bytes_ratio: float | None  # measured DRAM / modeled
     kernels: int  # distinct kernel names in this row
     mapping: str = MAPPING
+    # lower bounds: a kernel of the row lacked the quantity, or (FLOP) the capture lacks a
+    # Tensor-Core precision's counters; shown with "≥", never as the measured total
+    flops_partial: bool = False
+    bytes_partial: bool = False
 
 
 def _add(acc: dict[str, float | None], key: str, value: Any) -> None:
@@ -110,11 +114,18 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
         keys = [kernel_class(str(k.get("name", ""))) for k in kernels]
     measured: dict[str, dict[str, float | None]] = {}
     names: dict[str, set[str]] = {}
+    partial: dict[str, set[str]] = {}  # row -> {"flops", "bytes"} that are lower bounds
+    unmeasured = bool(counters.get("tensor_unmeasured"))
     for k, found in zip(kernels, keys, strict=True):
         name = str(k.get("name", ""))
         key = found or UNATTRIBUTED
         acc = measured.setdefault(key, {})
         names.setdefault(key, set()).add(name)
+        gaps = partial.setdefault(key, set())
+        if unmeasured or k.get("flops") is None or k.get("flops_tensor") is None:
+            gaps.add("flops")
+        if k.get("dram_bytes") is None:
+            gaps.add("bytes")
         for src in ("flops", "flops_tensor"):
             if k.get(src) is not None:
                 _add(acc, "flops", k[src] / steps)
@@ -137,6 +148,8 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
                 bytes_ratio=_ratio(m.get("dram"), c.get("bytes")),
                 kernels=len(names.get(key, ())),
                 mapping=OP_MAPPING if by == "op" else MAPPING,
+                flops_partial="flops" in partial.get(key, ()) and m.get("flops") is not None,
+                bytes_partial="bytes" in partial.get(key, ()) and m.get("dram") is not None,
             )
         )
     rows.sort(key=lambda r: (-(r.counted_flops or 0.0), -(r.measured_flops or 0.0), r.key))

@@ -368,3 +368,19 @@ def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):
         load_counters(rep)
     # not monkeypatch.delitem: its undo would put the stub back for every later test
     sys.modules.pop("ncu_report", None)
+
+
+def test_unmeasured_precision_makes_tensor_flop_lower_bounds(capsys):
+    """The stdout capture has no fp16 Tensor-Core counter: its fp16 GEMM's tensor FLOP reads
+    ">=0", the totals ">=275 GFLOP", and a line says which precisions were not measured."""
+    from perfsuite.cli import main
+
+    assert main(["counters", str(_gpu("h100-ncu-stdout-gemm4096.csv"))]) == 0
+    out = capsys.readouterr().out
+    hsh = next(line for line in out.splitlines() if line.startswith("nvjet_sm90_hsh"))
+    assert "≥0 FLOP" in hsh and "≥0 FLOP/s" in hsh
+    assert "tensor FLOP ≥275 GFLOP" in out
+    assert "(fp16, fp8 not measured in this capture): lower bounds" in out
+    assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
+    out = capsys.readouterr().out
+    assert "≥" not in out and "tensor FLOP 412 GFLOP" in out

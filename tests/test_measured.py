@@ -179,3 +179,28 @@ def test_kernel_names_map_to_classes_and_backward(name, cls, backward):
     from perfsuite.counters.kernels import is_backward_kernel, kernel_class
 
     assert (kernel_class(name), is_backward_kernel(name)) == (cls, backward)
+
+
+def test_partial_sums_are_lower_bounds_never_totals():
+    """A kernel without its counters, or a capture without fp16's, makes the row a lower bound:
+    marked, and shown with ">=" in the table, not as the measured total."""
+    from perfsuite.report.roofline_rows import measured_table
+
+    def kernel(name, tensor, dram):
+        return {"name": name, "op": None, "flops": 0.0, "flops_tensor": tensor,
+                "dram_bytes": dram, "time_s": 1e-3}  # fmt: skip
+
+    per_op = [{"op": "aten::convolution", "family": "convolution", "flops": 2e12, "bytes": 1e9}]
+    counters = {"window_steps": 1, "kernels": [kernel("sm90_xmma_fprop_a", 1e12, 5e8),
+                                               kernel("sm90_xmma_fprop_b", None, 5e8)]}  # fmt: skip
+    (row,) = compare_counted_measured({"work": {"per_op": per_op}, "counters": counters})
+    assert row.measured_flops == 1e12 and row.flops_ratio == 0.5
+    assert row.flops_partial and not row.bytes_partial
+    _, body = measured_table([row])
+    assert body[0][2] == "≥1 TFLOP" and body[0][3] == "≥0.5" and body[0][5] == "1 GB"
+    counters["kernels"][1]["flops_tensor"] = 1e12
+    (row,) = compare_counted_measured({"work": {"per_op": per_op}, "counters": counters})
+    assert not row.flops_partial and row.flops_ratio == 1.0
+    counters["tensor_unmeasured"] = ["fp8"]
+    (row,) = compare_counted_measured({"work": {"per_op": per_op}, "counters": counters})
+    assert row.flops_partial

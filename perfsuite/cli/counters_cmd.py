@@ -83,6 +83,12 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     from analyzers.measured import calibration_text
     from perfsuite.fmt import si, table, truncate
 
+    missing = section.get("tensor_unmeasured") or []
+    low = "≥" if missing else ""  # a sum of the measured precisions only: a lower bound
+
+    def tensor(v: float | None, unit: str = "FLOP") -> str:
+        return si(v, unit) if v is None else low + si(v, unit)
+
     rows = []
     for k in section["kernels"][:top]:
         work = None
@@ -95,10 +101,10 @@ def render(section: dict[str, Any], top: int = 20) -> str:
                 k["calls"],
                 si(k["time_s"], "s"),
                 si(k["flops"], "FLOP"),
-                si(k["flops_tensor"], "FLOP"),
+                tensor(k["flops_tensor"]),
                 si(k["dram_bytes"], "B"),
                 si(k["l2_bytes"], "B"),
-                si(_rate(work, k["time_s"]), "FLOP/s"),
+                tensor(_rate(work, k["time_s"]), "FLOP/s"),
                 si(_rate(k["dram_bytes"], k["time_s"]), "B/s"),
             ]
         )
@@ -107,8 +113,8 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         "op (or class by name)",
         "calls",
         "time",
-        "FLOP",
-        "tensor FLOP",
+        "CUDA-core FLOP",
+        "Tensor-Core FLOP",
         "DRAM",
         "L2",
         "FLOP/s",
@@ -127,9 +133,14 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         lines.append(f"... {len(section['kernels']) - top} more kernels (use --top or --json)")
     lines.append(
         f"totals: time {si(t['time_s'], 's')}, FLOP {si(t['flops'], 'FLOP')}, tensor FLOP "
-        f"{si(t['flops_tensor'], 'FLOP')}, DRAM {si(t['dram_bytes'], 'B')}, "
+        f"{tensor(t['flops_tensor'])}, DRAM {si(t['dram_bytes'], 'B')}, "
         f"L2 {si(t['l2_bytes'], 'B')}"
     )
+    if missing:
+        lines.append(
+            f"≥: tensor FLOP of the measured precisions only ({', '.join(missing)} not "
+            "measured in this capture): lower bounds"
+        )
     lines.extend(_precision_lines(section))
     if steps:
         per = {
@@ -138,7 +149,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         }
         lines.append(
             f"per step: FLOP {si(per['flops'], 'FLOP')}, tensor FLOP "
-            f"{si(per['flops_tensor'], 'FLOP')}, DRAM {si(per['dram_bytes'], 'B')}"
+            f"{tensor(per['flops_tensor'])}, DRAM {si(per['dram_bytes'], 'B')}"
         )
     cal = calibration_text(section)
     if cal:

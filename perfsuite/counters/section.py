@@ -245,6 +245,9 @@ def build_section(
         "kernels": kernels,
         "totals": totals,
         "per_step": per_step,
+        # precisions whose Tensor-Core counters this capture lacks: every flops_tensor above
+        # is then a lower bound (an fp16 GEMM reads 0 where fp16 was not measured)
+        "tensor_unmeasured": [p for p in TENSOR_FLOAT if plan.get(p) is None],
         "calibrated": calibration_info(
             plan, device, calibration_cache.entry_for(device.get("name"))
         ),

@@ -139,11 +139,11 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
     per op class or per op (`analyzers.measured.compare_counted_measured` rows)."""
     from analyzers.measured import OP_MAPPING
 
-    def si(v: float | None, unit: str) -> str:
-        return fmt.si(v, unit) if v is not None else "n/a"
+    def si(v: float | None, unit: str, low: bool = False) -> str:
+        return ("≥" if low else "") + fmt.si(v, unit) if v is not None else "n/a"
 
-    def ratio(v: float | None) -> str:  # 1.008, 19.5, 1.365e+09: four digits at any size
-        return f"{v:.4g}" if v is not None else "n/a"
+    def ratio(v: float | None, low: bool = False) -> str:  # 1.008, 19.5: four digits
+        return f"{'≥' if low else ''}{v:.4g}" if v is not None else "n/a"
 
     by_op = bool(rows) and rows[0].mapping == OP_MAPPING
     headers = ["op" if by_op else "op class", "FLOP counted", "FLOP measured", "meas/count",
@@ -152,11 +152,11 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
         [
             r.key,
             si(r.counted_flops, "FLOP"),
-            si(r.measured_flops, "FLOP"),
-            ratio(r.flops_ratio),
+            si(r.measured_flops, "FLOP", r.flops_partial),
+            ratio(r.flops_ratio, r.flops_partial),
             si(r.modeled_bytes, "byte"),
-            si(r.measured_dram_bytes, "byte"),
-            ratio(r.bytes_ratio),
+            si(r.measured_dram_bytes, "byte", r.bytes_partial),
+            ratio(r.bytes_ratio, r.bytes_partial),
         ]
         for r in rows
     ]
@@ -166,8 +166,13 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
 def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]]]]:
     """(caption, headers, rows) per non-empty table of a `CountedVsMeasured`: per op class,
     then per op; the CLI prints them, the report draws them."""
-    return [
-        (f"Counted vs measured, per step ({rows[0].mapping}):", *measured_table(rows))
-        for rows in (view.by_class, view.by_op)
-        if rows
-    ]
+    low = (
+        " ≥ marks a lower bound (a kernel lacked the counter, or the capture lacks a "
+        "Tensor-Core precision's counters)."
+    )
+
+    def caption(rows: list[Any]) -> str:
+        bound = any(r.flops_partial or r.bytes_partial for r in rows)
+        return f"Counted vs measured, per step ({rows[0].mapping}):" + (low if bound else "")
+
+    return [(caption(rows), *measured_table(rows)) for rows in (view.by_class, view.by_op) if rows]
