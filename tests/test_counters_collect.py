@@ -208,3 +208,20 @@ def test_ncu_rep_falls_back_to_ncu_csv_export(tmp_path, monkeypatch):
     assert sec["notes"][0] == (
         "read through the ncu CSV export of the report (ncu_report not importable)"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--no-capture"], "--counters ncu needs capture: drop --no-capture"),
+        (["--framework", "tensorflow"], "--counters: PyTorch runs only"),
+    ],
+)
+def test_counters_requests_that_would_collect_nothing_are_refused(extra, said, capsys):
+    """Without capture there is no window to replay, and the replay child runs the PyTorch
+    workload: either would leave the record without counters and without a word."""
+    from perfsuite.cli import main
+
+    assert main(["run", "digits", "--device", "cuda", "--counters", "ncu", *extra]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1

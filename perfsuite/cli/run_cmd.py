@@ -278,6 +278,15 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError("--profile-steps must be >= 0 (0: no profile window)")
     if args.counters and not args.device.startswith("cuda"):
         raise CLIError(f"--counters {args.counters} needs an NVIDIA GPU (--device cuda)")
+    if args.counters and not args.capture:
+        # counters replay the profiled window after training: no capture, no window
+        raise CLIError(f"--counters {args.counters} needs capture: drop --no-capture")
+    if args.counters and args.framework != "pytorch":
+        raise CLIError(
+            f"--counters: PyTorch runs only (the replay re-runs the PyTorch workload), not "
+            f"{args.framework}; run ncu yourself and attach its CSV with `perfsuite counters "
+            "FILE --into RUN --steps N`"
+        )
     if args.repeats < 1 or args.parallel < 1 or args.nproc < 1:
         raise CLIError("--repeats, --parallel and --nproc must be >= 1")
     if args.nproc > 1 and args.parallel > 1:
