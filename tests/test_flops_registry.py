@@ -92,6 +92,11 @@ def test_matmul_family():
     assert est("aten::matmul", T(4), T(4, 6)).flops == 2 * 4 * 6
     e = est("aten::einsum", "bij,bjk->bik", [T(2, 3, 4), T(2, 4, 5)])
     assert e.flops == 240
+    # nothing summed: one multiply per element (elementwise, outer product); a dot product
+    # sums its index away: a multiply-add per element
+    assert est("aten::einsum", "ij,ij->ij", [T(4, 5), T(4, 5)]).flops == 20
+    assert est("aten::einsum", "i,j->ij", [T(4), T(5)]).flops == 20
+    assert est("aten::einsum", "i,i->", [T(7), T(7)]).flops == 14
 
 
 def test_matmul_bytes_at_dtype_size():

@@ -76,8 +76,9 @@ def matmul(call: OpCall) -> Cost:
 
 @register("aten::einsum", family="matmul", composite=True)
 def einsum(call: OpCall) -> Cost:
-    """einsum(equation, operands): pairwise left to right, each contraction costs
-    2 * prod(sizes of all indices of the pair) when something is summed or multiplied."""
+    """einsum(equation, operands): pairwise left to right; a pair that sums an index away
+    costs 2 * prod(sizes of all its indices) (a multiply-add each), a pair that only
+    multiplies (nothing summed: 'ij,ij->ij', an outer product) 1 per element."""
     eq = str(call.arg(0, ""))
     ops = call.tensor_list(1)
     if "->" not in eq or not ops or "..." in eq:
@@ -95,7 +96,8 @@ def einsum(call: OpCall) -> Cost:
     for i in range(1, len(terms)):
         later = set("".join(terms[i + 1 :])) | set(rhs)
         both = set(current) | set(terms[i])
-        flops += 2 * math.prod(sizes[c] for c in both)
+        summed = any(c not in later for c in both)
+        flops += (2 if summed else 1) * math.prod(sizes[c] for c in both)
         current = "".join(c for c in sorted(both) if c in later)
     if len(terms) == 1 and set(current) - set(rhs):
         flops = math.prod(sizes[c] for c in current)  # a pure reduction: one add per element
