@@ -52,6 +52,27 @@ def measured_step_time(record: Mapping[str, Any]) -> tuple[float | None, str]:
     return None, "no measured step time"
 
 
+# Window and clock steps this far apart (either way) describe different machines: on the
+# 2-core VM a contended epoch ran its steps 25x slower than the window after it.
+APART = 1.5
+
+
+def window_vs_clock(record: Mapping[str, Any], measured_s: float | None) -> str | None:
+    """A note when the profile window's own steps (`timeline.step_time`, profiler on) and the
+    clock's step the per-op times are reconciled to are more than APART times apart."""
+    q = (record.get("timeline") or {}).get("step_time")
+    window = float(q["value"]) if isinstance(q, Mapping) and q.get("value") else None
+    if not window or not measured_s or max(window, measured_s) / min(window, measured_s) < APART:
+        return None
+    slower = "clock's steps" if measured_s > window else "window's steps"
+    return (
+        f"the profile window's steps took {window:.4g} s each, the clock's {measured_s:.4g} s: "
+        f"{max(window, measured_s) / min(window, measured_s):.1f}x apart (the {slower} were "
+        "slowed: a contended machine, or the profiler's own cost); op shares and roof "
+        "fractions describe the window, the other row takes the difference"
+    )
+
+
 def reconcile(
     times: Mapping[str, float], measured_s: float, *, time_kind: str = "", measured_source: str = ""
 ) -> Reconciled:
@@ -108,11 +129,23 @@ def self_times(record: Mapping[str, Any]) -> tuple[dict[str, float], str]:
 
 def reconcile_timeline(record: Mapping[str, Any]) -> Reconciled | None:
     """The profiled ops' self times against the measured step; None without both."""
-    measured, src = measured_step_time(record)
     times, kind = self_times(record)
+    return reconcile_record(record, times, kind)
+
+
+def reconcile_record(
+    record: Mapping[str, Any], times: Mapping[str, float], kind: str
+) -> Reconciled | None:
+    """`times` (per step) against the record's measured step, with the window-vs-clock note;
+    None without both."""
+    measured, src = measured_step_time(record)
     if measured is None or not times:
         return None
-    return reconcile(times, measured, time_kind=kind, measured_source=src)
+    out = reconcile(times, measured, time_kind=kind, measured_source=src)
+    apart = window_vs_clock(record, measured)
+    if apart:
+        out.notes.append(apart)
+    return out
 
 
 class ProfiledOp(NamedTuple):

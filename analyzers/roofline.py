@@ -30,7 +30,7 @@ from analyzers.mathmode import (
     work_by_op,
 )
 from analyzers.measured import compare_counted_measured
-from analyzers.reconcile import Reconciled, measured_step_time, profiled_times, reconcile
+from analyzers.reconcile import Reconciled, profiled_times, reconcile_record
 from analyzers.roof_doubts import Suspects
 from analyzers.roof_flags import counter_evidence, flag_cause, run_flag
 
@@ -144,7 +144,8 @@ class Roofline:
     ops: list[OpRoofline]
     ranking: list[OpRoofline]  # joined ops by lost time, largest first
     hierarchical: Hierarchical
-    profiled_step_time_s: float | None  # the measured step the per-op times are reconciled to
+    # the clock's step (of the epoch the window followed) the per-op times are reconciled to
+    reconciled_step_time_s: float | None
     notes: list[str] = field(default_factory=list)
     time_rows: Reconciled | None = None  # roofline ops' times + other, summing to the step
     math_source: str = ""
@@ -372,16 +373,11 @@ def op_rooflines(
     notes: list[str] = []
     model = work_by_op(record.get("work") or {})
     times = profiled_times(record, notes)
-    measured, msrc = measured_step_time(record)
     joined = {op: times[op].time_s for op in model if op in times}
-    rec_rows = None
-    scale = 1.0
-    if measured and joined:
-        rec_rows = reconcile(
-            joined, measured, time_kind=next(iter(times.values())).kind, measured_source=msrc
-        )
-        scale = rec_rows.scale
-        notes += rec_rows.notes
+    kind = next(iter(times.values())).kind if times else ""
+    rec_rows = reconcile_record(record, joined, kind)
+    scale, measured = (rec_rows.scale, rec_rows.measured_step_s) if rec_rows else (1.0, None)
+    notes += rec_rows.notes if rec_rows else []
     bw = ctx.bandwidth
     rows: list[OpRoofline] = []
     for op in sorted(set(model) | set(times)):

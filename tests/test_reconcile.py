@@ -153,3 +153,18 @@ def test_step_cv_reaches_the_roofline_rows():
     }
     rows, _, _ = op_rooflines(rec)
     assert next(r for r in rows if r.op == "aten::mm").step_cv == 0.25
+
+
+@pytest.mark.parametrize(("window_s", "apart"), [(0.2, None), (0.01, "25.0x apart")])
+def test_a_window_far_from_the_clock_is_said(window_s, apart):
+    """The user trial's digits run: 15 ms window steps against a 381 ms clock step left 97%
+    of the step "not attributed" without a word; 1.25x apart is normal (profiler cost)."""
+    rec = _record(0.25)
+    rec["timeline"]["step_time"] = quantity(window_s, "s", "measured", "profiled steps")
+    notes = reconcile_timeline(rec).notes
+    if apart is None:
+        assert notes == []
+    else:
+        (note,) = notes
+        assert apart in note and "the clock's steps were slowed" in note
+        assert note.startswith("the profile window's steps took 0.01 s each, the clock's 0.25 s")

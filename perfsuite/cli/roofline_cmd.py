@@ -124,7 +124,7 @@ def _text(
     if res.ops:
         out += [
             "",
-            f"Per-op, per step (measured step {fmt.si(res.profiled_step_time_s, 's')}; "
+            f"Per-op, per step (measured step {fmt.si(res.reconciled_step_time_s, 's')}; "
             f"top {top} of {len(res.ops)} by time):",
             fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),
         ]

@@ -82,7 +82,7 @@ def lost_places(res: Roofline | None, n: int = LOST_PLACES) -> list[str]:
     """The `n` ops losing the most time per step against their roofs, as sentences."""
     if res is None:
         return []
-    step = res.profiled_step_time_s
+    step = res.reconciled_step_time_s
     out = []
     for o in res.ranking[:n]:
         p = o.placement
