@@ -190,3 +190,18 @@ def test_utilization_never_shows_a_rate_above_a_ceiling(h100):
     assert add.of_measured_bandwidth is None and add.of_spec_bandwidth is None
     assert add.of_measured_peak is not None  # the compute fraction is far below 1 and kept
     assert any(n.startswith("aten::add: achieved 1.92x the measured bandwidth") for n in u.notes)
+
+
+def test_an_op_whose_profiled_calls_differ_from_the_counted_is_not_judged(h100):
+    """aten::add_: 8 counted calls per step (scalar num_batches_tracked increments) against 10
+    profiled (the two large ones made inside convolution backward): its 92 us were judged
+    against 8 FLOP and ranked among the ops to look at first."""
+    res = roofline(h100)
+    add = next(o for o in res.ops if o.op == "aten::add_")
+    assert add.status == "calls_differ" and add.calls == 10
+    assert add.placement.frac_of_roof is None and add.lost_time_s is None
+    assert add.time_s and add.time_share  # its time is still in the step's rows
+    assert "aten::add_" not in [o.op for o in res.ranking]
+    assert any("aten::add_ (10 vs 8)" in n for n in res.notes)
+    conv = next(o for o in res.ops if o.op == "aten::convolution")
+    assert conv.status == "joined"
