@@ -67,6 +67,10 @@ class RunValues:
     frac_of_roof: float | None
     roof_flag: str | None
     roofline_missing: str | None  # why there is no roofline position
+    # the run's own roofs (its blended peak, its memory roof): runs on other hardware are
+    # drawn under their own, never under the baseline's
+    peak_flops: float | None = None
+    memory_bandwidth: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,8 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         frac_of_roof=r.frac_of_roof if r else None,
         roof_flag=r.flag if r else None,
         roofline_missing=missing,
+        peak_flops=r.peak_flops.value if r else None,
+        memory_bandwidth=r.memory_bandwidth.value if r else None,
     )
 
 

@@ -299,3 +299,31 @@ def test_gate_picks_the_verdicts_that_set_the_exit_code():
     assert exit_code([tta_same, epoch_slow], "both") == 3
     assert exit_code([V(quantity="time_to_accuracy", verdict="no verdict")], "both") == 4
     assert exit_code([], "time_to_accuracy") == 0
+
+
+def test_runs_on_other_hardware_are_drawn_under_their_own_roofs(make_record):
+    """A CPU run and an H100-class run in one report: each hardware gets its roof; before,
+    only the baseline's was drawn and the GPU point sat 600x above it."""
+    from analyzers.compare import run_values
+    from perfsuite.report.compare_figures import positions_figure
+
+    cpu = _run(make_record, "cpu-run", 10.0)
+    gpu = _run(make_record, "gpu-run", 1.0)
+    gpu["hardware"] = {"name": "NVIDIA H100 80GB HBM3"}
+    gpu["ceilings"] = copy.deepcopy(gpu["ceilings"])
+    gpu["ceilings"]["peak_flops"]["value"] = 5e13
+    cpu["hardware"] = {"name": "AMD EPYC"}
+    runs = [run_values("a", cpu), run_values("b", gpu)]
+    assert runs[1].peak_flops == 5e13 and runs[0].peak_flops != 5e13
+    fig = positions_figure(runs)
+    roofs = [t.name for t in fig.data if t.mode == "lines"]
+    assert roofs == [
+        f"roof of AMD EPYC: {_si(runs[0].peak_flops)}, {_si(runs[0].memory_bandwidth, 'byte/s')}",
+        f"roof of NVIDIA H100 80GB HBM3: 50 TFLOP/s, {_si(runs[1].memory_bandwidth, 'byte/s')}",
+    ]
+
+
+def _si(v, unit="FLOP/s"):
+    from perfsuite import fmt
+
+    return fmt.si(v, unit)

@@ -346,7 +346,7 @@ def report_html(
 
         sections = [
             *first,
-            ("compare", "Comparison", comparison_body(records, analyses, top)),
+            ("compare", "Comparison", comparison_body(records, top)),
             *_stability(records),
             ("summary", "Summary", _summary(records, analyses)),
             *[

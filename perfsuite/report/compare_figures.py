@@ -70,16 +70,21 @@ def overlay_figure(
     return fig
 
 
-def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> go.Figure:
-    """Each run's whole-run point (intensity, achieved FLOP/s) on a log-log roofline; the
-    baseline's roof (`roofs`: peak_flops, memory_bandwidth) drawn when it has one."""
+def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
+    """Each run's whole-run point (intensity, achieved FLOP/s) on a log-log roofline, with
+    the roof of each hardware among the runs (its first run's roofs): a point is read against
+    the roof of the machine it ran on."""
     fig = go.Figure()
     pts = [r for r in runs if r.intensity_flop_per_byte and r.achieved_flop_per_s]
     items = list(dict.fromkeys(r.item for r in runs))
     colour = {label: ITEM_COLORS[i % len(ITEM_COLORS)] for i, label in enumerate(items)}
-    peak, bw = roofs.get("peak_flops"), roofs.get("memory_bandwidth")
-    xs = [r.intensity_flop_per_byte for r in pts] + ([peak / bw] if peak and bw else [])
-    if xs and peak and bw:
+    roofs: dict[str, tuple[float, float]] = {}
+    for r in runs:
+        if r.peak_flops and r.memory_bandwidth:
+            roofs.setdefault(r.hardware or "unknown hardware", (r.peak_flops, r.memory_bandwidth))
+    xs = [r.intensity_flop_per_byte for r in pts] + [p / b for p, b in roofs.values()]
+    dashes = ("solid", "dash", "dot", "dashdot")
+    for i, (hw, (peak, bw)) in enumerate(roofs.items()):
         lo = 10 ** math.floor(math.log10(min(xs) / 4))
         hi = 10 ** math.ceil(math.log10(max(xs) * 4))
         rx, ry = _roof(lo, hi, peak, bw)
@@ -88,8 +93,8 @@ def positions_figure(runs: Sequence[RunValues], roofs: Mapping[str, float]) -> g
                 x=rx,
                 y=ry,
                 mode="lines",
-                line={"color": "black", "width": 2},
-                name=f"baseline roof: {fmt.si(peak, 'FLOP/s')}, {fmt.si(bw, 'byte/s')}",
+                line={"color": "black", "width": 2, "dash": dashes[i % len(dashes)]},
+                name=f"roof of {hw}: {fmt.si(peak, 'FLOP/s')}, {fmt.si(bw, 'byte/s')}",
             )
         )
     for label in items:

@@ -46,16 +46,6 @@ def _curves(items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[di
     return out
 
 
-def _baseline_roofs(analyses: Sequence[Any]) -> dict[str, float]:
-    res = analyses[0][0] if analyses else None
-    if res is None:
-        return {}
-    return {
-        "peak_flops": res.run.peak_flops.value,
-        "memory_bandwidth": res.run.memory_bandwidth.value,
-    }
-
-
 def _verdicts(c: Comparison) -> str:
     if not c.verdicts:
         return h.notes(
@@ -71,9 +61,7 @@ def _verdicts(c: Comparison) -> str:
     )
 
 
-def comparison_body(
-    records: Sequence[Mapping[str, Any]], analyses: Sequence[Any], top: int = 10
-) -> str:
+def comparison_body(records: Sequence[Mapping[str, Any]], top: int = 10) -> str:
     """HTML of the comparison section for records of two or more runs."""
     items = items_from_records(records)
     curves = _curves(items)
@@ -104,9 +92,7 @@ def comparison_body(
     parts.append("<h3>FLOPs per step</h3>")
     parts.append(h.notes(rows.flop_lines(c)) or "<p>No candidates.</p>")
     parts.append("<h3>Roofline positions</h3>")
-    parts.append(
-        h.figure(positions_figure(c.runs, _baseline_roofs(analyses)), "fig-compare-roofline")
-    )
+    parts.append(h.figure(positions_figure(c.runs), "fig-compare-roofline"))
     parts.append("<h3>Every run</h3>")
     numeric = [False] * 4 + [True] * 7 + [False] * 2
     parts.append(h.table(rows.RUN_HEADERS, rows.run_rows(c), numeric))
