@@ -124,8 +124,13 @@ def _text(
     if res.ops:
         out += [
             "",
-            f"Per-op, per step (measured step {fmt.si(res.reconciled_step_time_s, 's')}; "
-            f"top {top} of {len(res.ops)} by time):",
+            f"Per-op, per step (shares of the {fmt.si(res.reconciled_step_time_s, 's')} "
+            + (
+                "step of the epoch the window followed, not the run's step_time above; "
+                if res.time_rows and res.time_rows.measured_source.startswith("timeline.")
+                else "step_time; "
+            )
+            + f"top {top} of {len(res.ops)} by time):",
             fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),
         ]
     if res.time_rows:
