@@ -32,9 +32,12 @@ def test_step_bar_counts_steps_over_all_epochs_and_shows_samples_per_s(capsys):
     assert p.bar.total == 30
     for _ in range(10):
         p.step()
+    p.evaluating(1)  # the bar stands still while the held-out set is evaluated: said
+    assert p.bar.postfix == "epoch 1/3: evaluating"
     p.epoch_done(1, 2500.0, "top1=0.9000")
     assert p.bar.n == 10
-    assert p.bar.postfix == "epoch 2/3, 2.5 ksample/s, top1=0.9000"
+    # named by its own epoch: a run that stops at this evaluation does not end on "epoch 2"
+    assert p.bar.postfix == "epoch 1/3 done, 2.5 ksample/s, top1=0.9000"
     p.close()
     err = capsys.readouterr().err
     assert "\x1b[2J" not in err and "training: up to 3 epochs x 10 steps" in err

@@ -1,10 +1,9 @@
 """The instrumented training loop: one workload run -> one run record.
 
 Time-to-accuracy follows DAWNBench: the clock counts training steps and per-epoch data
-preparation (shuffling, augmentation), not evaluation. The same short untimed warm-up runs
-first with capture on and off (capture.warm_up): instrumentation cannot move one-off costs out
-of epoch 1. Capture work (FLOP count, profile window, counters) runs the workload's own
-`train_step` in detours that leave the trained model and the clock untouched.
+preparation, not evaluation. The same untimed warm-up runs with capture on and off (capture.
+warm_up), so one-off costs stay in epoch 1 alike. Capture (FLOP count, profile window, counters)
+runs the workload's own `train_step` in detours that leave the model and the clock untouched.
 """
 
 from __future__ import annotations
@@ -305,6 +304,7 @@ class _Run:
                 continue
             if mllog:
                 mllog.eval_start(epoch)
+            self.progress.evaluating(epoch)
             with self.state.autocast():
                 metrics, eval_s = capture.timed(
                     self.workload.evaluate, self.state.module, self.data

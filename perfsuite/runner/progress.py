@@ -70,14 +70,20 @@ class RunProgress:
         self.bar.update(1)
 
     def epoch_done(self, epoch: int, samples_per_s: float | None, metrics: str = "") -> None:
-        """After epoch `epoch`: its measured samples/s and the evaluation, in the bar."""
+        """After epoch `epoch`: its measured samples/s and the evaluation, in the bar (named
+        by the epoch they belong to: a run that stops here ends on its own epoch's line)."""
         if self.bar is None:
             return
         rate = f", {si(samples_per_s, 'sample/s')}" if samples_per_s else ""
-        nxt = min(epoch + 1, self._epochs)
         self.bar.set_postfix_str(
-            f"epoch {nxt}/{self._epochs}{rate}{', ' if metrics else ''}{metrics}"
+            f"epoch {epoch}/{self._epochs} done{rate}{', ' if metrics else ''}{metrics}"
         )
+
+    def evaluating(self, epoch: int) -> None:
+        """Evaluation holds the bar still (off the clock, often seconds on a large held-out
+        set): say so, rather than a bar at 100% that looks hung."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"epoch {epoch}/{self._epochs}: evaluating")
 
     def close(self) -> None:
         if self.bar is not None:
