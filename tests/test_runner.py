@@ -269,3 +269,16 @@ def test_cli_errors_are_one_line(tmp_path):
         proc.stderr.strip()
         == "perfsuite: error: cifar10 needs --data-dir DIR (and --download to fetch it)"
     )
+
+
+def test_the_outcome_of_a_run_that_missed_its_target_is_a_sentence(tmp_path, make_record):
+    """A run that missed says by how much, as a reached one says when (it printed only
+    `status not_reached`)."""
+    from perfsuite.record import write_record
+    from perfsuite.runner.executor import outcome
+
+    rec = make_record([(1, 2.0, 0.41), (2, 4.0, 0.62), (3, 6.0, 0.58)], status="not_reached")
+    write_record(tmp_path / "missed", rec)
+    said = outcome(tmp_path / "missed")
+    assert said.startswith("not reached: top-1 >= ")
+    assert " not met in 3 epochs (6.00 s of training); best top1 0.62" in said

@@ -98,12 +98,27 @@ def outcome(run_dir: Path | None) -> str:
     # a smoke test (e.g. squad trained on dev articles) says so wherever its outcome is shown
     smoke = any(str(f).startswith("SMOKE TEST") for f in rec.get("flags") or [])
     tail = " [SMOKE TEST: not a benchmark result]" if smoke else ""
+    direction = rec["task"].get("direction") or "higher"
+    goal = target_text(tta["metric"], tta["threshold"], direction)
     if tta["reached"]:
-        goal = target_text(
-            tta["metric"], tta["threshold"], rec["task"].get("direction") or "higher"
+        return f"reached {goal} in {tta['time_s']:.2f} s (epoch {tta['epoch']}){tail}"
+    if rec["status"] == "not_reached":
+        evals = rec.get("evaluations") or []
+        values = [
+            e["metrics"][tta["metric"]]
+            for e in evals
+            if e["metrics"].get(tta["metric"]) is not None
+        ]
+        best = (min if direction == "lower" else max)(values, default=None)
+        train_s = evals[-1].get("train_time_s") if evals else None
+        times = (rec.get("throughput") or {}).get("epoch_times_s")
+        epochs = len(times) if times else (evals[-1]["epoch"] if evals else 0)
+        return (
+            f"not reached: {goal} not met in {epochs} epochs"
+            + (f" ({train_s:.2f} s of training)" if train_s is not None else "")
+            + (f"; best {tta['metric']} {best:.4g}" if best is not None else "")
+            + tail
         )
-        what = f"reached {goal} in {tta['time_s']:.2f} s"
-        return what + f" (epoch {tta['epoch']}){tail}"
     return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "") + tail
 
 
