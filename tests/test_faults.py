@@ -170,12 +170,8 @@ def test_fifo_as_prices_or_into_does_not_hang(tmp_path, make_record, capsys):
     )
     assert code == 2 and "FIFO" in capsys.readouterr().err
     os.mkfifo(tmp_path / "into")
-    code = _returns_within(
-        lambda: main(
-            ["counters", str(tmp_path / "prices.json"), "--into", str(tmp_path / "into"),
-             "--steps", "1"]
-        )  # fmt: skip
-    )
+    into = ["--into", str(tmp_path / "into"), "--steps", "1"]
+    code = _returns_within(lambda: main(["counters", str(tmp_path / "prices.json"), *into]))
     assert code == 2 and "FIFO" in capsys.readouterr().err
 
 
