@@ -9,6 +9,7 @@ Standard library only: the analysis side must not need anything else.
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import json
 import os
@@ -167,7 +168,8 @@ class DepthGuard:
     before the parser sees it, so a nested-array trace fails within one chunk instead of after
     gigabytes of prefix strings. Depth is bounded from above: the balanced part of a chunk
     counts its full depth on top of everything open before it, so a file is never let through
-    deeper than `limit`; real traces nest about 6 levels against a limit of 64.
+    deeper than `limit`; real traces nest about 6 levels against a limit of 64. Each chunk is
+    first checked to be UTF-8 text, so binary data is named as such, not as deep nesting.
     """
 
     def __init__(
@@ -189,11 +191,39 @@ class DepthGuard:
         self._in_string = False
         self._string_len = 0  # bytes of the string open at the end of the last chunk
         self._held = b""  # trailing backslashes, scanned with the next chunk
+        self._offset = 0  # bytes read so far (of the decompressed stream)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._utf8_open = False  # a multi-byte character cut by the last chunk boundary
 
     def read(self, n: int = -1) -> bytes:
         chunk = self._raw.read(n)
+        self._check_text(chunk)  # before the bracket count: binary is no nesting to report
         self._scan(chunk)
+        self._offset += len(chunk)
         return chunk
+
+    def _check_text(self, chunk: bytes) -> None:
+        """Refuse NUL bytes (never in JSON text) and invalid UTF-8 as they stream by.
+
+        A character cut at end of file is left to the parser, which reports the JSON as
+        incomplete. ASCII chunks, the common case, skip the decoder.
+        """
+        problems = []  # (offset, what): the first one is reported
+        nul = chunk.find(b"\x00")
+        if nul >= 0:
+            problems.append((self._offset + nul, "NUL byte"))
+        if self._utf8_open or not chunk.isascii():
+            held = len(self._utf8.getstate()[0])
+            try:
+                self._utf8.decode(chunk)
+            except UnicodeDecodeError as exc:
+                problems.append((self._offset - held + exc.start, "invalid byte"))
+            self._utf8_open = bool(self._utf8.getstate()[0])
+        if problems:
+            offset, what = min(problems)
+            raise self._error(
+                f"{self._path}: not a JSON text (binary or not UTF-8: {what} at offset {offset})"
+            )
 
     def _scan(self, chunk: bytes) -> None:
         data = self._held + chunk

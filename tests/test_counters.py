@@ -254,3 +254,125 @@ def test_trace_read_through_timeline_reader_bare_list_and_truncated_gzip(tmp_pat
         counters_from_trace(trunc)
     with pytest.raises(CountersError, match=r"nope\.json: file not found"):
         counters_from_trace(tmp_path / "nope.json")
+
+
+# -- what the file is, before a reader names the wrong thing ----------------------------------
+
+ELF_LIKE = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8  # NUL at offset 7
+NOT_A_SOURCE = "not an ncu CSV, CUPTI trace or .ncu-rep"
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "message"),
+    [
+        ("empty.csv", b"", "empty file"),
+        ("blank.csv", b" \n\n", "empty file (whitespace only)"),
+        ("empty.json.gz", gzip.compress(b""), "empty file"),
+        ("empty.ncu-rep", b"", "empty file"),
+        ("rnd.bin", ELF_LIKE, f"{NOT_A_SOURCE} (binary data, NUL byte at offset 7; an ncu "
+         "report must be named *.ncu-rep)"),
+        ("hi.bin", bytes(range(128, 256)) * 4, f"{NOT_A_SOURCE} (binary data, mostly not UTF-8; "
+         "an ncu report must be named *.ncu-rep)"),
+    ],
+)  # fmt: skip
+def test_empty_or_binary_source_is_named_so(tmp_path, capsys, name, body, message):
+    from perfsuite.cli import main
+    from perfsuite.counters import load_counters
+
+    path = tmp_path / name
+    path.write_bytes(body)
+    with pytest.raises(CountersError) as info:
+        load_counters(path)
+    assert str(info.value) == f"{path}: {message}"
+    assert main(["counters", str(path)]) == 2
+    assert (
+        capsys.readouterr().err.strip().splitlines()[-1] == f"perfsuite: error: {path}: {message}"
+    )
+
+
+def test_ncu_csv_reader_alone_names_empty_and_binary_files(tmp_path):
+    from perfsuite.counters.ncu_csv import read_ncu_csv
+
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    with pytest.raises(CountersError, match=r"empty\.csv: empty file$"):
+        read_ncu_csv(empty)
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(ELF_LIKE)
+    with pytest.raises(CountersError, match=r"b\.csv: not an ncu CSV \(binary data, NUL byte"):
+        read_ncu_csv(binary)
+
+
+def test_latin1_program_output_before_the_csv_is_still_text(tmp_path):
+    from pathlib import Path
+
+    from perfsuite.counters import load_counters
+
+    raw = (Path(__file__).parent / "fixtures" / "ncu" / "raw_page.csv").read_bytes()
+    path = tmp_path / "stdout.csv"
+    path.write_bytes(b"epoch 1: pr\xe9cision 0.91\n==PROF== Disconnected\n" + raw)
+    assert load_counters(path)["kernels"]
+
+
+def _cupti(**bad: object) -> dict:
+    ev = {"ph": "X", "cat": "cuda_profiler_range", "name": "k", "pid": 0, "tid": 1, "ts": 2.0,
+          "dur": 1.0, "args": {"dram__bytes_read.sum": 10.0}}  # fmt: skip
+    ev.update(bad)
+    return ev
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"ts": "x"}, "field traceEvents[1].ts: 'x' is not a number"),
+        ({"ts": "nan"}, "field traceEvents[1].ts: 'nan' is not a finite number"),
+        ({"ts": [1]}, "field traceEvents[1].ts: '[1]' is not a number"),
+        ({"ts": None}, "field traceEvents[1].ts: missing in a 'cuda_profiler_range' event"),
+        ({"pid": [0]}, "field traceEvents[1].pid: expected a number or a string"),
+        ({"args": [1, 2]}, "field traceEvents[1].args: expected an object"),
+    ],
+)
+def test_malformed_profiler_range_is_a_one_line_error(tmp_path, capsys, bad, message):
+    from perfsuite.cli import main
+
+    path = tmp_path / "t3.json"
+    path.write_text(json.dumps({"traceEvents": [_cupti(), _cupti(**bad)]}))
+    with pytest.raises(CountersError) as info:
+        counters_from_trace(path)
+    assert str(info.value) == f"{path}: {message}"
+    assert main(["counters", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"perfsuite: error: {path}: {message}"
+
+
+def _host(cat: str, name: str, ts: float, dur: float = 1.0, pid: object = 0) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": 1, "ts": ts, "dur": dur}
+
+
+def test_numeric_string_ts_still_orders_the_ranges(tmp_path):
+    events = [
+        _cupti(name="late", ts="5"),  # read as 5.0: after "early", so it gets the 2nd launch
+        _cupti(name="early", ts=1),
+        _host("cpu_op", "aten::first", 0.5),
+        _host("cuda_runtime", "cudaLaunchKernel", 1.0, 0.1),
+        _host("cpu_op", "aten::second", 2.5),
+        _host("cuda_runtime", "cudaLaunchKernel", 3.0, 0.1),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    ops = {k["name"]: k["op"] for k in counters_from_trace(path)["kernels"]}
+    assert ops == {"early": "aten::first", "late": "aten::second"}
+
+
+def test_launch_with_a_list_as_pid_is_skipped_not_a_traceback(tmp_path):
+    events = [
+        _cupti(name="a", ts=1),
+        _cupti(name="b", ts=2),
+        _host("cpu_op", "aten::mm", 0.5, 5.0),
+        _host("cuda_runtime", "cudaLaunchKernel", 1.0, 0.1),
+        _host("cuda_runtime", "cudaLaunchKernel", 2.0, 0.1, pid=[0]),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    notes = counters_from_trace(path)["notes"]
+    assert any(n.startswith("1 kernel launches vs 2 profiler ranges") for n in notes), notes

@@ -61,6 +61,8 @@ def test_text_output_and_module_breakdown(capsys):
         (["builtin:nope"], "unknown built-in model"),
         (["tests.test_flops_cli:tiny_model"], "give --input"),
         (["tests.test_flops_cli:tiny_model", "--input", "a,b"], "expected integers"),
+        (["workload:cifar10", "--input", "3,x"], "--input '3,x': part 'x' is not a positive"),
+        (["workload:cifar10", "--input", "3,224,2x24"], "part '2x24' is not a positive integer"),
         (["resnet20", "--batch", "0"], "--batch 0"),
     ],
 )

@@ -1,8 +1,10 @@
-"""Imports never lose a record (colliding ids), skip bad MLPerf lines instead of aborting, and
-apply MLPerf's scaling.json as the published scores do."""
+"""Imports never lose a record (colliding ids), skip bad MLPerf lines instead of aborting,
+apply MLPerf's scaling.json as the published scores do, and name a file that is not an entry
+(gzip, binary) as such."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -12,8 +14,10 @@ import pytest
 from analyzers.stats import olympic_mean
 from perfsuite.cli import main
 from perfsuite.importers.base import run_import
-from perfsuite.importers.dawnbench import DawnBenchImporter
+from perfsuite.importers.common import ImportFailure
+from perfsuite.importers.dawnbench import DawnBenchImporter, load_entry
 from perfsuite.importers.mlperf import MLPerfImporter, load_result
+from tests.conftest import shared_path
 
 FIX = Path(__file__).parent / "fixtures"
 RESNET = FIX / "mlperf" / "resnet_5runs"
@@ -129,3 +133,71 @@ def test_bad_scaling_json_gives_no_score(tmp_path, text):
     score = _scores(folder, tmp_path / "out")
     assert score["score_min"] is None
     assert any("scaling.json" in f for f in score["flags"])
+
+
+# -- DAWNBench: gzip read like everywhere else; a trace or binary file is no entry -----------
+
+NOT_AN_ENTRY = (
+    "not a DAWNBench entry (none of the fields version, author, framework, model, hardware, "
+    "timestamp; it looks like a Chrome/Kineto trace)"
+)
+
+
+def test_dawnbench_gzipped_entry_reads_like_the_plain_one(tmp_path):
+    src = tmp_path / "CIFAR10" / "train"
+    src.mkdir(parents=True)
+    (src / "r9.json.gz").write_bytes(gzip.compress((TRAIN / "normal_resnet9.json").read_bytes()))
+    shutil.copy(TRAIN / "normal_resnet9.tsv", src / "r9.tsv")  # x.json.gz pairs with x.tsv
+    rec = load_entry(src / "r9.json.gz").record
+    assert rec["run_id"] == "dawnbench-cifar10-train-r9"
+    assert rec["time_to_accuracy"]["time_s"] == 144.0
+    assert rec["flags"] == []
+
+
+def test_dawnbench_on_a_gzipped_trace_says_it_is_no_entry(tmp_path, capsys):
+    events = [{"ph": "X", "name": "k", "args": {"Input Dims": [[[1, 2]]]}}]  # depth 6
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    with pytest.raises(ImportFailure) as info:
+        load_entry(path)
+    assert str(info.value) == f"{path}: {NOT_AN_ENTRY}"
+    assert main(["import", "dawnbench", str(path), "--out", str(tmp_path / "runs")]) == 2
+    assert (
+        capsys.readouterr().err.strip().splitlines()[-1]
+        == f"perfsuite: error: {path}: {NOT_AN_ENTRY}"
+    )
+
+
+def test_dawnbench_on_the_shared_pytorch_trace(tmp_path, capsys):
+    path = shared_path("traces", "trace_filter__sampled_rank-0.json.gz")
+    assert main(["import", "dawnbench", str(path), "--out", str(tmp_path / "runs")]) == 2
+    assert f"{path}: {NOT_AN_ENTRY}" in capsys.readouterr().err
+
+
+# bracket-rich binary, once read as Latin-1 and reported as nesting over 64 levels
+PNG_LIKE = b"\x89PNG\r\n\x1a\n" + b"[" * 100 + bytes(range(256))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (PNG_LIKE, "not a DAWNBench entry (binary data, not JSON text)"),
+        (b"\xe9" + b"[" * 100, "not valid JSON (line 1, column 1)"),  # text, but not JSON
+        (b"", "empty file"),
+        (b" \n", "empty file"),
+    ],
+)
+def test_dawnbench_on_binary_or_non_json_text(tmp_path, body, message):
+    path = tmp_path / "CIFAR10" / "x.json"
+    path.parent.mkdir()
+    path.write_bytes(body)
+    with pytest.raises(ImportFailure) as info:
+        load_entry(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_dawnbench_deep_json_entry_is_still_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"model": ' + "[" * 65 + "]" * 65 + "}")
+    with pytest.raises(ImportFailure, match="nested deeper than the 64-level limit"):
+        load_entry(path)

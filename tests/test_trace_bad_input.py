@@ -222,3 +222,61 @@ def test_counters_into_a_running_record_is_attached(tmp_path, make_record, capsy
     assert main(["counters", str(csv), "--into", str(tmp_path / "run"), "--steps", "1"]) == 0
     rec = load_record(tmp_path / "run")
     assert rec["counters"]["kernels"] and rec["evaluations"][0]["metrics"]["top1"] == 0.5
+
+
+# -- binary and non-UTF-8 input: named as such, not as deep nesting ---------------------------
+
+# A PNG-like header (0x89 is not UTF-8) before bracket-rich noise: the bracket count alone
+# reads this as nesting far over 64 levels, as it did for a user's 20 KB of random bytes.
+_BINARY = b"\x89PNG\r\n\x1a\n" + b"[{" * 100 + bytes(range(256)) * 40
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_binary_trace_is_not_reported_as_deep_json(tmp_path, gz, capsys):
+    from perfsuite.cli import main
+
+    path = tmp_path / ("rnd.bin.gz" if gz else "rnd.bin")
+    path.write_bytes(gzip.compress(_BINARY) if gz else _BINARY)
+    want = f"{path}: not a JSON text (binary or not UTF-8: invalid byte at offset 0)"
+    with pytest.raises(TraceError) as info:
+        read_trace(path)
+    assert str(info.value) == want
+    assert main(["timeline", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"perfsuite: error: {want}"
+
+
+@pytest.mark.parametrize(("bad", "what"), [(b"\xe9", "invalid byte"), (b"\x00", "NUL byte")])
+def test_bad_byte_inside_a_trace_is_named_with_its_offset(tmp_path, bad, what):
+    body = b'{"traceEvents": [{"ph": "X", "name": "caf' + bad + b'", "ts": 1}]}'
+    path = tmp_path / "t.json"
+    path.write_bytes(body)
+    with pytest.raises(TraceError) as info:
+        read_trace(path)
+    offset = body.index(bad)
+    assert str(info.value) == (
+        f"{path}: not a JSON text (binary or not UTF-8: {what} at offset {offset})"
+    )
+
+
+def test_utf8_split_across_reads_is_text_and_offsets_count_across_reads():
+    import io
+
+    from perfsuite.safeio import DepthGuard
+
+    good = '{"traceEvents": [{"name": "café 中 🙂"}]}'.encode()
+    guard = DepthGuard(io.BytesIO(good), "g.json", TraceError)
+    assert b"".join(iter(lambda: guard.read(1), b"")) == good  # every character cut apart
+    bad = good.replace("中".encode(), b"\xe4\xb8")  # a character missing its last byte
+    guard = DepthGuard(io.BytesIO(bad), "b.json", TraceError)
+    at = bad.index(b"\xe4")
+    with pytest.raises(TraceError, match=rf"invalid byte at offset {at}\)$"):
+        while guard.read(3):
+            pass
+
+
+def test_deep_nesting_in_real_json_text_is_still_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"traceEvents": [{"name": "é"}, ' + "[" * 65 + "]" * 65 + "]}")
+    with pytest.raises(TraceError, match="JSON nested deeper than the 64-level limit"):
+        read_trace(path)

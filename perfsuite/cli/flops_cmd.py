@@ -7,11 +7,13 @@ ResNet-50 at 224x224 takes about a second on a laptop CPU.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
 
 CONV_LINEAR = ("convolution", "matmul")
+_DIMS_X = re.compile(r"\s*\d+(?:\s*x\s*\d+)+\s*")
 
 
 def register(sub: Any) -> None:
@@ -64,15 +66,32 @@ def register(sub: Any) -> None:
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """ "3,224,224" or "3x224x224" -> (3, 224, 224)."""
-    parts = text.replace("x", ",").replace("(", "").replace(")", "").split(",")
-    try:
-        shape = tuple(int(p) for p in parts if p.strip())
-    except ValueError:
-        raise CLIError(f"--input {text!r}: expected integers like 3,224,224") from None
-    if not shape or any(d <= 0 for d in shape):
-        raise CLIError(f"--input {text!r}: expected positive integers like 3,224,224")
-    return shape
+    """ "3,224,224" or "3x224x224" (optionally in parentheses) -> (3, 224, 224).
+
+    One separator per shape: with a comma, `x` is not one, so "3,224,2x24" is an error rather
+    than the 4-D 3x224x2x24, and "3,x" is not read as (3,).
+    """
+    body = text.strip()
+    if body.startswith("(") and body.endswith(")"):
+        body = body[1:-1]
+    sep = "," if "," in body else "x"
+    example = "3,224,224" if sep == "," else "3x224x224"
+    shape: list[int] = []
+    for n, part in enumerate(body.split(sep), start=1):
+        part = part.strip()
+        if not part:
+            raise CLIError(f"--input {text!r}: part {n} is empty; expected integers like {example}")
+        if not (part.isascii() and part.isdigit()):
+            mixed = _DIMS_X.fullmatch(part) is not None  # "2x24" beside commas
+            hint = " (use ',' or 'x' between dimensions, not both)" if mixed else ""
+            raise CLIError(
+                f"--input {text!r}: part {part!r} is not a positive integer{hint}; "
+                f"expected integers like {example}"
+            )
+        if int(part) == 0:
+            raise CLIError(f"--input {text!r}: part {part!r} is zero; dimensions must be positive")
+        shape.append(int(part))
+    return tuple(shape)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,12 +99,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch is not None and args.batch <= 0:
         raise CLIError(f"--batch {args.batch}: must be a positive integer")
+    given = [parse_shape(s) for s in args.input or []]  # refused before the model is built
     try:
         resolved = resolve_model(args.model)
     except ModelSpecError as exc:
         raise CLIError(str(exc)) from None
-    if args.input:
-        shapes = [parse_shape(s) for s in args.input]
+    if given:
+        shapes = given
     elif resolved.input_shape:
         shapes = [tuple(resolved.input_shape)]
     else:

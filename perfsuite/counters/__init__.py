@@ -14,6 +14,7 @@ from typing import Any
 from perfsuite.counters.cupti_trace import counters_from_trace
 from perfsuite.counters.metrics import default_metrics
 from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
+from perfsuite.counters.ncu_csv import HEAD_BYTES, binary_detail
 from perfsuite.counters.section import CountersError
 from perfsuite.safeio import open_regular
 
@@ -50,18 +51,28 @@ def profiler_experimental_config(metrics: list[str] | None = None) -> Any:
 
 
 def _looks_like_csv(path: Path) -> bool:
+    """True for an ncu CSV or report, False for a JSON trace; empty or binary files (other
+    than a .ncu-rep, which is binary) are refused here, before a reader misnames them."""
     import gzip
 
-    if path.suffix == ".ncu-rep":
-        return True
     with open_regular(path, CountersError) as fh:
-        head = fh.read(4096)
+        head = fh.read(HEAD_BYTES)
     if head[:2] == b"\x1f\x8b":
         try:
             with gzip.open(path, "rb") as fh:
-                head = fh.read(4096)
+                head = fh.read(HEAD_BYTES)
         except (OSError, EOFError) as e:
             raise CountersError(f"{path}: cannot read: {e}") from None
+    if not head.strip():
+        raise CountersError(f"{path}: empty file" + ("" if not head else " (whitespace only)"))
+    if path.suffix == ".ncu-rep":
+        return True
+    binary = binary_detail(head)
+    if binary:
+        raise CountersError(
+            f"{path}: not an ncu CSV, CUPTI trace or .ncu-rep ({binary}; an ncu report "
+            "must be named *.ncu-rep)"
+        )
     text = head.decode("utf-8", errors="replace").lstrip()
     return not text.startswith("{") and not text.startswith("[")
 

@@ -15,6 +15,7 @@ on the launching thread; otherwise op is null and a note says why.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,14 +67,16 @@ def _scan(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[_Ev]
     ops: list[_Ev] = []
     span = None
     seen_any = False
-    for ev in iter_trace_events(path):
+    for i, ev in enumerate(iter_trace_events(path)):
         seen_any = True
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat = ev.get("cat")
         if cat == RANGE_CATEGORY:
-            ranges.append(ev)
+            ranges.append(_checked_range(ev, i, path))
             continue
+        if not _hashable(ev.get("pid")) or not _hashable(ev.get("tid")):
+            continue  # a list or object as a thread id: a malformed event, like those below
         try:
             e = _Ev(
                 float(ev["ts"]),
@@ -92,6 +95,36 @@ def _scan(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[_Ev]
     if not seen_any:
         raise CountersError(f"{path}: field traceEvents: missing or empty")
     return ranges, launches, ops, span
+
+
+def _hashable(value: Any) -> bool:
+    """Usable as a dict key (ijson gives lists and dicts for JSON arrays and objects)."""
+    return not isinstance(value, (list, dict))
+
+
+def _checked_range(ev: dict[str, Any], i: int, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The range event with the fields we use checked, and `ts` made a float.
+
+    Ranges are the measurement itself, so a bad one is an error naming it, not a skip: `ts`
+    orders them (range i is the i-th launch), `pid` tells devices apart, `args` holds values.
+    """
+    where = f"{path}: field traceEvents[{i}]"
+    ts = ev.get("ts")
+    if ts is None:
+        raise CountersError(f"{where}.ts: missing in a '{RANGE_CATEGORY}' event")
+    try:
+        if isinstance(ts, (bool, list, dict)):
+            raise TypeError
+        value = float(ts)
+    except (TypeError, ValueError, OverflowError):
+        raise CountersError(f"{where}.ts: {str(ts)[:40]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise CountersError(f"{where}.ts: {str(ts)[:40]!r} is not a finite number")
+    if not _hashable(ev.get("pid")):
+        raise CountersError(f"{where}.pid: expected a number or a string")
+    if not isinstance(ev.get("args") or {}, dict):
+        raise CountersError(f"{where}.args: expected an object")
+    return {**ev, "ts": value}
 
 
 def _innermost_ops(launches: list[_Ev], ops: list[_Ev]) -> list[str | None]:
@@ -134,7 +167,7 @@ def counters_from_trace(
             f"{path}: field traceEvents: no '{RANGE_CATEGORY}' events; the trace was not "
             "collected with CUPTI profiler metrics (torch.profiler experimental_config)"
         )
-    ranges.sort(key=lambda e: float(e.get("ts", 0.0)))
+    ranges.sort(key=lambda e: e["ts"])  # floats: checked by _checked_range
     notes = [
         "time_s is null: CUPTI range-profiler timestamps are synthetic (Kineto splits the "
         "profiling span evenly) and kernels are replayed per metric pass; take kernel times "

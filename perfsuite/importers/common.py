@@ -31,25 +31,30 @@ class Imported:
     path: Path | None = None
 
 
-def read_text(path: Path) -> str:
-    """File text without a UTF-8 BOM and with CRLF/CR line endings made LF."""
-    raw = read_bytes(path, MAX_RESULT_BYTES, ImportFailure)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def had_bom_or_crlf(path: Path) -> list[str]:
-    """Notes about byte-level oddities that were tolerated (for the record's flags)."""
-    raw = read_bytes(path, MAX_RESULT_BYTES, ImportFailure)
+def decode_text(path: Path, raw: bytes) -> tuple[str, list[str]]:
+    """Text without a UTF-8 BOM, CRLF/CR line endings made LF (Latin-1 when not UTF-8), and
+    notes on those tolerated oddities (for the record's flags)."""
     notes = []
     if raw.startswith(b"\xef\xbb\xbf"):
         notes.append(f"{path.name}: UTF-8 byte-order mark ignored")
     if b"\r\n" in raw:
         notes.append(f"{path.name}: CRLF line endings")
-    return notes
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+        notes.append(f"{path.name}: not UTF-8; read as Latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), notes
+
+
+def read_text(path: Path) -> str:
+    """File text as `decode_text` makes it."""
+    return decode_text(path, read_bytes(path, MAX_RESULT_BYTES, ImportFailure))[0]
+
+
+def had_bom_or_crlf(path: Path) -> list[str]:
+    """Notes about byte-level oddities that were tolerated (for the record's flags)."""
+    return decode_text(path, read_bytes(path, MAX_RESULT_BYTES, ImportFailure))[1]
 
 
 _DATE_FORMATS = (

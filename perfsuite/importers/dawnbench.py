@@ -13,8 +13,11 @@ the threshold, computed by `analyzers.tta.first_crossing` on the converted curve
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +26,10 @@ from typing import Any
 from analyzers.cost import training_cost_usd
 from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.importers.common import (
+    MAX_RESULT_BYTES,
     Imported,
     ImportFailure,
+    decode_text,
     find_files,
     had_bom_or_crlf,
     parse_date,
@@ -32,7 +37,7 @@ from perfsuite.importers.common import (
     slug,
 )
 from perfsuite.record import new_record, quantity
-from perfsuite.safeio import MAX_JSON_DEPTH, first_line, json_depth_exceeds
+from perfsuite.safeio import MAX_JSON_DEPTH, first_line, json_depth_exceeds, read_bytes
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ _PATH_NAMES = {
     "squad": "squad",
 }
 REQUIRED_FIELDS = ("version", "author", "framework", "model", "hardware", "timestamp")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -231,11 +237,40 @@ def _misc(value: Any, name: str, flags: list[str]) -> Any:
     return value
 
 
-def load_entry(path: str | Path) -> Imported:
-    """One DAWNBench entry (JSON + TSV for training) as a run record."""
-    path = Path(path)
-    text = read_text(path)
-    if json_depth_exceeds(text.encode("utf-8", "replace"), MAX_JSON_DEPTH):
+def _entry_bytes(path: Path) -> bytes:
+    """The entry file's bytes, gunzipped when it is gzip (as traces are read everywhere)."""
+    raw = read_bytes(path, MAX_RESULT_BYTES, ImportFailure)
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            raw = fh.read(MAX_RESULT_BYTES + 1)
+    except (OSError, EOFError) as exc:  # BadGzipFile is an OSError
+        raise ImportFailure(f"{path}: not a readable gzip file ({first_line(exc)})") from None
+    if len(raw) > MAX_RESULT_BYTES:
+        raise ImportFailure(f"{path}: larger than {MAX_RESULT_BYTES:,} bytes uncompressed")
+    return raw
+
+
+def _entry_text(path: Path, raw: bytes) -> tuple[str, list[str]]:
+    """Text of an entry and notes on what was tolerated (BOM, CRLF, Latin-1).
+
+    Binary data is refused here: read as Latin-1 it would reach the JSON checks as noise.
+    Control bytes other than tab/LF/CR never occur in JSON text, in or out of strings.
+    """
+    if not raw.strip():
+        raise ImportFailure(f"{path}: empty file")
+    if _CONTROL.search(raw):
+        raise ImportFailure(f"{path}: not a DAWNBench entry (binary data, not JSON text)")
+    return decode_text(path, raw)
+
+
+def _parse_entry(path: Path, text: str) -> dict[str, Any]:
+    """The entry object; anything that is not a JSON object is a one-line error."""
+    # Nesting can only exhaust the parser's stack in a text that opens with a bracket; any
+    # other start is refused by json.loads at its first value without recursing.
+    opens = text.lstrip()[:1] in ("{", "[")
+    if opens and json_depth_exceeds(text.encode("utf-8", "replace"), MAX_JSON_DEPTH):
         raise ImportFailure(f"{path}: JSON nested deeper than the {MAX_JSON_DEPTH}-level limit")
     try:
         entry = json.loads(text)
@@ -247,14 +282,26 @@ def load_entry(path: str | Path) -> Imported:
         raise ImportFailure(f"{path}: not usable JSON ({first_line(exc)})") from None
     if not isinstance(entry, dict):
         raise ImportFailure(f"{path}: field (top level): expected a JSON object")
-    flags = had_bom_or_crlf(path)
+    if not any(f in entry for f in REQUIRED_FIELDS):
+        fields = ", ".join(REQUIRED_FIELDS)
+        hint = "; it looks like a Chrome/Kineto trace" if "traceEvents" in entry else ""
+        raise ImportFailure(f"{path}: not a DAWNBench entry (none of the fields {fields}{hint})")
+    return entry
+
+
+def load_entry(path: str | Path) -> Imported:
+    """One DAWNBench entry (JSON, or gzipped JSON, + TSV for training) as a run record."""
+    path = Path(path)
+    text, flags = _entry_text(path, _entry_bytes(path))
+    entry = _parse_entry(path, text)
+    base = path.with_name(path.name.removesuffix(".gz"))  # x.json.gz pairs with x.tsv
     missing = [f for f in REQUIRED_FIELDS if f not in entry]
     if "model" in missing or "hardware" in missing:
         raise ImportFailure(f"{path}: field {missing[0]}: required field missing")
     flags += [f"{path.name}: field {f} missing" for f in missing]
 
     inference = "latency" in entry or "inference" in (p.lower() for p in path.parts[:-1])
-    tsv = path.with_suffix(".tsv")
+    tsv = base.with_suffix(".tsv")
     rows: list[dict[str, float]] = []
     header = None
     task = detect_task(path, entry, None) if inference or not tsv.exists() else None
@@ -268,7 +315,7 @@ def load_entry(path: str | Path) -> Imported:
         flags += tsv_flags
     assert task is not None
 
-    run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(path.stem)}"
+    run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(base.stem)}"
     record = new_record(
         run_id=run_id,
         task={
