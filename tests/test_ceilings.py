@@ -168,6 +168,11 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     )
     mine = peaks_file_roofs(peaks)
     assert mine["tf32"]["peak_flops"]["provenance"] == "measured"
+    # the cache key's "|" is not shown; its thread count still reaches measured_under
+    assert mine["tf32"]["peak_flops"]["source"] == (
+        "peaks file peaks.json (measured; H100, torch 2.11.0, 16 threads)"
+    )
+    assert mine["tf32"]["peak_flops"]["measured_under"] == {"threads": 16}
     assert mine["memory"]["bandwidth"]["provenance"] == "spec"  # no measurement: the spec
     ceil = {
         "dtype": "float32",
@@ -178,3 +183,43 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     assert got["tf32"]["peak_flops"]["value"] == 3.7e14  # the peaks file first
     assert got["fp32"]["peak_flops"]["value"] == 5.4e13  # then the record's measured peak
     assert got["bf16"]["peak_flops"]["value"] == 989.5e12  # then the spec table
+
+
+@pytest.mark.parametrize(
+    "key, text",
+    [
+        ("torch 2.13.0+cpu|threads 2", "torch 2.13.0+cpu, 2 threads"),
+        ("torch 2.11.0|threads 1", "torch 2.11.0, 1 thread"),
+        ("torch none|threads n/a", "torch none, threads n/a"),
+        ("torch 2.11.0, 16 threads", "torch 2.11.0, 16 threads"),  # not a key: as is
+        ("?", "?"),
+    ],
+)
+def test_env_key_is_shown_without_its_separator(key, text):
+    from perfsuite.ceilings.cache import env_key, env_text
+
+    assert env_text(key) == text
+    assert env_text(env_key("2.13.0+cpu", 2)) == "torch 2.13.0+cpu, 2 threads"
+
+
+def test_peaks_prints_readable_env_and_still_finds_old_cache_keys(cache_dir, monkeypatch, capsys):
+    import socket
+
+    from perfsuite.ceilings import device_name
+    from perfsuite.ceilings.cache import device_key
+
+    monkeypatch.setattr("perfsuite.ceilings.resolve._env", lambda: ("2.13.0+cpu", 2))
+    item = {"value": 5e10, "mode": "quick", "detail": "matmul", "torch": "2.13.0+cpu"}
+    item.update(threads=2, measured_at="then", busy=False)
+    key = device_key(socket.gethostname(), device_name("cpu"))
+    old = {"torch 2.13.0+cpu|threads 2": {"flops": {"float32": item}, "bandwidth": None}}
+    entry = {"host": socket.gethostname(), "device_name": device_name("cpu"), "user": {}}
+    cache = {"version": 1, "devices": {key: {**entry, "measured": old}}}
+    (cache_dir / "peaks.json").write_text(json.dumps(cache))
+    assert ceilings_for("cpu", "float32", measure=False)["peak_flops"]["value"] == 5e10
+    assert main(["peaks", "--set", "float64=1e10"]) == 0
+    out = capsys.readouterr().out
+    assert f" on {socket.gethostname()}, torch 2.13.0+cpu, 2 threads\n" in out
+    assert "|threads" not in out
+    (stored,) = load_cache()["devices"].values()
+    assert list(stored["measured"]) == ["torch 2.13.0+cpu|threads 2"]  # the key on disk

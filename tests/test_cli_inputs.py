@@ -214,9 +214,65 @@ def test_deprecated_spellings_still_work(capsys):
     assert build_parser().parse_args(["run", "digits"]).all_epochs is False
 
 
+def test_retired_counters_force_notes_and_does_nothing(capsys):
+    parser = build_parser()
+    args = parser.parse_args(["counters", "t.json", "--force"])
+    assert capsys.readouterr().err == "note: --force is deprecated; it does nothing\n"
+    plain = vars(parser.parse_args(["counters", "t.json"]))
+    assert {k: v for k, v in vars(args).items() if k != "force"} == plain  # nothing else set
+    assert "--force" not in dict(_subparsers(parser))["counters"].format_help()
+
+
+def _top_help(command: str) -> str:
+    sub = dict(_subparsers(build_parser()))[command]
+    return next(a.help for a in sub._actions if "--top" in a.option_strings)
+
+
+def test_top_help_promises_uncut_json_only_where_there_is_json():
+    report = _top_help("report")
+    assert report == f"ops shown per run in tables and bar charts (0: all; default {TOP_DEFAULT})"
+    for command in ("roofline", "timeline", "counters", "flops"):
+        assert _top_help(command).endswith("; --json output is never cut"), command
+
+
 def test_no_capture_record_is_named_as_such_by_roofline(tmp_path, make_record, capsys):
     rec = make_record([(1, 1.0, 0.95)], config={"capture": False})
     write_record(tmp_path / "r", rec)
     assert main(["roofline", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "recorded with --no-capture" in err and "not from" not in err
+
+
+# -- flops --input: one separator, every part a positive integer ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [("3x32x32", (3, 32, 32)), ("3,32,32", (3, 32, 32)), ("(1, 3, 4)", (1, 3, 4))],
+)
+def test_flops_input_shape_takes_commas_or_x(text, shape):
+    from perfsuite.cli.flops_cmd import parse_shape
+
+    assert parse_shape(text) == shape
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("3,x", "--input '3,x': part 'x' is not a positive integer; expected integers like"),
+        ("3,224,2x24", "--input '3,224,2x24': part '2x24' is not a positive integer (use ',' or "
+         "'x' between dimensions, not both)"),
+        ("3x32,32", "--input '3x32,32': part '3x32' is not a positive integer (use ','"),
+        ("3,,4", "--input '3,,4': part 2 is empty"),
+        ("3x", "--input '3x': part 2 is empty"),
+        ("", "--input '': part 1 is empty"),
+        ("3,1.5", "--input '3,1.5': part '1.5' is not a positive integer"),
+        ("3,-2", "--input '3,-2': part '-2' is not a positive integer"),
+        ("0x4", "--input '0x4': part '0' is zero"),
+    ],
+)  # fmt: skip
+def test_flops_bad_input_shape_is_refused_before_the_model(text, message, capsys):
+    # an unknown module: the error must come from --input, before any model is resolved
+    assert main(["flops", "no_such_module_xyz:net", "--input", text]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"perfsuite: error: {message}"), last

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,26 @@ def test_text_outputs_need_no_plotly_and_html_says_why_not(run_dir, tmp_path):
     assert page.returncode == 2 and "Traceback" not in page.stderr
     assert "HTML output needs plotly" in page.stderr and len(page.stderr.splitlines()) == 1
     assert not (tmp_path / "r.html").exists()
+
+
+def _doc(path: str) -> str:
+    return (Path(__file__).resolve().parents[1] / path).read_text(encoding="utf-8")
+
+
+def test_docs_name_the_roofline_fields_and_columns_the_code_prints():
+    from analyzers.roofline import EXPLAIN
+    from perfsuite.report.roofline_rows import OP_HEADERS
+
+    readme = _doc("README.md")
+    block = readme[readme.index("### Roofline: where the run sits") :]
+    block = block[: block.index("\n\n", block.index("| field | meaning |"))]
+    fields = re.findall(r"^\| `(\w+)` \| (.*) \|$", block, re.M)
+    assert [f for f, _ in fields] == list(EXPLAIN)  # the block's rows, in the CLI's order
+    meaning = dict(fields)
+    assert meaning["frac_of_roof"].startswith("`roof_time / step_time`")
+    assert meaning["peak_flops"].startswith("blended compute roof")
+    doc = _doc("docs/roofline.md")
+    section = doc[doc.index("## Per-op table") : doc.index("## Hierarchical roofline")]
+    listed = section[section.index("Columns, in order:") : section.index("`lost/step`.") + 12]
+    names = re.findall(r"`([^`]+)`", re.sub(r"` \([^()]*\)", "`", listed))  # no glosses
+    assert names == OP_HEADERS  # names and order of `perfsuite roofline`'s per-op table

@@ -107,8 +107,13 @@ def test_telemetry_panels_have_their_own_axes_and_units():
     assert axes == {"y", "y2"}  # CPU % and RSS bytes no longer share one axis
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["CPU utilization, system-wide (% of all cores)", "resident memory (B)"]
-    assert fig["layout"]["yaxis2"]["ticksuffix"] == " B"
+    # plotted in MB with the prefix in the suffix: ticks read "200 MB", not plotly's "200M B"
+    assert fig["layout"]["yaxis2"]["ticksuffix"] == " MB"
+    assert fig["layout"]["yaxis2"]["exponentformat"] == "none"
+    assert fig["data"][1]["y"] == [100.0, 200.0]
     assert fig["data"][1]["hovertext"] == ["100 MB", "200 MB"]
+    clock = figures.telemetry_figure({"t_s": [0.0], "gpu_sm_clock_hz": [1.98e9]})
+    assert clock.to_plotly_json()["layout"]["yaxis"]["ticksuffix"] == " GHz"
 
 
 def test_telemetry_summary_values_carry_units():
@@ -137,3 +142,26 @@ def test_page_is_self_contained_and_smaller(tmp_path, make_record):
     figs = _figs(text)
     assert len(figs) >= 3 and all("template" not in f["layout"] for f in figs.values())
     assert text.count('"plot_bgcolor"') <= 2  # one shared template, not one per figure
+
+
+def test_data_and_environment_cells_read_as_text_not_python(tmp_path, make_record):
+    from perfsuite.report import html as h
+
+    assert [h.cell_text(v) for v in (None, True, False, [], {}, 0, "x")] == [
+        "n/a", "yes", "no", "none", "none", "0", "x"
+    ]  # fmt: skip
+    assert h.cell_text({"a": 1, "b": {"c": None, "d": [1, 2]}}) == "a: 1, b: (c: n/a, d: (1, 2))"
+    rec = _run(tmp_path, make_record, trace=False)
+    rec["data"] = {"kind": "in-memory", "num_workers": None, "pinned_memory": False}
+    rec["switches"] = {"effect": {"tf32": {"cudnn_allow_tf32": True, "applies": False}}}
+    rec["config"] = {"overrides": [], "capture": True, "recipe": None}
+    rec["environment"] = {"gpus": [], "frameworks": {"torch": "2.13.0+cpu", "numpy": "2.4.6"}}
+    text = report_html([rec])
+    rows = dict(re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", text))
+    assert rows["data.num_workers"] == "n/a" and rows["data.pinned_memory"] == "no"
+    assert rows["effect.tf32"] == "cudnn_allow_tf32: yes, applies: no"
+    assert rows["config.overrides"] == "none" and rows["config.capture"] == "yes"
+    assert rows["config.recipe"] == "n/a" and rows["environment.gpus"] == "none"
+    assert rows["environment.frameworks"] == "torch: 2.13.0+cpu, numpy: 2.4.6"
+    for raw in ("None", "True", "False", "[]", "{"):
+        assert not any(raw in v for v in rows.values()), raw

@@ -40,7 +40,19 @@ def device_key(host: str, device_name: str) -> str:
 
 
 def env_key(torch_version: str | None, threads: int | None) -> str:
+    # The on-disk key: its "|" form must stay, or caches written before would not be found.
     return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"
+
+
+def env_text(key: str) -> str:
+    """An `env_key` as users read it: "torch 2.13.0+cpu|threads 2" -> "torch 2.13.0+cpu,
+    2 threads". Anything not in the key's form is returned unchanged."""
+    torch_part, sep, threads_part = key.partition("|")
+    if not sep or not threads_part.startswith("threads "):
+        return key
+    n = threads_part.removeprefix("threads ")
+    threads = "1 thread" if n == "1" else f"{n} threads" if n.isdigit() else "threads n/a"
+    return f"{torch_part}, {threads}"
 
 
 def device_entry(data: dict[str, Any], host: str, device_name: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 # Roof names -> the spec table's and the peaks cache's dtype keys: one table, in analyzers.
 from analyzers.mathmode import DTYPE_MATH
+from perfsuite.ceilings.cache import env_text
 from perfsuite.ceilings.table import normalize_dtype
 from perfsuite.safeio import InputError, load_json
 
@@ -79,7 +80,7 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
         raise PeaksFileError(
             f"{p}: field rows: missing or not a list (expected `perfsuite peaks --json` output)"
         )
-    who = f"{data.get('device_name', '?')}, {data.get('env', '?')}"
+    who = f"{data.get('device_name', '?')}, {env_text(str(data.get('env', '?')))}"
     threads = re.search(r"threads (\d+)", str(data.get("env") or ""))
     out: dict[str, Any] = {}
     for i, row in enumerate(rows):

@@ -146,14 +146,18 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
-def add_top_flag(parser: argparse.ArgumentParser, what: str = "rows per table") -> None:
-    """`--top N` with one default across commands (0: all rows)."""
+def add_top_flag(
+    parser: argparse.ArgumentParser, what: str = "rows per table", *, has_json: bool = True
+) -> None:
+    """`--top N` with one default across commands (0: all rows). `has_json=False` for a
+    command without --json, whose help must not promise an uncut --json output."""
+    uncut = "; --json output is never cut" if has_json else ""
     parser.add_argument(
         "--top",
         type=int,
         default=TOP_DEFAULT,
         metavar="N",
-        help=f"{what} (0: all; default {TOP_DEFAULT}); --json output is never cut",
+        help=f"{what} (0: all; default {TOP_DEFAULT}){uncut}",
     )
 
 
@@ -172,14 +176,17 @@ class DeprecatedAlias(argparse.Action):
         super().__init__(*args, **kwargs)
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        status(f"note: {option} is deprecated; use {self.new}")
+        # An option retired without a successor (new="") still parses, and says it is inert.
+        use = f"use {self.new}" if self.new else "it does nothing"
+        status(f"note: {option} is deprecated; {use}")
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
 def add_deprecated(
     parser: argparse.ArgumentParser, old: str, new: str, dest: str, flag: bool = False
 ) -> None:
-    """Accept `old` as a hidden alias of `new` (documented in docs/cli.md)."""
+    """Accept `old` as a hidden alias of `new`, or with new="" as a flag that does nothing
+    (documented in docs/cli.md)."""
     parser.add_argument(
         old,
         dest=dest,

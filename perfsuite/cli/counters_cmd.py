@@ -10,6 +10,7 @@ from typing import Any
 
 from perfsuite.cli.common import (
     CLIError,
+    add_deprecated,
     add_json_flag,
     add_top_flag,
     print_json,
@@ -60,7 +61,7 @@ def register(sub: Any) -> None:
         help="run folder or run.json to attach the section to, under the record's writer "
         "lock (a run still training keeps the section in its later writes)",
     )
-    p.add_argument("--force", action="store_true", help=argparse.SUPPRESS)  # no longer needed
+    add_deprecated(p, "--force", "", "force", flag=True)  # --into takes the writer lock now
     p.add_argument(
         "--steps",
         type=int,

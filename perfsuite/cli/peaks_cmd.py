@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         parse_setting,
         set_user_values,
     )
+    from perfsuite.ceilings.cache import env_text
     from perfsuite.ceilings.measure import measurable_dtypes
     from perfsuite.ceilings.table import normalize_dtype
 
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"{name} ({device}) on {result['host']}, {result['env']}")
+    print(f"{name} ({device}) on {result['host']}, {env_text(result['env'])}")
     table_rows = [
         [
             r["quantity"],

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
     )
-    add_top_flag(p, "ops shown per run in tables and bar charts")
+    add_top_flag(p, "ops shown per run in tables and bar charts", has_json=False)
     p.set_defaults(func=run)
 
 

@@ -384,6 +384,16 @@ _TELEMETRY = {
 }
 
 
+def _si_scale(values: Sequence[float | None]) -> tuple[float, str]:
+    """The SI prefix of the largest value. Plotly's SI ticks put the prefix before the
+    ticksuffix ("400M B"), so unit axes are plotted pre-scaled and labeled "400 MB"."""
+    top = max((abs(v) for v in values if v is not None), default=0.0)
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if top >= scale:
+            return scale, prefix
+    return 1.0, ""
+
+
 def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
     """Telemetry time series, one panel per quantity with its own axis and unit (CPU % and
     RSS bytes on one axis flattened the CPU line to zero)."""
@@ -406,10 +416,11 @@ def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
     )
     for row, (name, ys) in enumerate(shown, start=1):
         unit = _TELEMETRY.get(name, (name, ""))[1]
+        scale, prefix = _si_scale(ys) if unit in ("B", "Hz", "W") else (1.0, "")
         fig.add_trace(
             go.Scatter(
                 x=t,
-                y=ys,
+                y=[v / scale if v is not None else None for v in ys],
                 mode="lines",
                 name=name,
                 showlegend=False,
@@ -422,9 +433,9 @@ def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
             row=row,
             col=1,
         )
-        axis = {"exponentformat": "SI", "rangemode": "tozero"}
+        axis: dict[str, Any] = {"exponentformat": "SI", "rangemode": "tozero"}
         if unit in ("B", "Hz", "W"):
-            axis["ticksuffix"] = f" {unit}"
+            axis.update(exponentformat="none", ticksuffix=f" {prefix}{unit}")
         fig.update_yaxes(row=row, col=1, **axis)
     fig.update_xaxes(title="time since the run started (s)", row=len(shown), col=1)
     fig.update_layout(title="Telemetry", **{**_LAYOUT, "height": 180 * len(shown) + 120})

@@ -36,6 +36,28 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
+def cell_text(value: Any) -> str:
+    """A recorded value as a table cell reads: None -> "n/a", booleans -> "yes"/"no", empty
+    -> "none", lists joined, dicts as "key: value, ..." (nested ones in parentheses), not as
+    Python or JSON syntax."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple, dict)) and not value:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_nested(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_nested(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _nested(value: Any) -> str:
+    text = cell_text(value)
+    return f"({text})" if isinstance(value, (list, tuple, dict)) and value else text
+
+
 def table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool] | None = None
 ) -> str:

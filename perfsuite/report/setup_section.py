@@ -3,16 +3,11 @@ optimization switches were asked for and what they did, and the math policy in e
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite import fmt
 from perfsuite.report import html as h
-
-
-def _value(v: Any) -> str:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
 
 
 def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
@@ -22,15 +17,15 @@ def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     stall = data.get("stall_time") or {}
     frac = data.get("stall_fraction")
     rows = [
-        ["data.kind", str(data.get("kind"))],
-        ["data.description", str(data.get("description"))],
-        ["data.num_workers", str(data.get("num_workers"))],
-        ["data.pinned_memory", str(data.get("pinned_memory"))],
+        ["data.kind", h.cell_text(data.get("kind"))],
+        ["data.description", h.cell_text(data.get("description"))],
+        ["data.num_workers", h.cell_text(data.get("num_workers"))],
+        ["data.pinned_memory", h.cell_text(data.get("pinned_memory"))],
         [
             "input stall (training waited for batches)",
             f"{fmt.si(stall.get('value'), 's')} total"
             + (f", {fmt.pct(frac)} of training time" if frac is not None else "")
-            + f" ({stall.get('provenance')}: {stall.get('source', '')})",
+            + f" ({h.cell_text(stall.get('provenance'))}: {stall.get('source', '')})",
         ],
     ]
     rate = data.get("delivered_rate") or {}
@@ -39,7 +34,7 @@ def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
             [
                 "delivered (examples the source supplied in timed epochs)",
                 f"{data['samples_delivered']:,}, {fmt.si(rate.get('value'), 'sample/s')} "
-                f"({rate.get('provenance')}: {rate.get('source', '')})",
+                f"({h.cell_text(rate.get('provenance'))}: {rate.get('source', '')})",
             ]
         )
     per_epoch = data.get("stall_per_epoch_s") or []
@@ -54,7 +49,7 @@ def switch_rows(rec: Mapping[str, Any]) -> list[list[str]]:
         return [["switches", "not recorded (older record)"]]
     given = (sw.get("requested") or {}).get("given") or []
     rows = [["switches given", ", ".join(given) or "none (the recipe as is)"]]
-    rows += [[f"effect.{k}", _value(v)] for k, v in (sw.get("effect") or {}).items()]
+    rows += [[f"effect.{k}", h.cell_text(v)] for k, v in (sw.get("effect") or {}).items()]
     return rows
 
 
@@ -62,7 +57,7 @@ def math_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     math = rec.get("math") or {}
     if not math:
         return [["math", "not recorded: analyses assume the torch version's defaults"]]
-    return [[f"math.{k}", _value(v)] for k, v in math.items()]
+    return [[f"math.{k}", h.cell_text(v)] for k, v in math.items()]
 
 
 def setup_section(records: Sequence[Mapping[str, Any]]) -> str:

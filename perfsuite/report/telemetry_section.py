@@ -37,7 +37,7 @@ def telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
 def _telemetry_value(key: str, value: Any) -> str:
     """A telemetry summary value with its unit, read from the key (rss_bytes_max -> B)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return str(value)
+        return h.cell_text(value)
     for part, unit in (("bytes", "B"), ("_hz", "Hz"), ("_w", "W"), ("_s", "s")):
         if part in key:
             return fmt.si(value, unit)
