@@ -374,6 +374,25 @@ def _trace_kernels(
         return {}
 
 
+def foreign_roof_notes(peaks: Mapping[str, Any] | None, device: str | None) -> list[str]:
+    """A note when a peaks file's roofs were measured on another device than the run's: every
+    fraction would then compare the run with another machine."""
+    theirs = {
+        str(q["device"])
+        for roof in (peaks or {}).values()
+        for q in roof.values()
+        if isinstance(q, dict) and q.get("device")
+    }
+    same = " ".join((device or "").lower().split())
+    other = sorted(d for d in theirs if " ".join(d.lower().split()) != same)
+    if not device or not other:
+        return []
+    return [
+        f"WRONG MACHINE: the peaks file's roofs were measured on {', '.join(other)}, this run "
+        f"ran on {device}: every fraction of a roof compares it with another machine"
+    ]
+
+
 def context(
     record: Mapping[str, Any],
     peaks: Mapping[str, Any] | None = None,
@@ -393,6 +412,7 @@ def context(
     fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)
+    notes += foreign_roof_notes(peaks, device)
     notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
     if auto := converted_autocast(math, device):
         notes.append(

@@ -205,3 +205,25 @@ def test_an_op_whose_profiled_calls_differ_from_the_counted_is_not_judged(h100):
     assert any("aten::add_ (10 vs 8)" in n for n in res.notes)
     conv = next(o for o in res.ops if o.op == "aten::convolution")
     assert conv.status == "joined"
+
+
+def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
+    """The H100 peaks file against a CPU run read 0.0% of the roof without a word about
+    the device; the same file against the H100 run says nothing."""
+    import copy
+
+    from perfsuite.cli import main
+
+    peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json"))
+    assert not [n for n in roofline(h100, peaks).notes if n.startswith("WRONG MACHINE")]
+    cpu = copy.deepcopy(h100)
+    cpu["ceilings"]["device"] = "AMD EPYC"
+    (note,) = [n for n in roofline(cpu, peaks).notes if n.startswith("WRONG MACHINE")]
+    assert "measured on NVIDIA H100 80GB HBM3, this run ran on AMD EPYC" in note
+    # the CLI says it right under the title, before any number
+    other = json.loads(shared_path("gpu", "h100-peaks.json").read_text())
+    other["device_name"] = "NVIDIA A100-SXM4-40GB"
+    (tmp_path / "a100.json").write_text(json.dumps(other))
+    assert main(["roofline", h100["_dir"], "--peaks", str(tmp_path / "a100.json")]) == 0
+    third = capsys.readouterr().out.splitlines()[2]
+    assert third.startswith("WRONG MACHINE: the peaks file's roofs were measured on NVIDIA A100")

@@ -108,6 +108,8 @@ def peaks_file_roofs(path: str | Path) -> dict[str, Any]:
             detail = (row.get("detail") or "") if field == "measured" else ""
             src = f"peaks file {p.name} ({field}; {who}{'; ' + detail if detail else ''})"
             q = _q(float(v), unit, prov, src)
+            if data.get("device_name"):  # whose roof it is: a run is judged by its own machine's
+                q["device"] = str(data["device_name"])
             if field == "measured":
                 # what the analyzers doubt a peak by: its threads, and (CPU) the load then
                 under = _row_under(row, f"{p}: field rows[{i}]")

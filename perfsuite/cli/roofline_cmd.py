@@ -85,6 +85,8 @@ def _text(
     out = [
         f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})",
         f"math: {res.math_source}",
+        # a fact that voids every number below goes first, not among the closing notes
+        *[n for n in res.notes if n.startswith("WRONG MACHINE")],
         "",
     ]
     rows = run_rows(res)
