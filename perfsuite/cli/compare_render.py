@@ -215,7 +215,8 @@ def render(c: Comparison) -> str:
         parts += [
             "",
             f"ops with the largest time change, {d.candidate} vs {d.baseline} "
-            f"(reconciled per-step times; {d.common_ops} op names in common):",
+            f"(reconciled per-step self times, which add up across ops; the roofline's are "
+            f"inclusive, so larger; {d.common_ops} op names in common):",
         ]
         parts.append(fmt.table(op_rows(d), OP_HEADERS, "lrrrr") if d.rows else "  no timeline")
         parts += [f"  note: {n}" for n in d.notes]

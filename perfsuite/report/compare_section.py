@@ -99,7 +99,8 @@ def comparison_body(records: Sequence[Mapping[str, Any]], top: int = 10) -> str:
     for d in c.ops:
         parts.append(
             f"<h3>Ops with the largest time change: {h.esc(d.candidate)} vs "
-            f"{h.esc(d.baseline)}</h3>"
+            f"{h.esc(d.baseline)}</h3><p>Reconciled per-step self times, which add up across "
+            "ops (the roofline's per-op times are inclusive, so larger).</p>"
         )
         parts.append(h.table(rows.OP_HEADERS, rows.op_rows(d), [False] + [True] * 4))
         parts.append(h.notes(d.notes))
