@@ -41,6 +41,27 @@ def pct(fraction: float | None, digits: int = 1) -> str:
     return f"{100.0 * fraction:.{digits}f}%"
 
 
+def ratio(value: float | None) -> str:
+    """A ratio with its leading "x", readable at any size: "x1.440", "x18,141", "x0.00074"
+    (three decimals would read 0.00074 as x0.001, and .3g large ones as x1.81e+04)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 100:
+        return f"x{value:,.0f}"
+    if abs(value) >= 0.01 or value == 0:
+        return f"x{value:.3f}"
+    return f"x{value:.2g}"
+
+
+def rel(fraction: float | None) -> str:
+    """A relative difference: 3 significant digits however small ("-4.93e-05%"), whole
+    percents with thousands separators past 1,000% ("+126,000%")."""
+    if fraction is None or not math.isfinite(fraction):
+        return "n/a"
+    pct_value = 100 * fraction
+    return f"{pct_value:+,.0f}%" if abs(pct_value) >= 1000 else f"{pct_value:+.3g}%"
+
+
 def metric(fraction: float | None, scale: str = "percent") -> str:
     """A metric held as a fraction, shown as its task states it, without padding digits:
     percent 0.93 -> "93%", 0.935 -> "93.5%"; score 0.75 -> "0.75"."""

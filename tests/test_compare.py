@@ -327,3 +327,23 @@ def _si(v, unit="FLOP/s"):
     from perfsuite import fmt
 
     return fmt.si(v, unit)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1.44, "x1.440"), (18141.007, "x18,141"), (0.00074167, "x0.00074"), (0.0123, "x0.012"),
+     (0.0, "x0.000"), (None, "n/a")],
+)  # fmt: skip
+def test_ratios_read_at_any_size(value, text):
+    """The user trial saw x18141.007, x0.001 for 0.00074 and +1.26e+05%."""
+    from perfsuite import fmt
+
+    assert fmt.ratio(value) == text
+
+
+def test_relative_differences_read_at_any_size():
+    from perfsuite import fmt
+
+    assert fmt.rel(1260.0) == "+126,000%"
+    assert fmt.rel(-4.93e-7) == "-4.93e-05%"
+    assert fmt.rel(0.0512) == "+5.12%"

@@ -40,7 +40,7 @@ VERDICT_HEADERS = [
 
 
 def _x(ratio: float | None) -> str:
-    return "" if ratio is None else f" (x{ratio:.3f})"
+    return "" if ratio is None else f" ({fmt.ratio(ratio)})"
 
 
 def _count(v: float | None) -> str:
@@ -117,11 +117,6 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return headers, [[name] + [get(s) for s in items] for name, get in spec]
 
 
-def _rel(fraction: float | None) -> str:
-    """A relative difference with 3 significant digits however small (-4.93e-05%)."""
-    return "n/a" if fraction is None else f"{100 * fraction:+.3g}%"
-
-
 def flop_lines(c: Comparison) -> list[str]:
     """One line per FLOP check, then the families and ops that differ."""
     out = []
@@ -132,7 +127,7 @@ def flop_lines(c: Comparison) -> list[str]:
             continue
         size = (
             f"{fmt.si(f.flops_candidate, 'FLOP')} vs {fmt.si(f.flops_baseline, 'FLOP')}, "
-            f"difference {fmt.si(f.difference, 'FLOP')} ({_rel(f.relative)})"
+            f"difference {fmt.si(f.difference, 'FLOP')} ({fmt.rel(f.relative)})"
         )
         if f.agree:
             verdict = "agree" if f.same_network else "agree (different network or batch)"
@@ -156,7 +151,7 @@ def op_rows(deltas: Any) -> list[list[str]]:
             fmt.si(d.baseline_s, "s"),
             fmt.si(d.candidate_s, "s"),
             fmt.si(d.delta_s, "s"),
-            "n/a" if d.ratio is None else f"x{d.ratio:.3f}",
+            fmt.ratio(d.ratio),
         ]
         for d in deltas.rows
     ]
