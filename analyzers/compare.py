@@ -71,6 +71,7 @@ class RunValues:
     # drawn under their own, never under the baseline's
     peak_flops: float | None = None
     memory_bandwidth: float | None = None
+    steps_per_epoch: int | None = None  # epochs of other sizes have no comparable time
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         roofline_missing=missing,
         peak_flops=r.peak_flops.value if r else None,
         memory_bandwidth=r.memory_bandwidth.value if r else None,
+        steps_per_epoch=(record.get("extra") or {}).get("steps_per_epoch"),
     )
 
 
@@ -215,6 +217,15 @@ def _target_notes(items: Sequence[ItemSummary]) -> list[str]:
 
 def _run_notes(runs: Sequence[RunValues]) -> list[str]:
     out = []
+    workloads = sorted({r.workload for r in runs if r.workload})
+    if len(workloads) > 1:
+        out.append(f"runs of different workloads ({', '.join(workloads)}): their times measure "
+                   "different work")  # fmt: skip
+    sizes = {r.steps_per_epoch for r in runs if r.steps_per_epoch}
+    if len(sizes) > 1:
+        shown = " vs ".join(str(n) for n in sorted(sizes))
+        out.append(f"epochs of different sizes ({shown} steps): time per epoch is not "
+                   "comparable across them; step time is")  # fmt: skip
     for r in runs:
         if r.status == "running":
             out.append(f"{r.run_id}: status 'running' (unfinished or killed)")

@@ -347,3 +347,19 @@ def test_relative_differences_read_at_any_size():
     assert fmt.rel(1260.0) == "+126,000%"
     assert fmt.rel(-4.93e-7) == "-4.93e-05%"
     assert fmt.rel(0.0512) == "+5.12%"
+
+
+def test_epochs_of_other_sizes_and_other_workloads_are_said(make_record):
+    """An H100 epoch of 98 steps against a 2-step CPU epoch read as x1.440 without a word."""
+    a, b = _run(make_record, "a", 10.0), _run(make_record, "b", 20.0)
+    a["extra"] = {**a.get("extra", {}), "steps_per_epoch": 98}
+    b["extra"] = {**b.get("extra", {}), "steps_per_epoch": 2}
+    notes = compare([("a", [a]), ("b", [b])]).notes
+    assert "epochs of different sizes (2 vs 98 steps): time per epoch is not comparable" in (
+        " ".join(notes)
+    )
+    b["extra"]["steps_per_epoch"] = 98
+    b["task"] = {**b["task"], "workload": "other"}
+    notes = compare([("a", [a]), ("b", [b])]).notes
+    assert not any("epochs of different sizes" in n for n in notes)
+    assert any(n.startswith("runs of different workloads (other, toy)") for n in notes)
