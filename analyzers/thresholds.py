@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzers import stats
+from analyzers.compare_work import workload_of
 from analyzers.stability import (
     group_records,
     task_direction,
@@ -145,6 +146,10 @@ def analyze_thresholds(
             raise ValueError(f"threshold {t:g}: {problem}")
     ts = sorted(set(float(t) for t in thresholds))
     m = _common_metric(records, metric)
+    tasks = sorted({str(workload_of(r)) for r in records})
+    if len(tasks) > 1:  # one metric name, different tasks: a ranking across them means little
+        notes.append(f"records of different workloads ({', '.join(tasks)}) are ranked together: "
+                     "the same metric value is a different target on each")  # fmt: skip
 
     if by_group:
         groups = group_records(records)

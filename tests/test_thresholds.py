@@ -123,3 +123,12 @@ def test_lower_is_better_records_use_their_direction(tmp_path, make_record):
     assert run_crossing(rec, threshold=0.1).time_s == 20.0
     table = analyze_thresholds([rec], [0.058, 0.1])  # thresholds are analyzed in ascending order
     assert [r.placings[0].time_s for r in table.rankings] == [30.0, 20.0]
+
+
+def test_records_of_different_workloads_are_ranked_with_a_note(make_record):
+    recs = _records(make_record)
+    assert not any("different workloads" in n for n in analyze_thresholds(recs, TS).notes)
+    recs[0]["task"] = {**recs[0]["task"], "workload": "digits"}
+    recs[1]["task"] = {**recs[1]["task"], "workload": "cifar10"}
+    notes = analyze_thresholds(recs, TS).notes
+    assert any(n.startswith("records of different workloads (cifar10, digits, toy)") for n in notes)
