@@ -8,7 +8,7 @@ import json
 import pytest
 
 from perfsuite.cli import COMMANDS, build_parser, main
-from perfsuite.record import write_record
+from perfsuite.record import quantity, write_record
 
 
 def test_every_listed_command_exists_and_registers():
@@ -61,3 +61,29 @@ def test_missing_input_is_one_line_error(tmp_path, capsys, cmd):
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("perfsuite: error: ")
     assert "nowhere" in err
+
+
+def test_validate_refuses_a_zero_roof_and_warns_of_a_cut_trace(tmp_path, make_record, capsys):
+    """A roof of 0 FLOP/s is no measurement; a trace cut short loaded as "ok" until the
+    report. Both passed `validate` in a user trial."""
+    import gzip
+
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["ceilings"] = {"device": "cpu", "peak_flops": quantity(0.0, "FLOP/s", "measured")}
+    (tmp_path / "zero").mkdir()  # written by hand: write_record would refuse it
+    (tmp_path / "zero" / "run.json").write_text(json.dumps(rec))
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["sidecars"] = {"trace": "trace.json.gz", "telemetry": "telemetry.csv"}
+    write_record(tmp_path / "cut", rec)
+    whole = gzip.compress(json.dumps({"traceEvents": [{"ph": "X"}] * 500}).encode())
+    (tmp_path / "cut" / "trace.json.gz").write_bytes(whole[: len(whole) // 2])
+    assert main(["validate", str(tmp_path), "--json"]) == 1
+    out = {r["path"].split("/")[-2]: r for r in json.loads(capsys.readouterr().out)}
+    assert out["zero"]["error"].endswith(
+        "field ceilings.peak_flops.value: 0.0 is less than or equal to the minimum of 0"
+    )
+    assert out["cut"]["ok"] and out["cut"]["warnings"] == [
+        "sidecars.telemetry: telemetry.csv is missing",
+        "sidecars.trace: trace.json.gz is truncated or corrupt "
+        "(Compressed file ended before the end-of-stream marker was reached)",
+    ]

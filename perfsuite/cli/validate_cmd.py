@@ -12,7 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "validate",
         help="check run records against the run-record schema",
-        description="Load every run.json under the given files/folders and report problems.",
+        description="Load every run.json under the given files/folders and report problems; "
+        "warn about sidecars (trace, telemetry, log) that are missing, truncated or disagree.",
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR")
     add_json_flag(p)
@@ -23,6 +24,7 @@ def _validate(args: argparse.Namespace) -> int:
     from perfsuite.record import RecordError, load_record
     from perfsuite.record.io import find_records
     from perfsuite.record.mllog_check import mllog_problems
+    from perfsuite.record.sidecar_check import sidecar_problems
 
     results = []
     for arg in args.paths:  # every bad file and path is reported, not just the first
@@ -39,7 +41,8 @@ def _validate(args: argparse.Namespace) -> int:
                         "path": str(path),
                         "ok": True,
                         "status": rec["status"],
-                        "warnings": mllog_problems(rec),  # the sidecar log read back
+                        # the sidecar log read back, and every sidecar read to its end
+                        "warnings": mllog_problems(rec) + sidecar_problems(rec),
                     }
                 )
             except RecordError as exc:
