@@ -22,6 +22,8 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
     unit = _SYMBOLS.get(unit, unit)
+    # the prefix is chosen after rounding: 999.7 µs reads "1 ms", not "1e+03 µs"
+    value = float(f"{value:.{digits}g}")
     mag = abs(value)
     for scale, prefix in _PREFIXES:
         if mag >= scale:

@@ -384,3 +384,21 @@ def test_unmeasured_precision_makes_tensor_flop_lower_bounds(capsys):
     assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
     out = capsys.readouterr().out
     assert "≥" not in out and "tensor FLOP 412 GFLOP" in out
+
+
+def test_kernel_rows_can_be_told_apart(capsys):
+    """The push/pop file's rows name their NVTX range (step_fp32 or step_bf16cl), kernel
+    names lose `void` and shared namespaces before they are cut, and 999.7 us reads 1 ms."""
+    from perfsuite import fmt
+    from perfsuite.cli import main
+
+    assert main(["counters", str(_gpu("h100-resnet9-pushpop-ranges.ncu.csv")), "--top", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1].split()
+    assert header[:2] == ["kernel", "range"]
+    rows = [line for line in lines[3:] if "softmax_warp_forward" in line]
+    assert len(rows) == 2 and {r[50:63].strip() for r in rows} == {"step_fp32", "step_bf16cl"}
+    assert all(r.startswith("softmax_warp_forward<") for r in rows)
+    assert fmt.si(0.0009997, "s") == "1 ms" and fmt.si(999.7) == "1 k"
+    main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))])  # no user ranges: no column
+    assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["kernel", "op"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,15 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
     return work / time_s
 
 
+_NOISE = re.compile(r"^void |<unnamed>::|\b(?:at::native::|at::|cudnn::)")
+
+
+def short_kernel_name(name: str) -> str:
+    """A kernel name without `void` and the namespaces most names share, so that a cut name
+    keeps the part that tells kernels apart (`--json` keeps the whole name)."""
+    return _NOISE.sub("", name)
+
+
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
     from analyzers.measured import calibration_text
@@ -90,6 +100,13 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     def tensor(v: float | None, unit: str = "FLOP") -> str:
         return si(v, unit) if v is None else low + si(v, unit)
 
+    window = section.get("nvtx_range")
+
+    def own_range(k: dict[str, Any]) -> str:  # the innermost user range, not an op's
+        return next((r for r in reversed(k.get("ranges") or []) if "::" not in r
+                     and r != window), "")  # fmt: skip
+
+    ranged = any(own_range(k) for k in section["kernels"])
     rows = []
     for k in section["kernels"][:top]:
         work = None
@@ -97,7 +114,8 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             work = (k["flops"] or 0.0) + (k["flops_tensor"] or 0.0)
         rows.append(
             [
-                truncate(k["name"], NAME_WIDTH),
+                truncate(short_kernel_name(k["name"]), NAME_WIDTH),
+                *([own_range(k) or "-"] if ranged else []),
                 k["op"] or k.get("kernel_class") or "-",
                 k["calls"],
                 si(k["time_s"], "s"),
@@ -111,6 +129,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         )
     headers = [
         "kernel",
+        *(["range"] if ranged else []),
         "op (or class by name)",
         "calls",
         "time",
@@ -128,7 +147,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
         f"{t['calls']} launches, {len(section['kernels'])} kernels"
         + (f", {steps} steps" if steps else "")
         + (f", NVTX range {section['nvtx_range']}" if section.get("nvtx_range") else ""),
-        table(rows, headers, align="llrrrrrrrr"),
+        table(rows, headers, align="lll"[: 3 if ranged else 2] + "rrrrrrrr"),
     ]
     if len(section["kernels"]) > top:
         lines.append(f"... {len(section['kernels']) - top} more kernels (use --top or --json)")
