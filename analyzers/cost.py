@@ -21,6 +21,7 @@ from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
 
 ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
+TAIL = 2.0  # a latency mean this many times its median is said: a heavy tail
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,12 @@ def cost_of(
     view, energy = inference_view(record), energy_view(record)
     if view.note:
         notes.append(view.note)
+    if view.latency_s and view.p50_s and view.latency_s > TAIL * view.p50_s:
+        notes.append(
+            f"latency mean {view.latency_s / view.p50_s:.1f}x its median: a few calls were far "
+            "slower (a contended machine, first calls); the mean (DAWNBench's figure) and "
+            "the cost from it carry them"
+        )
     if energy.note and entry_type != "inference":
         notes.append(f"energy to accuracy: {energy.note}")
     return Cost(

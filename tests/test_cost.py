@@ -114,3 +114,13 @@ def test_cli(make_record, tmp_path, capsys):
     assert "unknown" in out and "no hardware.instance_type" in out
     assert main([*args, "--instance-type", "nope"]) == 2
     assert "--instance-type nope: not in the price table" in capsys.readouterr().err
+
+
+def test_a_heavy_latency_tail_is_said(make_record):
+    """A user trial's digits run: mean 14.8 ms against a 358 us median, without a word."""
+    rec = make_record(hardware={"instance_type": "box.large"})
+    rec["inference"] = {"latency": quantity(0.0148, "s", "measured"), "latency_p50_s": 358e-6}
+    (note,) = [n for n in cost_of(rec, TABLE).notes if n.startswith("latency mean")]
+    assert note.startswith("latency mean 41.3x its median")
+    rec["inference"]["latency_p50_s"] = 0.010  # 1.48x: a normal spread, nothing said
+    assert not [n for n in cost_of(rec, TABLE).notes if n.startswith("latency mean")]
