@@ -374,6 +374,19 @@ def _trace_kernels(
         return {}
 
 
+def device_name(record: Mapping[str, Any]) -> str | None:
+    """The record's device by name (its ceilings', else its hardware's), never a framework
+    device string such as "cpu" or "cuda:0", which names no machine."""
+    ceil = (record.get("ceilings") or {}).get("device")
+    return ceil or (record.get("hardware") or {}).get("name")
+
+
+def _same_device(a: str, b: str) -> bool:
+    """One name within the other, case and spacing aside: "AMD EPYC" is "AMD EPYC (2 CPUs)"."""
+    a, b = (" ".join(x.lower().split()) for x in (a, b))
+    return a in b or b in a
+
+
 def foreign_roof_notes(peaks: Mapping[str, Any] | None, device: str | None) -> list[str]:
     """A note when a peaks file's roofs were measured on another device than the run's: every
     fraction would then compare the run with another machine."""
@@ -383,8 +396,7 @@ def foreign_roof_notes(peaks: Mapping[str, Any] | None, device: str | None) -> l
         for q in roof.values()
         if isinstance(q, dict) and q.get("device")
     }
-    same = " ".join((device or "").lower().split())
-    other = sorted(d for d in theirs if " ".join(d.lower().split()) != same)
+    other = sorted(d for d in theirs if device and not _same_device(d, device))
     if not device or not other:
         return []
     return [
@@ -412,7 +424,7 @@ def context(
     fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
     maths = op_maths(fams, math, device, kernels)
     cpu, threads = is_cpu_record(record, roofs), run_threads(record)
-    notes += foreign_roof_notes(peaks, device)
+    notes += foreign_roof_notes(peaks, device_name(record))
     notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
     if auto := converted_autocast(math, device):
         notes.append(

@@ -397,7 +397,7 @@ def op_rooflines(
             tsec = tsec * scale  # type: ignore[operator]
             # a time over other calls than the count saw (the add_ that convolution backward
             # makes inside itself) would judge one op's time against another's work
-            same = not t.calls or abs(t.calls - m["calls"]) < 0.5
+            same = not t.calls or not m["calls"] or abs(t.calls - m["calls"]) < 0.5
             p = place(m["flops"], m["bytes"], tsec if same else None, pk, bw, **kw)
             status = "joined" if same else "calls_differ"
         elif m:

@@ -401,3 +401,17 @@ def test_hierarchical_group_with_an_untimed_kernel_has_no_rate(make_record):
     (pt,) = roofline(rec).hierarchical.points
     assert pt.placement.flops == 2e9 and pt.placement.time_s is None
     assert pt.placement.achieved_flops is None and pt.placement.flag is None
+
+
+def test_an_older_record_without_counted_calls_keeps_its_joins(make_record):
+    """`calls` is optional in work.per_op: without it no op can be told to differ."""
+    rec = build_record(make_record)
+    rec["work"] = copy.deepcopy(rec["work"])
+    for op in rec["work"]["per_op"]:
+        op.pop("calls", None)
+    res = roofline(rec)
+    assert {o.op: o.status for o in res.ops if o.op in ("aten::mm", "aten::add_")} == {
+        "aten::mm": "joined",
+        "aten::add_": "joined",
+    }
+    assert sorted(o.op for o in res.ranking) == ["aten::add_", "aten::mm"]

@@ -227,3 +227,17 @@ def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
     assert main(["roofline", h100["_dir"], "--peaks", str(tmp_path / "a100.json")]) == 0
     third = capsys.readouterr().out.splitlines()[2]
     assert third.startswith("WRONG MACHINE: the peaks file's roofs were measured on NVIDIA A100")
+
+
+def test_only_device_names_are_compared_with_a_peaks_file():
+    """ "cpu" or "cuda:0" name no machine (a record without ceilings has only those), and
+    "AMD EPYC (2 CPUs)" is the machine a peaks file names "AMD EPYC"."""
+    from analyzers.mathmode import device_name, foreign_roof_notes
+
+    peaks = {"fp32": {"peak_flops": {"value": 1e11, "device": "AMD EPYC"}}}
+    no_ceilings = {"ceilings": None, "environment": {"device": "cpu"}}
+    assert device_name(no_ceilings) is None and foreign_roof_notes(peaks, None) == []
+    rec = {"ceilings": None, "hardware": {"name": "AMD EPYC (2 CPUs)"}}
+    assert foreign_roof_notes(peaks, device_name(rec)) == []
+    (note,) = foreign_roof_notes(peaks, "Intel Xeon Platinum")
+    assert "measured on AMD EPYC, this run ran on Intel Xeon Platinum" in note
