@@ -69,6 +69,20 @@ def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
     return None
 
 
+def unmeasured_precisions(counters: Mapping[str, Any] | None) -> list[str]:
+    """Tensor-Core precisions the chip has but the capture did not measure: the section's
+    `tensor_unmeasured`, or, for sections written before it, the chip's precisions whose
+    totals are null."""
+    counters = counters or {}
+    if "tensor_unmeasured" in counters:
+        return list(counters["tensor_unmeasured"] or [])
+    from perfsuite.counters.metrics import chip_tensor_precisions
+
+    totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
+    chip = chip_tensor_precisions((counters.get("device") or {}).get("cc"))
+    return [p for p in chip if p in totals and totals[p] is None]
+
+
 def counted_ops(record: Mapping[str, Any]) -> set[str]:
     """The op names the FLOP counter counted in the record's step."""
     return {str(o.get("op")) for o in (record.get("work") or {}).get("per_op") or []}
@@ -115,7 +129,7 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
     measured: dict[str, dict[str, float | None]] = {}
     names: dict[str, set[str]] = {}
     partial: dict[str, set[str]] = {}  # row -> {"flops", "bytes"} that are lower bounds
-    unmeasured = bool(counters.get("tensor_unmeasured"))
+    unmeasured = bool(unmeasured_precisions(counters))
     for k, found in zip(kernels, keys, strict=True):
         name = str(k.get("name", ""))
         key = found or UNATTRIBUTED

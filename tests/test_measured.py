@@ -204,3 +204,22 @@ def test_partial_sums_are_lower_bounds_never_totals():
     counters["tensor_unmeasured"] = ["fp8"]
     (row,) = compare_counted_measured({"work": {"per_op": per_op}, "counters": counters})
     assert row.flops_partial
+
+
+def test_a_precision_the_chip_lacks_is_not_unmeasured():
+    """An A100 has no fp8 Tensor Cores: its captures are not lower bounds for want of fp8
+    counters; sections written before `tensor_unmeasured` are read from their null totals."""
+    from analyzers.measured import unmeasured_precisions
+    from perfsuite.counters.metrics import chip_tensor_precisions
+
+    assert chip_tensor_precisions("8.0") == ("fp16", "bf16", "tf32", "fp64")
+    assert chip_tensor_precisions("8.6") == ("fp16", "bf16", "tf32")
+    assert chip_tensor_precisions("8.9") == ("fp16", "bf16", "tf32", "fp8")
+    assert chip_tensor_precisions("7.5") == ("fp16",)
+    assert "fp8" in chip_tensor_precisions("9.0") and "fp8" in chip_tensor_precisions(None)
+    by_prec = {"fp16": 0.0, "bf16": 0.0, "tf32": 5.0, "fp8": None, "fp64": 0.0}
+    old = {"device": {"cc": "8.0"}, "totals": {"flops_tensor_by_precision": by_prec}}
+    assert unmeasured_precisions(old) == []
+    old["device"]["cc"] = "9.0"
+    assert unmeasured_precisions(old) == ["fp8"]
+    assert unmeasured_precisions({**old, "tensor_unmeasured": []}) == []

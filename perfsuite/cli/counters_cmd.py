@@ -91,10 +91,10 @@ def short_kernel_name(name: str) -> str:
 
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
-    from analyzers.measured import calibration_text
+    from analyzers.measured import calibration_text, unmeasured_precisions
     from perfsuite.fmt import si, table, truncate
 
-    missing = section.get("tensor_unmeasured") or []
+    missing = unmeasured_precisions(section)
     low = "≥" if missing else ""  # a sum of the measured precisions only: a lower bound
 
     def tensor(v: float | None, unit: str = "FLOP") -> str:

@@ -167,6 +167,22 @@ def default_metrics(compute_capability: tuple[int, int] | None = None) -> list[s
     return metrics
 
 
+def chip_tensor_precisions(cc: str | None) -> tuple[str, ...]:
+    """The Tensor-Core float precisions a chip of compute capability `cc` ("8.6") has, so
+    that a precision it lacks is not reported as unmeasured: fp64 (DMMA) on 8.0 and 9.x,
+    fp8 from 8.9; Volta and Turing fp16 only. Unknown or newer chips: all of TENSOR_FLOAT."""
+    try:
+        major, minor = (int(x) for x in str(cc).split(".")[:2])
+    except ValueError:
+        return TENSOR_FLOAT
+    if major == 7:
+        return ("fp16",)
+    if major == 8:
+        extra = ("fp64",) if minor == 0 else ("fp8",) if minor >= 9 else ()
+        return ("fp16", "bf16", "tf32", *extra)
+    return TENSOR_FLOAT
+
+
 def ncu_metrics() -> list[str]:
     """The union over chips (ncu ignores names a chip lacks), plus kernel time."""
     out = dict.fromkeys(

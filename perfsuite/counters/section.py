@@ -16,6 +16,7 @@ from perfsuite.counters.kernels import is_backward_kernel, kernel_class
 from perfsuite.counters.metrics import (
     TENSOR_FLOAT,
     Formula,
+    chip_tensor_precisions,
     cross_checks,
     derive,
     missing_notes,
@@ -247,7 +248,7 @@ def build_section(
         "per_step": per_step,
         # precisions whose Tensor-Core counters this capture lacks: every flops_tensor above
         # is then a lower bound (an fp16 GEMM reads 0 where fp16 was not measured)
-        "tensor_unmeasured": [p for p in TENSOR_FLOAT if plan.get(p) is None],
+        "tensor_unmeasured": [p for p in chip_tensor_precisions(cc) if plan.get(p) is None],
         "calibrated": calibration_info(
             plan, device, calibration_cache.entry_for(device.get("name"))
         ),
