@@ -64,15 +64,15 @@ def window_vs_clock(record: Mapping[str, Any], measured_s: float | None) -> str 
     window = float(q["value"]) if isinstance(q, Mapping) and q.get("value") else None
     if not window or not measured_s or max(window, measured_s) / min(window, measured_s) < APART:
         return None
-    why = (
-        "the clock's steps were slowed: a contended machine while it ran"
-        if measured_s > window
-        else "the window's steps were slowed: the profiler's own cost, or a contended machine"
-    )
+    if measured_s > window:
+        why = "the clock's steps were slowed: a contended machine while it ran"
+        then = "op shares and roof fractions describe the window, the other row takes the rest"
+    else:
+        why = "the window's steps were slowed: the profiler's own cost, or a contended machine"
+        then = "op times are scaled down to the clock's step where they sum past it (modeled)"
     return (
         f"the profile window's steps took {window:.4g} s each, the clock's {measured_s:.4g} s: "
-        f"{max(window, measured_s) / min(window, measured_s):.1f}x apart ({why}); op shares "
-        "and roof fractions describe the window, the other row takes the difference"
+        f"{max(window, measured_s) / min(window, measured_s):.1f}x apart ({why}); {then}"
     )
 
 

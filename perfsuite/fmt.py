@@ -48,7 +48,7 @@ def ratio(value: float | None) -> str:
     (three decimals would read 0.00074 as x0.001, and .3g large ones as x1.81e+04)."""
     if value is None or not math.isfinite(value):
         return "n/a"
-    if abs(value) >= 100:
+    if abs(round(value, 3)) >= 100:  # the form is chosen after rounding: x100, not x100.000
         return f"x{value:,.0f}"
     if abs(value) >= 0.01 or value == 0:
         return f"x{value:.3f}"
@@ -60,7 +60,7 @@ def rel(fraction: float | None) -> str:
     percents with thousands separators past 1,000% ("+126,000%")."""
     if fraction is None or not math.isfinite(fraction):
         return "n/a"
-    pct_value = 100 * fraction
+    pct_value = float(f"{100 * fraction:.3g}")  # rounded first: 999.6% reads +1,000%
     return f"{pct_value:+,.0f}%" if abs(pct_value) >= 1000 else f"{pct_value:+.3g}%"
 
 

@@ -248,8 +248,9 @@ def test_no_capture_record_is_named_as_such_by_roofline(tmp_path, make_record, c
 
 @pytest.mark.parametrize(
     ("text", "shape"),
-    [("3x32x32", (3, 32, 32)), ("3,32,32", (3, 32, 32)), ("(1, 3, 4)", (1, 3, 4))],
-)
+    [("3x32x32", (3, 32, 32)), ("3,32,32", (3, 32, 32)), ("(1, 3, 4)", (1, 3, 4)),
+     ("(16,)", (16,)), ("3,224,224,", (3, 224, 224))],
+)  # fmt: skip
 def test_flops_input_shape_takes_commas_or_x(text, shape):
     from perfsuite.cli.flops_cmd import parse_shape
 

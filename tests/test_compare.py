@@ -345,6 +345,7 @@ def test_relative_differences_read_at_any_size():
     from perfsuite import fmt
 
     assert fmt.rel(1260.0) == "+126,000%"
+    assert fmt.rel(9.996) == "+1,000%" and fmt.ratio(99.9996) == "x100"
     assert fmt.rel(-4.93e-7) == "-4.93e-05%"
     assert fmt.rel(0.0512) == "+5.12%"
 

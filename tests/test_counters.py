@@ -187,7 +187,7 @@ def test_cli_text_and_errors(tmp_path, capsys):
     rc = main(["counters", str(shared_path("traces", CUPTI_TRACE)), "--top", "3", "--steps", "4"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "80.2 GFLOP" in out and "per step: FLOP 20.1 GFLOP" in out
+    assert "80.2 GFLOP" in out and "per step: CUDA-core FLOP 20.1 GFLOP" in out
     assert "... 13 more kernels" in out
     cpu = shared_path("traces", "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
     assert main(["counters", str(cpu)]) == 2

@@ -233,7 +233,7 @@ def test_into_record_keeps_it_valid(tmp_path, make_record, capsys):
     path = _gpu("h100-resnet9-2steps-tf32.ncu.csv")
     assert main(["counters", str(path), "--into", str(tmp_path), "--steps", "2"]) == 0
     out = capsys.readouterr().out
-    assert "per step: FLOP 10.9 GFLOP, tensor FLOP 1.17 TFLOP" in out
+    assert "per step: CUDA-core FLOP 10.9 GFLOP, Tensor-Core FLOP 1.17 TFLOP" in out
     assert "convolution" in out and "WARNING" not in out
     sec = load_record(tmp_path)["counters"]  # validated against the schema on load
     assert sec["per_step"]["flops_tensor"] == 1_168_231_104_512
@@ -379,11 +379,11 @@ def test_unmeasured_precision_makes_tensor_flop_lower_bounds(capsys):
     out = capsys.readouterr().out
     hsh = next(line for line in out.splitlines() if line.startswith("nvjet_sm90_hsh"))
     assert "≥0 FLOP" in hsh and "≥0 FLOP/s" in hsh
-    assert "tensor FLOP ≥275 GFLOP" in out
+    assert "Tensor-Core FLOP ≥275 GFLOP" in out
     assert "(fp16, fp8 not measured in this capture): lower bounds" in out
     assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
     out = capsys.readouterr().out
-    assert "≥" not in out and "tensor FLOP 412 GFLOP" in out
+    assert "≥" not in out and "Tensor-Core FLOP 412 GFLOP" in out
 
 
 def test_kernel_rows_can_be_told_apart(capsys):

@@ -152,6 +152,9 @@ def test_dawnbench_gzipped_entry_reads_like_the_plain_one(tmp_path):
     assert rec["run_id"] == "dawnbench-cifar10-train-r9"
     assert rec["time_to_accuracy"]["time_s"] == 144.0
     assert rec["flags"] == []
+    from perfsuite.importers.dawnbench import discover
+
+    assert list(discover([tmp_path])) == [src / "r9.json.gz"]  # a folder import finds it too
 
 
 def test_dawnbench_on_a_gzipped_trace_says_it_is_no_entry(tmp_path, capsys):

@@ -168,3 +168,7 @@ def test_a_window_far_from_the_clock_is_said(window_s, apart):
         (note,) = notes
         assert apart in note and "the clock's steps were slowed" in note
         assert note.startswith("the profile window's steps took 0.01 s each, the clock's 0.25 s")
+        assert note.endswith("describe the window, the other row takes the rest")
+    rec["timeline"]["step_time"] = quantity(1.0, "s", "measured", "profiled steps")
+    (note,) = reconcile_timeline(rec).notes
+    assert "the window's steps were slowed" in note and note.endswith("past it (modeled)")

@@ -281,4 +281,4 @@ def test_the_outcome_of_a_run_that_missed_its_target_is_a_sentence(tmp_path, mak
     write_record(tmp_path / "missed", rec)
     said = outcome(tmp_path / "missed")
     assert said.startswith("not reached: top-1 >= ")
-    assert " not met in 3 epochs (6.00 s of training); best top1 0.62" in said
+    assert " not met in 3 epochs (6.00 s of training); best top-1 62%" in said

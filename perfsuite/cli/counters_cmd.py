@@ -152,13 +152,13 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     if len(section["kernels"]) > top:
         lines.append(f"... {len(section['kernels']) - top} more kernels (use --top or --json)")
     lines.append(
-        f"totals: time {si(t['time_s'], 's')}, FLOP {si(t['flops'], 'FLOP')}, tensor FLOP "
-        f"{tensor(t['flops_tensor'])}, DRAM {si(t['dram_bytes'], 'B')}, "
+        f"totals: time {si(t['time_s'], 's')}, CUDA-core FLOP {si(t['flops'], 'FLOP')}, "
+        f"Tensor-Core FLOP {tensor(t['flops_tensor'])}, DRAM {si(t['dram_bytes'], 'B')}, "
         f"L2 {si(t['l2_bytes'], 'B')}"
     )
     if missing:
         lines.append(
-            f"≥: tensor FLOP of the measured precisions only ({', '.join(missing)} not "
+            f"≥: Tensor-Core FLOP of the measured precisions only ({', '.join(missing)} not "
             "measured in this capture): lower bounds"
         )
     lines.extend(_precision_lines(section))
@@ -168,7 +168,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             for k in ("flops", "flops_tensor", "dram_bytes")
         }
         lines.append(
-            f"per step: FLOP {si(per['flops'], 'FLOP')}, tensor FLOP "
+            f"per step: CUDA-core FLOP {si(per['flops'], 'FLOP')}, Tensor-Core FLOP "
             f"{tensor(per['flops_tensor'])}, DRAM {si(per['dram_bytes'], 'B')}"
         )
     cal = calibration_text(section)

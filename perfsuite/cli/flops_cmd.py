@@ -75,6 +75,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if body.startswith("(") and body.endswith(")"):
         body = body[1:-1]
     sep = "," if "," in body else "x"
+    if sep == "," and body.rstrip().endswith(","):  # a Python tuple: (16,) or 3,224,224,
+        body = body.rstrip()[:-1]
     example = "3,224,224" if sep == "," else "3x224x224"
     shape: list[int] = []
     for n, part in enumerate(body.split(sep), start=1):

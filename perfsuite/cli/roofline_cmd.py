@@ -126,11 +126,14 @@ def _text(
     if res.ops:
         out += [
             "",
-            f"Per-op, per step (shares of the {fmt.si(res.reconciled_step_time_s, 's')} "
+            "Per-op, per step ("
             + (
-                "step of the epoch the window followed, not the run's step_time above; "
-                if res.time_rows and res.time_rows.measured_source.startswith("timeline.")
-                else "step_time; "
+                ""
+                if not res.time_rows
+                else f"shares of the {fmt.si(res.reconciled_step_time_s, 's')} step of the "
+                "epoch the window followed, not the run's step_time above; "
+                if res.time_rows.measured_source.startswith("timeline.")
+                else f"shares of the {fmt.si(res.reconciled_step_time_s, 's')} step_time; "
             )
             + f"top {top} of {len(res.ops)} by time):",
             fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),

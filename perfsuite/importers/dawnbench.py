@@ -77,8 +77,9 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Entry JSON files under `paths` (files, or folders searched recursively), sorted."""
-    return find_files(paths, ("*.json",))
+    """Entry JSON files (or gzipped, as `load_entry` reads them) under `paths` (files, or
+    folders searched recursively), sorted."""
+    return find_files(paths, ("*.json", "*.json.gz"))
 
 
 def detect_task(path: Path, entry: dict[str, Any], header: list[str] | None) -> Task:

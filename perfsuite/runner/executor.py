@@ -88,7 +88,7 @@ def config_error_types() -> tuple[type[BaseException], ...]:
 
 def outcome(run_dir: Path | None) -> str:
     """`reached top-1 >= 98% in 3.10 s (epoch 7)`, or the record's status and error."""
-    from analyzers.tasks import target_text
+    from analyzers.tasks import metric_info, metric_text, target_text
     from perfsuite.record import load_record
 
     if run_dir is None:
@@ -113,10 +113,11 @@ def outcome(run_dir: Path | None) -> str:
         train_s = evals[-1].get("train_time_s") if evals else None
         times = (rec.get("throughput") or {}).get("epoch_times_s")
         epochs = len(times) if times else (evals[-1]["epoch"] if evals else 0)
+        label = metric_info(tta["metric"]).label
         return (
-            f"not reached: {goal} not met in {epochs} epochs"
+            f"not reached: {goal} not met in {epochs} epoch{'s' * (epochs != 1)}"
             + (f" ({train_s:.2f} s of training)" if train_s is not None else "")
-            + (f"; best {tta['metric']} {best:.4g}" if best is not None else "")
+            + (f"; best {label} {metric_text(tta['metric'], best)}" if best is not None else "")
             + tail
         )
     return f"status {rec['status']}" + (f": {rec['error']}" if rec.get("error") else "") + tail
