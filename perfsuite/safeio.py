@@ -161,6 +161,24 @@ def first_line(exc: BaseException, width: int = 120) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
+HEAD_BYTES = 4096  # how much of a file tells text from binary data
+
+
+def binary_detail(head: bytes) -> str | None:
+    """Why the first bytes of a file are binary data rather than text, or None for text.
+
+    A NUL byte, or more than one byte in ten that is not UTF-8: the odd Latin-1 character in
+    a program's output captured with the CSV is still text.
+    """
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"binary data, NUL byte at offset {nul}"
+    text = head.decode("utf-8", errors="replace")
+    if text.count("\ufffd") * 10 > len(text):
+        return "binary data, mostly not UTF-8"
+    return None
+
+
 class DepthGuard:
     """A binary reader that checks nesting depth and string length of JSON as it streams by.
 

@@ -184,7 +184,7 @@ PNG_LIKE = b"\x89PNG\r\n\x1a\n" + b"[" * 100 + bytes(range(256))
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (PNG_LIKE, "not a DAWNBench entry (binary data, not JSON text)"),
+        (PNG_LIKE, "not a DAWNBench entry (binary data, NUL byte at offset 108, not JSON text)"),
         (b"\xe9" + b"[" * 100, "not valid JSON (line 1, column 1)"),  # text, but not JSON
         (b"", "empty file"),
         (b" \n", "empty file"),

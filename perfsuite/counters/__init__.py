@@ -14,9 +14,8 @@ from typing import Any
 from perfsuite.counters.cupti_trace import counters_from_trace
 from perfsuite.counters.metrics import default_metrics
 from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
-from perfsuite.counters.ncu_csv import HEAD_BYTES, binary_detail
 from perfsuite.counters.section import CountersError
-from perfsuite.safeio import open_regular
+from perfsuite.safeio import HEAD_BYTES, binary_detail, open_regular
 
 __all__ = [
     "CountersError",

@@ -30,11 +30,10 @@ from pathlib import Path
 from perfsuite.counters.metrics import KERNEL_TIME
 from perfsuite.counters.rates import counted_names, counts_from_rates, rebuilt_note
 from perfsuite.counters.section import CountersError, Launch
-from perfsuite.safeio import read_bytes
+from perfsuite.safeio import HEAD_BYTES, binary_detail, read_bytes
 
 # ncu CSVs of long windows reach hundreds of MB; past this a file is refused, not read.
 MAX_CSV_BYTES = 1024 * 1024 * 1024
-HEAD_BYTES = 4096  # how much of a file tells text from binary data
 MAX_FIELD = 128 * 1024  # one cell (a demangled template name is a few KB)
 DETAILS_COLUMNS = ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value")
 
@@ -111,21 +110,6 @@ def _read_text(path: Path) -> str:
     if binary:
         raise CountersError(f"{path}: not an ncu CSV ({binary})")
     return raw.decode("utf-8", errors="replace")
-
-
-def binary_detail(head: bytes) -> str | None:
-    """Why the first bytes of a file are binary data rather than text, or None for text.
-
-    A NUL byte, or more than one byte in ten that is not UTF-8: the odd Latin-1 character in
-    a program's output captured with the CSV is still text.
-    """
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        return f"binary data, NUL byte at offset {nul}"
-    text = head.decode("utf-8", errors="replace")
-    if text.count("\ufffd") * 10 > len(text):
-        return "binary data, mostly not UTF-8"
-    return None
 
 
 def _rows(path: Path) -> list[tuple[int, list[str]]]:

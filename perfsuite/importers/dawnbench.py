@@ -17,7 +17,6 @@ import gzip
 import io
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,14 @@ from perfsuite.importers.common import (
     slug,
 )
 from perfsuite.record import new_record, quantity
-from perfsuite.safeio import MAX_JSON_DEPTH, first_line, json_depth_exceeds, read_bytes
+from perfsuite.safeio import (
+    HEAD_BYTES,
+    MAX_JSON_DEPTH,
+    binary_detail,
+    first_line,
+    json_depth_exceeds,
+    read_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,6 @@ _PATH_NAMES = {
     "squad": "squad",
 }
 REQUIRED_FIELDS = ("version", "author", "framework", "model", "hardware", "timestamp")
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -256,13 +261,14 @@ def _entry_bytes(path: Path) -> bytes:
 def _entry_text(path: Path, raw: bytes) -> tuple[str, list[str]]:
     """Text of an entry and notes on what was tolerated (BOM, CRLF, Latin-1).
 
-    Binary data is refused here: read as Latin-1 it would reach the JSON checks as noise.
-    Control bytes other than tab/LF/CR never occur in JSON text, in or out of strings.
+    Binary data is refused here (the rule every reader uses, `safeio.binary_detail`): read as
+    Latin-1 it would reach the JSON checks as noise.
     """
     if not raw.strip():
         raise ImportFailure(f"{path}: empty file")
-    if _CONTROL.search(raw):
-        raise ImportFailure(f"{path}: not a DAWNBench entry (binary data, not JSON text)")
+    binary = binary_detail(raw[:HEAD_BYTES])
+    if binary:
+        raise ImportFailure(f"{path}: not a DAWNBench entry ({binary}, not JSON text)")
     return decode_text(path, raw)
 
 
