@@ -115,11 +115,14 @@ def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
     return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {split}", by_math)
 
 
-def from_counters(tensor_by_precision: Mapping[str, float | None]) -> OpMath | None:
-    """The math of most measured Tensor-Core FLOP ({precision: FLOP} from hardware counters),
-    or None when the counters saw none: a measurement, so it comes before kernel names."""
+def from_counters(
+    tensor_by_precision: Mapping[str, float | None], cuda_core_flops: float = 0.0
+) -> OpMath | None:
+    """The math of most measured Tensor-Core FLOP ({precision: FLOP} from hardware counters):
+    a measurement, so it comes before kernel names. None when the counters saw none, or less
+    than the CUDA-core FLOP beside it (then the Tensor-Core roof would not describe the work)."""
     found = {p: float(v) for p, v in tensor_by_precision.items() if v and p in MATHS}
-    if not found:
+    if not found or sum(found.values()) < cuda_core_flops:
         return None
     best, split = _dominant(found)
     return OpMath(best, "tensor core", "counters", f"measured Tensor-Core FLOP: {split}")

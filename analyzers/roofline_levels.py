@@ -53,8 +53,10 @@ def _kernel_points(
         name = op_of(k, counted or set()) or k.get("op") or k.get("name") or "?"
         g = groups.setdefault(
             name,
-            {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}, "tensor": {}},
-        )
+            {"time_s": 0.0, "flops": None, "dram": None, "l2": None, "kernels": {}, "tensor": {},
+             "cuda": 0.0},
+        )  # fmt: skip
+        g["cuda"] += float(k.get("flops") or 0.0)
         for prec, v in (k.get("flops_tensor_by_precision") or {}).items():
             g["tensor"][prec] = (g["tensor"].get(prec) or 0.0) + float(v or 0.0)
         # one untimed kernel leaves its group's time unknown: its FLOP still count, so a
@@ -74,7 +76,7 @@ def _kernel_points(
         g = groups[name]
         # measured precision first, then the op's math, then its kernels' names
         om = (
-            from_counters(g["tensor"])
+            from_counters(g["tensor"], g["cuda"])
             or (ctx.maths.get(name) if ctx else None)
             or from_kernels(g["kernels"])
         )

@@ -46,7 +46,7 @@ def test_overview_comes_first_with_tta_throughput_and_lost_time(tmp_path, make_r
     ids = re.findall(r'<section id="([^"]+)">', text)
     assert ids[0] == "overview" and "timeline" in ids
     overview = text[text.index('id="overview"') : text.index('id="summary"')]
-    assert "Reached top1 &gt;= 0.9 in 10.00 s" in overview
+    assert "Reached top-1 &gt;= 90% in 10.00 s" in overview  # worded as the summary words it
     assert "320 sample/s" in overview
     res = roofline(rec)
     places = lost_places(res)

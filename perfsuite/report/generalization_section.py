@@ -32,7 +32,7 @@ def generalization_rows(rec: Mapping[str, Any]) -> list[list[str]]:
                 "own test at the threshold (recorded)",
                 f"epoch {ck.get('epoch')}",
                 _pct(ck.get("value")),
-                "",
+                "as the run recorded it: no interval",
             ]
         )
     for s in gen.get("shift") or []:

@@ -22,21 +22,28 @@ def _q(section: Any, key: str) -> float | None:
 
 
 def _headline(rec: Mapping[str, Any]) -> str:
+    from analyzers.tasks import metric_info, metric_text, target_text
+
     task = rec.get("task") or {}
-    metric, threshold = task.get("metric"), task.get("threshold")
-    cmp = "<=" if task.get("direction") == "lower" else ">="
+    metric, threshold = str(task.get("metric")), float(task.get("threshold") or 0.0)
+    goal = target_text(metric, threshold, task.get("direction") or "higher")  # as the summary
     reached, time_s = reached_time(rec)
     tta = rec.get("time_to_accuracy") or {}
     hw = (rec.get("hardware") or {}).get("name") or "unknown hardware"
     if reached:
         return (
-            f"Reached {metric} {cmp} {threshold} in {fmt.duration(time_s)} of training "
+            f"Reached {goal} in {fmt.duration(time_s)} of training "
             f"(epoch {tta.get('epoch')}) on {hw}."
         )
     evals = rec.get("evaluations") or []
     last = (evals[-1].get("metrics") or {}).get(metric) if evals else None
-    best = f"; last {metric} {last:.4g} after epoch {evals[-1].get('epoch')}" if last else ""
-    return f"Did not reach {metric} {cmp} {threshold} (status {rec.get('status')}{best}) on {hw}."
+    best = (
+        f"; last {metric_info(metric).label} {metric_text(metric, last)} after epoch "
+        f"{evals[-1].get('epoch')}"
+        if last is not None
+        else ""
+    )
+    return f"Did not reach {goal} (status {rec.get('status')}{best}) on {hw}."
 
 
 def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
