@@ -36,12 +36,29 @@ PERF_ENV_PREFIXES = (
 )
 
 
+# Terraform's variables share TensorFlow's TF_ prefix and change no speed.
+NOT_PERF_ENV_PREFIXES = (
+    "TF_CLI_",
+    "TF_VAR_",
+    "TF_DATA_DIR",
+    "TF_WORKSPACE",
+    "TF_IN_AUTOMATION",
+    "TF_INPUT",
+    "TF_REGISTRY_",
+    "TF_PLUGIN_",
+    "TF_IGNORE",
+    "TF_STATE_",
+)
+
+
 def perf_env(environ: dict[str, str]) -> dict[str, str]:
     """The set variables of PERF_ENV_PREFIXES, sorted (values cut at 200 characters)."""
     return {
         k: v[:200]
         for k, v in sorted(environ.items())
-        if k.startswith(PERF_ENV_PREFIXES) and "LOG" not in k  # log levels change no speed
+        if k.startswith(PERF_ENV_PREFIXES)
+        and not k.startswith(NOT_PERF_ENV_PREFIXES)
+        and "LOG" not in k  # log levels change no speed
     }
 
 
