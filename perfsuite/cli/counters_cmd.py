@@ -162,11 +162,8 @@ def render(section: dict[str, Any], top: int = 20) -> str:
             "measured in this capture): lower bounds"
         )
     lines.extend(_precision_lines(section))
-    if steps:
-        per = {
-            k: (None if t[k] is None else t[k] / steps)
-            for k in ("flops", "flops_tensor", "dram_bytes")
-        }
+    per = section.get("per_step")  # the section divides once; the text shows it
+    if per:
         lines.append(
             f"per step: CUDA-core FLOP {si(per['flops'], 'FLOP')}, Tensor-Core FLOP "
             f"{tensor(per['flops_tensor'])}, DRAM {si(per['dram_bytes'], 'B')}"
