@@ -25,9 +25,9 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     # the prefix is chosen after rounding: 999.7 µs reads "1 ms", not "1e+03 µs"
     value = float(f"{value:.{digits}g}")
     mag = abs(value)
-    for scale, prefix in _PREFIXES:
-        if mag >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
+    if mag >= 1.0:
+        scale, prefix = si_prefix(value)
+        return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
     if mag == 0:
         return f"0 {unit}".rstrip()
     for scale, prefix in [(1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]:
@@ -41,6 +41,12 @@ def pct(fraction: float | None, digits: int = 1) -> str:
     if fraction is None or (isinstance(fraction, float) and not math.isfinite(fraction)):
         return "n/a"
     return f"{100.0 * fraction:.{digits}f}%"
+
+
+def si_prefix(value: float) -> tuple[float, str]:
+    """The SI scale and prefix `si` would show `value` in (1.0, "" below a thousand)."""
+    mag = abs(value)
+    return next(((sc, pre) for sc, pre in _PREFIXES if mag >= sc), (1.0, ""))
 
 
 def ratio(value: float | None) -> str:

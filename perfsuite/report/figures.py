@@ -387,11 +387,7 @@ _TELEMETRY = {
 def _si_scale(values: Sequence[float | None]) -> tuple[float, str]:
     """The SI prefix of the largest value. Plotly's SI ticks put the prefix before the
     ticksuffix ("400M B"), so unit axes are plotted pre-scaled and labeled "400 MB"."""
-    top = max((abs(v) for v in values if v is not None), default=0.0)
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if top >= scale:
-            return scale, prefix
-    return 1.0, ""
+    return fmt.si_prefix(max((abs(v) for v in values if v is not None), default=0.0))
 
 
 def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
