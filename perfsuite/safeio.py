@@ -164,6 +164,13 @@ def first_line(exc: BaseException, width: int = 120) -> str:
 HEAD_BYTES = 4096  # how much of a file tells text from binary data
 
 
+def empty_detail(data: bytes) -> str | None:
+    """ "empty file" (or "... (whitespace only)") when `data` holds nothing to read, else None."""
+    if data.strip():
+        return None
+    return "empty file" + (" (whitespace only)" if data else "")
+
+
 def binary_detail(head: bytes) -> str | None:
     """Why the first bytes of a file are binary data rather than text, or None for text.
 

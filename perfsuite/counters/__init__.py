@@ -15,7 +15,7 @@ from perfsuite.counters.cupti_trace import counters_from_trace
 from perfsuite.counters.metrics import default_metrics
 from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
 from perfsuite.counters.section import CountersError
-from perfsuite.safeio import HEAD_BYTES, binary_detail, open_regular
+from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, open_regular
 
 __all__ = [
     "CountersError",
@@ -62,8 +62,9 @@ def _looks_like_csv(path: Path) -> bool:
                 head = fh.read(HEAD_BYTES)
         except (OSError, EOFError) as e:
             raise CountersError(f"{path}: cannot read: {e}") from None
-    if not head.strip():
-        raise CountersError(f"{path}: empty file" + ("" if not head else " (whitespace only)"))
+    empty = empty_detail(head)
+    if empty:
+        raise CountersError(f"{path}: {empty}")
     if path.suffix == ".ncu-rep":
         return True
     binary = binary_detail(head)

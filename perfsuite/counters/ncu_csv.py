@@ -30,7 +30,7 @@ from pathlib import Path
 from perfsuite.counters.metrics import KERNEL_TIME
 from perfsuite.counters.rates import counted_names, counts_from_rates, rebuilt_note
 from perfsuite.counters.section import CountersError, Launch
-from perfsuite.safeio import HEAD_BYTES, binary_detail, read_bytes
+from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, read_bytes
 
 # ncu CSVs of long windows reach hundreds of MB; past this a file is refused, not read.
 MAX_CSV_BYTES = 1024 * 1024 * 1024
@@ -104,8 +104,9 @@ def _read_text(path: Path) -> str:
             raise CountersError(f"{path}: cannot read: {e}") from None
         if len(raw) > MAX_CSV_BYTES:
             raise CountersError(f"{path}: larger than {MAX_CSV_BYTES:,} bytes uncompressed")
-    if not raw.strip():
-        raise CountersError(f"{path}: empty file" + ("" if not raw else " (whitespace only)"))
+    empty = empty_detail(raw)
+    if empty:
+        raise CountersError(f"{path}: {empty}")
     binary = binary_detail(raw[:HEAD_BYTES])
     if binary:
         raise CountersError(f"{path}: not an ncu CSV ({binary})")
