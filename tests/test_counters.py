@@ -376,3 +376,16 @@ def test_launch_with_a_list_as_pid_is_skipped_not_a_traceback(tmp_path):
     path.write_text(json.dumps({"traceEvents": events}))
     notes = counters_from_trace(path)["notes"]
     assert any(n.startswith("1 kernel launches vs 2 profiler ranges") for n in notes), notes
+
+
+def test_attaching_prints_the_path_as_given(tmp_path, make_record, capsys):
+    """The record keeps the capture's path from its own folder; the text shows the path the
+    user typed (it showed ../../../work/... after --into)."""
+    from perfsuite.cli import main
+    from perfsuite.record import load_record, write_record
+
+    write_record(tmp_path / "r", make_record([(1, 10.0, 0.5)], status="not_reached"))
+    trace = shared_path("traces", CUPTI_TRACE)
+    assert main(["counters", str(trace), "--into", str(tmp_path / "r"), "--steps", "2"]) == 0
+    assert f"from {trace}:" in capsys.readouterr().out
+    assert not load_record(tmp_path / "r")["counters"]["file"].startswith("/")

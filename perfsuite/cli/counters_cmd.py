@@ -263,16 +263,17 @@ def run(args: argparse.Namespace) -> int:
         section = load_counters(source, window_steps=args.steps)
     except CountersError as exc:
         raise CLIError(str(exc)) from None
+    kept = section  # --json prints what the record keeps; the text shows the path given
     if record is not None and into is not None:
-        section["file"] = _file_for_record(source, record["_dir"])
+        kept = {**section, "file": _file_for_record(source, record["_dir"])}
 
         def attach(rec: dict[str, Any]) -> None:
-            rec["counters"] = section
+            rec["counters"] = kept
 
         update_record(into, attach)  # under the lock: the running run keeps it, and we its epochs
         status(f"attached counters to {record['_path']}")
     if args.json:
-        print_json(section)
+        print_json(kept)
     else:
         print(render(section, top=top_rows(args.top)))
     return 0
