@@ -38,6 +38,7 @@ IDLE = {
     "gaps": "idle.gaps",
     "host_wait_s": "idle.host_wait_s",
     "host_sync_s": "idle.host_sync_s",
+    "in_launch_s": "idle.in_launch_s",
     "queued_s": "idle.queued_s",
     "unattributed_s": "idle.unattributed_s",
 }
@@ -73,6 +74,7 @@ OPS = {
     "self_s": "self_s",
     "kernels": "kernels",
     "device_time_s": "device_time_s",
+    "communication": "communication",
 }
 ANNOTATIONS = {
     "name": "name",

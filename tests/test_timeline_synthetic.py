@@ -114,16 +114,80 @@ def test_temporal_breakdown_uses_unions(analysis):
 def test_idle_attribution(analysis):
     idle = analysis.devices[0].idle
     assert idle.gaps == 4
-    # [50,60): next kernel launched at 45, before the gap -> queued 10
-    # [70,105): launched at 102 -> host wait 32 (25 of it in cudaStreamSynchronize [75,100)),
-    #           queued 3
-    # [110,112): launched at 111 -> host wait 1, queued 1
+    # Each gap is cut at the start and the end of the next kernel's launch call:
+    # [50,60): launch call [45,48) returned before the gap -> queued 10
+    # [70,105): call [102,104) -> host wait 32 (25 of it in cudaStreamSynchronize [75,100)),
+    #           in launch 2, queued 1 (the 4 µs the old rule called queued included the call)
+    # [110,112): call [111,112) -> host wait 1, in launch 1, queued 0
     # [120,125): next kernel has no correlation -> unattributed 5
     assert idle.idle_s == pytest.approx(52 * US)
     assert idle.host_wait_s == pytest.approx(33 * US)
     assert idle.host_sync_s == pytest.approx(25 * US)
-    assert idle.queued_s == pytest.approx(14 * US)
+    assert idle.in_launch_s == pytest.approx(3 * US)
+    assert idle.queued_s == pytest.approx(11 * US)
     assert idle.unattributed_s == pytest.approx(5 * US)
+    parts = idle.host_wait_s + idle.in_launch_s + idle.queued_s + idle.unattributed_s
+    assert parts == pytest.approx(idle.idle_s)
+
+
+def test_slow_launch_call_is_not_queued(tmp_path):
+    """The MI250 shape: the launch call starts just after the device goes idle and runs for
+    most of the gap (lazy module load); the work was not on the queue until it returned."""
+    events = [
+        op("aten::add", 0, 20), call("hipLaunchKernel", 2, 3, corr=1),
+        kern("k1", 10, 10, 7, corr=1),  # [10, 20)
+        op("aten::mul", 100, 5000), call("hipLaunchKernel", 105, 4000, corr=2),  # [105, 4105)
+        kern("k2", 4120, 10, 7, corr=2),  # gap [20, 4120)
+    ]  # fmt: skip
+    idle = analyze_file(write_trace(tmp_path / "slow.json", events)).devices[0].idle
+    assert idle.idle_s == pytest.approx(4100 * US)
+    assert idle.host_wait_s == pytest.approx(85 * US)  # 20 .. 105
+    assert idle.in_launch_s == pytest.approx(4000 * US)  # 105 .. 4105
+    assert idle.queued_s == pytest.approx(15 * US)  # 4105 .. 4120, not 4015
+    assert idle.unattributed_s == 0
+
+
+def test_launch_call_covering_the_whole_gap(tmp_path):
+    """A call that began before the gap and returned after it: all of the gap is in launch."""
+    events = [
+        kern("k1", 0, 10, 7), call("cudaMemcpyAsync", 5, 30, corr=2),  # call [5, 35)
+        kern("Memcpy HtoD (Pageable -> Device)", 20, 5, 7, corr=2, cat="gpu_memcpy"),
+    ]  # fmt: skip
+    idle = analyze_file(write_trace(tmp_path / "cover.json", events)).devices[0].idle
+    assert (idle.host_wait_s, idle.queued_s) == (0, 0)
+    assert idle.in_launch_s == pytest.approx(10 * US) == pytest.approx(idle.idle_s)
+
+
+def test_pytorch_18_categories_keep_their_launch_calls(tmp_path):
+    """PyTorch 1.8 wrote Operator / Runtime / Kernel: the Runtime calls link kernels to ops."""
+    events = [
+        op("aten::mm", 0, 100, cat="Operator"),
+        {**call("cudaLaunchKernel", 10, 5, corr=7), "cat": "Runtime"},
+        kern("gemm", 50, 20, 7, corr=7, cat="Kernel"),
+        op("aten::add", 200, 100, cat="Operator"),
+        {**call("cudaLaunchKernel", 210, 5, corr=8), "cat": "Runtime"},
+        kern("add", 250, 20, 7, corr=8, cat="Kernel"),
+    ]
+    a = analyze_file(write_trace(tmp_path / "old.json", events))
+    idle = a.devices[0].idle
+    # gap [70, 250): call [210, 215) -> host wait 140, in launch 5, queued 35
+    assert idle.unattributed_s == 0
+    assert idle.host_wait_s == pytest.approx(140 * US)
+    assert idle.in_launch_s == pytest.approx(5 * US)
+    assert idle.queued_s == pytest.approx(35 * US)
+    assert a.mapped_device_time_s == pytest.approx(40 * US) and a.unmapped_device_time_s == 0
+    assert {o.name: o.kernels for o in a.ops} == {"aten::mm": 1, "aten::add": 1}
+
+
+def test_collective_ops_are_flagged_like_annotations(tmp_path):
+    events = [
+        op("record_param_comms", 0, 10), op("c10d::allreduce_", 20, 10),
+        op("aten::mm", 40, 10), op("nccl:all_reduce", 60, 5, cat="user_annotation"),
+    ]  # fmt: skip
+    a = analyze_file(write_trace(tmp_path / "comm.json", events))
+    flags = {o.name: o.communication for o in a.ops}
+    assert flags == {"record_param_comms": True, "c10d::allreduce_": True, "aten::mm": False}
+    assert [(r.name, r.communication) for r in a.annotations] == [("nccl:all_reduce", True)]
 
 
 def test_stream_stats_follow_hta_rule(analysis):
@@ -229,6 +293,11 @@ def test_cpu_only_trace(tmp_path):
         ('{"foo": 1}', "field traceEvents: missing"),
         ('{"traceEvents": [{"ph": "X", "ts": 1', "not valid JSON"),
         ('{"traceEvents": [1, 2]}', "field traceEvents[0]: expected an object"),
+        # empty or non-list events are errors, not a "CPU-only" trace
+        ('{"traceEvents": []}', "field traceEvents: empty trace (0 events)"),
+        ("[]", ": empty trace (0 events)"),
+        ('{"traceEvents": {"a": 1}}', "field traceEvents: is not a list (got an object)"),
+        ('{"traceEvents": "x"}', "field traceEvents: is not a list (got a string)"),
     ],
 )
 def test_bad_input_one_line_error(tmp_path, content, message):
@@ -238,6 +307,22 @@ def test_bad_input_one_line_error(tmp_path, content, message):
         analyze_file(path)
     text = str(err.value)
     assert str(path) in text and message in text and "\n" not in text
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_utf8_bom_is_skipped(tmp_path, gz):
+    text = "\ufeff" + json.dumps({"traceEvents": scenario()})
+    path = tmp_path / ("bom.json.gz" if gz else "bom.json")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    a = analyze_file(path)
+    assert a.devices[0].busy_s == pytest.approx(71 * US)
+
+
+def test_metadata_only_trace_is_not_called_cpu_only(tmp_path):
+    events = [{"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": "py"}}]
+    a = analyze_file(write_trace(tmp_path / "m.json", events))
+    assert a.events == 1 and not any("CPU-only" in n for n in a.notes)
+    assert any("no timed events" in n for n in a.notes)
 
 
 def test_missing_file(tmp_path):

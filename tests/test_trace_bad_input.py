@@ -123,6 +123,57 @@ def test_concrete_inputs_are_parsed_without_evaluation():
     assert _concrete("__import__('os')") == "__import__('os')"
 
 
+def _mm_trace(tmp_path: Path, dims: Any, name: str = "mm.json") -> Path:
+    """aten::mm with the given Input Dims launching one 20 µs kernel."""
+    shapes = {"Input Dims": dims, "Input type": ["float", "float"], "Concrete Inputs": ["", ""]}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0.0,
+         "dur": 100.0, "args": shapes},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 10.0, "dur": 5.0, "args": {"correlation": 7}},
+        _kernel(ts=50.0, dur=20.0, args={"device": 0, "stream": 7, "correlation": 7}),
+    ]  # fmt: skip
+    path = tmp_path / name
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "dims",
+    [
+        [[-5, 3], [3, 4]],  # modeled as -120 FLOP before
+        [[-5, 3], [3, -4]],  # positive FLOP from nonsense shapes
+        [[1e300, 1e300], [1e300, 1e300]],  # float dims: OverflowError traceback before
+        [[2.5, 3], [3, 4]],
+    ],
+)
+def test_roofline_drops_points_from_impossible_shapes(tmp_path, dims):
+    a = analyze_trace(read_trace(_mm_trace(tmp_path, dims)))
+    assert a.roofline == []
+    assert sum("1 roofline point(s) dropped" in n for n in a.notes) == 1
+    assert a.ops[0].device_time_s == pytest.approx(20e-6)  # the op itself is still there
+
+
+def test_roofline_keeps_valid_shapes_and_notes_nothing(tmp_path):
+    (pt,) = analyze_trace(read_trace(_mm_trace(tmp_path, [[5, 3], [3, 4]]))).roofline
+    assert pt.flops == 2 * 5 * 3 * 4 and pt.bytes > 0
+
+
+def test_roofline_int_overflow_is_dropped_not_raised(tmp_path, monkeypatch):
+    """The pure-Python ijson backend reads 10**200 as an int; float(FLOP) then overflows."""
+    import ijson
+
+    import analyzers.timeline.reader as reader
+    from analyzers.timeline.roofline import INVALID, op_work
+
+    big = 10**200
+    shape = (((big, big), (big, big)), ("float", "float"), ("", ""))
+    assert op_work("aten::mm", shape) is INVALID  # OverflowError before
+    monkeypatch.setattr(reader, "_ijson_backend", lambda: ijson.get_backend("python"))
+    a = analyze_trace(read_trace(_mm_trace(tmp_path, [[big, big], [big, big]])))
+    assert a.roofline == [] and any("roofline point(s) dropped" in n for n in a.notes)
+
+
 RAW_HEADER = '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
 
 

@@ -4,13 +4,14 @@ attribution, kernel categories, operator -> kernel mapping, per-op roofline poin
 Torch-free: a trace from any machine (CUDA, ROCm, CPU-only) can be analyzed anywhere.
 """
 
-from analyzers.timeline.analysis import analyze_file, analyze_trace
+from analyzers.timeline.analysis import analyze_file, analyze_trace, rank_table
 from analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
     IdleBreakdown,
     KernelStat,
     OpStat,
+    RankRow,
     RooflinePoint,
     StreamStats,
     TimelineAnalysis,
@@ -23,6 +24,7 @@ __all__ = [
     "IdleBreakdown",
     "KernelStat",
     "OpStat",
+    "RankRow",
     "RooflinePoint",
     "StreamStats",
     "TimelineAnalysis",
@@ -31,5 +33,6 @@ __all__ = [
     "analyze_file",
     "analyze_trace",
     "iter_events",
+    "rank_table",
     "read_trace",
 ]

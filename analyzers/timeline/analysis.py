@@ -15,11 +15,12 @@ from analyzers.timeline.model import (
     OpStat,
     ProfilerRanges,
     RangeStat,
+    RankRow,
     Steps,
     ThreadStat,
     TimelineAnalysis,
 )
-from analyzers.timeline.reader import TraceData, read_trace
+from analyzers.timeline.reader import TraceData, TraceError, read_trace
 from analyzers.timeline.roofline import roofline_points
 
 
@@ -86,7 +87,15 @@ def _host_stats(
         kt = np.bincount(inv, weights=k_time[is_op])
         for i, n in enumerate(uniq.tolist()):
             op_stats.append(
-                OpStat(names[n], int(calls[i]), tot[i] * US, slf[i] * US, int(kc[i]), kt[i] * US)
+                OpStat(
+                    names[n],
+                    int(calls[i]),
+                    tot[i] * US,
+                    slf[i] * US,
+                    int(kc[i]),
+                    kt[i] * US,
+                    is_comm_range(names[n]),
+                )
             )
     has_device = arrays.n > 0
     op_stats.sort(
@@ -158,12 +167,17 @@ def analyze_trace(
     data: TraceData, top: int | None = 20, device: int | None = None
 ) -> TimelineAnalysis:
     """Analyze one read trace. `top` limits the kernel/op/annotation lists (None/0: all);
-    `device` restricts the device side to one device id."""
+    `device` restricts the device side to one device id. A trace with no events at all is a
+    TraceError: calling it CPU-only would describe a file that says nothing."""
+    if data.events_total == 0:
+        where = "" if data.bare_list else "field traceEvents: "
+        raise TraceError(f"{data.path}: {where}empty trace (0 events)")
     host = build_host_map(data)
     arrays = DeviceArrays(data, host)
     mask = np.ones(arrays.n, dtype=bool) if device is None else arrays.device == device
     devices = device_timelines(data, arrays, device)
     ops, anns, threads, steps, mapped, unmapped = _host_stats(data, host, arrays, mask)
+    roofline, dropped = roofline_points(data, host, arrays, mask)
     notes: list[str] = []
     has_device = bool(mask.any())
     if not has_device:
@@ -171,6 +185,8 @@ def analyze_trace(
             notes.append(f"no device events on device {device}")
         elif data.profiler_ranges:
             notes.append("no kernel activity records: device time cannot be measured")
+        elif not len(data.ranges.ts):
+            notes.append("no timed events (ph X): neither device kernels nor CPU operators")
         else:
             notes.append("no device kernels in this trace (CPU-only); CPU operator time only")
     if data.profiler_ranges:
@@ -185,6 +201,11 @@ def analyze_trace(
         )
     if has_device and unmapped > 0:
         notes.append(f"{unmapped:.6g} s of device time has no launching cpu_op in the trace")
+    if dropped:
+        notes.append(
+            f"{dropped} roofline point(s) dropped: recorded shapes with a negative or "
+            "non-integer dimension, or modeled FLOP/bytes that are negative or not finite"
+        )
     if data.malformed:
         notes.append(
             f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
@@ -210,7 +231,7 @@ def analyze_trace(
         steps=steps,
         mapped_device_time_s=mapped,
         unmapped_device_time_s=unmapped,
-        roofline=_top(roofline_points(data, host, arrays, mask), top),
+        roofline=_top(roofline, top),
         profiler_ranges=_profiler_ranges(data, top),
         notes=notes,
     )
@@ -224,3 +245,32 @@ def analyze_file(
 ) -> TimelineAnalysis:
     """Read and analyze one trace file (plain or .gz)."""
     return analyze_trace(read_trace(path, progress), top=top, device=device)
+
+
+def rank_table(results: list[TimelineAnalysis]) -> list[RankRow]:
+    """One row per analyzed trace (one file per rank), in the order given."""
+    rows = []
+    for a in results:
+        o = a.overall
+        name = os.path.basename(a.path)
+        if o is None:
+            rows.append(RankRow(name, a.path, a.rank, *([None] * 7)))
+            continue
+        span = o.span_s
+        rows.append(
+            RankRow(
+                trace=name,
+                path=a.path,
+                rank=a.rank,
+                span_s=span,
+                busy_compute_s=o.busy_compute_s,
+                compute_share=o.busy_compute_s / span if span > 0 else None,
+                communication_busy_s=sum(
+                    c.busy_s for c in o.categories if c.category == "communication"
+                ),
+                idle_s=o.idle_s,
+                idle_share=o.idle_s / span if span > 0 else None,
+                host_wait_s=o.idle.host_wait_s,
+            )
+        )
+    return rows

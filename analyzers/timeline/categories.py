@@ -22,8 +22,8 @@ _COMM_KERNEL = re.compile(r"^(?:void\s+)?(?:nccl|rccl|msccl)", re.IGNORECASE)
 _MEMCPY_NAME = re.compile(r"^(?:Memcpy|dma)", re.IGNORECASE)
 _MEMSET_NAME = re.compile(r"^Memset", re.IGNORECASE)
 
-# Host ranges that are collectives: `nccl:all_reduce`, `gloo:all_reduce`, c10d ops, the
-# profiler's `record_param_comms`.
+# Host ranges (annotations and cpu_ops) that are collectives: `nccl:all_reduce`,
+# `gloo:all_reduce`, c10d ops (`c10d::allreduce_`), the profiler's `record_param_comms`.
 _COMM_RANGE = re.compile(r"^(?:nccl|rccl|gloo|mpi|ucc|c10d)[:_]|^record_param_comms$", re.I)
 
 # Host calls that block until the device (or a transfer) finishes.

@@ -3,7 +3,8 @@
 Busy time is the union of events over all streams of a device (never a sum), idle time is
 the rest of the span from the first event's start to the last event's end (HTA's "kernel
 time" window). Each gap in the union is attributed through the correlation id of the event
-that ends it: was its launch call issued before the device went idle or not?
+that ends it: was the host not yet launching it, inside its launch call, or had the call
+returned (the work queued on the device)?
 """
 
 from __future__ import annotations
@@ -65,11 +66,16 @@ class DeviceArrays:
         self.op = np.full(n, -1, dtype=np.int64)
         has_call = self.call >= 0
         self.op[has_call] = host.call_op[self.call[has_call]]
-        rt_ts = np.frombuffer(data.runtime.ts, dtype=np.float64) if len(data.runtime.ts) else None
+        # Start and end of the launching runtime call (NaN: none); the work is on the device's
+        # queue once the call has returned, so a gap is split at both.
+        rt = data.runtime
         self.launch = np.full(n, np.nan)
-        if rt_ts is not None:
-            has = self.call >= 0
-            self.launch[has] = rt_ts[self.call[has]] - self.base
+        self.launch_end = np.full(n, np.nan)
+        if len(rt.ts):
+            rt_ts = np.frombuffer(rt.ts, dtype=np.float64)
+            rt_end = rt_ts + np.frombuffer(rt.dur, dtype=np.float64)
+            self.launch[has_call] = rt_ts[self.call[has_call]] - self.base
+            self.launch_end[has_call] = rt_end[self.call[has_call]] - self.base
 
 
 def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
@@ -93,8 +99,11 @@ def _idle(
     end: np.ndarray,
     call: np.ndarray,
     launch: np.ndarray,
+    launch_end: np.ndarray,
     syncs: dict[int, CoverIndex],
 ) -> IdleBreakdown:
+    """Each gap [a, b) split at the start and end of the launch call of the event ending it:
+    before the call (host wait), inside it (in launch), after it returned (queued)."""
     starts, ends, first = merge(ts, end)
     out = IdleBreakdown()
     if len(starts) < 2:
@@ -103,23 +112,26 @@ def _idle(
     nxt = first[1:]
     out.gaps = int(np.count_nonzero(gap_b > gap_a))
     rt_thread = data.runtime.thread
+    launch_l, launch_end_l = launch.tolist(), launch_end.tolist()  # Python floats, not np
     for a, b, k in zip(gap_a.tolist(), gap_b.tolist(), nxt.tolist(), strict=True):
         length = b - a
         if length <= 0:
             continue
         out.idle_s += length
-        t_launch = launch[k]
+        t_launch = launch_l[k]
         if t_launch != t_launch:  # NaN: no correlated launch
             out.unattributed_s += length
             continue
         wait = min(max(t_launch - a, 0.0), length)
+        in_call = max(min(launch_end_l[k], b) - max(t_launch, a), 0.0)
         out.host_wait_s += wait
-        out.queued_s += length - wait
+        out.in_launch_s += in_call
+        out.queued_s += max(length - wait - in_call, 0.0)
         if wait > 0:
             cover = syncs.get(rt_thread[int(call[k])])
             if cover is not None:
                 out.host_sync_s += cover.covered(a, a + wait)
-    for f in ("idle_s", "host_wait_s", "host_sync_s", "queued_s", "unattributed_s"):
+    for f in ("idle_s", "host_wait_s", "host_sync_s", "in_launch_s", "queued_s", "unattributed_s"):
         setattr(out, f, getattr(out, f) * US)
     return out
 
@@ -204,7 +216,7 @@ def device_timelines(
                 idle_s=(span - busy) * US,
                 compute_comm_overlap_s=max(overlap, 0.0) * US,
                 categories=categories,
-                idle=_idle(data, ts, end, arrays.call[m], launch[m], syncs),
+                idle=_idle(data, ts, end, arrays.call[m], launch[m], arrays.launch_end[m], syncs),
                 streams=_streams(arrays.stream[m], ts, dur, launch[m]),
                 sync_records=len(sync_by_dev.get(dev, [])),
                 sync_total_s=sum(sync_by_dev.get(dev, [])) * US,
@@ -225,9 +237,16 @@ def combine(devices: list[DeviceTimeline]) -> DeviceTimeline | None:
             acc[0] += c.count
             acc[1] += c.total_s
             acc[2] += c.busy_s
-        for f in ("idle_s", "gaps", "host_wait_s", "host_sync_s", "queued_s"):
+        for f in (
+            "idle_s",
+            "gaps",
+            "host_wait_s",
+            "host_sync_s",
+            "in_launch_s",
+            "queued_s",
+            "unattributed_s",
+        ):
             setattr(idle, f, getattr(idle, f) + getattr(d.idle, f))
-        idle.unattributed_s += d.idle.unattributed_s
 
     def total(attr: str) -> float:
         return sum(getattr(d, attr) for d in devices)

@@ -18,14 +18,20 @@ class CategoryTime:
 
 @dataclass
 class IdleBreakdown:
-    """Where idle device time (gaps in the union of all streams) came from.
+    """Where idle device time (gaps in the union of all streams) came from. The four causes
+    split each gap by where the launch call of the event that ends it sits, so
+    host_wait_s + in_launch_s + queued_s + unattributed_s == idle_s.
 
-    host_wait_s: the work that ended the gap had not been submitted yet (its launch call
-    started after the device went idle): the host was not feeding the device. host_sync_s is
-    the part of host_wait_s during which the launching thread sat in a blocking call
+    host_wait_s: the part of the gap before that launch call started: the host had not begun
+    submitting the work (CPU-bound code, Python overhead, data loading). host_sync_s is the
+    part of host_wait_s during which the launching thread sat in a blocking call
     (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous cudaMemcpy...).
-    queued_s: the work was already submitted when the device went idle; the gap is launch
-    latency or a wait on a dependency (an event on another stream or device, a pageable copy).
+    in_launch_s: the part during which the launch call itself was running: a slow launch
+    (lazy module loading or JIT on first use, a pageable copy staged by the call, driver
+    locks). Kept apart: the host was busy submitting, and the work may not be on the device's
+    queue until the call returns (only a pageable copy is known to start earlier).
+    queued_s: the part after the launch call returned: the work was submitted and did not start
+    (device-side launch latency, or a wait on a dependency: an event on another stream).
     unattributed_s: no launch call correlated with the next event.
     """
 
@@ -33,6 +39,7 @@ class IdleBreakdown:
     gaps: int = 0
     host_wait_s: float = 0.0
     host_sync_s: float = 0.0
+    in_launch_s: float = 0.0
     queued_s: float = 0.0
     unattributed_s: float = 0.0
 
@@ -84,7 +91,8 @@ class KernelStat:
 @dataclass
 class OpStat:
     """A host operator: inclusive and self CPU time, and the device time of the kernels it
-    launched (kernels mapped to their innermost enclosing cpu_op)."""
+    launched (kernels mapped to their innermost enclosing cpu_op). `communication`: a
+    collective's host range (c10d::allreduce_, record_param_comms...), as for annotations."""
 
     name: str
     calls: int
@@ -92,6 +100,7 @@ class OpStat:
     self_s: float
     kernels: int
     device_time_s: float
+    communication: bool = False
 
 
 @dataclass
@@ -170,3 +179,21 @@ class TimelineAnalysis:
     roofline: list[RooflinePoint]
     profiler_ranges: ProfilerRanges | None
     notes: list[str]
+
+
+@dataclass
+class RankRow:
+    """One trace (rank) side by side with the others, to spot the straggler or the rank that
+    waits. Device fields are None for a trace without device events. Shares are fractions
+    of the span; all devices of the trace summed (its `overall`)."""
+
+    trace: str  # file name
+    path: str
+    rank: int | None
+    span_s: float | None
+    busy_compute_s: float | None
+    compute_share: float | None
+    communication_busy_s: float | None
+    idle_s: float | None
+    idle_share: float | None
+    host_wait_s: float | None

@@ -30,12 +30,21 @@ DEVICE_CATS = {
     "Memset": 2,
 }
 DEVICE_CAT_NAMES = ("kernel", "gpu_memcpy", "gpu_memset")
-RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime"}
+# Host calls that submit device work; "Runtime" is the PyTorch 1.8-era name of cuda_runtime.
+RUNTIME_CATS = {
+    "cuda_runtime",
+    "cuda_driver",
+    "hip_runtime",
+    "hip_driver",
+    "privateuse1_runtime",
+    "Runtime",
+}
 # Host ranges: 0 = operator (cpu_op), 1 = annotation (record_function, ProfilerStep#N, nccl:...).
 RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
 SYNC_CAT = "cuda_sync"
 PROFILER_RANGE_CAT = "cuda_profiler_range"
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
+_BOM = b"\xef\xbb\xbf"
 # Ids kept in int64 arrays; a larger (or non-integer) id is read as the field's default.
 _I64 = 2**62
 
@@ -127,18 +136,22 @@ class TraceData:
 
 def _open(path: Path) -> BinaryIO:
     """The decompressed byte stream behind a depth guard: regular files only, so a FIFO is
-    refused instead of waited on, and nesting is bounded before ijson builds anything."""
+    refused instead of waited on, and nesting is bounded before ijson builds anything. A UTF-8
+    byte-order mark (Windows editors write one) is skipped: yajl would call it invalid."""
     raw = open_regular(path, TraceError)
     try:
-        magic = raw.read(2)
-        raw.seek(0)
-    except OSError as exc:
+        magic = raw.read(3)
+        raw.seek(3 if magic == _BOM else 0)
+        if magic[:2] != b"\x1f\x8b":
+            return DepthGuard(raw, path, TraceError, MAX_JSON_DEPTH)  # type: ignore[return-value]
+        # GzipFile does not close a file it was given: the guard does
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        if stream.peek(3)[:3] == _BOM:
+            stream.read(3)
+        return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH, underlying=raw)  # type: ignore[return-value]
+    except (OSError, EOFError) as exc:
         raw.close()
         raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
-    if magic == b"\x1f\x8b":  # GzipFile does not close a file it was given: the guard does
-        stream = gzip.GzipFile(fileobj=raw, mode="rb")
-        return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH, underlying=raw)  # type: ignore[return-value]
-    return DepthGuard(raw, path, TraceError, MAX_JSON_DEPTH)  # type: ignore[return-value]
 
 
 def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
@@ -167,7 +180,12 @@ def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
                     continue
                 if prefix == key and key is not None:
                     if key == "traceEvents":
-                        return meta, ("traceEvents.item" if event == "start_array" else None)
+                        if event != "start_array":
+                            raise TraceError(
+                                f"{path}: field traceEvents: is not a list "
+                                f"(got {_JSON_KINDS.get(event, event)})"
+                            )
+                        return meta, "traceEvents.item"
                     if event in ("start_map", "start_array"):
                         builder = ijson.ObjectBuilder()
                         builder.event(event, value)
@@ -181,6 +199,17 @@ def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
     return meta, None
+
+
+_JSON_KINDS = {
+    "start_map": "an object",
+    "string": "a string",
+    "number": "a number",
+    "integer": "a number",
+    "double": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
 
 
 def _short(exc: BaseException) -> str:

@@ -5,10 +5,15 @@ the profiler wrote ("Input Dims", "Input type", "Concrete Inputs"): modeled. Tim
 device time of the kernels the operator launched: measured. A kernel is credited to the
 innermost enclosing operator that has shapes and a registry formula, so aten::linear ->
 aten::addmm counts once, at aten::addmm.
+
+Shapes come from an untrusted file: a point is dropped (and counted in a note) unless every
+recorded dimension is a non-negative integer and the modeled FLOP and bytes are finite and
+non-negative, so a corrupt or hand-edited trace cannot put -120 FLOP or 1e600 on a plot.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -86,8 +91,20 @@ def trace_call(name: str, dims: Any, types: Any, concrete: Any) -> Any:
     return OpCall(name=name, args=args)
 
 
+# op_work's answer for shapes no point may be drawn from (negative dims, infinite FLOP).
+INVALID = (math.nan, math.nan)
+
+
+def _dims_ok(dims: Any) -> bool:
+    """Every leaf of "Input Dims" is a non-negative int (nested lists for TensorLists)."""
+    if isinstance(dims, (list, tuple)):
+        return all(_dims_ok(d) for d in dims)
+    return type(dims) is int and dims >= 0
+
+
 def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | None:
-    """(FLOP, byte) of one call from its recorded shapes, or None when no formula applies."""
+    """(FLOP, byte) of one call from its recorded shapes; None when no formula applies;
+    INVALID when one does but the shapes or its result cannot describe a real call."""
     try:
         from perfsuite.flops import registry
 
@@ -95,22 +112,30 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
             return None
     except ImportError:  # op models not available: no roofline points
         return None
+    if not _dims_ok(shape[0]):
+        return INVALID
     try:
         est = registry.estimate(trace_call(name, *shape))
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
         return None  # shapes the formula cannot use (e.g. missing arguments in old traces)
+    except ArithmeticError:  # OverflowError: dims so large the FLOP count is not a float
+        return INVALID
     if not est.known or (est.flops == 0 and est.bytes == 0):
         return None  # zero work from shapes means the shapes were not recorded (TensorList)
-    return est.flops, est.bytes
+    flops, nbytes = est.flops, est.bytes
+    if not (math.isfinite(flops) and math.isfinite(nbytes) and flops >= 0 and nbytes >= 0):
+        return INVALID
+    return flops, nbytes
 
 
 def roofline_points(
     data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray
-) -> list[RooflinePoint]:
-    """Group device time by (operator, shapes) of the modeled operator that launched it."""
+) -> tuple[list[RooflinePoint], int]:
+    """Group device time by (operator, shapes) of the modeled operator that launched it.
+    Also returns how many (operator, shapes) groups were dropped as INVALID."""
     rg = data.ranges
     if arrays.n == 0 or not len(data.shapes.values):
-        return []
+        return [], 0
     names = data.names.values
     work_cache: dict[tuple[int, int], tuple[float, float] | None] = {}
     credited: dict[int, int] = {}  # innermost op -> modeled op (or -1)
@@ -150,8 +175,12 @@ def roofline_points(
         g[0] += 1
         g[1] += t
     points = []
+    dropped = 0
     for (nm, sh), (calls, t) in groups.items():
         flops, nbytes = work_cache[(nm, sh)]  # type: ignore[misc]
+        if flops != flops:  # INVALID: the innermost modeled op's shapes are not a real call
+            dropped += 1
+            continue
         secs = t * US
         tot_f, tot_b = flops * calls, nbytes * calls
         dims, types, _ = data.shapes.values[sh]
@@ -170,4 +199,4 @@ def roofline_points(
             )
         )
     points.sort(key=lambda p: (-p.device_time_s, p.op))
-    return points
+    return points, dropped

@@ -1,8 +1,7 @@
 """A PyTorch profiler (Kineto / Chrome) trace as DataFrames: what `perfsuite timeline` prints.
 
-Why seconds here when `timeline --json` says microseconds: the analyzer works in SI seconds and
-the JSON converts to the trace's own unit for trace users; the API keeps the analyzer's
-seconds (`time_s` columns), so `total_s * 1e6` is the JSON's `total_us`, exactly.
+Every time is in seconds (`*_s` columns), the analyzer's unit and the one `timeline --json`
+prints (`"time_unit": "s"`), so a column equals its JSON field exactly.
 The whole trace is analyzed once, with no top-N cut (the CLI's `--top 0`).
 """
 
@@ -37,6 +36,7 @@ IDLE: Spec = [
     ("gaps", "idle.gaps"),
     ("host_wait_s", "idle.host_wait_s"),
     ("host_sync_s", "idle.host_sync_s"),
+    ("in_launch_s", "idle.in_launch_s"),
     ("queued_s", "idle.queued_s"),
     ("unattributed_s", "idle.unattributed_s"),
 ]
@@ -65,6 +65,7 @@ OPS: Spec = [
     ("self_s", "self_s"),
     ("kernels", "kernels"),
     ("device_time_s", "device_time_s"),
+    ("communication", "communication"),
 ]
 ANNOTATIONS: Spec = [
     ("name", "name"),
@@ -144,7 +145,8 @@ class Trace:
 
     @cached_property
     def idle(self) -> pd.DataFrame:
-        """Per device: idle time by cause (host wait, of it in sync calls, queued, unknown)."""
+        """Per device: idle time by cause (host wait, of it in sync calls, inside the launch
+        call, queued after it, unknown); the causes sum to idle_s."""
         return frame(self._devices(), IDLE)
 
     @cached_property

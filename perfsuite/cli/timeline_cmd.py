@@ -87,7 +87,9 @@ def run(args: Any) -> int:
             status(f"analyzing {path}")
         results.append(_analyze(path, top, args.device))
     if args.json:
-        print_json({"time_unit": "s", "traces": results})
+        from analyzers.timeline import rank_table
+
+        print_json({"time_unit": "s", "traces": results, "ranks": rank_table(results)})
         return 0
     print("\n\n".join(render(a) for a in results))
     if len(results) > 1:
@@ -110,7 +112,8 @@ def _device_lines(d: Any) -> list[str]:
         f"{pct(d.busy_compute_s / span)}, non-compute only {pct(d.busy_non_compute_s / span)}; "
         f"idle {si(d.idle_s, 's')} ({pct(d.idle_s / span)})",
         f"  idle {si(idle.idle_s, 's')} in {idle.gaps} gaps: host wait {si(idle.host_wait_s, 's')}"
-        f" (in sync calls {si(idle.host_sync_s, 's')}), queued {si(idle.queued_s, 's')}, "
+        f" (in sync calls {si(idle.host_sync_s, 's')}), inside launch calls "
+        f"{si(idle.in_launch_s, 's')}, queued {si(idle.queued_s, 's')}, "
         f"unattributed {si(idle.unattributed_s, 's')}",
     ]
     if d.compute_comm_overlap_s:
@@ -170,11 +173,12 @@ def render(a: Any) -> str:
     if a.ops:
         rows = [
             [name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
-             si(o.device_time_s, "s") if a.has_device else "-"]
+             si(o.device_time_s, "s") if a.has_device else "-",
+             "yes" if o.communication else ""]
             for o in a.ops
         ]  # fmt: skip
-        headers = ["cpu op", "calls", "self", "total", "kernels", "device time"]
-        out += ["", "CPU operators", table(rows, headers, "lrrrrr")]
+        headers = ["cpu op", "calls", "self", "total", "kernels", "device time", "collective"]
+        out += ["", "CPU operators", table(rows, headers, "lrrrrrl")]
     if a.has_device:
         out.append(
             f"device time with a launching cpu_op: {si(a.mapped_device_time_s, 's')}, "
@@ -209,21 +213,22 @@ def render(a: Any) -> str:
 
 
 def render_ranks(results: list[Any]) -> str:
-    """One row per trace: spot the straggler or the rank that waits."""
+    """One row per trace: spot the straggler or the rank that waits (`ranks` in --json)."""
+    from analyzers.timeline import rank_table
     from perfsuite.fmt import pct, si, table, truncate
 
     rows = []
-    for a in results:
-        o = a.overall
-        if o is None:
-            rows.append([Path(a.path).name, a.rank, "-", "-", "-", "-", "-"])
+    for r in rank_table(results):
+        rank = "" if r.rank is None else r.rank
+        if r.span_s is None:
+            rows.append([truncate(r.trace, 40), rank, "-", "-", "-", "-", "-"])
             continue
-        comm = sum(c.busy_s for c in o.categories if c.category == "communication")
-        span = o.span_s or float("nan")
         rows.append(
-            [truncate(Path(a.path).name, 40), "" if a.rank is None else a.rank, si(o.span_s, "s"),
-             pct(o.busy_compute_s / span), si(comm, "s"), pct(o.idle_s / span),
-             si(o.idle.host_wait_s, "s")]
+            [truncate(r.trace, 40), rank, si(r.span_s, "s"),
+             pct(r.compute_share) if r.compute_share is not None else "n/a",
+             si(r.communication_busy_s, "s"),
+             pct(r.idle_share) if r.idle_share is not None else "n/a",
+             si(r.host_wait_s, "s")]
         )  # fmt: skip
     headers = ["trace", "rank", "span", "compute", "communication", "idle", "host wait"]
     return table(rows, headers, "lrrrrrr")

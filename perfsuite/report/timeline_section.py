@@ -34,7 +34,12 @@ def _device_rows(d: Any) -> list[list[str]]:
         ["idle", fmt.si(d.idle_s, "s"), share(d.idle_s)],
         ["  host had not launched the work yet", fmt.si(i.host_wait_s, "s"), share(i.host_wait_s)],
         ["    of it in sync calls", fmt.si(i.host_sync_s, "s"), share(i.host_sync_s)],
-        ["  work queued (launch latency)", fmt.si(i.queued_s, "s"), share(i.queued_s)],
+        ["  host inside the launch call", fmt.si(i.in_launch_s, "s"), share(i.in_launch_s)],
+        [
+            "  launched, waiting to start (queue, dependency)",
+            fmt.si(i.queued_s, "s"),
+            share(i.queued_s),
+        ],
         ["  unattributed", fmt.si(i.unattributed_s, "s"), share(i.unattributed_s)],
     ]
 
@@ -51,6 +56,23 @@ def _perfetto(path: Any) -> str:
     )
 
 
+def _no_device_note(a: Any) -> str:
+    """Why there is no device table: a CUPTI counter-collection trace has kernels (replayed,
+    so not timed) and is not CPU-only."""
+    if a.profiler_ranges is not None:
+        pr = a.profiler_ranges
+        return (
+            f'<p class="note">CUPTI profiler-mode trace ({pr.count} counter ranges, '
+            f"{len(pr.metrics)} metrics): kernels were replayed to collect hardware counters, "
+            "so there are no kernel timings to split into busy and idle. "
+            "<code>perfsuite counters</code> turns these ranges into measured FLOPs.</p>"
+        )
+    return (
+        '<p class="note">CPU-only trace: there is no device timeline to split '
+        "into busy and idle; the operators below ran on the host.</p>"
+    )
+
+
 def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
     """HTML for one run's saved profiler trace, or a note saying why there is none."""
     from analyzers.timeline import TraceError, analyze_file
@@ -63,6 +85,9 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
         a = analyze_file(path, top=top)
     except (TraceError, OSError) as exc:
         return f'<p class="note">Trace not readable: {h.esc(exc)}</p>' + _perfetto(path)
+    except ArithmeticError as exc:  # a shape no guard foresaw: the rest of the page still shows
+        msg = f"{path}: {type(exc).__name__}: {exc}"
+        return f'<p class="note">Trace analysis failed: {h.esc(msg)}</p>' + _perfetto(path)
     parts = [
         f"<p>Profiled window {h.esc(fmt.si(a.window_s, 's'))}, {a.events} events"
         + (
@@ -87,10 +112,7 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
             )
         )
     if not a.devices:
-        parts.append(
-            '<p class="note">CPU-only trace: there is no device timeline to split '
-            "into busy and idle; the operators below ran on the host.</p>"
-        )
+        parts.append(_no_device_note(a))
     if a.top_kernels:
         parts.append(
             h.table(
