@@ -58,6 +58,65 @@ def test_dawnbench_names_that_slug_alike_both_land(tmp_path):
     assert any("imported as" in n for n in result.notes)
 
 
+def _slug_alike(src: Path, name: str, cost: float) -> None:
+    """A CIFAR-10 entry `name` whose content differs by its costPerHour."""
+    src.mkdir(parents=True, exist_ok=True)
+    entry = json.loads((TRAIN / "null_cost.json").read_text())
+    entry["costPerHour"] = cost
+    (src / f"{name}.json").write_text(json.dumps(entry))
+    shutil.copy(TRAIN / "null_cost.tsv", src / f"{name}.tsv")
+
+
+def _ids_and_costs(out: Path) -> dict[str, float]:
+    return {r["run_id"]: r["cost"]["usd_per_hour"]["value"] for r in _records(out)}
+
+
+def test_reimport_keeps_the_id_on_disk_and_suffixes_only_the_newcomer(tmp_path):
+    src, out, bare = (
+        tmp_path / "CIFAR10" / "train",
+        tmp_path / "runs",
+        "dawnbench-cifar10-train-a_b",
+    )
+    _slug_alike(src, "a b", 1.0)
+    run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    assert _ids_and_costs(out) == {bare: 1.0}
+    _slug_alike(src, "a_b", 2.0)  # a different result that slugs to the same id
+    result = run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    on_disk = _ids_and_costs(out)
+    assert len(on_disk) == 2 == result.written  # each result once: no stale copy of "a b"
+    assert on_disk[bare] == 1.0
+    (newcomer,) = [i for i in on_disk if i != bare]
+    assert newcomer.startswith(f"{bare}-") and on_disk[newcomer] == 2.0
+    assert result.notes == [f"{src / 'a_b.json'}: run id {bare} taken; imported as {newcomer}"]
+
+
+def test_a_suffixed_result_imported_alone_keeps_its_suffixed_id(tmp_path):
+    src, out = tmp_path / "CIFAR10" / "train", tmp_path / "runs"
+    _slug_alike(src, "a b", 1.0)
+    _slug_alike(src, "a_b", 2.0)
+    run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    before = _ids_and_costs(out)
+    assert len(before) == 2 and "dawnbench-cifar10-train-a_b" not in before
+    again = run_import(DawnBenchImporter(), [src / "a b.json"], out, keep_going=False)
+    assert _ids_and_costs(out) == before  # replaced in place, not written again bare
+    assert again.items[0].record["run_id"] in before
+
+
+def test_a_stale_copy_left_by_an_earlier_import_is_named(tmp_path):
+    src, out, bare = (
+        tmp_path / "CIFAR10" / "train",
+        tmp_path / "runs",
+        "dawnbench-cifar10-train-a_b",
+    )
+    _slug_alike(src, "a b", 1.0)
+    first = run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    stale = f"{bare}-{first.items[0].record['source']['sha256'][:8]}"
+    shutil.copytree(out / bare, out / stale)  # what the old pipeline left behind
+    again = run_import(DawnBenchImporter(), [src], out, keep_going=False)
+    assert again.items[0].record["run_id"] == bare
+    assert any(f"{stale} under {out} is the same result as {bare}" in n for n in again.notes)
+
+
 def test_reimport_replaces_and_other_content_is_never_overwritten(tmp_path):
     out = tmp_path / "runs"
     one = tmp_path / "single" / "result_0.txt"

@@ -73,10 +73,11 @@ def _on_disk_digest(out: Path, run_id: str) -> str | None:
 def unique_ids(items: list[Imported], out: Path) -> tuple[list[str], list[tuple[Imported, str]]]:
     """Give every item a run id no other item and no different record on disk has.
 
-    Same id and same content (one file reached twice) keeps one copy; same id and different
-    content gets `-<8 hex of the content digest>` appended to each. An id taken on disk by a
-    record of other content is suffixed too; the same content is a re-import and replaces it.
-    Returns notes about what was done, and the items refused (with why): those whose id is
+    Same id and same content (one file reached twice) keeps one copy. Content already on disk
+    under the id or under `<id>-<8 hex of its digest>` is a re-import and keeps that id, so a
+    result is never on disk twice. Otherwise an id that other content holds (on disk, or
+    another item of this import) gets `-<8 hex of the content digest>` appended; the notes name
+    each renamed id. Returns the notes and the items refused (with why): those whose id is
     taken on disk by other content even after suffixing.
     """
     notes: list[str] = []
@@ -94,14 +95,9 @@ def unique_ids(items: list[Imported], out: Path) -> tuple[list[str], list[tuple[
                 notes.append(f"{it.summary.get('file')}: same content as {first}; imported once")
                 continue
             seen[digest] = it
-        distinct = list(seen.values())
-        for it in distinct:
-            digest = it.record["source"]["sha256"]
-            new_id = run_id if len(distinct) == 1 else f"{run_id}-{digest[:8]}"
-            existing = _on_disk_digest(out, new_id)
-            if existing is not None and existing != digest and new_id == run_id:
-                new_id = f"{run_id}-{digest[:8]}"
-                existing = _on_disk_digest(out, new_id)
+        bare = _on_disk_digest(out, run_id)
+        for digest, it in seen.items():
+            new_id, existing = _choose_id(out, run_id, digest, bare, len(seen))
             if existing is not None and existing != digest:
                 why = (
                     f"{it.summary.get('file')}: run id {new_id} is taken under {out} by a "
@@ -113,10 +109,29 @@ def unique_ids(items: list[Imported], out: Path) -> tuple[list[str], list[tuple[
                 notes.append(
                     f"{it.summary.get('file')}: run id {run_id} taken; imported as {new_id}"
                 )
+            elif _on_disk_digest(out, stale := f"{run_id}-{digest[:8]}") == digest:
+                notes.append(
+                    f"{it.summary.get('file')}: {stale} under {out} is the same result as "
+                    f"{run_id} (left by an earlier import); remove {stale}"
+                )
             _rename(it, new_id)
             kept.append(it)
     items[:] = kept
     return notes, refused
+
+
+def _choose_id(
+    out: Path, run_id: str, digest: str, bare: str | None, distinct: int
+) -> tuple[str, str | None]:
+    """The id for content `digest` among `distinct` contents wanting `run_id` (whose record on
+    disk has digest `bare`), and the digest on disk under the chosen id."""
+    suffixed = f"{run_id}-{digest[:8]}"
+    if bare == digest:
+        return run_id, bare  # a re-import keeps its id
+    on_disk = _on_disk_digest(out, suffixed)
+    if on_disk == digest or bare is not None or distinct > 1:
+        return suffixed, on_disk
+    return run_id, None
 
 
 def _rename(it: Imported, run_id: str) -> None:

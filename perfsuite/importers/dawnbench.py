@@ -4,8 +4,9 @@ An entry is a JSON file (`version`, `author`, `framework`, `model`, `hardware`, 
 optional `costPerHour`, `misc`, ...) and, for training entries, a TSV with the same stem:
 `epoch hours <accuracy columns>` (hours cumulative; top-1/top-5 in percent, F1 a fraction).
 Inference entries carry `latency` (ms per item), `cost` (USD per item) and their accuracy.
-The task comes from the path (`CIFAR10/`, `ImageNet/`, `SQuAD/`, as in the public
-dawn-bench-entries repository) or, failing that, from the fields present.
+Task and entry type come from the `<Task>/<train|inference>/` folders, as in the public
+dawn-bench-entries repository, and from the fields where those say nothing or are
+contradicted (`dawnbench_detect`).
 
 Time to accuracy is DAWNBench's: the hours of the first TSV row, in file order, at or above
 the threshold, computed by `analyzers.tta.first_crossing` on the converted curve.
@@ -18,7 +19,6 @@ import io
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from perfsuite.importers.common import (
     read_text,
     slug,
 )
+from perfsuite.importers.dawnbench_detect import TASKS, Task, detect_task, entry_kind, hardware
 from perfsuite.record import new_record, quantity
 from perfsuite.safeio import (
     HEAD_BYTES,
@@ -45,39 +46,8 @@ from perfsuite.safeio import (
     read_bytes,
 )
 
+__all__ = ["TASKS", "DawnBenchImporter", "Task", "discover", "load_entry", "read_tsv"]
 
-@dataclass(frozen=True)
-class Task:
-    """A DAWNBench task: its record name, the columns of its TSV and its threshold rule."""
-
-    name: str
-    dataset: str
-    metric: str  # record metric compared with the threshold
-    threshold: float  # fraction
-    columns: dict[str, str]  # TSV/JSON accuracy field -> record metric
-    percent: frozenset[str]  # fields given in percent
-
-
-TASKS: dict[str, Task] = {
-    "cifar10": Task(
-        "cifar10", "CIFAR10", "top1", 0.94, {"top1Accuracy": "top1"}, frozenset({"top1Accuracy"})
-    ),
-    "imagenet": Task(
-        "imagenet",
-        "ImageNet",
-        "top5",
-        0.93,
-        {"top1Accuracy": "top1", "top5Accuracy": "top5"},
-        frozenset({"top1Accuracy", "top5Accuracy"}),
-    ),
-    "squad": Task("squad", "SQuAD v1.1", "f1", 0.75, {"f1Score": "f1"}, frozenset()),
-}
-_PATH_NAMES = {
-    "cifar10": "cifar10",
-    "cifar-10": "cifar10",
-    "imagenet": "imagenet",
-    "squad": "squad",
-}
 REQUIRED_FIELDS = ("version", "author", "framework", "model", "hardware", "timestamp")
 
 
@@ -85,25 +55,6 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Entry JSON files (or gzipped, as `load_entry` reads them) under `paths` (files, or
     folders searched recursively), sorted."""
     return find_files(paths, ("*.json", "*.json.gz"))
-
-
-def detect_task(path: Path, entry: dict[str, Any], header: list[str] | None) -> Task:
-    """From a path component named like the task, else from the accuracy fields."""
-    for part in reversed(path.parts[:-1]):
-        key = _PATH_NAMES.get(part.lower())
-        if key:
-            return TASKS[key]
-    fields = set(entry) | set(header or [])
-    if "f1Score" in fields:
-        return TASKS["squad"]
-    if "top5Accuracy" in fields:
-        return TASKS["imagenet"]
-    if "top1Accuracy" in fields:
-        return TASKS["cifar10"]
-    raise ImportFailure(
-        f"{path}: field task: cannot tell CIFAR10/ImageNet/SQuAD from the path or the fields "
-        "(put the file under a CIFAR10/, ImageNet/ or SQuAD/ folder)"
-    )
 
 
 def _number(value: Any, where: str) -> float:
@@ -202,37 +153,6 @@ def _curve(rows: list[dict[str, float]], task: Task, tsv: Path) -> tuple[list[di
     return evaluations, flags
 
 
-def _hardware(text: Any) -> dict[str, Any]:
-    """The free-text hardware string, with the accelerator kind when it is named in it."""
-    name = None if text is None else str(text)
-    low = (name or "").lower()
-    if "tpu" in low:
-        acc = "tpu"
-    elif any(
-        k in low
-        for k in (
-            "gpu",
-            "v100",
-            "p100",
-            "k80",
-            "t4",
-            "a100",
-            "1080",
-            "2080",
-            "m60",
-            "titan",
-            "tesla",
-            "volta",
-        )
-    ):
-        acc = "cuda"
-    elif "cpu" in low or "xeon" in low:
-        acc = "cpu"
-    else:
-        acc = None
-    return {"name": name, "accelerator": acc, "count": None, "instance_type": None}
-
-
 def _misc(value: Any, name: str, flags: list[str]) -> Any:
     if value is None or isinstance(value, dict):
         return value
@@ -307,20 +227,20 @@ def load_entry(path: str | Path) -> Imported:
         raise ImportFailure(f"{path}: field {missing[0]}: required field missing")
     flags += [f"{path.name}: field {f} missing" for f in missing]
 
-    inference = "latency" in entry or "inference" in (p.lower() for p in path.parts[:-1])
     tsv = base.with_suffix(".tsv")
+    inference, note = entry_kind(path, entry, tsv)
     rows: list[dict[str, float]] = []
     header = None
-    task = detect_task(path, entry, None) if inference or not tsv.exists() else None
     if not inference:
         if not tsv.exists():
             raise ImportFailure(f"{path}: field tsv: training entry without {tsv.name}")
         first = read_text(tsv).split("\n", 1)[0]
         header = [h.strip() for h in first.split("\t")]
-        task = detect_task(path, entry, header)
+    task, task_note = detect_task(path, entry, header)
+    flags += [n for n in (note, task_note) if n]
+    if not inference:
         rows, tsv_flags = read_tsv(tsv, task)
         flags += tsv_flags
-    assert task is not None
 
     run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(base.stem)}"
     record = new_record(
@@ -338,7 +258,7 @@ def load_entry(path: str | Path) -> Imported:
     record["source"]["entry_type"] = "inference" if inference else "training"
     record["model"] = None if entry.get("model") is None else str(entry["model"])
     record["framework"] = None if entry.get("framework") is None else str(entry["framework"])
-    record["hardware"] = _hardware(entry.get("hardware"))
+    record["hardware"] = hardware(entry.get("hardware"))
     date, note = parse_date(entry.get("timestamp"))
     if note:
         flags.append(f"{path.name}: {note}")
@@ -420,20 +340,28 @@ def _fill_inference(
     flags: list[str],
     summary: dict[str, Any],
 ) -> None:
-    """Latency (ms -> s), cost per item and the reported accuracy of an inference entry."""
-    if entry.get("latency") is None:
-        raise ImportFailure(f"{path}: field latency: required for an inference entry")
-    latency_s = _number(entry["latency"], f"{path}: field latency") / 1000.0
+    """Latency (ms -> s), cost per item and the reported accuracy of an inference entry.
+
+    DAWNBench asks for one of latency and cost: a missing one is flagged. A missing latency
+    stays a quantity with value None (and `not_measured` says why), so that the entry is
+    ranked on the inference-cost board and shown as n/a on the latency board.
+    """
+    latency_ms, cost = (_per_item(entry, f, path) for f in ("latency", "cost"))
+    if latency_ms is None and cost is None:
+        raise ImportFailure(
+            f"{path}: field latency/cost: an inference entry needs latency (ms) or cost (USD "
+            "per item); both are missing or null"
+        )
     src = f"DAWNBench entry {path.name}"
+    latency_s = None if latency_ms is None else latency_ms / 1000.0
     inf: dict[str, Any] = {"latency": quantity(latency_s, "s", "imported", src), "metrics": {}}
-    if entry.get("cost") is not None:
-        inf["cost_per_item"] = quantity(
-            _number(entry["cost"], f"{path}: field cost"), "USD", "imported", src
-        )
+    if latency_ms is None:
+        inf["not_measured"] = "the DAWNBench entry reports cost per item, no latency"
+        flags.append(f"{path.name}: latency {_absent(entry, 'latency')}; cost per item only")
+    if cost is not None:
+        inf["cost_per_item"] = quantity(cost, "USD", "imported", src)
     else:
-        flags.append(
-            f"{path.name}: cost {'null' if 'cost' in entry else 'missing'}; no cost per item"
-        )
+        flags.append(f"{path.name}: cost {_absent(entry, 'cost')}; no cost per item")
     for col, metric in task.columns.items():
         if entry.get(col) is None:
             continue
@@ -457,6 +385,20 @@ def _fill_inference(
             "cost_per_item_usd": (inf.get("cost_per_item") or {}).get("value"),
         }
     )
+
+
+def _absent(entry: dict[str, Any], field: str) -> str:
+    return "null" if field in entry else "missing"
+
+
+def _per_item(entry: dict[str, Any], field: str, path: Path) -> float | None:
+    """A per-item figure (`latency` ms, `cost` USD): None when missing or null."""
+    if entry.get(field) is None:
+        return None
+    value = _number(entry[field], f"{path}: field {field}")
+    if value < 0:
+        raise ImportFailure(f"{path}: field {field}: negative ({value:g})")
+    return value
 
 
 class DawnBenchImporter:
