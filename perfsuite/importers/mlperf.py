@@ -2,15 +2,15 @@
 
 Time to train is MLPerf's: first `run_stop` minus first `run_start` (`time_ms`), which
 includes the evaluations done during the run (unlike DAWNBench's training-only clock). A run
-is converged when `run_stop` says `status: success` *and* an `eval_accuracy` meets the
-benchmark's target (`mlperf_rules`). A folder of `result_*.txt` files for one benchmark gets
-MLPerf's score: the olympic mean of the runs' minutes, a failed run counting as the slowest.
+is converged when `run_stop` says `status: success` *and* an evaluation logged before
+`run_stop` meets the benchmark's target (`mlperf_rules`; which lines count: `mlperf_evals`).
+A folder of `result_*.txt` files for one benchmark gets MLPerf's score (`mlperf_score`).
+perfsuite's own `mllog.txt` is read with the target of the run.json beside it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.stats import olympic_mean
 from analyzers.tta import first_crossing
 from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
+from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
+from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
     BENCHMARKS,
     RULES_VERSION,
@@ -28,8 +29,11 @@ from perfsuite.importers.mlperf_rules import (
     component_metric,
     custom,
 )
+from perfsuite.importers.mlperf_score import scaling_factor, score_folders
 from perfsuite.record import new_record, quantity
 from perfsuite.safeio import load_json
+
+__all__ = ["discover", "load_result", "parse_events", "scaling_factor", "score_folders"]
 
 MARKER = ":::MLLOG"
 MAX_TIME_MS = 1e15  # milliseconds since 1970: year 33658; anything beyond is not a clock
@@ -47,9 +51,46 @@ TIMING_FLAG = (
 )
 
 
+PERFSUITE_LOG = "mllog.txt"  # what perfsuite's runner writes beside run.json
+PATTERNS = ("result_*.txt", "*.log", PERFSUITE_LOG)
+RUN_JSON_BYTES = 32 * 1024 * 1024
+
+
+def _run_folder_log(folder: Path, cache: dict[Path, Path | None]) -> Path | None:
+    """In a perfsuite run folder (run.json inside), the one MLPerf log its record names."""
+    if folder not in cache:
+        try:
+            rec = load_json(folder / "run.json", ImportFailure, RUN_JSON_BYTES)
+        except ImportFailure:
+            rec = None
+        sidecars = rec.get("sidecars") if isinstance(rec, dict) else None
+        name = sidecars.get("mllog") if isinstance(sidecars, dict) else None
+        cache[folder] = folder / name if isinstance(name, str) and name else None
+    return cache[folder]
+
+
 def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Log files: given files as is; in folders, `result_*.txt` and `*.log`, recursively."""
-    return find_files(paths, ("result_*.txt", "*.log"))
+    """Log files: given files as is; in folders, `result_*.txt`, `*.log` and perfsuite's
+    `mllog.txt`, recursively. A perfsuite run folder (one with a run.json) gives only the log
+    its record names as `sidecars.mllog`: its other logs (perfsuite.log, ...) are not MLPerf's.
+    """
+    cache: dict[Path, Path | None] = {}
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_dir():
+            yield from find_files([p], PATTERNS)
+            continue
+        kept = [
+            f
+            for f in find_files([p], PATTERNS)
+            if not (f.parent / "run.json").is_file() or f == _run_folder_log(f.parent, cache)
+        ]
+        if not kept:
+            raise ImportFailure(
+                f"{p}: no MLPerf log in this folder (perfsuite run folders give only the "
+                "mllog their run.json names)"
+            )
+        yield from kept
 
 
 def parse_events(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
@@ -89,19 +130,6 @@ def _value(events: list[dict[str, Any]], key: str) -> Any:
     return None if ev is None else ev.get("value")
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(float(v)) else None
-
-
-def _metrics(bench: Benchmark, value: Any) -> dict[str, float | None]:
-    """eval_accuracy value (a number, or a dict such as {"BBOX": .., "SEGM": ..})."""
-    if isinstance(value, dict):
-        return {component_metric(bench, k): _number(v) for k, v in value.items()}
-    return {bench.metric: _number(value)}
-
-
 def _margin(bench: Benchmark, metrics: dict[str, float | None]) -> float | None:
     """How far past the target the worst condition is (>= 0: target met), None if unknown.
 
@@ -117,6 +145,45 @@ def _margin(bench: Benchmark, metrics: dict[str, float | None]) -> float | None:
     return out
 
 
+def _perfsuite_target(
+    path: Path, name: str, flags: list[str]
+) -> tuple[Benchmark, dict[str, Any]] | None:
+    """The target of the perfsuite run whose run.json (beside the log) names this log as its
+    `sidecars.mllog`, and which run that is; None without such a run.json. perfsuite writes
+    no target into the log itself, and its task names (cifar10, ...) are not MLPerf's.
+    """
+    run_json = path.parent / "run.json"
+    if not run_json.is_file():
+        return None
+    rec = load_json(run_json, ImportFailure, RUN_JSON_BYTES)
+    sidecars = rec.get("sidecars") if isinstance(rec, dict) else None
+    if not isinstance(sidecars, dict) or sidecars.get("mllog") != path.name:
+        return None
+    task = rec.get("task")
+    if not isinstance(task, dict):
+        raise ImportFailure(f"{run_json}: field task: missing or not an object")
+    if task.get("name") != name:
+        raise ImportFailure(
+            f"{run_json}: field task.name: {task.get('name')!r}, but the log's benchmark is "
+            f"{name!r}; pass --target"
+        )
+    metric, threshold = task.get("metric"), _number(task.get("threshold"))
+    direction = task.get("direction", "higher")
+    if not isinstance(metric, str) or not metric:
+        raise ImportFailure(f"{run_json}: field task.metric: missing or not a string")
+    if threshold is None:
+        raise ImportFailure(f"{run_json}: field task.threshold: missing or not a number")
+    if direction not in ("higher", "lower"):
+        raise ImportFailure(f"{run_json}: field task.direction: {direction!r} is not higher/lower")
+    run_id = rec.get("run_id")
+    flags.append(
+        f"target from perfsuite run {run_id!r} ({run_json.name} beside the log); this record "
+        "is a second view of that run on MLPerf's clock: keep it out of that run's records"
+    )
+    origin = {"run_id": run_id if isinstance(run_id, str) else None, "run_json": str(run_json)}
+    return custom(name, threshold, direction == "higher", metric), origin
+
+
 def _select_benchmark(
     path: Path,
     logged: Any,
@@ -124,59 +191,31 @@ def _select_benchmark(
     target: float | None,
     higher: bool,
     flags: list[str],
-) -> Benchmark:
+) -> tuple[Benchmark, dict[str, Any] | None]:
+    """The benchmark and its target; the perfsuite run it came from, if it came from one."""
     name = benchmark or (str(logged) if logged is not None else None)
     if name is None:
         raise ImportFailure(f"{path}: field submission_benchmark: missing (pass --benchmark)")
     if benchmark and logged is not None and str(logged) != benchmark:
         flags.append(f"log says submission_benchmark {logged!r}; imported as {benchmark!r}")
+    known = BENCHMARKS.get(name)
     if target is not None:
-        return custom(name, target, higher)
-    if name not in BENCHMARKS:
-        raise ImportFailure(
-            f"{path}: field submission_benchmark: no known target for {name!r} "
-            f"(known: {', '.join(sorted(BENCHMARKS))}); pass --target"
-        )
-    return BENCHMARKS[name]
-
-
-def _evaluations(
-    events: list[dict[str, Any]], bench: Benchmark, start_ms: float, flags: list[str]
-) -> list[dict[str, Any]]:
-    train_samples = _number(_value(events, "train_samples"))
-    out: list[dict[str, Any]] = []
-    ordinal_used = early = 0
-    for ev in events:
-        if ev["key"] != "eval_accuracy":
-            continue
-        if ev["time_ms"] < start_ms:
-            early += 1
-            continue
-        meta = ev["metadata"]
-        samples = _number(meta.get("samples_count"))
-        epoch = _number(meta.get("epoch_num"))
-        if epoch is None and samples is not None and train_samples:
-            epoch = samples / train_samples
-        if epoch is None:
-            epoch = float(len(out) + 1)
-            ordinal_used += 1
-        metrics = _metrics(bench, ev.get("value"))
-        out.append(
-            {
-                "epoch": max(epoch, 0.0),
-                "train_time_s": round((ev["time_ms"] - start_ms) / 1000.0, 6),
-                "metrics": metrics,
-                "samples": None if samples is None else int(samples),
-            }
-        )
-    if early:
-        flags.append(f"{early} eval_accuracy line(s) before run_start ignored")
-    if ordinal_used:
-        flags.append(
-            f"{ordinal_used} evaluation(s) without epoch_num (and samples_count/train_samples): "
-            "epoch set to the evaluation's ordinal"
-        )
-    return out
+        if known is not None and known.joint:
+            raise ImportFailure(
+                f"{path}: field submission_benchmark: {name!r} is judged on several "
+                f"conditions at once ({known.describe()}); --target sets one scalar target "
+                "and cannot replace them"
+            )
+        return custom(name, target, higher), None
+    if known is not None:
+        return known, None
+    own = _perfsuite_target(path, name, flags)
+    if own is not None:
+        return own
+    raise ImportFailure(
+        f"{path}: field submission_benchmark: no known target for {name!r} "
+        f"(known: {', '.join(sorted(BENCHMARKS))}); pass --target"
+    )
 
 
 def _epoch_times(events: list[dict[str, Any]]) -> list[float]:
@@ -207,7 +246,7 @@ def load_result(
     flags: list[str] = [TIMING_FLAG]
     if bad:
         flags.append(f"{len(bad)} unreadable :::MLLOG line(s) skipped (first: line {bad[0]})")
-    bench = _select_benchmark(
+    bench, origin = _select_benchmark(
         path, _value(events, "submission_benchmark"), benchmark, target, higher_is_better, flags
     )
     start = _first(events, "run_start")
@@ -223,7 +262,8 @@ def load_result(
             f"{path}: line {stop['lineno']}: field run_stop.time_ms: before run_start"
         )
 
-    evaluations = _evaluations(events, bench, start["time_ms"], flags)
+    train_samples = _number(_value(events, "train_samples"))
+    evaluations = read_evaluations(path, events, bench, start, stop, train_samples, flags)
     synthetic = [{**e, "metrics": {"_margin": _margin(bench, e["metrics"])}} for e in evaluations]
     crossing = first_crossing(synthetic, "_margin", 0.0)
     converged = stop_status == "success" and crossing.reached
@@ -275,7 +315,8 @@ def load_result(
     except (ValueError, OverflowError, OSError):
         flags.append(f"run_start time_ms {start['time_ms']:g} is no date; created_at left out")
     record["status"], record["error"] = status, error
-    record["source"].update({"files": [str(path)], "entry_type": "training"})
+    files = [str(path)] + ([origin["run_json"]] if origin else [])  # both set the result
+    record["source"].update({"files": files, "entry_type": "training"})
     platform = _value(events, "submission_platform")
     record["hardware"] = {"name": None if platform is None else str(platform)}
     record["model"] = bench.name
@@ -305,6 +346,7 @@ def load_result(
             "time_to_train": quantity(time_to_train, "s", "imported", "run_stop - run_start"),
             "first_target_eval_s": first_eval_s,
             "required_runs": bench.required_runs,
+            "perfsuite_run": origin,
         }
     }
     record["flags"] = flags
@@ -325,89 +367,6 @@ def load_result(
     return Imported(record, summary)
 
 
-def scaling_factor(folder: Path) -> tuple[float, str | None]:
-    """The folder's `scaling.json` factor (1.0 without one) and a problem, if any.
-
-    MLPerf's result summarizer multiplies a benchmark folder's olympic mean by this factor
-    (submissions that borrowed hyper-parameters); published scores include it.
-    """
-    path = folder / "scaling.json"
-    if not path.exists():
-        return 1.0, None
-    try:
-        data = load_json(path, ImportFailure, max_bytes=1024 * 1024, max_depth=8)
-    except ImportFailure as exc:
-        return 1.0, str(exc)
-    value = data.get("scaling_factor") if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 1.0, f"{path}: field scaling_factor: missing or not a number"
-    if not (math.isfinite(value) and value > 0):
-        return 1.0, f"{path}: field scaling_factor: {value!r} is not a positive number"
-    return float(value), None
-
-
-def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
-    """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
-
-    Score = olympic mean (analyzers.stats) of the runs' time to train in minutes, a run that
-    did not converge counting as the slowest, times the folder's `scaling.json` factor as in
-    MLPerf's result summarizer. Fewer runs than the rules require is flagged.
-    """
-    groups: dict[str, list[Imported]] = {}
-    for it in items:
-        path = Path(it.record["source"]["files"][0])
-        if path.name.startswith("result_"):
-            groups.setdefault(str(path.parent), []).append(it)
-    scores = []
-    used_gids: set[str] = set()
-    for folder, members in sorted(groups.items()):
-        names = sorted({m.record["task"]["name"] for m in members})
-        flags: list[str] = []
-        if len(names) > 1:
-            flags.append(f"mixed benchmarks {names}: no score")
-        gid = f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
-        if gid in used_gids:  # two systems' resnet/ folders: never one group
-            gid += "-" + hashlib.sha256(folder.encode()).hexdigest()[:6]
-        used_gids.add(gid)
-        minutes = []
-        for i, m in enumerate(members):
-            m.record["group"] = {"id": gid, "index": i, "size": len(members)}
-            tta = m.record["time_to_accuracy"]
-            minutes.append(tta["time_s"] / 60.0 if tta["reached"] else None)
-        required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
-        if required and len(members) < required:
-            flags.append(
-                f"{len(members)} runs; MLPerf requires {required} for {names[0]} "
-                "(score is indicative only)"
-            )
-        om = olympic_mean(minutes) if len(names) == 1 else None
-        factor, problem = scaling_factor(Path(folder))
-        if problem:
-            flags.append(f"{problem}: no score")
-            om = None
-        elif factor != 1.0:
-            flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
-        score = None if om is None or om.value is None else om.value * factor
-        scores.append(
-            {
-                "folder": folder,
-                "group_id": gid,
-                "benchmark": names[0] if len(names) == 1 else None,
-                "runs": len(members),
-                "converged": sum(v is not None for v in minutes),
-                "required_runs": required or None,
-                "minutes": minutes,
-                "score_min": score,
-                "olympic_mean_min": None if om is None else om.value,
-                "scaling_factor": factor,
-                "kept_min": [] if om is None else list(om.kept),
-                "reason": None if om is None else om.reason,
-                "flags": flags,
-            }
-        )
-    return scores
-
-
 @dataclass
 class MLPerfImporter:
     """MLPerf training logs behind the common pipeline; finalize scores result folders."""
@@ -415,7 +374,7 @@ class MLPerfImporter:
     benchmark: str | None = None
     target: float | None = None
     higher_is_better: bool = True
-    kind = "MLPerf log (result_*.txt, *.log)"
+    kind = "MLPerf log (result_*.txt, *.log, mllog.txt)"
 
     def discover(self, paths: Iterable[str | Path]) -> Iterator[Path]:
         return discover(paths)

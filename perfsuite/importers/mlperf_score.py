@@ -1,0 +1,137 @@
+"""MLPerf folder scores: the result summarizer's olympic average over a folder's runs.
+
+Why here and not in analyzers.stats: MLPerf's summarizer drops a per-benchmark number of runs
+at each end (4 for unet3d, 1 otherwise) and tolerates that many runs that did not converge.
+With one dropped it is `analyzers.stats.olympic_mean`, reasons included (tested).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from analyzers.stats import OlympicMean
+from perfsuite.importers.common import Imported, ImportFailure, slug
+from perfsuite.importers.mlperf_rules import BENCHMARKS
+from perfsuite.safeio import load_json
+
+
+def mlperf_olympic(minutes: Sequence[float | None], dropped: int = 1) -> OlympicMean:
+    """Sort, drop `dropped` runs at each end, average the rest (mlperf-logging's rule).
+
+    A run that did not converge (None) counts as the slowest, so it is among the dropped;
+    more than `dropped` of them, or fewer than 2 * dropped + 1 runs, leave no score.
+    """
+    dropped = max(int(dropped), 1)
+    times = sorted(v for v in minutes if v is not None)
+    n, failed = len(minutes), len(minutes) - len(times)
+    if n < 2 * dropped + 1:
+        return OlympicMean(None, n, failed, (), f"needs at least {2 * dropped + 1} runs, got {n}")
+    if failed > dropped:
+        return OlympicMean(
+            None,
+            n,
+            failed,
+            (),
+            f"{failed} runs did not reach the target; at most {dropped} may be dropped",
+        )
+    kept = times[dropped : len(times) - (dropped - failed)]
+    return OlympicMean(mean(kept), n, failed, tuple(kept))
+
+
+def scaling_factor(folder: Path) -> tuple[float, str | None]:
+    """The folder's `scaling.json` factor (1.0 without one) and a problem, if any.
+
+    MLPerf's result summarizer multiplies a benchmark folder's olympic mean by this factor
+    (submissions that borrowed hyper-parameters); published scores include it.
+    """
+    path = folder / "scaling.json"
+    if not path.exists():
+        return 1.0, None
+    try:
+        data = load_json(path, ImportFailure, max_bytes=1024 * 1024, max_depth=8)
+    except ImportFailure as exc:
+        return 1.0, str(exc)
+    value = data.get("scaling_factor") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 1.0, f"{path}: field scaling_factor: missing or not a number"
+    if not (math.isfinite(value) and value > 0):
+        return 1.0, f"{path}: field scaling_factor: {value!r} is not a positive number"
+    return float(value), None
+
+
+def _count_flag(name: str, runs: int, required: int) -> str | None:
+    """MLPerf's package checker wants exactly `required` result files per benchmark folder."""
+    if not required or runs == required:
+        return None
+    if runs < required:
+        return f"{runs} runs; MLPerf requires {required} for {name} (score is indicative only)"
+    return f"{runs} runs; an MLPerf submission has exactly {required} for {name}"
+
+
+def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
+    """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
+
+    Score = `mlperf_olympic` of the runs' time to train in minutes (a run that did not
+    converge counting as the slowest; 4 dropped at each end for unet3d, else 1), times the
+    folder's `scaling.json` factor as in MLPerf's result summarizer. A run count other than
+    the rules' is flagged.
+    """
+    groups: dict[str, list[Imported]] = {}
+    for it in items:
+        path = Path(it.record["source"]["files"][0])
+        if path.name.startswith("result_"):
+            groups.setdefault(str(path.parent), []).append(it)
+    scores = []
+    used_gids: set[str] = set()
+    for folder, members in sorted(groups.items()):
+        names = sorted({m.record["task"]["name"] for m in members})
+        flags: list[str] = []
+        if len(names) > 1:
+            flags.append(f"mixed benchmarks {names}: no score")
+        gid = f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
+        if gid in used_gids:  # two systems' resnet/ folders: never one group
+            gid += "-" + hashlib.sha256(folder.encode()).hexdigest()[:6]
+        used_gids.add(gid)
+        minutes = []
+        for i, m in enumerate(members):
+            m.record["group"] = {"id": gid, "index": i, "size": len(members)}
+            tta = m.record["time_to_accuracy"]
+            minutes.append(tta["time_s"] / 60.0 if tta["reached"] else None)
+        required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
+        count = _count_flag(names[0], len(members), required)
+        if count:
+            flags.append(count)
+        known = BENCHMARKS.get(names[0])
+        dropped = known.max_dropped if known else 1
+        om = mlperf_olympic(minutes, dropped) if len(names) == 1 else None
+        factor, problem = scaling_factor(Path(folder))
+        if problem:
+            flags.append(f"{problem}: no score")
+            om = None
+        elif factor != 1.0:
+            flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
+        score = None if om is None or om.value is None else om.value * factor
+        scores.append(
+            {
+                "folder": folder,
+                "group_id": gid,
+                "benchmark": names[0] if len(names) == 1 else None,
+                "runs": len(members),
+                "converged": sum(v is not None for v in minutes),
+                "required_runs": required or None,
+                "dropped_each_end": dropped,
+                "minutes": minutes,
+                "score_min": score,
+                "olympic_mean_min": None if om is None else om.value,
+                "scaling_factor": factor,
+                "kept_min": [] if om is None else list(om.kept),
+                "reason": None if om is None else om.reason,
+                "flags": flags,
+            }
+        )
+    return scores
