@@ -222,6 +222,20 @@ def test_run_record_tables_equal_the_record(digits_run, cache):
 
 
 @pytest.mark.slow
+def test_run_mllog_stops_when_training_stops(digits_run):
+    """run_stop is logged at the evaluation that ended training, not after the inference
+    latency, profile window and checkpoint that follow (the MLPerf clock is training's)."""
+    from perfsuite.importers.mlperf import parse_events
+
+    rec = perfsuite.open(digits_run).record
+    events, _ = parse_events(digits_run / rec["sidecars"]["mllog"])
+    times = {e["key"]: e["time_ms"] for e in events}  # the last of each key
+    after_s = (times["run_stop"] - times["eval_accuracy"]) / 1000
+    assert rec["status"] == "reached" and events[-1]["key"] == "run_stop"
+    assert after_s < rec["extra"]["setup_s"]["inference_latency_s"]
+
+
+@pytest.mark.slow
 def test_run_cost_equals_cost_json(digits_run, cache):
     ref = cli_json("cost", str(digits_run), "--instance-type", "n2-standard-2", cache=cache)
     df = perfsuite.open(digits_run).cost(instance_type="n2-standard-2")

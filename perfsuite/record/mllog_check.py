@@ -35,6 +35,7 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     base = record.get("_dir")
     if not name or not base:
         return []
+    from analyzers.tta import record_crossing
     from perfsuite.importers.common import ImportFailure
     from perfsuite.importers.mlperf import parse_events
 
@@ -69,9 +70,13 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
             out.append(f"sidecars.mllog: no run_stop, the record's status is {status}")
         else:
             success = str(stops[0]["metadata"].get("status", "")).lower() == "success"
-            if success != (status == "reached"):
+            # run_stop is logged when training stops: a run that reached its target and
+            # failed afterwards (inference, counters) logged success.
+            reached = bool(record_crossing(record).reached)
+            if success != reached:
                 out.append(
-                    f"sidecars.mllog: run_stop status "
-                    f"{stops[0]['metadata'].get('status')!r}, the record's status is {status}"
+                    f"sidecars.mllog: run_stop status {stops[0]['metadata'].get('status')!r}, "
+                    f"the record's evaluations {'reach' if reached else 'do not reach'} its "
+                    f"target (status {status})"
                 )
     return out

@@ -170,15 +170,7 @@ class _Run:
             self.record["ceilings"] = ceil
             if why:
                 self.rec.flag(why)
-        if self.rec.mllog:
-            self.rec.mllog.start(
-                {
-                    "global_batch_size": self.recipe.batch_size,
-                    "seed": opts.seed,
-                    "opt_base_learning_rate": self.recipe.lr,
-                    "submission_platform": self.record["hardware"]["name"],
-                }
-            )
+        self.rec.start_mllog(self.recipe.batch_size, opts.seed, self.recipe.lr)
 
     def _distribute(self) -> None:
         """Hook: a data-parallel rank wraps the model here (runner/distributed.py)."""
@@ -324,9 +316,11 @@ class _Run:
                 n / seconds if seconds > 0 else None,
                 f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
             )
+            stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
+            if stopping:
+                self.rec.stop_mllog()  # training is over; what follows is off MLPerf's clock
             if reached and "checkpoint" not in rec and self.rec.write_files:
                 self._save_threshold_model(epoch, metrics[metric])
-            stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             self._window_after(epoch, seconds / max(1, steps), stopping)
             if reached and not opts.keep_going:
                 break

@@ -207,7 +207,26 @@ class Recorder:
         if rec["status"] == "running":
             rec["status"] = "reached" if rec["time_to_accuracy"]["reached"] else "not_reached"
 
-    def close(self) -> None:
+    def start_mllog(self, batch_size: int, seed: int, lr: float) -> None:
+        """MLPerf's init and `run_start`, just before the first timed epoch."""
         if self.mllog:
-            self.mllog.stop(success=self.record["status"] == "reached")
+            self.mllog.start(
+                {
+                    "global_batch_size": batch_size,
+                    "seed": seed,
+                    "opt_base_learning_rate": lr,
+                    "submission_platform": self.record["hardware"]["name"],
+                }
+            )
+
+    def stop_mllog(self) -> None:
+        """MLPerf's `run_stop` when training stops, before the work after it (threshold
+        checkpoint, profile window, inference latency, counters), so the log's time to train
+        is the run's; success = the target was reached. Idempotent: `close` logs it for a run
+        that ends otherwise (crashed, diverged, interrupted)."""
+        if self.mllog:
+            self.mllog.stop(success=bool(self.record["time_to_accuracy"]["reached"]))
+
+    def close(self) -> None:
+        self.stop_mllog()
         self.write()
