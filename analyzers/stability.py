@@ -16,6 +16,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.record_view import crossing
+from analyzers.record_view import framework as record_framework
 from analyzers.tta import Crossing
 
 DEFAULT_MAX_COV = 0.05
@@ -89,12 +90,55 @@ def config_label(record: dict[str, Any]) -> str:
     return f"{task} / {record.get('model') or 'unknown model'} / {hardware_label(record)}"
 
 
+# config fields whose default a record may leave out: absent and default read the same
+_DEFAULTS = {"nproc": "1", "eval_from": "1"}
+
+
+def config_fields(record: Mapping[str, Any]) -> dict[str, str]:
+    """The run configuration that changes time to accuracy, as text ("" = not set/default).
+
+    Why: loose runs are pooled only when these agree; a channels_last run at batch 256 is
+    another configuration, not another sample. Batch size and epochs are the values in force
+    (`config`, else `config.recipe_values`; MLPerf imports: `global_batch_size`).
+    """
+    config = record.get("config") or {}
+    recipe = config.get("recipe_values") or {}
+
+    def first(*values: Any) -> Any:
+        return next((v for v in values if v is not None), None)
+
+    def text(value: Any) -> str:
+        if isinstance(value, (list, tuple)):
+            return ",".join(sorted(str(v) for v in value))
+        return "" if value is None or value is False else str(value)
+
+    fields = {
+        "framework": record_framework(record),
+        "device": text(config.get("device")),
+        "recipe": text(config.get("recipe")),
+        "switches": text(config.get("switches")),
+        "overrides": text(config.get("overrides")),
+        "batch_size": text(
+            first(
+                config.get("batch_size"), recipe.get("batch_size"), config.get("global_batch_size")
+            )
+        ),
+        "epochs": text(first(recipe.get("epochs"), config.get("epochs"))),
+        "eval_from": text(config.get("eval_from")),
+        "synthetic": text(config.get("synthetic")),
+        "nproc": text(config.get("nproc")),
+        "threads": text(config.get("threads")),
+    }
+    return {k: "" if v == _DEFAULTS.get(k) else v for k, v in fields.items()}
+
+
 def group_key(record: dict[str, Any]) -> tuple[str, str]:
     """(key, label) of the group a record belongs to.
 
     Records with the same `group.id` (written by `perfsuite run --repeats N`) form one group.
     Other records are grouped by (task name, metric, threshold, model, hardware name and
-    count), so that independent runs of one configuration are compared with each other only.
+    count, and the `config_fields`), so that independent runs of one configuration are
+    compared with each other only.
     """
     grp = record.get("group")
     if grp and grp.get("id"):
@@ -108,18 +152,39 @@ def group_key(record: dict[str, Any]) -> tuple[str, str]:
         record.get("model"),
         hw.get("name"),
         hw.get("count"),
+        *(f"{k}={v}" for k, v in config_fields(record).items()),
     )
     key = "config:" + "|".join("" if p is None else str(p) for p in parts)
     return key, config_label(record)
 
 
 def group_records(records: Iterable[dict[str, Any]]) -> list[tuple[str, str, list[dict]]]:
-    """[(key, label, records)] in first-seen order; records keep their input order."""
+    """[(key, label, records)] in first-seen order; records keep their input order.
+
+    Loose groups that would share a label get the configuration fields that tell them apart
+    appended, e.g. "[switches=channels_last, batch_size=256]".
+    """
     groups: dict[str, tuple[str, list[dict]]] = {}
     for rec in records:
         key, label = group_key(rec)
         groups.setdefault(key, (label, []))[1].append(rec)
-    return [(k, label, recs) for k, (label, recs) in groups.items()]
+    out = []
+    for key, (label, recs) in groups.items():
+        twins = [rs[0] for k, (lb, rs) in groups.items() if lb == label and k != key]
+        out.append((key, label + (_difference(recs[0], twins) if twins else ""), recs))
+    return out
+
+
+def _difference(record: Mapping[str, Any], others: Sequence[Mapping[str, Any]]) -> str:
+    """ " [field=value, ...]" for the config fields where `record` differs from any of `others`."""
+    mine = config_fields(record)
+    theirs = [config_fields(o) for o in others]
+    shown = [
+        f"{k}={v or ('none' if k in ('switches', 'overrides') else 'default')}"
+        for k, v in mine.items()
+        if any(t[k] != v for t in theirs)
+    ]
+    return f" [{', '.join(shown)}]" if shown else ""
 
 
 def epoch_times(record: dict[str, Any]) -> tuple[list[float], str | None]:
@@ -192,6 +257,11 @@ class RunOutcome:
     time_per_epoch_s: float | None
     epoch_time_cov: float | None  # within this run: a noisy neighbour or warm-up shows here
     epoch_times_from: str | None
+    # False: left out of n, the fraction reaching, TTA and the olympic mean, because the run
+    # crashed or is unfinished without reaching, or was not measured at this threshold
+    counted: bool = True
+    stopped_at: float | None = None  # not measured: it stopped at its own target (this) first
+    error: str | None = None  # the record's one-line error (crashed, diverged)
 
 
 @dataclass(frozen=True)
@@ -203,9 +273,9 @@ class GroupStability:
     metric: str
     threshold: float
     runs: list[RunOutcome]
-    n_runs: int
+    n_runs: int  # runs counted (RunOutcome.counted); `runs` also lists those left out
     n_reached: int
-    reached_fraction: float
+    reached_fraction: float | None  # None when no run is counted
     time_to_accuracy: Summary
     epochs_to_threshold: Summary
     time_per_epoch: Summary
@@ -214,13 +284,24 @@ class GroupStability:
     direction: str = "higher"  # task.direction: "lower" when the metric must fall to the target
 
 
+def _finished() -> tuple[str, ...]:
+    # analyzers.study imports this module, so its one list of final statuses is read late
+    from analyzers.study import FINISHED
+
+    return tuple(FINISHED)
+
+
 def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
     c = run_crossing(rec, metric, threshold)
     times, origin = epoch_times(rec)
+    status = str(rec.get("status"))
+    # A crash says nothing about whether the configuration converges (as in compare and
+    # study); a run that reached before it ended keeps its measured time.
+    unfinished = not c.reached and status not in _finished()
     return RunOutcome(
         run_id=str(rec.get("run_id")),
         path=rec.get("_path"),
-        status=str(rec.get("status")),
+        status=status,
         seed=(rec.get("config") or {}).get("seed"),
         reached=c.reached,
         time_s=c.time_s,
@@ -228,7 +309,58 @@ def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -
         time_per_epoch_s=stats.mean(times) if times else None,
         epoch_time_cov=stats.cov(times),
         epoch_times_from=origin,
+        counted=c.measured and not unfinished,
+        stopped_at=c.stopped_at,
+        error=rec.get("error") if isinstance(rec.get("error"), str) else None,
     )
+
+
+def _reason(r: RunOutcome) -> str:
+    """'r3 (crashed: OSError: disk full)': a left-out run and why, cut to one short line."""
+    error = " ".join((r.error or "").split())
+    error = error if len(error) <= 80 else error[:77] + "..."
+    return f"{r.run_id} ({r.status}: {error})" if error else f"{r.run_id} ({r.status})"
+
+
+def _left_out_warnings(runs: Sequence[RunOutcome], target: str) -> list[str]:
+    """Name every run left out of the statistics, and every unfinished run kept."""
+    out = []
+    unfinished = [r for r in runs if not r.counted and r.stopped_at is None]
+    if unfinished:
+        n = len(unfinished)
+        out.append(
+            f"{n} run{'s' if n > 1 else ''} crashed or unfinished, left out: "
+            + ", ".join(_reason(r) for r in unfinished)
+        )
+    stopped = [r for r in runs if not r.counted and r.stopped_at is not None]
+    if stopped:
+        n = len(stopped)
+        out.append(
+            f"{n} run{'s' if n > 1 else ''} not measured at {target}, left out: "
+            + ", ".join(f"{r.run_id} (stopped at its own target {r.stopped_at:g})" for r in stopped)
+            + "; `perfsuite run --all-epochs` measures beyond it"
+        )
+    final = _finished()
+    out += [
+        f"{r.run_id} ({r.status}) reached the target before it ended; its time is kept"
+        for r in runs
+        if r.counted and r.status not in final
+    ]
+    return out
+
+
+def _seed_warnings(runs: Sequence[RunOutcome]) -> list[str]:
+    """Repeats that share a seed are not independent samples of the seed-to-seed spread."""
+    by_seed: dict[str, list[str]] = {}
+    for r in runs:
+        if r.seed is not None and r.counted:
+            by_seed.setdefault(str(r.seed), []).append(r.run_id)
+    return [
+        f"seed {seed} is repeated ({', '.join(ids)}): runs with one seed are not independent "
+        "samples of the statistical variance"
+        for seed, ids in by_seed.items()
+        if len(ids) > 1
+    ]
 
 
 def _spread_warnings(
@@ -261,11 +393,13 @@ def analyze_group(
     """Statistics over one group's runs; see docs/statistics.md for every rule."""
     runs = [_outcome(r, metric, threshold) for r in records]
     first = run_crossing(records[0], metric, threshold)
-    reached = [r for r in runs if r.reached]
+    counted = [r for r in runs if r.counted]
+    reached = [r for r in counted if r.reached]
     tta = summarize([r.time_s for r in reached if r.time_s is not None], seed=seed)
     ept = summarize([r.epochs for r in reached if r.epochs is not None], seed=seed)
+    # time per epoch measures the machine: every run's finished epochs count, left out or not
     tpe = summarize([r.time_per_epoch_s for r in runs if r.time_per_epoch_s is not None], seed=seed)
-    olympic = stats.olympic_mean([r.time_s if r.reached else None for r in runs])
+    olympic = stats.olympic_mean([r.time_s if r.reached else None for r in counted])
 
     warnings: list[str] = []
     thresholds = {run_crossing(r, metric, threshold).threshold for r in records}
@@ -275,15 +409,12 @@ def analyze_group(
             f"runs use different targets ({', '.join(sorted(metrics))} at "
             f"{', '.join(str(t) for t in sorted(thresholds))}); pass --metric/--threshold"
         )
-    if len(reached) < len(runs):
-        missed = len(runs) - len(reached)
-        warnings.append(f"{missed} of {len(runs)} runs did not reach the threshold")
-    running = sum(1 for r in runs if r.status == "running")
-    if running:
-        warnings.append(f"{running} run(s) still have status 'running' (counted as not reached)")
-    stopped = sum(1 for r in runs if r.status == "interrupted")
-    if stopped:
-        warnings.append(f"{stopped} run(s) were interrupted (counted as not reached)")
+    cmp = "<=" if task_direction(records[0]) == "lower" else ">="
+    warnings += _left_out_warnings(runs, f"{first.metric} {cmp} {first.threshold:g}")
+    if len(reached) < len(counted):
+        missed = len(counted) - len(reached)
+        warnings.append(f"{missed} of {len(counted)} runs did not reach the threshold")
+    warnings += _seed_warnings(runs)
     if len(reached) < 2:
         warnings.append("fewer than 2 runs reached: no spread can be estimated")
     elif len(reached) < MIN_RUNS_FOR_CI:
@@ -304,9 +435,9 @@ def analyze_group(
         metric=first.metric,
         threshold=first.threshold,
         runs=runs,
-        n_runs=len(runs),
+        n_runs=len(counted),
         n_reached=len(reached),
-        reached_fraction=len(reached) / len(runs),
+        reached_fraction=len(reached) / len(counted) if counted else None,
         time_to_accuracy=tta,
         epochs_to_threshold=ept,
         time_per_epoch=tpe,

@@ -4,14 +4,15 @@ A system that is fastest to 90% is not necessarily fastest to 93% (DAWNBench and
 threshold choices matter). From the recorded curves we compute the time to each threshold
 with the one DAWNBench rule (`analyzers.tta.record_crossing`, in the task's direction), rank
 the entries at every threshold, and list the pairs whose order swaps between consecutive
-thresholds.
+thresholds. A run that stopped on meeting its own target has no time to a stricter
+threshold: it is "not measured" there (not DNR) and takes no part in ranking changes.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
@@ -34,15 +35,36 @@ class Entry:
     members: list[str]
 
 
+REACHED, DNR, NOT_MEASURED = "reached", "dnr", "not_measured"
+
+
 @dataclass(frozen=True)
 class Placing:
-    """One entry at one threshold: time (None = did not reach, "DNR") and rank (None for DNR)."""
+    """One entry at one threshold: time and rank, or None for both when unranked.
+
+    `state` says why an entry is unranked: "dnr" (a run trained to its end without reaching
+    the threshold) or "not_measured" (every run that did not reach it had stopped at its own
+    target, `stopped_at`, first: its time is unknown, not infinite).
+    """
 
     name: str
     time_s: float | None
     rank: int | None
     reached_runs: int
     runs: int
+    not_measured_runs: int = 0
+    stopped_at: list[float] = field(default_factory=list)  # own targets the runs stopped at
+    state: str = ""  # derived from the counts when left empty
+
+    def __post_init__(self) -> None:
+        if not self.state:
+            if self.time_s is not None:
+                state = REACHED
+            elif self.not_measured_runs and self.reached_runs + self.not_measured_runs == self.runs:
+                state = NOT_MEASURED
+            else:
+                state = DNR
+            object.__setattr__(self, "state", state)
 
 
 @dataclass(frozen=True)
@@ -75,17 +97,26 @@ class ThresholdAnalysis:
     direction: str = "higher"  # "lower": reached when metric <= threshold
 
 
-def _rank(items: list[tuple[str, float | None, int, int]]) -> list[Placing]:
-    """Competition ranking (1, 1, 3) by time, ties listed by name; DNR last, unranked."""
-    counts = {name: (k, n) for name, _, k, n in items}
-    done = stats.competition_ranks([(name, t) for name, t, _, _ in items if t is not None])
-    out = [Placing(name, t, rank, *counts[name]) for name, t, rank in done]
-    out += [Placing(n, None, None, k, m) for n, _, k, m in sorted(i for i in items if i[1] is None)]
-    return out
+def _rank(items: Sequence[tuple[Any, ...]]) -> list[Placing]:
+    """Competition ranking (1, 1, 3) by time, ties listed by name; then DNR, then not
+    measured, unranked, each by name. Items: (name, time or None, *the other Placing fields)."""
+    rest = {item[0]: item[2:] for item in items}
+    done = stats.competition_ranks([(item[0], item[1]) for item in items if item[1] is not None])
+    out = [Placing(name, t, rank, *rest[name]) for name, t, rank in done]
+    missing = sorted(item[0] for item in items if item[1] is None)
+    unranked = [Placing(name, None, None, *rest[name]) for name in missing]
+    return (
+        out
+        + [p for p in unranked if p.state == DNR]
+        + [p for p in unranked if p.state == NOT_MEASURED]
+    )
 
 
 def _order(a: Placing, b: Placing) -> int:
-    """-1 if a is ahead of b, 1 if behind, 0 if tied (same time, or both DNR)."""
+    """-1 if a is ahead of b, 1 if behind, 0 if unordered: same time, both DNR, or either not
+    measured (its time is unknown, so no order can change through it)."""
+    if NOT_MEASURED in (a.state, b.state):
+        return 0
     if a.time_s is None and b.time_s is None:
         return 0
     if a.time_s is None:
@@ -112,6 +143,34 @@ def find_swaps(rankings: Sequence[Ranking]) -> list[Swap]:
     return swaps
 
 
+def _unreached_note(ranking: Ranking, target: str) -> list[str]:
+    """A note when no entry has a time at this threshold, saying whether that was measured."""
+    if any(p.state == REACHED for p in ranking.placings):
+        return []
+    dnr = sum(1 for p in ranking.placings if p.state == DNR)
+    unmeasured = len(ranking.placings) - dnr
+    if not unmeasured:
+        return [f"no entry reaches {target}"]
+    if not dnr:
+        return [f"no entry was measured at {target} (each stopped at its own target first)"]
+    return [f"no entry reaches {target} ({unmeasured} more not measured)"]
+
+
+def _not_measured_note(rankings: Sequence[Ranking], metric: str, cmp: str) -> list[str]:
+    """One note naming the entries not measured somewhere, and why."""
+    unmeasured = [p for r in rankings for p in r.placings if p.state == NOT_MEASURED]
+    if not unmeasured:
+        return []
+    names = sorted({p.name for p in unmeasured})
+    stops = sorted({x for p in unmeasured for x in p.stopped_at})
+    return [
+        f"not measured: {', '.join(names)} stopped on reaching "
+        f"{'its' if len(names) == 1 else 'their'} own target ({metric} "
+        f"{cmp} {', '.join(f'{x:g}' for x in stops)}), so a stricter threshold has no time "
+        "(not DNR; left out of ranking changes; `perfsuite run --all-epochs` trains on)"
+    ]
+
+
 def _common_metric(records: Sequence[dict[str, Any]], metric: str | None) -> str:
     if metric is not None:
         return metric
@@ -130,7 +189,8 @@ def analyze_thresholds(
     """Time to each threshold per run (or per group: the mean over its runs), ranks and swaps.
 
     A group counts as reaching a threshold only when all its runs reach it (the mean of the
-    runs that reached would flatter it); otherwise it is DNR at that threshold.
+    runs that reached would flatter it); otherwise it is DNR at that threshold when a run
+    trained to its end without it, else not measured (runs stopped at their own target).
     """
     notes: list[str] = []
     records, inference_only = training_records(records)
@@ -166,17 +226,20 @@ def analyze_thresholds(
             entries.append(Entry(name, name, [run_ids[i]]))
         members = [[r] for r in records]
 
+    cmp = "<=" if task_direction(records[0]) == "lower" else ">="
     rankings: list[Ranking] = []
     for t in ts:
         items = []
         for entry, recs in zip(entries, members, strict=True):
-            times = [record_crossing(r, threshold=t, metric=m).time_s for r in recs]
-            reached = [x for x in times if x is not None]
-            value = stats.mean(reached) if len(reached) == len(times) else None
-            items.append((entry.name, value, len(reached), len(times)))
+            crossings = [record_crossing(r, threshold=t, metric=m) for r in recs]
+            reached = [c.time_s for c in crossings if c.reached and c.time_s is not None]
+            stops = sorted({c.stopped_at for c in crossings if c.stopped_at is not None})
+            unmeasured = sum(1 for c in crossings if not c.measured)
+            value = stats.mean(reached) if len(reached) == len(crossings) else None
+            items.append((entry.name, value, len(reached), len(crossings), unmeasured, stops))
         rankings.append(Ranking(t, _rank(items)))
-        if all(p.time_s is None for p in rankings[-1].placings):
-            notes.append(f"no entry reaches {m} >= {t}")
+        notes += _unreached_note(rankings[-1], f"{m} {cmp} {t:g}")
+    notes += _not_measured_note(rankings, m, cmp)
     no_curve = [
         e.name
         for e, rs in zip(entries, members, strict=True)

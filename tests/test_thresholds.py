@@ -132,3 +132,111 @@ def test_records_of_different_workloads_are_ranked_with_a_note(make_record):
     recs[1]["task"] = {**recs[1]["task"], "workload": "cifar10"}
     notes = analyze_thresholds(recs, TS).notes
     assert any(n.startswith("records of different workloads (cifar10, digits, toy)") for n in notes)
+
+
+# ----------------------------------------------------------------------------- stopped runs
+def _stopping(make_record, run_id, curve, epochs=8, **config):
+    """A run with target top1 >= 0.9 that stops there unless it ran out of `epochs`."""
+    rec = make_record(curve, run_id=run_id, threshold=0.9)
+    rec["config"] = {"epochs": epochs, "keep_going": False, **config}
+    return rec
+
+
+def test_thresholds_beyond_a_runs_own_stop_are_not_measured(make_record):
+    # "fast" stops at epoch 1 of 8 with 0.91; "slow" stops at epoch 2 with 0.96: at 0.95 only
+    # slow has a time, but fast was never trained further, so this is no ranking change.
+    recs = [
+        _stopping(make_record, "fast", [(1, 10.0, 0.91)]),
+        _stopping(make_record, "slow", [(1, 10.0, 0.5), (2, 20.0, 0.96)]),
+    ]
+    res = analyze_thresholds(recs, [0.9, 0.95, 0.98])
+    states = {r.threshold: [(p.name, p.state, p.rank) for p in r.placings] for r in res.rankings}
+    assert states == {
+        0.9: [("fast", "reached", 1), ("slow", "reached", 2)],
+        0.95: [("slow", "reached", 1), ("fast", "not_measured", None)],
+        0.98: [("fast", "not_measured", None), ("slow", "not_measured", None)],
+    }
+    assert res.rankings[1].placings[1].stopped_at == [0.9]
+    assert res.swaps == []
+    assert "no entry was measured at top1 >= 0.98 (each stopped at its own target first)" in (
+        res.notes
+    )
+    assert not any(n.startswith("no entry reaches") for n in res.notes)
+    assert any(n.startswith("not measured: fast, slow stopped on reaching") for n in res.notes)
+
+
+def test_a_run_that_ran_out_of_epochs_is_dnr_and_can_swap(make_record):
+    # The reviewer's pair: "early" stops at 0.9 after epoch 4 of 8 (0.972); "single" reached
+    # 0.9 only at its last epoch (2 of 2), so it really did not reach 0.95 within its budget.
+    early = _stopping(
+        make_record, "early", [(1, 5.0, 0.53), (2, 10.0, 0.87), (3, 15.0, 0.866), (4, 22.6, 0.972)]
+    )
+    single = _stopping(make_record, "single", [(1, 9.4, 0.71), (2, 18.8, 0.94)], epochs=2)
+    res = analyze_thresholds([early, single], [0.9, 0.95, 0.98])
+    states = {r.threshold: [(p.name, p.state) for p in r.placings] for r in res.rankings}
+    assert states[0.95] == [("early", "reached"), ("single", "dnr")]
+    assert states[0.98] == [("single", "dnr"), ("early", "not_measured")]
+    got = [(s.from_threshold, s.to_threshold, s.faster_before, s.faster_after) for s in res.swaps]
+    assert got == [(0.9, 0.95, "single", "early")]
+    assert "no entry reaches top1 >= 0.98 (1 more not measured)" in res.notes
+
+
+def test_group_with_a_stopped_run_is_not_measured_unless_another_run_failed(make_record):
+    def rec(gid, i, curve, epochs=8):
+        r = _stopping(make_record, f"{gid.lower()}{i}", curve, epochs)
+        r["group"] = {"id": gid, "index": i, "size": 2}
+        return r
+
+    recs = [rec("G", 0, [(1, 10.0, 0.91)]), rec("G", 1, [(1, 10.0, 0.5), (2, 14.0, 0.97)])]
+    recs += [rec("H", 0, [(1, 9.0, 0.91)]), rec("H", 1, [(1, 9.0, 0.89), (2, 18.0, 0.92)], 2)]
+    res = analyze_thresholds(recs, [0.95], by_group=True)
+    got = [(p.name, p.state, p.reached_runs, p.not_measured_runs) for p in res.rankings[0].placings]
+    # h1 trained all its epochs without 0.95: H is DNR whatever h0 would have done
+    assert got == [("group:H", "dnr", 0, 1), ("group:G", "not_measured", 1, 1)]
+
+
+def test_lower_is_better_stricter_threshold_is_lower(make_record):
+    rec = make_record([(1, 10.0, 0.30), (2, 20.0, 0.05)], metric="wer", threshold=0.058)
+    rec["task"]["direction"] = "lower"
+    rec["config"] = {"epochs": 8}
+    res = analyze_thresholds([rec], [0.04, 0.058, 0.1])
+    assert [(r.threshold, r.placings[0].state) for r in res.rankings] == [
+        (0.04, "not_measured"),
+        (0.058, "reached"),
+        (0.1, "reached"),
+    ]
+    assert "no entry was measured at wer <= 0.04 (each stopped at its own target first)" in (
+        res.notes
+    )
+
+
+def test_cli_shows_not_measured(make_record, tmp_path, capsys):
+    recs = [
+        _stopping(make_record, "fast", [(1, 10.0, 0.91)]),
+        _stopping(make_record, "slow", [(1, 10.0, 0.5), (2, 20.0, 0.96)]),
+    ]
+    for r in recs:
+        write_record(tmp_path / r["run_id"], r)
+    args = ["thresholds", str(tmp_path), "--thresholds", "0.9,0.95"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "not measured (stopped at 0.9)" in text
+    assert "top1 >= 0.95: slow; not measured: fast" in text
+    assert "ranking changes: none" in text
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    fast = out["rankings"][1]["placings"][1]
+    assert (fast["name"], fast["state"], fast["time_s"], fast["stopped_at"]) == (
+        "fast",
+        "not_measured",
+        None,
+        [0.9],
+    )
+
+
+def test_cli_escapes_control_characters_in_names(make_record, tmp_path, capsys):
+    evil = _stopping(make_record, "evil\x1b[2J", [(1, 10.0, 0.91)])
+    write_record(tmp_path / "e", evil)
+    assert main(["thresholds", str(tmp_path), "--thresholds", "0.9,0.95"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "note: not measured: evil\\x1b[2J stopped" in out

@@ -51,3 +51,54 @@ def test_lower_is_better_direction_and_record_helper(make_record):
     rec["task"]["direction"] = "lower"
     assert record_crossing(rec).time_s == 14.0
     assert record_crossing(rec, threshold=0.1).time_s == 9.0
+
+
+def _stopped(make_record, curve, **config):
+    """A run with target top1 >= 0.9 and 5 planned epochs, `config` as in run.json."""
+    rec = make_record(curve, threshold=0.9)
+    rec["config"] = {"epochs": 5, "keep_going": False, **config}
+    return rec
+
+
+def test_a_run_that_stopped_at_its_target_is_not_measured_beyond_it(make_record):
+    from analyzers.tta import record_crossing, stopped_at_target
+
+    rec = _stopped(make_record, [(1, 5.0, 0.5), (2, 9.0, 0.92)])  # epoch 2 of 5: stopped
+    assert stopped_at_target(rec) == 0.9
+    c = record_crossing(rec, threshold=0.95)
+    assert (c.reached, c.stopped_at, c.measured) == (False, 0.9, False)
+    # at or below its own target the curve is complete: measured as usual
+    assert record_crossing(rec, threshold=0.92).time_s == 9.0
+    assert record_crossing(rec, threshold=0.9).stopped_at is None
+    # another metric is cut at the same point: a value it never showed is not measured
+    rec["evaluations"][-1]["metrics"]["top5"] = 0.97
+    assert record_crossing(rec, threshold=0.99, metric="top5").stopped_at == 0.9
+    assert record_crossing(rec, threshold=0.99, metric="f1").stopped_at is None  # absent
+
+
+def test_a_run_that_trained_every_epoch_really_did_not_reach(make_record):
+    from analyzers.tta import record_crossing, stopped_at_target
+
+    curve = [(e, 5.0 * e, 0.85 + 0.01 * e) for e in range(1, 6)]  # 0.9 first at epoch 5 of 5
+    ran_out = _stopped(make_record, curve)
+    assert stopped_at_target(ran_out) is None
+    c = record_crossing(ran_out, threshold=0.95)
+    assert (c.reached, c.stopped_at, c.measured) == (False, None, True)
+    planned = _stopped(make_record, [*curve[:4], (5, 25.0, 0.95)], epochs=None)
+    planned["config"]["recipe_values"] = {"epochs": 5}  # the recipe's default, in force
+    assert stopped_at_target(planned) is None
+    kept_going = _stopped(make_record, [(1, 5.0, 0.91)], keep_going=True)  # then crashed
+    assert stopped_at_target(kept_going) is None
+    unknown = make_record([(1, 5.0, 0.91)])  # no planned epochs (an import): it stopped there
+    assert stopped_at_target(unknown) == 0.9
+    never = _stopped(make_record, [(1, 5.0, 0.5), (2, 9.0, 0.6)])  # never reached its own
+    assert stopped_at_target(never) is None
+
+
+def test_stopped_at_target_in_the_lower_direction(make_record):
+    from analyzers.tta import record_crossing
+
+    rec = _stopped(make_record, [(1, 5.0, 0.3), (2, 9.0, 0.08)])
+    rec["task"].update(metric="top1", threshold=0.1, direction="lower")
+    assert record_crossing(rec, threshold=0.05).stopped_at == 0.1  # stricter is lower
+    assert record_crossing(rec, threshold=0.2).time_s == 9.0

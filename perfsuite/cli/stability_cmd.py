@@ -25,7 +25,10 @@ def register(sub: Any) -> None:
             "the mean, fraction reaching the threshold and the MLPerf olympic mean. Time per "
             "epoch gets the same statistics, separating statistical variance (epochs) from "
             "hardware variance (seconds per epoch). Runs sharing group.id form one group, "
-            "others are grouped by task, model and hardware. See docs/statistics.md."
+            "others are grouped by task, model, hardware and configuration (switches, batch "
+            "size, epochs, recipe, framework, device...). Crashed or unfinished runs, and runs "
+            "that stopped at their own target before a stricter --threshold, are left out and "
+            "named. See docs/statistics.md."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
@@ -78,6 +81,17 @@ def headline(g: Any) -> str:
     )
 
 
+def _time_cell(r: Any) -> str:
+    """Time to accuracy, DNR, or why the run is left out ("crashed", "not measured")."""
+    from perfsuite.fmt import duration
+
+    if r.reached:
+        return duration(r.time_s)
+    if r.counted:
+        return "DNR"
+    return "not measured" if r.stopped_at is not None else r.status
+
+
 def outcome_rows(g: Any) -> list[list[str]]:
     """One row per run of a group (shared with the report's stability section)."""
     from perfsuite.fmt import duration, pct
@@ -86,7 +100,7 @@ def outcome_rows(g: Any) -> list[list[str]]:
         [
             r.run_id,
             "" if r.seed is None else str(r.seed),
-            duration(r.time_s) if r.reached else "DNR",
+            _time_cell(r),
             _epochs(r.epochs) if r.reached else "-",
             duration(r.time_per_epoch_s),
             pct(r.epoch_time_cov),
@@ -118,16 +132,16 @@ def olympic_line(g: Any) -> str:
 
 def render(groups: list[Any]) -> str:
     """Human text for the stability results (one block per group)."""
-    from perfsuite.fmt import table
+    from perfsuite.fmt import printable, table
 
     blocks = []
     for g in groups:
-        lines = [f"== {headline(g)}"]
+        lines = [printable(f"== {headline(g)}")]
         lines.append(table(outcome_rows(g), OUTCOME_HEADERS, "llrrrrl"))
         lines.append("")
         lines.append(table(summary_rows(g), SUMMARY_HEADERS, "lrrrrrrr"))
         lines.append(olympic_line(g))
-        lines.extend(f"warning: {w}" for w in g.warnings)
+        lines.extend(printable(f"warning: {w}") for w in g.warnings)  # names from records
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

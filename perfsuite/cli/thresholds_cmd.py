@@ -27,7 +27,9 @@ def register(sub: Any) -> None:
             "From the recorded evaluation curves, compute the time to each threshold "
             "(first evaluation with metric >= threshold), rank runs (or groups with --groups) "
             "at each threshold, and list pairs whose order swaps between consecutive "
-            "thresholds. Runs that never reach a threshold rank last as DNR."
+            "thresholds. Runs that never reach a threshold rank last as DNR; a run that "
+            "stopped on reaching its own target is 'not measured' at stricter thresholds "
+            "(not DNR, and left out of ranking changes)."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
@@ -48,15 +50,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def render(res: Any) -> str:
-    cmp = "<=" if res.direction == "lower" else ">="
-    """Human text: a run x threshold table, the ranking at each threshold, and the swaps."""
-    from perfsuite.fmt import duration, table
+def _cell(p: Any) -> str:
+    """One entry at one threshold: time and rank, DNR, or not measured (and why)."""
+    from perfsuite.fmt import duration
 
-    def cell(p: Any) -> str:
-        if p.time_s is not None:
-            return f"{duration(p.time_s)} (#{p.rank})"
-        return f"DNR ({p.reached_runs}/{p.runs} runs)" if p.runs > 1 else "DNR"
+    if p.time_s is not None:
+        return f"{duration(p.time_s)} (#{p.rank})"
+    if p.state == "not_measured":
+        stops = ", ".join(f"{x:g}" for x in p.stopped_at)
+        if p.runs > 1:
+            return f"not measured ({p.reached_runs}/{p.runs} reached, rest stopped at {stops})"
+        return f"not measured (stopped at {stops})"
+    return f"DNR ({p.reached_runs}/{p.runs} runs)" if p.runs > 1 else "DNR"
+
+
+def render(res: Any) -> str:
+    """Human text: a run x threshold table, the ranking at each threshold, and the swaps."""
+    from perfsuite.fmt import printable, table
+
+    cmp = "<=" if res.direction == "lower" else ">="
 
     label = {e.name: e.label for e in res.entries}
     by_name = {
@@ -66,13 +78,15 @@ def render(res: Any) -> str:
     headers = ["run" if res.by == "run" else "group"] + [
         f"{res.metric}{cmp}{t:g}" for t in res.thresholds
     ]
-    rows = [[e.label] + [cell(p) for p in by_name[e.name]] for e in res.entries]
+    rows = [[e.label] + [_cell(p) for p in by_name[e.name]] for e in res.entries]
     out = [table(rows, headers, "l" + "r" * len(res.thresholds)), ""]
     for r in res.rankings:
         order = [label[p.name] for p in r.placings if p.rank is not None]
-        dnr = [label[p.name] for p in r.placings if p.rank is None]
+        dnr = [label[p.name] for p in r.placings if p.state == "dnr"]
+        unmeasured = [label[p.name] for p in r.placings if p.state == "not_measured"]
         line = f"{res.metric} {cmp} {r.threshold:g}: " + (" < ".join(order) or "(none reached)")
-        out.append(line + (f"; DNR: {', '.join(dnr)}" if dnr else ""))
+        line += f"; DNR: {', '.join(dnr)}" if dnr else ""
+        out.append(line + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""))
     out.append("")
     if res.swaps:
         out.append("ranking changes:")
@@ -84,7 +98,8 @@ def render(res: Any) -> str:
     else:
         out.append("ranking changes: none")
     out.extend(f"note: {n}" for n in res.notes)
-    return "\n".join(out)
+    # run ids come from records: escaped, as the table (out[0]) already is
+    return "\n".join([out[0], *(printable(line) for line in out[1:])])
 
 
 def run(args: argparse.Namespace) -> int:

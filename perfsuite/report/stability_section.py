@@ -101,8 +101,9 @@ def stability_section(records: Sequence[Mapping[str, Any]]) -> str:
         return ""
     intro = (
         "<p>Runs are grouped as <code>perfsuite stability</code> groups them (group.id, else "
-        "task, model and hardware). CoV is the sample standard deviation over the mean; the "
-        "CI is a seeded bootstrap of the mean over the runs that reached (docs/statistics.md)."
+        "task, model, hardware and configuration). CoV is the sample standard deviation over "
+        "the mean; the CI is a seeded bootstrap of the mean over the runs that reached "
+        "(docs/statistics.md)."
         "</p>"
     )
     return (
