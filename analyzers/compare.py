@@ -7,7 +7,9 @@ framework, time to accuracy (`analyzers.record_view.crossing`), time per epoch
 and the roofline position (`analyzers.roofline`). Per item: the means over its runs and the
 ratio to the baseline. Per pair (item, baseline): the FLOP agreement and the op time deltas
 (`analyzers.compare_work`), and for two groups the statistical verdict on time to accuracy
-and time per epoch (`analyzers.verdict`). Framework-agnostic: it reads only the record.
+and time per epoch (`analyzers.verdict`), withheld ("no verdict") where the two groups' values
+measure different work (other targets, workloads or epoch sizes), so that a CI gate never
+fails on a difference in the work. Framework-agnostic: it reads only the record.
 Pure: records in, dataclasses out; rules in docs/compare.md.
 """
 
@@ -33,7 +35,15 @@ from analyzers.record_view import crossing, faults_per_step, framework
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
 from analyzers.study import FINISHED
-from analyzers.verdict import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, Verdict, decide
+from analyzers.verdict import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    FASTER,
+    NONE,
+    SLOWER,
+    Verdict,
+    decide,
+)
 from perfsuite.record import qvalue
 
 QUANTITIES = ("time_to_accuracy", "time_per_epoch")
@@ -79,12 +89,14 @@ class ItemSummary:
     """One column of the side-by-side table: a run, or the means over a group's runs.
 
     Times to accuracy are averaged over the runs that reached; `*_ratio` = this item's value /
-    the baseline's (above 1: more time, more FLOPs, a higher rate).
+    the baseline's (above 1: more time, more FLOPs, a higher rate). `n_runs` counts the runs
+    the time-to-accuracy verdict counts: a run that crashed or never finished without reaching
+    says nothing about reaching, so it is in `n_unfinished` instead (runs reached 2/2, not 2/3).
     """
 
     label: str
     kind: str  # "run" | "group"
-    n_runs: int
+    n_runs: int  # runs that finished (or reached): the denominator of "runs reached"
     n_reached: int
     frameworks: list[str]
     workload: str | None
@@ -103,6 +115,7 @@ class ItemSummary:
     intensity_flop_per_byte: float | None
     frac_of_roof: float | None
     bounds: list[str]
+    n_unfinished: int = 0  # crashed or unfinished without reaching: left out of n_runs
     time_to_accuracy_ratio: float | None = None
     time_per_epoch_ratio: float | None = None
     step_time_ratio: float | None = None
@@ -173,8 +186,9 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
     return ItemSummary(
         label=label,
         kind="run" if len(runs) == 1 else "group",
-        n_runs=len(runs),
+        n_runs=sum(1 for r in runs if not _unfinished(r)),
         n_reached=len(reached),
+        n_unfinished=sum(1 for r in runs if _unfinished(r)),
         frameworks=sorted({r.framework for r in runs}),
         workload=first.workload,
         model=first.model,
@@ -262,6 +276,68 @@ def group_verdicts(
     ]
 
 
+def _differ(values: set[Any], what: str, unit: str = "") -> str | None:
+    """`different <what> (a vs b)` when a pair of groups holds more than one value."""
+    if len(values) < 2:
+        return None
+    return f"different {what} ({' vs '.join(f'{v}{unit}' for v in sorted(values))})"
+
+
+def not_comparable(base_runs: Sequence[RunValues], runs: Sequence[RunValues]) -> dict[str, str]:
+    """Quantity -> why the two groups' values cannot be compared, for the quantities that
+    cannot: times to the same threshold of the same workload, epochs of the same size. A
+    verdict there would gate a CI job on a difference in the work, not in its speed."""
+    both = [*base_runs, *runs]
+    work = _differ({r.workload for r in both if r.workload}, "workloads")
+    target = _differ({f"{r.metric} threshold {r.threshold:g}" for r in both}, "targets")
+    steps = _differ({r.steps_per_epoch for r in both if r.steps_per_epoch}, "epoch sizes", " steps")
+    out = {}
+    if work or target:
+        out["time_to_accuracy"] = "; ".join(w for w in (work, target) if w)
+    if work or steps:
+        out["time_per_epoch"] = "; ".join(w for w in (work, steps) if w)
+    return out
+
+
+def _withheld(verdict: Verdict, why: str) -> Verdict:
+    """`no verdict` with the reason, and no ratio, interval or test: those would present a
+    comparison of different work as a measured difference. Means and counts stay."""
+    return replace(
+        verdict,
+        verdict=NONE,
+        reason=f"not comparable: {why}",
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        test=None,
+    )
+
+
+def fewer_reached(verdicts: Sequence[Verdict]) -> list[str]:
+    """A warning per candidate that reached the target in a smaller fraction of its runs than
+    the baseline without a significant verdict: a candidate that stopped converging in some
+    runs passes the gate with few repeats (1/5 against 5/5 gives p = 0.11), so say it."""
+    out = []
+    for v in verdicts:
+        if v.quantity != "time_to_accuracy" or v.verdict in (SLOWER, NONE):
+            continue
+        if not (v.n_baseline and v.n_candidate):
+            continue
+        reached_b = v.n_candidate - v.dnc_candidate
+        reached_a = v.n_baseline - v.dnc_baseline
+        if reached_b / v.n_candidate < reached_a / v.n_baseline:
+            why = (
+                "faster when it reaches, but it reaches less often"
+                if v.verdict == FASTER
+                else "the rank test cannot tell this from chance with these repeats: add repeats"
+            )
+            out.append(
+                f"{v.candidate} reached the target in {reached_b}/{v.n_candidate} runs, "
+                f"baseline {v.baseline} in {reached_a}/{v.n_baseline} ({v.verdict}: {why})"
+            )
+    return out
+
+
 def compare(
     items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
     *,
@@ -303,15 +379,20 @@ def compare(
         deltas.append(op_deltas(base_label, base_recs, label, recs, top))
         if len(base_runs) >= 2 and len(rv) >= 2:
             opts = {"alpha": alpha, "min_effect": min_effect, "resamples": resamples, "seed": seed}
-            verdicts += group_verdicts(base_label, base_runs, label, rv, **opts)
-    if verdicts:
-        unfinished = [r.run_id for rv in runs_by for r in rv if _unfinished(r)]
-        if unfinished:
-            notes.append(
-                f"{len(unfinished)} run(s) crashed or unfinished without reaching, left out of "
-                f"the time-to-accuracy verdict: {', '.join(unfinished)}"
-            )
-    else:
+            why = not_comparable(base_runs, rv)
+            verdicts += [
+                _withheld(v, why[v.quantity]) if v.quantity in why else v
+                for v in group_verdicts(base_label, base_runs, label, rv, **opts)
+            ]
+    unfinished = [r.run_id for rv in runs_by for r in rv if _unfinished(r)]
+    if unfinished:
+        left_out = "runs reached" + (" and the time-to-accuracy verdict" if verdicts else "")
+        notes.append(
+            f"{len(unfinished)} run(s) crashed or unfinished without reaching, left out of "
+            f"{left_out}: {', '.join(unfinished)}"
+        )
+    notes += fewer_reached(verdicts)
+    if not verdicts:
         notes.append(
             "no statistical verdict: it needs groups of repeated runs (2 or more each) on "
             "both sides"

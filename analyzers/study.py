@@ -9,8 +9,10 @@ study, the first batch size): time-to-accuracy speed-up = reference TTA / TTA, t
 speed-up = throughput / reference throughput, side by side, so the gap between them (the
 statistical cost of an optimization) is visible. A scaling study's configurations differ in
 data-parallel processes: there the efficiencies divide each speed-up by the process ratio (1.0:
-linear scaling), and the collectives' share of the step is shown where it was measured. Pure:
-records and the manifest in, dataclasses out. Definitions: docs/studies.md.
+linear scaling), and the collectives' share of the step is shown where it was measured. Every
+statistic is over the runs with a final status: a crashed run is counted and warned about,
+never measured. Pure: records and the manifest in, dataclasses out. Definitions:
+docs/studies.md.
 """
 
 from __future__ import annotations
@@ -66,8 +68,8 @@ class ConfigResult:
     epochs_to_threshold: Summary
     epoch_time: Summary
     samples_per_s: Summary
-    best: float | None  # best metric over all its runs
-    best_mean: float | None  # mean over runs of each run's best
+    best: float | None  # best metric over its finished runs
+    best_mean: float | None  # mean over its finished runs of each run's best
     epochs_x_epoch_time: float | None  # mean epochs to threshold x mean s/epoch
     tta_speedup: float | None
     throughput_speedup: float | None
@@ -91,6 +93,7 @@ class StudyResult:
     reference: str
     configs: list[ConfigResult]
     warnings: list[str] = field(default_factory=list)
+    direction: str = "higher"  # "lower": the target is reached at metric <= threshold
 
 
 def _best(rec: Mapping[str, Any], metric: str) -> float | None:
@@ -170,8 +173,10 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
     reached = [r for r in final if r.reached]
     tta = summarize([r.time_s for r in reached if r.time_s is not None])
     ept = summarize([r.epochs for r in reached if r.epochs is not None])
-    ept_mean, tpe = ept.mean, summarize([r.epoch_time_s for r in runs if r.epoch_time_s])
-    bests = [r.best for r in runs if r.best is not None]
+    # Crashed and unfinished runs are left out of every statistic (their slow or half epochs
+    # would pass for the configuration's): they only count in n_unfinished and the warnings.
+    ept_mean, tpe = ept.mean, summarize([r.epoch_time_s for r in final if r.epoch_time_s])
+    bests = [r.best for r in final if r.best is not None]
     return ConfigResult(
         index=int(config.get("index", 0)),
         name=str(config.get("name")),
@@ -188,24 +193,49 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
         time_to_accuracy=tta,
         epochs_to_threshold=ept,
         epoch_time=tpe,
-        samples_per_s=summarize([r.samples_per_s for r in runs if r.samples_per_s]),
+        samples_per_s=summarize([r.samples_per_s for r in final if r.samples_per_s]),
         best=_extreme(bests, task_direction(records[0]) if records else "higher"),
         best_mean=statistics.fmean(bests) if bests else None,
         epochs_x_epoch_time=ept_mean * tpe.mean if ept_mean is not None and tpe.mean else None,
         tta_speedup=None,
         throughput_speedup=None,
         nproc=int(config.get("nproc") or 1),
-        comm_share=summarize([r.comm_share for r in runs if r.comm_share is not None]),
+        comm_share=summarize([r.comm_share for r in final if r.comm_share is not None]),
         corruption_accuracy=summarize(
-            [r.corruption_accuracy for r in runs if r.corruption_accuracy is not None]
+            [r.corruption_accuracy for r in final if r.corruption_accuracy is not None]
         ),
     )
 
 
+def _target(
+    records_by_config: Mapping[str, Sequence[Mapping[str, Any]]],
+    spec: Mapping[str, Any],
+    default_metric: str | None,
+    default_threshold: float | None,
+) -> tuple[str | None, float | None, str]:
+    """(metric, threshold, direction) the runs were held to: the first record's, else the
+    study's threshold and the workload's metric and threshold (a study with no run yet)."""
+    for recs in records_by_config.values():
+        if recs:
+            tta = recs[0].get("time_to_accuracy") or {}
+            task = recs[0].get("task") or {}
+            metric = tta.get("metric", task.get("metric"))
+            threshold = tta.get("threshold", task.get("threshold"))
+            return metric, threshold, task_direction(recs[0])
+    threshold = spec.get("threshold")
+    return default_metric, default_threshold if threshold is None else threshold, "higher"
+
+
 def analyze_study(
-    manifest: Mapping[str, Any], records_by_config: Mapping[str, Sequence[Mapping[str, Any]]]
+    manifest: Mapping[str, Any],
+    records_by_config: Mapping[str, Sequence[Mapping[str, Any]]],
+    *,
+    default_metric: str | None = None,
+    default_threshold: float | None = None,
 ) -> StudyResult:
-    """The whole study; `records_by_config` maps configuration name -> its run records."""
+    """The whole study; `records_by_config` maps configuration name -> its run records.
+    `default_metric`/`default_threshold` (the workload's) name the target while no run has a
+    record; the study's own threshold, when it set one, comes before the workload's."""
     spec = manifest.get("spec") or {}
     configs = [
         analyze_config(c, records_by_config.get(str(c.get("name")), []))
@@ -214,14 +244,22 @@ def analyze_study(
     warnings: list[str] = []
     ref = configs[0] if configs else None
     if ref is not None:
-        ref_tta = ref.time_to_accuracy.mean if ref.status != "DNC" else None
+        ref_tta = ref.time_to_accuracy.mean if ref.n_reached else None
+        # No finished run: nothing measured to divide by, so no speed-up of either kind (a
+        # crashed run's epochs are not the reference's throughput).
+        ref_rate = ref.samples_per_s.mean if ref.n_runs else None
         if ref.status == "DNC":
             warnings.append(
                 f"the reference {ref.name!r} did not converge: no time-to-accuracy speed-ups"
             )
+        elif ref.status == "no runs":
+            warnings.append(
+                f"the reference {ref.name!r} has no finished runs: no time-to-accuracy or "
+                "throughput speed-ups"
+            )
         for i, c in enumerate(configs):
-            tta_speedup = _ratio(ref_tta, c.time_to_accuracy.mean) if c.status != "DNC" else None
-            thr = _ratio(c.samples_per_s.mean, ref.samples_per_s.mean)
+            tta_speedup = _ratio(ref_tta, c.time_to_accuracy.mean) if c.n_reached else None
+            thr = _ratio(c.samples_per_s.mean, ref_rate) if c.n_runs else None
             procs = c.nproc / ref.nproc
             mine, theirs = c.corruption_accuracy.mean, ref.corruption_accuracy.mean
             delta = mine - theirs if mine is not None and theirs is not None else None
@@ -252,20 +290,16 @@ def analyze_study(
             "(converted in software, float32 arithmetic): their speed shows this CPU, not "
             "what the option does where it has hardware"
         )
-    metric = threshold = None
-    for recs in records_by_config.values():
-        if recs:
-            tta = recs[0].get("time_to_accuracy") or {}
-            task = recs[0].get("task") or {}
-            metric = tta.get("metric", task.get("metric"))
-            threshold = tta.get("threshold", task.get("threshold"))
-            break
+    metric, threshold, direction = _target(
+        records_by_config, spec, default_metric, default_threshold
+    )
     return StudyResult(
         study_id=str(manifest.get("study_id")),
         kind=str(spec.get("kind")),
         workload=str(spec.get("workload")),
         metric=metric,
         threshold=threshold,
+        direction=direction,
         reference=ref.name if ref else "",
         configs=configs,
         warnings=warnings,

@@ -257,7 +257,16 @@ def test_crashed_runs_are_left_out_of_the_verdict_not_counted_as_dnc(make_record
     c = compare([("A", a), ("B", b)])
     tta = c.verdicts[0]
     assert (tta.n_candidate, tta.dnc_candidate) == (1, 1)  # only the finished run counts
-    assert any("b1, b2, b3" in n for n in c.notes)
+    # "runs reached" counts the same runs as the verdict: 0/1, not 0/4
+    assert (c.items[1].n_reached, c.items[1].n_runs, c.items[1].n_unfinished) == (0, 1, 3)
+    assert c.items[1].kind == "group"
+    assert any("left out of runs reached and the time-to-accuracy verdict: b1, b2, b3" in n
+               for n in c.notes)  # fmt: skip
+    single = compare([("a0", a[:1]), ("b1", b[1:2])])  # no verdict: the note still says it
+    assert single.items[1].n_runs == 0
+    assert "1 run(s) crashed or unfinished without reaching, left out of runs reached: b1" in (
+        single.notes
+    )
     b[1]["status"] = "not_reached"
     assert compare([("A", a), ("B", b)]).verdicts[0].dnc_candidate == 2
 
@@ -364,3 +373,74 @@ def test_epochs_of_other_sizes_and_other_workloads_are_said(make_record):
     notes = compare([("a", [a]), ("b", [b])]).notes
     assert not any("epochs of different sizes" in n for n in notes)
     assert any(n.startswith("runs of different workloads (other, toy)") for n in notes)
+
+
+def _retarget(rec, threshold):
+    """The same curve held to another threshold (task and time to accuracy agree)."""
+    rec["task"] = {**rec["task"], "threshold": threshold}
+    rec["time_to_accuracy"] = crossing_dict(first_crossing(rec["evaluations"], "top1", threshold))
+    return rec
+
+
+def test_different_targets_give_no_verdict_on_time_to_accuracy_and_exit_4(
+    tmp_path, make_record, capsys
+):
+    """Times to 0.9 against times to 0.95 were SLOWER with exit 3 beside a "not comparable"
+    note; now no verdict (exit 4), and time per epoch, the same work, keeps its verdict."""
+    base = _group(tmp_path, make_record, "base", _times(100, 1))
+    slow = _group(tmp_path, make_record, "slow", _times(105, 2))
+    for f in slow.rglob("run.json"):
+        rec = json.loads(f.read_text())
+        write_record(f.parent, _retarget(rec, 0.95))
+    assert main(["compare", str(base), str(slow), "--json"]) == 4
+    out = json.loads(capsys.readouterr().out)["comparison"]
+    tta, tpe = out["verdicts"]
+    assert tta["verdict"] == "no verdict"
+    assert tta["reason"] == (
+        "not comparable: different targets (top1 threshold 0.9 vs top1 threshold 0.95)"
+    )
+    assert tta["ratio"] is None and tta["test"] is None and tta["ci_low"] is None
+    assert tta["mean_candidate"] > tta["mean_baseline"]  # the numbers stay
+    assert tpe["verdict"] == "slower"
+    assert out["items"][1]["time_to_accuracy_ratio"] > 1  # side by side, as before
+    assert main(["compare", str(base), str(slow), "--gate", "time_per_epoch"]) == 3
+
+
+def test_different_workloads_or_epoch_sizes_give_no_verdict(make_record):
+    base = [_run(make_record, f"a{i}", t, "A") for i, t in enumerate(_times(100, 1))]
+    other = [_run(make_record, f"b{i}", t, "B") for i, t in enumerate(_times(150, 2))]
+    for r in other:
+        r["task"]["workload"] = "cifar10"
+    verdicts = compare([("A", base), ("B", other)]).verdicts
+    assert [v.verdict for v in verdicts] == ["no verdict", "no verdict"]
+    assert all(v.reason == "not comparable: different workloads (cifar10 vs toy)" for v in verdicts)
+    for r in other:
+        r["task"]["workload"] = "toy"
+        r["extra"] = {"steps_per_epoch": 98}
+    for r in base:
+        r["extra"] = {"steps_per_epoch": 2}
+    tta, tpe = compare([("A", base), ("B", other)]).verdicts
+    assert tta.verdict == "slower"  # the same target of the same workload: comparable
+    assert (tpe.verdict, tpe.reason) == (
+        "no verdict",
+        "not comparable: different epoch sizes (2 steps vs 98 steps)",
+    )
+
+
+def test_a_candidate_that_reaches_less_often_is_warned_about(tmp_path, make_record, capsys):
+    """1 of 5 candidate runs reached (the fastest of all), 5 of 5 baseline runs: the rank test
+    gives p = 0.11, no significant difference and exit 0, which said nothing of it before."""
+    base = _group(tmp_path, make_record, "base", _times(100, 1, 5))
+    cand = tmp_path / "cand"
+    for i in range(5):
+        rec = _run(make_record, f"c{i}", 50.0, "cand", i, 5, reach=i == 0)
+        write_record(cand / f"c{i}", rec)
+    assert main(["compare", str(base), str(cand)]) == 0
+    captured = capsys.readouterr()
+    line = (
+        "cand reached the target in 1/5 runs, baseline base in 5/5 (no significant difference: "
+        "the rank test cannot tell this from chance with these repeats: add repeats)"
+    )
+    assert f"note: {line}" in captured.out and f"warning: {line}" in captured.err
+    assert main(["compare", str(cand), str(base)]) == 0  # the other way round: nothing to say
+    assert "reached the target in" not in capsys.readouterr().err

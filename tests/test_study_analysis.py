@@ -174,3 +174,64 @@ def test_configurations_whose_cpu_converted_their_autocast_are_named(run):
         "(converted in software, float32 arithmetic): their speed shows this CPU, not what the "
         "option does where it has hardware"
     ]
+
+
+def test_crashed_runs_are_left_out_of_epoch_time_throughput_and_best(run):
+    """A crashed run's 100 s epochs and its best metric are not the configuration's: before,
+    s/epoch read 50.50 s (the mean of 1 s and 100 s) and the throughput speed-up 1.01x."""
+    crashed = run(1, [0.99], [100.0, 100.0], status="crashed")
+    records = {
+        "baseline": [run(0, [0.5, 0.95], [2.0, 2.0]), run(1, [0.5, 0.95], [2.0, 2.0])],
+        "+fast": [run(0, [0.5, 0.95], [1.0, 1.0]), crashed],
+    }
+    res = analyze_study(_manifest("baseline", "+fast"), records)
+    fast = res.configs[1]
+    assert (fast.n_runs, fast.n_unfinished) == (1, 1)
+    assert fast.epoch_time.mean == pytest.approx(1.0) and fast.epoch_time.n == 1
+    assert fast.samples_per_s.mean == pytest.approx(1000.0)
+    assert fast.throughput_speedup == pytest.approx(2.0)
+    assert fast.epochs_x_epoch_time == pytest.approx(2.0)
+    assert fast.best == pytest.approx(0.95) and fast.best_mean == pytest.approx(0.95)
+    assert len(fast.runs) == 2  # still listed, and warned about
+    assert any("+fast: 1 run(s) crashed" in w for w in res.warnings)
+
+
+def test_reference_without_finished_runs_gives_no_speedups_and_says_so(run):
+    """Every reference run crashed: nothing measured to divide by, so no speed-up of either
+    kind (before: throughput speed-ups against the crashed runs' epochs, and no warning)."""
+    records = {
+        "full": [run(0, [0.5], [2.0, 2.0], status="crashed")] * 2,
+        "-x": [run(0, [0.5, 0.95], [1.0, 1.0]), run(1, [0.5, 0.95], [1.0, 1.0])],
+        "-y": [run(0, [0.5, 0.6], [1.0, 1.0]), run(1, [0.5, 0.6], [1.0, 1.0])],
+    }
+    res = analyze_study(_manifest("full", "-x", "-y", kind="lesion"), records)
+    full, x, y = res.configs
+    assert full.status == "no runs" and full.epoch_time.mean is None
+    assert full.samples_per_s.mean is None and full.best is None
+    assert [c.throughput_speedup for c in res.configs] == [None, None, None]
+    assert [c.tta_speedup for c in res.configs] == [None, None, None]
+    assert x.samples_per_s.mean == pytest.approx(1000.0)  # its own numbers stay
+    assert y.status == "DNC" and y.epoch_time.mean == pytest.approx(1.0)
+    assert res.warnings[0] == (
+        "the reference 'full' has no finished runs: no time-to-accuracy or throughput speed-ups"
+    )
+
+
+def test_heading_names_the_target_without_records_and_its_direction(run):
+    """No run yet: the study's threshold, else the workload's, and its metric (before:
+    `None >= None`); a lower-is-better metric is reached at `<=`."""
+    from perfsuite.study.render import render
+
+    manifest = _manifest("baseline", "+x")
+    empty = {"baseline": [], "+x": []}
+    res = analyze_study(manifest, empty, default_metric="top1", default_threshold=0.98)
+    assert (res.metric, res.threshold) == ("top1", 0.98)
+    assert ": top1 >= 0.98; speed-ups against 'baseline'" in render(res)
+    manifest["spec"]["threshold"] = 0.97
+    res = analyze_study(manifest, empty, default_metric="top1", default_threshold=0.98)
+    assert ": top1 >= 0.97;" in render(res)
+    assert "None" not in render(analyze_study(_manifest("a"), {"a": []}))
+    rec = run(0, [0.5], [1.0])
+    rec["task"]["direction"] = "lower"
+    lower = analyze_study(_manifest("a", repeats=1), {"a": [rec]})
+    assert lower.direction == "lower" and ": top1 <= 0.9;" in render(lower)

@@ -170,3 +170,58 @@ def test_example_study_files_plan(name, configs):
     assert spec.repeats == (1 if name.startswith("cifar10") else 2) and not spec.run.capture
     if name == "cifar10-lesion":  # the README's robustness columns
         assert spec.eval.corruptions and spec.eval.limit == 500
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"kind": "lesion", "options": ["channels_last", "bf16"], "switches": ["channels_last"]},
+            "option 'channels_last' is also in switches",
+        ),
+        (
+            {"kind": "lesion", "options": ["lr_rule=sqrt", "bf16"], "switches": ["lr_rule=linear"]},
+            "option 'lr_rule' is also in switches",
+        ),
+        (
+            {"kind": "batch", "sizes": [32, 64], "lr_rule": "linear", "switches": ["lr_rule=sqrt"]},
+            "switch 'lr_rule' in switches .* conflicts with the study's lr_rule=linear",
+        ),
+        (
+            {"kind": "scaling", "nprocs": [1, 2], "switches": ["lr_rule=sqrt"]},
+            "conflicts with the study's lr_rule=linear",
+        ),
+        (
+            {"kind": "factor", "options": ["bf16"], "switches": ["tf32=on", "tf32=off"]},
+            "switch 'tf32' is named more than once in switches",
+        ),
+    ],
+)
+def test_a_switch_given_as_option_and_in_switches_is_an_error(raw, message):
+    """Before, the `-channels_last` configuration of the first kept channels_last on (from
+    --switch), and lr_rule=sqrt and lr_rule=linear were both passed to the run."""
+    with pytest.raises(StudyError, match=message) as err:
+        _plan(**raw)
+    assert "\n" not in str(err.value)
+
+
+def test_cli_rejects_lr_rule_twice_before_creating_a_folder(tmp_path, capsys):
+    from perfsuite.cli import main
+
+    out = tmp_path / "study"
+    args = ["study", "batch", "digits", "--sizes", "32,64", "--lr-rule", "linear"]
+    assert main([*args, "--switch", "lr_rule=sqrt", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "lr_rule" in err and "--lr-rule" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_show_names_the_workload_target_before_any_run(tmp_path, capsys):
+    """A study folder with no run yet: the heading says digits' metric and default threshold
+    (it said `None >= None`)."""
+    from perfsuite.cli import main
+
+    _study(tmp_path)
+    assert main(["study", "show", str(tmp_path)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("(sid): top1 >= 0.98; speed-ups against 'full'")

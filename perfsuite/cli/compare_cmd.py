@@ -28,14 +28,20 @@ verdict (two groups of repeats, 2+ runs each), per quantity (time to accuracy, t
                      (1 - alpha) of the ratio of means lies on the same side of 1, and the
                      ratio differs from 1 by at least --min-effect
   no significant difference   otherwise (the reason is printed)
-  no verdict         no run of either group has a value (e.g. none reached the target)
-  Runs that did not reach the target count as the slowest in the rank test. See docs/compare.md.
+  no verdict         no run of either group has a value (e.g. none reached the target), or
+                     the groups are not comparable: different workloads or targets (time to
+                     accuracy), different workloads or steps per epoch (time per epoch)
+  Runs that did not reach the target count as the slowest in the rank test; crashed runs that
+  did not reach are left out. A candidate that reaches the target in fewer of its runs than
+  the baseline without a significant verdict gets a warning (exit status unchanged).
+  See docs/compare.md.
 
 exit status:
   0  no candidate is significantly slower on the gated quantity (also: runs without groups)
   2  usage error or bad input (a one-line error names the file and the field)
   3  a candidate group is significantly slower than the baseline (a regression)
-  4  groups were given but no verdict could be reached on the gated quantity
+  4  groups were given but no verdict could be reached on the gated quantity (no value,
+     or not comparable)
 
 examples:
   perfsuite compare runs/base-x5 runs/candidate-x5 --min-effect 0.02
@@ -170,7 +176,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.compare import compare
+    from analyzers.compare import compare, fewer_reached
     from perfsuite.cli.compare_render import render
 
     _check(args)
@@ -188,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
         print_json({"comparison": result, "gate": args.gate, "exit_code": code})
     else:
         print(render(result))
+    for line in fewer_reached(result.verdicts):  # also a note; repeated where CI logs look
+        status(f"warning: {line}")
     if code == EXIT_SLOWER:
         status(f"exit {code}: a candidate is significantly slower ({args.gate})")
     elif code == EXIT_NO_VERDICT:

@@ -80,8 +80,35 @@ def _config(
     return Config(index, name, description, tuple(switches), batch, _folder(index, name))
 
 
+def _switch_name(item: str) -> str:
+    return item.partition("=")[0].strip().replace("-", "_")
+
+
+def _check_named_once(spec: StudySpec, options: list[Option]) -> None:
+    """A switch set in two places (switches and an option, or switches and the study's
+    lr_rule) would leave one silently overriding the other in some configurations, so the
+    `-X` of a lesion could still have X on: a one-line error instead."""
+    fixed = [_switch_name(p) for item in spec.switches for p in item.split(",") if p.strip()]
+    twice = sorted({n for n in fixed if fixed.count(n) > 1})
+    if twice:
+        raise StudyError(f"switch {twice[0]!r} is named more than once in switches (--switch)")
+    if spec.kind in ("batch", "scaling") and "lr_rule" in fixed:
+        raise StudyError(
+            f"switch 'lr_rule' in switches (--switch) conflicts with the study's "
+            f"lr_rule={spec.lr_rule}: set it with lr_rule (--lr-rule) only"
+        )
+    both = [o.name for o in options if o.name in fixed]
+    if both:
+        raise StudyError(
+            f"option {both[0]!r} is also in switches (--switch), which apply to every "
+            "configuration: name it in one place"
+        )
+
+
 def plan(spec: StudySpec, supported: frozenset[str], workload: str) -> list[Config]:
     """The configurations of `spec`, in run order; the first is the reference."""
+    options = [parse_option(t) for t in spec.options]
+    _check_named_once(spec, options)
     if spec.kind == "batch":
         configs = [
             Config(
@@ -111,7 +138,6 @@ def plan(spec: StudySpec, supported: frozenset[str], workload: str) -> list[Conf
             for i, n in enumerate(spec.nprocs)
         ]
     else:
-        options = [parse_option(t) for t in spec.options]
         names = [o.name for o in options]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:

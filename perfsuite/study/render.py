@@ -148,11 +148,20 @@ def rows(result: StudyResult) -> list[list[Any]]:
     return [one(c, robust) for c in result.configs]
 
 
+def target(result: StudyResult) -> str:
+    """The target as a condition (`top1 >= 0.98`; `<=` for a lower-is-better metric), or
+    why it is unknown: a study with no run record yet, whose workload could not be read."""
+    if result.threshold is None:
+        return f"target {result.metric or 'unknown'} (threshold not known before a run)"
+    op = "<=" if result.direction == "lower" else ">="
+    return f"{result.metric or 'metric'} {op} {result.threshold:g}"
+
+
 def render(result: StudyResult) -> str:
     """The terminal table with a heading and the warnings."""
     head = (
         f"== {result.kind} study of {result.workload} ({result.study_id}): "
-        f"{result.metric} >= {result.threshold}; speed-ups against {result.reference!r}"
+        f"{target(result)}; speed-ups against {result.reference!r}"
     )
     robust = has_robustness(result)
     lines = [head, fmt.table(rows(result), headers(result), align(result))]
