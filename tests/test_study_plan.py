@@ -225,3 +225,17 @@ def test_show_names_the_workload_target_before_any_run(tmp_path, capsys):
     assert main(["study", "show", str(tmp_path)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert head.endswith("(sid): top1 >= 0.98; speed-ups against 'full'")
+
+
+def test_api_and_report_name_the_same_target_before_any_run(tmp_path):
+    """One analysis of a study folder (perfsuite.study.folder.analyze_folder) for the CLI, the
+    Python API and the report: none of them shows `None`."""
+    import perfsuite
+    from perfsuite.cli.study_cmd import analysis
+    from perfsuite.report.study_section import study_section
+
+    _study(tmp_path)
+    study = perfsuite.open(tmp_path)
+    assert (study.result.metric, study.result.threshold) == ("top1", 0.98)
+    result, records = analysis(tmp_path)
+    assert "top1 &gt;= 0.98; speed-ups" in study_section(result, records)

@@ -1,9 +1,9 @@
 """Repeated runs as DataFrames: one row per run plus the stability summary of each group.
 
 Why one object for "a folder of runs": `perfsuite stability` groups whatever it is given (by
-`group.id`, else task, model and hardware), so a folder of five repeats is one group and a
-folder of two configurations is two; the tables carry a `group` column either way. Every
-number is `analyzers.stability`'s, with the CLI's defaults.
+`group.id`, else task, model, hardware and configuration), so a folder of five repeats is one
+group and a folder of two configurations is two; the tables carry a `group` column either way.
+Every number is `analyzers.stability`'s, with the CLI's defaults.
 """
 
 from __future__ import annotations

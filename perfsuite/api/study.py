@@ -88,16 +88,14 @@ class Study:
 
     @classmethod
     def load(cls, path: str | Path) -> Study:
-        from analyzers.study import analyze_study
-        from perfsuite.study.folder import load_study, refresh_runs
+        from perfsuite.study.folder import analyze_folder
         from perfsuite.study.spec import StudyError
 
         try:
-            study = load_study(path)
+            result, records = analyze_folder(path)
         except StudyError as exc:
             raise RecordError(str(exc)) from None
-        records = refresh_runs(study)
-        return cls(Path(path), analyze_study(study.manifest, records), records)
+        return cls(Path(path), result, records)
 
     @cached_property
     def configs(self) -> pd.DataFrame:

@@ -292,32 +292,13 @@ def _from_source(args: argparse.Namespace) -> int:
 
 def analysis(folder: str | Path) -> tuple[Any, dict[str, list[dict]]]:
     """(StudyResult, records by configuration) of a study folder."""
-    from analyzers.study import analyze_study
-    from perfsuite.study.folder import load_study, refresh_runs
+    from perfsuite.study.folder import analyze_folder
     from perfsuite.study.spec import StudyError
 
     try:
-        study = load_study(folder)
+        return analyze_folder(folder)
     except StudyError as exc:
         raise CLIError(str(exc)) from None
-    records = refresh_runs(study)
-    metric, threshold = (None, None) if any(records.values()) else _workload_target(study.spec)
-    result = analyze_study(
-        study.manifest, records, default_metric=metric, default_threshold=threshold
-    )
-    return result, records
-
-
-def _workload_target(spec: Any) -> tuple[str | None, float | None]:
-    """The workload's metric and default threshold, for the heading of a study with no run
-    record yet; (None, None) when the workload cannot be loaded here (a user file moved)."""
-    from perfsuite.workloads import get_workload
-
-    try:
-        wl = get_workload(spec.workload, spec.run.framework)
-    except (KeyError, ValueError, ImportError, OSError):  # only the heading needs it
-        return None, None
-    return wl.metric, wl.default_threshold
 
 
 def _print(folder: Path, as_json: bool) -> None:

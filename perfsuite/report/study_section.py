@@ -11,7 +11,7 @@ from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import run_curve
 from perfsuite.report.study_figures import speedup_figure
-from perfsuite.study.render import align, headers, rows
+from perfsuite.study.render import align, headers, rows, target
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
@@ -31,8 +31,8 @@ def study_section(result: StudyResult, records: Mapping[str, Sequence[Mapping[st
     """HTML body of the study section."""
     intro = (
         f"<p>{h.esc(result.kind)} study of {h.esc(result.workload)} "
-        f"(<code>{h.esc(result.study_id)}</code>): {h.esc(result.metric)} &gt;= "
-        f"{h.esc(result.threshold)}; speed-ups against {h.esc(result.reference)}.</p>"
+        f"(<code>{h.esc(result.study_id)}</code>): {h.esc(target(result))}; speed-ups "
+        f"against {h.esc(result.reference)}.</p>"
     )
     table = h.table(headers(result), rows(result), [a == "r" for a in align(result)])
     described = h.notes([f"{c.name}: {c.description}" for c in result.configs])

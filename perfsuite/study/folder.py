@@ -182,3 +182,30 @@ def pending(study: Study) -> list[tuple[Config, int, int]]:
             if seed not in done:
                 todo.append((config, r, seed))
     return todo
+
+
+def analyze_folder(folder: str | Path) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
+    """(StudyResult, records by configuration) of a study folder, the one analysis that the
+    CLI, the report and the Python API show. Before any run, the heading names the
+    workload's own target. Raises StudyError for a folder that is not a study."""
+    from analyzers.study import analyze_study
+
+    study = load_study(folder)
+    records = refresh_runs(study)
+    metric, threshold = (None, None) if any(records.values()) else _workload_target(study.spec)
+    result = analyze_study(
+        study.manifest, records, default_metric=metric, default_threshold=threshold
+    )
+    return result, records
+
+
+def _workload_target(spec: Any) -> tuple[str | None, float | None]:
+    """The workload's metric and default threshold, for the heading of a study with no run
+    record yet; (None, None) when the workload cannot be loaded here (a user file moved)."""
+    from perfsuite.workloads import get_workload
+
+    try:
+        wl = get_workload(spec.workload, spec.run.framework)
+    except (KeyError, ValueError, ImportError, OSError):  # only the heading needs it
+        return None, None
+    return wl.metric, wl.default_threshold
