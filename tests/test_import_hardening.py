@@ -90,6 +90,17 @@ def test_reimport_keeps_the_id_on_disk_and_suffixes_only_the_newcomer(tmp_path):
     assert result.notes == [f"{src / 'a_b.json'}: run id {bare} taken; imported as {newcomer}"]
 
 
+def test_json_output_carries_the_renaming_notes(tmp_path, capsys):
+    from perfsuite.cli import main
+
+    src, out = tmp_path / "CIFAR10" / "train", tmp_path / "runs"
+    _slug_alike(src, "a b", 1.0)
+    _slug_alike(src, "a_b", 2.0)
+    assert main(["import", "dawnbench", str(src), "--out", str(out), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert len(notes) == 2 and all("run id dawnbench-cifar10-train-a_b taken" in n for n in notes)
+
+
 def test_a_suffixed_result_imported_alone_keeps_its_suffixed_id(tmp_path):
     src, out = tmp_path / "CIFAR10" / "train", tmp_path / "runs"
     _slug_alike(src, "a b", 1.0)

@@ -42,10 +42,11 @@ def register(sub: Any) -> None:
         "dawnbench",
         help="DAWNBench v1 entries (JSON + TSV)",
         description="Import DAWNBench v1 entries: a JSON file per entry and, for training "
-        "entries, the TSV with the same name (epoch, hours, accuracy). The task comes from a "
-        "CIFAR10/ ImageNet/ SQuAD/ folder in the path, else from the accuracy fields. Time to "
-        "accuracy = hours of the first row at or above the threshold (CIFAR10 top-1 94%, "
-        "ImageNet top-5 93%, SQuAD F1 0.75).",
+        "entries, the TSV with the same name (epoch, hours, accuracy). Task and entry type "
+        "come from the <CIFAR10|ImageNet|SQuAD>/<train|inference>/ folders holding the entry; "
+        "where those say nothing or the accuracy fields contradict them, the fields decide. "
+        "Time to accuracy = hours of the first row at or above the threshold (CIFAR10 top-1 "
+        "94%, ImageNet top-5 93%, SQuAD F1 0.75). Inference entries need latency or cost.",
     )
     d.add_argument("paths", nargs="+", metavar="PATH", help="entry JSON files or folders")
     _common(d)
@@ -56,9 +57,10 @@ def register(sub: Any) -> None:
         help="MLPerf training result logs (:::MLLOG lines)",
         description="Import MLPerf training logs. Time to train = run_stop - run_start "
         "(includes evaluation). Converged = run_stop status success and an eval_accuracy at "
-        "the benchmark's target (MLPerf Training v4.0 targets). Each folder of result_*.txt "
-        "gets the MLPerf score: olympic mean of the runs' minutes, a failed run counting as "
-        "the slowest.",
+        "the benchmark's target (MLPerf Training v4.0 targets) before run_stop. Each folder "
+        "of result_*.txt gets the MLPerf score: the runs' minutes sorted, a failed run "
+        "counting as the slowest, one dropped at each end (four for unet3d), the rest "
+        "averaged. A perfsuite run folder's mllog.txt is read with the target of its run.json.",
     )
     m.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders")
     m.add_argument(
@@ -68,7 +70,8 @@ def register(sub: Any) -> None:
         "--target",
         type=float,
         metavar="T",
-        help="quality target replacing the built-in one (eval_accuracy >= T)",
+        help="quality target replacing the built-in one (eval_accuracy >= T); refused for "
+        "maskrcnn and stable_diffusion, judged on two conditions",
     )
     m.add_argument(
         "--lower-is-better",
@@ -127,7 +130,9 @@ def run_dawnbench(args: argparse.Namespace) -> int:
     result = _import(dawnbench.DawnBenchImporter(), args)
     items, failed = result.items, result.failed
     if args.json:
-        print_json({"imported": [it.summary for it in items], "failed": failed})
+        print_json(
+            {"imported": [it.summary for it in items], "failed": failed, "notes": result.notes}
+        )
         return 1 if failed else 0
     rows = []
     for it in items:
@@ -158,7 +163,14 @@ def run_mlperf(args: argparse.Namespace) -> int:
     result = _import(importer, args)
     items, failed, scores = result.items, result.failed, result.extra["scores"]
     if args.json:
-        print_json({"imported": [it.summary for it in items], "scores": scores, "failed": failed})
+        print_json(
+            {
+                "imported": [it.summary for it in items],
+                "scores": scores,
+                "failed": failed,
+                "notes": result.notes,
+            }
+        )
         return 1 if failed else 0
     rows = []
     for it in items:
