@@ -17,9 +17,10 @@ def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     if v.rule is None:
         return [["inference", "not measured"]]
     rows = [["rule", str(v.rule)]]
-    if v.latency_s is None:
-        return [*rows, ["latency", f"none: {v.note}"]]
-    rows.append(["latency (mean, batch 1)", fmt.si(v.latency_s, "s")])
+    if v.latency_s is None:  # the accuracy may still be known (a cost-only DAWNBench entry)
+        rows.append(["latency", f"none: {v.note}"])
+    else:
+        rows.append(["latency (mean, batch 1)", fmt.si(v.latency_s, "s")])
     if v.p50_s is not None:
         rows.append(
             [
@@ -35,7 +36,7 @@ def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
                 ", ".join(f"{k} {fmt.pct(x, 2)}" for k, x in v.metrics.items()),
             ]
         )
-    if v.note:
+    if v.note and v.latency_s is not None:
         rows.append(["note", v.note])
     source = ((rec.get("inference") or {}).get("latency") or {}).get("source")
     if source:
