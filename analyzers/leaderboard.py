@@ -3,9 +3,10 @@
 One board per task (name, metric, threshold: the task's own target), ranked by one of four
 quantities. Entries that did not reach the target are listed as DNC below the ranked ones;
 entries whose value cannot be computed (e.g. no price) are listed unranked with the reason.
-Runs on synthetic data are listed unranked: their accuracy is chance. Our runs and imported
-DAWNBench/MLPerf entries share a board when they name the same task, metric and threshold
-(`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
+Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
+runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
+imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
+threshold (`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from analyzers import stats
 from analyzers.cost import cost_of
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
-from analyzers.record_view import reached_time
+from analyzers.record_view import partial_run, reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 from analyzers.tasks import items, metric_info, metric_text, target_text
 
@@ -91,6 +92,9 @@ def _entry(
     target = target_text(metric, threshold, task_direction(rec))
     if (rec.get("data") or {}).get("kind") == "synthetic":
         return "n/a", None, None, "synthetic data: throughput only, accuracy is chance"
+    partial = partial_run(rec)
+    if partial:
+        return "n/a", None, None, f"not the task's benchmark: {partial}"
     if by.startswith("training"):
         if is_inference_only(rec):
             return None

@@ -101,3 +101,17 @@ def faults_per_step(record: Mapping[str, Any]) -> float | None:
     if not faults or not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
         return None
     return statistics.median(faults[1:] or faults) / steps
+
+
+# The flags' opening words that the runner and the workloads write for a run that is not its
+# task's benchmark: a smoke test on other data, or a subset of the training or evaluation set.
+PARTIAL_RUN_FLAGS = ("SMOKE TEST", "trained on a subset", "evaluated on a subset")
+
+
+def partial_run(record: Mapping[str, Any]) -> str | None:
+    """The first such flag (up to its first ";"), or None. Why: a time to accuracy on fewer
+    or other examples ranks with nothing on the task's board (DAWNBench entries included)."""
+    for flag in record.get("flags") or []:
+        if isinstance(flag, str) and flag.startswith(PARTIAL_RUN_FLAGS):
+            return flag.split(";")[0]
+    return None

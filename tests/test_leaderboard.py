@@ -63,6 +63,23 @@ def test_training_time_ties_and_dnc():
     assert _summary(imagenet) == [(1, "ranked", "g", 1000.0)]
 
 
+@pytest.mark.parametrize(
+    "flag",
+    [
+        # as perfsuite/workloads/squad_examples.py, runner/loop.py and squad.py write them
+        "SMOKE TEST: trained on dev-v1.1.json articles (smoke_split), not on train-v1.1.json; "
+        "F1/EM are not SQuAD results",
+        "trained on a subset: train_limit=5000 examples",
+        "evaluated on a subset: eval_limit=60 questions (60 scored), not every question",
+    ],
+)
+def test_smoke_tests_and_subsets_are_listed_unranked(flag):
+    fast = _rec("fast", time_s=7.6, flags=[flag])
+    (board,) = leaderboard([fast, _rec("full", time_s=100.0)], "training-time")
+    assert _summary(board) == [(1, "ranked", "full", 100.0), (None, "n/a", "fast", None)]
+    assert board.rows[1].note == f"not the task's benchmark: {flag.split(';')[0]}"
+
+
 def test_training_cost_ranks_priced_entries_only():
     (cifar, _) = leaderboard(_records(), "training-cost", PRICES)
     assert _summary(cifar) == [
