@@ -265,6 +265,28 @@ def test_two_process_gloo_run_records_both_ranks(tmp_path, private_cache):
 
 
 @pytest.mark.slow
+def test_a_two_process_run_that_reaches_its_threshold_measures_inference_on_rank_0(
+    tmp_path, private_cache
+):
+    """Rank 0 measures batch-1 latency alone after the others have left: with the inner
+    workload (no broadcast to a peer that is gone) and through the timed predict."""
+    from perfsuite.record import load_record
+    from perfsuite.runner import run_workload
+
+    # 1 epoch of width 8 is near chance (top-1 0.10): a low bar keeps the test short
+    opts = _ddp_options(tmp_path, epochs=1, threshold=0.05, profile_steps=0, threads=1)
+    rec = load_record(run_workload(opts))
+    ck, inf = rec["checkpoint"], rec["inference"]
+    assert rec["status"] == "reached" and rec["time_to_accuracy"]["reached"] is True
+    assert "not_measured" not in inf and inf["by"] == "perfsuite run"
+    assert inf["examples"] == inf["eval_size"] == 359 and inf["latency"]["value"] > 0
+    # digits has no TTA: the batch-1 predictions score what rank 0's evaluation scored
+    assert inf["metrics"]["top1"] == ck["value"] == rec["evaluations"][0]["metrics"]["top1"]
+    assert inf["threads"] == rec["distributed"]["threads_per_rank"] == 1
+    assert rec["inference_measurements"] == [inf]
+
+
+@pytest.mark.slow
 def test_a_crash_on_one_rank_keeps_rank_0s_finished_epochs(tmp_path, private_cache):
     from perfsuite.record import load_record
     from perfsuite.runner import run_workload

@@ -115,6 +115,82 @@ def test_limit_is_partial_and_never_the_dawnbench_figure(tiny):
         inference.measure(wl, model, data, torch_backend("cpu"), limit=0)
 
 
+def test_timed_predictions_run_without_autograd(tiny):
+    """A workload whose evaluate does not disable autograd itself: the warm-up and the timed
+    calls must both run under the backend's no_grad (and score what they scored before)."""
+    _, data, model = tiny
+    grad = []
+
+    class NoGradFree(DigitsWorkload):
+        def evaluate(self, model, data, batch_size=1024):
+            hits = 0
+            for b in data.eval_batches(batch_size):
+                hits += int((self.predict(model, *b.inputs).argmax(1) == b.target).sum())
+            return {"top1": hits / data.num_eval}
+
+        def predict(self, model, *inputs):
+            grad.append(torch.is_grad_enabled())
+            return model(*inputs)
+
+    wl = NoGradFree()
+    wl.configure(tiny[0].recipe)
+    entry = inference.measure(wl, model, data, torch_backend("cpu"), limit=20, warmup=3)
+    assert len(grad) == 3 + 20 and entry["examples"] == 20
+    assert grad == [False] * 23  # before the fix the 20 timed calls recorded autograd graphs
+    assert torch.is_grad_enabled()  # left as it was
+
+
+def test_the_source_says_what_predict_includes():
+    """The latency source names test-time augmentation only where the run's recipe had it."""
+    digits = DigitsWorkload()
+    digits.configure(digits.default_recipe())
+    assert "no test-time augmentation setting" in inference.predict_text(digits)
+    wl = DigitsWorkload()
+    wl.configure(wl.default_recipe())
+    wl.recipe.extra["tta_flip"] = True
+    assert inference.predict_text(wl).endswith("test-time augmentation included (tta_flip)")
+    wl.recipe.extra["tta_level"] = 2
+    assert "included (tta_flip, level 2)" in inference.predict_text(wl)
+    wl.recipe.extra["tta_level"] = 0  # cifar10_fast: level 0 is no augmentation
+    assert "test-time augmentation off" in inference.predict_text(wl)
+    wl.recipe.extra.update(tta_flip=False, tta_level=2)
+    assert "test-time augmentation off" in inference.predict_text(wl)
+
+
+def test_the_entry_says_where_and_with_how_many_threads_it_was_measured(tiny):
+    import socket
+
+    wl, data, model = tiny
+    backend = torch_backend("cpu")
+    entry = inference.measure(wl, model, data, backend, limit=5, warmup=1)
+    assert entry["host"] == socket.gethostname()
+    assert entry["threads"] == torch.get_num_threads() == 1  # the fixture's one thread
+    hw = entry["hardware"]
+    assert hw["accelerator"] == "cpu" and hw["name"].endswith(" CPUs)")
+    assert hw["name"] in entry["latency"]["source"] and "threads 1" in entry["latency"]["source"]
+    assert "test-time augmentation included" not in entry["latency"]["source"]  # digits
+    assert entry["notes"] == []
+
+
+def test_differences_from_the_run_are_named():
+    entry = {"precision": "fp32", "hardware": {"name": "NVIDIA H100"}, "threads": 4}
+    record = {
+        "config": {"framework": "pytorch", "threads": None},
+        "environment": {"torch_threads": 2},
+        "hardware": {"name": "AMD EPYC (2 CPUs)"},
+    }
+    notes = inference.differences(record, entry, "bf16")
+    assert notes[0] == ("precision fp32 given by --precision; the run trained in bf16")
+    assert notes[1].startswith("measured on NVIDIA H100, not on the run's training hardware AMD")
+    assert notes[2] == "measured with 4 threads; the run used 2"
+    same = {"precision": "bf16", "hardware": {"name": "AMD EPYC (2 CPUs)"}, "threads": 2}
+    assert inference.differences(record, same, "bf16") == []
+    record["config"] = {"framework": "tensorflow", "threads": 1}  # TensorFlow: its --threads
+    assert inference.differences(record, {**same, "threads": None}, "bf16") == [
+        "measured with the framework's default threads; the run used 1"
+    ]
+
+
 def test_cudagraphs_on_cpu_is_a_one_line_cli_error(tmp_path, capsys):
     from perfsuite.cli import main
 

@@ -252,6 +252,31 @@ def test_infer_remeasures_a_tf_run_and_eval_refuses_it(tf_run, capsys):
 
 
 @pytest.mark.slow
+def test_infer_measures_a_tf_run_at_its_own_precision(tf_run, tmp_path, capsys):
+    """A bf16 TensorFlow run is re-measured with a bfloat16 compute dtype by default (it was
+    fp32 whatever the run used), and the entry notes no precision difference."""
+    import shutil
+
+    from perfsuite.cli import main
+    from perfsuite.generalization.threshold_model import rebuild
+    from perfsuite.record import load_record
+
+    run_dir = shutil.copytree(tf_run["_dir"], tmp_path / "run")
+    rec = json.loads((run_dir / "run.json").read_text())
+    rec["config"]["switches"] = ["bf16"]  # as `run --switch bf16` records it
+    (run_dir / "run.json").write_text(json.dumps(rec))
+    assert rebuild(load_record(run_dir)).model.compute_dtype == "bfloat16"
+    capsys.readouterr()
+    argv = ["infer", str(run_dir), "--threads", "1", "--limit", "20", "--no-store", "--json"]
+    assert main(argv) == 0
+    entry = json.loads(capsys.readouterr().out)["inference"]
+    assert entry["precision"] == "bf16" and "precision bf16" in entry["latency"]["source"]
+    # no precision note (a threads note may be there: TensorFlow's pools cannot be resized
+    # once an earlier test in this process started its runtime)
+    assert not [n for n in entry["notes"] if n.startswith("precision")]
+
+
+@pytest.mark.slow
 def test_tf_cifar10_inference_includes_its_flip_tta(tmp_path):
     """cifar10's predict adds the flipped image's logits: the batch-1 figure is measured
     through it, and scores what the run's own (batched, TTA) evaluation scored."""

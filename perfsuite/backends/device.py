@@ -28,6 +28,12 @@ class Device:
         return self.kind if self.index is None else f"{self.kind}:{self.index}"
 
 
+def cpu_hardware(model: str, count: int) -> dict[str, str]:
+    """A CPU as the record's `hardware` names it ("<model> (<N> CPUs)"), in one place so an
+    inference entry and the run's hardware compare equal on the same machine."""
+    return {"name": f"{model} ({count} CPUs)", "accelerator": "cpu"}
+
+
 def parse_device(text: str | Device) -> Device:
     """`cpu`, `cuda` or `cuda:N`; anything else is a ValueError with one clear line."""
     if isinstance(text, Device):

@@ -115,3 +115,19 @@ class TorchBackend:
     def set_threads(self, threads: int | None) -> None:
         if threads:
             torch.set_num_threads(threads)
+
+    def thread_count(self) -> int:
+        """torch's intra-op threads now (what a CPU measurement ran with)."""
+        return int(torch.get_num_threads())
+
+    def hardware(self) -> dict[str, str]:
+        """This device's name as the record's `hardware.name` gives it."""
+        if self.device.is_gpu:
+            return {
+                "name": torch.cuda.get_device_name(self.device.gpu_index),
+                "accelerator": "cuda",
+            }
+        from perfsuite.backends.device import cpu_hardware
+        from perfsuite.hostinfo import cpu_model, usable_cpus
+
+        return cpu_hardware(cpu_model(), usable_cpus())

@@ -134,6 +134,22 @@ class TFBackend:
 
                 torch.set_num_threads(threads)
 
+    def thread_count(self) -> int | None:
+        """TensorFlow's intra-op pool size; None when TensorFlow picks it (setting 0)."""
+        return self.tf.config.threading.get_intra_op_parallelism_threads() or None
+
+    def hardware(self) -> dict[str, str]:
+        """This device's name as the record's `hardware.name` gives it (GPU: the driver's
+        name, as TensorFlow reports it)."""
+        from perfsuite.backends.device import cpu_hardware
+        from perfsuite.hostinfo import cpu_model, usable_cpus
+
+        if self.device.is_gpu:
+            gpu = self.tf.config.list_physical_devices("GPU")[self.device.gpu_index]
+            details = self.tf.config.experimental.get_device_details(gpu)
+            return {"name": str(details.get("device_name", gpu.name)), "accelerator": "cuda"}
+        return cpu_hardware(cpu_model(), usable_cpus())
+
 
 class TFTrainState:
     """Everything the TensorFlow step touches; `snapshot`/`restore` serve `detour`."""

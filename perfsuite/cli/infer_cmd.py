@@ -1,7 +1,10 @@
 """`perfsuite infer RUN`: (re)measure batch-1 inference by the DAWNBench rule on a run's
-threshold model, in eager, compiled or CUDA-graph mode, at fp32/bf16/fp16.
+threshold model, in eager, compiled or CUDA-graph mode, at the run's precision (or another,
+said in the entry's notes).
 
-The rule and its timer are in perfsuite/runner/inference.py; see docs/inference.md.
+The model is rebuilt as the run built it (data first, then the model, with the run's switches),
+so the figure that may replace the run's own is of the same configuration, or says how it is
+not. The rule and its timer are in perfsuite/runner/inference.py; see docs/inference.md.
 """
 
 from __future__ import annotations
@@ -9,7 +12,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    positive_int,
+    print_json,
+    resolve_run,
+    status,
+)
 
 
 def register(sub: Any) -> None:
@@ -22,17 +32,25 @@ def register(sub: Any) -> None:
             "threshold; report the mean latency (the DAWNBench figure), p50/p90/p99, the "
             "accuracy of those predictions, cost per 10,000 and energy where a counter exists. "
             "A whole-set result replaces the record's inference figure; --limit N measures the "
-            "first N examples only, recorded as partial and never used as the DAWNBench figure."
+            "first N examples only, recorded as partial and never used as the DAWNBench figure. "
+            "The model is rebuilt with the run's switches (precision, channels_last, layout); "
+            "what differs from the run (precision, hardware, threads) is in the entry's notes."
         ),
     )
-    p.add_argument("run", metavar="RUN", help="run folder or run.json")
+    p.add_argument(
+        "run", metavar="RUN", help="a run folder, a run.json, or a group folder holding one run"
+    )
     p.add_argument(
         "--mode",
         default="eager",
         help="eager (default), compile (PyTorch: torch.compile; TensorFlow: a tf.function "
         "graph) or cudagraphs (PyTorch on a GPU)",
     )
-    p.add_argument("--precision", default="fp32", help="fp32 (default), bf16 or fp16 autocast")
+    p.add_argument(
+        "--precision",
+        help="fp32, bf16 or fp16 (default: the run's own precision; another one is measured "
+        "and stored with a note that it differs from the run's)",
+    )
     p.add_argument("--limit", type=int, metavar="N", help="only the first N examples (partial)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
     p.add_argument(
@@ -40,7 +58,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="CPU threads (torch; TensorFlow runs: its pools too)",
     )
@@ -58,6 +76,7 @@ def render(entry: dict[str, Any], cost: Any) -> str:
     from perfsuite.fmt import pct, si, usd
 
     lat = entry["latency"]
+    threads = entry.get("threads")
     lines = [
         f"latency (mean, batch 1): {si(lat['value'], 's')}  "
         f"p50 {si(entry['latency_p50_s'], 's')}  p90 {si(entry['latency_p90_s'], 's')}  "
@@ -66,6 +85,8 @@ def render(entry: dict[str, Any], cost: Any) -> str:
         + ("  (PARTIAL: not the DAWNBench figure)" if entry["partial"] else "  (whole set)")
         + f", {entry['warmup_examples']} warm-up predictions excluded",
         f"mode {entry['mode']}, precision {entry['precision']}, device {entry['device']}",
+        f"measured on {entry['hardware']['name']} (host {entry['host']}, threads "
+        f"{threads if threads is not None else 'framework default'})",
         "accuracy of these predictions: "
         + ", ".join(f"{k} {pct(v, 2)}" for k, v in entry["metrics"].items()),
     ]
@@ -92,21 +113,57 @@ def render(entry: dict[str, Any], cost: Any) -> str:
     else:
         lines.append(f"energy: not measured ({energy.get('reason')})")
     lines.append(f"latency source: {lat['source']}")
+    lines.extend(f"note: {n}" for n in entry.get("notes") or [])
+    if cost is not None:  # as `perfsuite cost` prints them
+        lines.extend(f"note: {cost.run_id}: {n}" for n in cost.notes)
     return "\n".join(lines)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _rebuild(record: dict[str, Any], backend: Any, data_dir: str | None) -> tuple[Any, Any]:
+    """The run's threshold model and evaluation data, in the run's order (runner/loop.py):
+    seed, data (the synthetic source for a --synthetic run), then the model, because a
+    model may depend on its data (squad's vocabulary). Data and workload problems are
+    one-line errors."""
+    from perfsuite.generalization.threshold_model import rebuild
+    from perfsuite.runner.frameworks import run_parts
+
+    config = record.get("config") or {}
+    seed = int(config.get("seed") or 0)
+    where = data_dir or config.get("data_dir")
+    loaded: list[Any] = []
+
+    def load(wl: Any, switches: Any) -> None:
+        backend.seed_all(seed)
+        if config.get("synthetic"):  # as the run made it: same shapes, same seed
+            loaded.append(wl.synthetic_data(backend.torch_device, seed))
+        else:
+            loaded.append(run_parts(backend.framework).load_data(wl, where, backend, switches))
+
+    try:
+        tm = rebuild(record, str(backend.device), before_model=load)
+    except (ValueError, NotImplementedError) as exc:  # DataError, SquadFileError, RecordError
+        for data in loaded:
+            data.close()
+        raise CLIError(_first_line(exc)) from None
+    return tm, loaded[0]
 
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.cost import cost_of
     from perfsuite.backends import parse_device
     from perfsuite.cli.cost_cmd import load_price_table
-    from perfsuite.generalization.threshold_model import rebuild
     from perfsuite.record import load_record, write_record
     from perfsuite.runner import inference
     from perfsuite.runner.energy import EnergyClock
     from perfsuite.runner.frameworks import framework_backend, run_parts
 
     try:
-        inference.check_mode(args.mode, args.precision, parse_device(args.device))
+        inference.check_mode(args.mode, args.precision or "fp32", parse_device(args.device))
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if args.limit is not None and args.limit < 1:
@@ -114,21 +171,22 @@ def run(args: argparse.Namespace) -> int:
     prices = load_price_table(None)
     if args.instance_type and args.instance_type not in prices:
         raise CLIError(f"--instance-type {args.instance_type}: not in the price table")
-    record = load_record(args.run)
+    record = load_record(resolve_run(args.run))
     framework = str((record.get("config") or {}).get("framework") or "pytorch")
     try:  # the run's framework measures its model (TensorFlow: only eager; see inference.py)
         backend = framework_backend(framework, args.device)
-        inference.check_mode(args.mode, args.precision, backend.device, framework)
+        inference.check_mode(args.mode, args.precision or "fp32", backend.device, framework)
         backend.check_available()
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     backend.set_threads(args.threads)
-    tm = rebuild(record, str(backend.device))
-    data_dir = args.data_dir or (record.get("config") or {}).get("data_dir")
-    data = run_parts(framework).load_data(tm.workload, data_dir, backend, tm.switches)
+    tm, data = _rebuild(record, backend, args.data_dir)
+    run_precision = tm.switches.precision or "fp32"
+    precision = args.precision or run_precision
     if not args.json:
         n = min(args.limit or data.num_eval, data.num_eval)
-        status(f"predicting {n} examples one at a time ({args.mode}, {args.precision})")
+        status(f"predicting {n} examples one at a time ({args.mode}, {precision})")
+    restore = run_parts(framework).apply_process_switches(tm.switches)  # tf32, as in the run
     try:
         entry = inference.measure(
             tm.workload,
@@ -136,17 +194,18 @@ def run(args: argparse.Namespace) -> int:
             data,
             backend,
             mode=args.mode,
-            precision=args.precision,
+            precision=precision,
             limit=args.limit,
             energy=EnergyClock.for_device(backend.device.gpu_index),
             by="perfsuite infer",
         )
     except (ValueError, RuntimeError) as exc:  # refused rule; compiler or CUDA failures
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CLIError(f"infer --mode {args.mode}: {first}") from None
+        raise CLIError(f"infer --mode {args.mode}: {_first_line(exc)}") from None
     finally:
         data.close()
+        restore()
     entry["model"] = inference.model_of(record)
+    entry["notes"] = inference.differences(record, entry, run_precision)
     if not args.no_store:
         inference.store(record, entry)
         write_record(record["_dir"], record)

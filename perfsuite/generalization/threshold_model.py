@@ -4,6 +4,7 @@ through the workload's own `predict`, penultimate features through `features`)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ class ThresholdModel:
     model: Any
     device: str
     framework: str = "pytorch"
-    switches: Any = None  # TensorFlow runs: the parsed switches (layout, precision) it ran with
+    switches: Any = None  # the parsed switches the run ran with (precision, layout, ...)
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -86,11 +87,20 @@ class ThresholdModel:
         )
 
 
-def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
-    """Workload, recipe and threshold weights of a loaded record (a PyTorch or TensorFlow
-    run, by its `config.framework`; the TensorFlow model: backends/tensorflow.py)."""
+def rebuild(
+    record: dict[str, Any],
+    device: str = "cpu",
+    before_model: Callable[[Workload, Any], None] | None = None,
+) -> ThresholdModel:
+    """Workload, recipe, switches and threshold weights of a loaded record (a PyTorch or
+    TensorFlow run, by its `config.framework`; the TensorFlow model: backends/tensorflow.py).
+    The model is rebuilt as the run built it: PyTorch with its `channels_last` memory format,
+    TensorFlow with its layout and compute dtype. `before_model(workload, switches)` runs
+    between configuring the workload and building the model, where the run loaded its data:
+    a workload whose model depends on the data (squad's vocabulary) needs it there."""
     from perfsuite.runner.checkpoint import load_threshold_model
     from perfsuite.workloads import get_workload
+    from perfsuite.workloads.switches import parse_switches
 
     origin = record.get("_path", "<record>")
     config = record.get("config") or {}
@@ -106,12 +116,18 @@ def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
         workload = get_workload(name, framework)
     except (KeyError, ValueError) as exc:
         raise RecordError(f"{origin}: field config.workload: {exc.args[0]}") from None
+    try:
+        switches = parse_switches(list(config.get("switches") or []), workload.switches, name)
+    except ValueError as exc:
+        raise RecordError(f"{origin}: field config.switches: {exc}") from None
     extra = values.pop("extra", {})
     try:
         recipe = Recipe(**values, extra=dict(extra))
     except TypeError as exc:
         raise RecordError(f"{origin}: field config.recipe_values: {exc}") from None
     workload.configure(recipe)
+    if before_model is not None:
+        before_model(workload, switches)
     if framework == "tensorflow":
         from perfsuite.backends.tensorflow import rebuild_threshold_model
 
@@ -125,8 +141,12 @@ def rebuild(record: dict[str, Any], device: str = "cpu") -> ThresholdModel:
         raise RecordError(
             f"{origin}: field checkpoint.file: does not fit the model: {first}"
         ) from None
+    if switches.channels_last:  # as runner/assemble.build_state trained (and measured) it
+        import torch
+
+        model = model.to(memory_format=torch.channels_last)
     model.to(device).eval()
-    return ThresholdModel(record, workload, recipe, model, device)
+    return ThresholdModel(record, workload, recipe, model, device, framework, switches)
 
 
 def correct(logits: np.ndarray, labels: np.ndarray, k: int = 1) -> np.ndarray:

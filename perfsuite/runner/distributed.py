@@ -22,7 +22,8 @@ path:
 
 Rank 0 writes the run record; the other ranks run with their records in a scratch folder that
 the launcher removes, and skip what would disturb rank 0's measurements (the ceilings
-micro-benchmark, inference latency).
+micro-benchmark, inference latency). Rank 0 measures inference after training on its own,
+with no collective: the others may have left by then.
 """
 
 from __future__ import annotations
@@ -199,6 +200,16 @@ class DistributedRun(_Run):
             "ops": comm["ops"],
             "why": None,
         }
+
+    def _measure_inference(self) -> None:
+        """Rank 0 alone (the other ranks skip inference and may have left): the inner
+        workload measures, so its `evaluate` broadcasts nothing and calls the `predict` that
+        the batch-1 timer stands in for (the wrapper's would not reach the inner one)."""
+        wrapper, self.workload = self.workload, self.workload._inner
+        try:
+            super()._measure_inference()
+        finally:
+            self.workload = wrapper
 
     def execute(self) -> Any:
         """Rank 0's run folder after the run (None on the other ranks)."""

@@ -105,9 +105,10 @@ def hardware_section(env: dict[str, Any], device: str, instance_type: str | None
             "count": 1,
             "instance_type": instance_type,
         }
+    from perfsuite.backends.device import cpu_hardware
+
     return {
-        "name": f"{env['cpu_model']} ({env['cpu_count']} CPUs)",
-        "accelerator": "cpu",
+        **cpu_hardware(env["cpu_model"], env["cpu_count"]),
         "count": 1,
         "instance_type": instance_type,
     }

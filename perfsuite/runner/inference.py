@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -197,7 +198,9 @@ def measure(
         backend.sync()
     timer = PredictTimer(predict, backend.sync)
     clock = energy if energy is not None else EnergyClock(None, "energy not requested")
-    with _predict_replaced(workload, timer), backend.autocast(precision):
+    # no_grad here too: a workload's evaluate need not disable autograd itself, and the
+    # timed calls must run as the warm-up ones did (no graph recorded, no saved tensors)
+    with _predict_replaced(workload, timer), backend.autocast(precision), backend.no_grad():
         clock.start()
         metrics = workload.evaluate(runnable, view)
         joules = clock.stop()
@@ -220,7 +223,31 @@ def measure(
         clock,
         joules,
         by,
+        predict_text(workload),
     )
+
+
+def predict_text(workload: Any) -> str:
+    """What each timed `predict` call includes, as the workload's recipe says, so the source
+    never claims test-time augmentation that the run did not do (or hides one it did)."""
+    extra = getattr(getattr(workload, "recipe", None), "extra", None) or {}
+    if "tta_flip" not in extra:
+        return "workload.predict (its recipe has no test-time augmentation setting)"
+    level = extra.get("tta_level")
+    if not extra["tta_flip"] or (level is not None and int(level) == 0):
+        return "workload.predict, test-time augmentation off (tta)"
+    how = f"tta_flip, level {level}" if level is not None else "tta_flip"
+    return f"workload.predict, test-time augmentation included ({how})"
+
+
+def measured_on(backend: Any) -> dict[str, Any]:
+    """Where and with how many threads an entry was measured: `perfsuite infer` may run on
+    another machine, or with other threads, than the run it measures."""
+    return {
+        "host": socket.gethostname(),
+        "hardware": backend.hardware(),
+        "threads": backend.thread_count(),
+    }
 
 
 def section(
@@ -235,17 +262,23 @@ def section(
     clock: EnergyClock,
     joules: float | None,
     by: str,
+    predicted: str = "workload.predict",
 ) -> dict[str, Any]:
-    """Assemble the entry: mean (the DAWNBench figure), percentiles, what was measured how."""
+    """Assemble the entry: mean (the DAWNBench figure), percentiles, what was measured how
+    and where."""
     n = len(times)
     partial = n < eval_size
     mean = sum(times) / n
     what = f"first {n} of {eval_size}" if partial else f"all {n}"
+    where = measured_on(backend)
+    threads = where["threads"]
     source = (
         f"mean of {what} evaluation examples predicted one at a time (batch 1) by "
-        f"workload.predict, test-time augmentation included; {warmup} untimed warm-up "
+        f"{predicted}; {warmup} untimed warm-up "
         f"predictions before; device synchronised before and after each; time.perf_counter "
-        f"on {backend.device}; mode {mode}, precision {precision}"
+        f"on {backend.device} ({where['hardware']['name']}, threads "
+        f"{threads if threads is not None else 'the framework default'}); mode {mode}, "
+        f"precision {precision}"
         + ("; partial (--limit): not the DAWNBench figure" if partial else "")
     )
     energy = clock.describe()
@@ -274,11 +307,47 @@ def section(
         "batch_size": 1,
         "metrics": dict(metrics),
         "device": str(backend.device),
+        **where,
+        "notes": [],
         "energy_per_10k": per_10k,
         "energy": energy,
         "by": by,
         "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def run_threads(record: dict[str, Any]) -> int | None:
+    """The threads the run itself computed with: its --threads, else (PyTorch) the torch
+    count its environment recorded; None where TensorFlow chose its own pools."""
+    config = record.get("config") or {}
+    if config.get("threads"):
+        return int(config["threads"])
+    if (config.get("framework") or "pytorch") == "pytorch":
+        return (record.get("environment") or {}).get("torch_threads")
+    return None
+
+
+def differences(record: dict[str, Any], entry: dict[str, Any], run_precision: str) -> list[str]:
+    """How a re-measurement differs from the run it measures (precision, hardware, threads),
+    said in the entry's `notes`: the figure may replace the run's own, so it must say so."""
+    notes = []
+    if entry["precision"] != run_precision:
+        notes.append(
+            f"precision {entry['precision']} given by --precision; the run trained in "
+            f"{run_precision}"
+        )
+    trained = (record.get("hardware") or {}).get("name")
+    here = (entry.get("hardware") or {}).get("name")
+    if trained and here and trained != here:
+        notes.append(
+            f"measured on {here}, not on the run's training hardware {trained}; a cost per "
+            "10,000 from the run's price is the training hardware's price, not this one's"
+        )
+    threads, mine = run_threads(record), entry.get("threads")
+    if threads is not None and mine != threads:
+        used = mine if mine is not None else "the framework's default"
+        notes.append(f"measured with {used} threads; the run used {threads}")
+    return notes
 
 
 def not_measured(reason: str) -> dict[str, Any]:
