@@ -107,6 +107,19 @@ def inference_cost_per_10k_usd(latency_s: float, usd_per_hour: float) -> float:
     return latency_s * ITEMS / 3600.0 * usd_per_hour
 
 
+def measured_elsewhere(record: Mapping[str, Any]) -> str | None:
+    """Why the record's price cannot price its latency, or None: `perfsuite infer` measured
+    it on other hardware than the run trained on, and the price is the training hardware's."""
+    entry = (record.get("inference") or {}).get("hardware") or {}
+    here, trained = entry.get("name"), (record.get("hardware") or {}).get("name")
+    if not here or not trained or here == trained:
+        return None
+    return (
+        f"inference measured on {here}, the price is for the run's hardware {trained}: no "
+        "inference cost (re-measure it there, or price that machine with a record of its own)"
+    )
+
+
 def cost_of(
     record: Mapping[str, Any],
     prices: Mapping[str, Mapping[str, Any]],
@@ -134,8 +147,12 @@ def cost_of(
         inf_cost = per_item * ITEMS
         inf_prov = (inf.get("cost_per_item") or {}).get("provenance") or "imported"
     elif latency is not None and price.usd_per_hour is not None:
-        inf_cost = inference_cost_per_10k_usd(latency, price.usd_per_hour)
-        inf_prov = "derived"
+        elsewhere = measured_elsewhere(record)
+        if elsewhere:
+            notes.append(elsewhere)
+        else:
+            inf_cost = inference_cost_per_10k_usd(latency, price.usd_per_hour)
+            inf_prov = "derived"
     view, energy = inference_view(record), energy_view(record)
     if view.note:
         notes.append(view.note)

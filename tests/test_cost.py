@@ -78,6 +78,18 @@ def test_inference_cost_per_10k(make_record):
     assert c.inference_cost_provenance == "imported"
 
 
+def test_latency_measured_on_other_hardware_is_not_priced_at_the_runs_price(make_record):
+    rec = make_record(hardware={"name": "AMD EPYC 7B13", "instance_type": "box.large"})
+    rec["inference"] = {"latency": quantity(0.02, "s", "measured")}
+    rec["inference"]["hardware"] = {"name": "AMD EPYC 7B13", "accelerator": "cpu"}
+    assert cost_of(rec, TABLE).inference_cost_per_10k_usd == pytest.approx(0.2)  # same box
+    rec["inference"]["hardware"] = {"name": "NVIDIA H100 80GB HBM3", "accelerator": "cuda"}
+    c = cost_of(rec, TABLE)  # perfsuite infer --device cuda on another machine
+    assert c.inference_cost_per_10k_usd is None and c.inference_latency_s == 0.02
+    assert any(n.startswith("inference measured on NVIDIA H100 80GB HBM3, the price is for")
+               for n in c.notes)  # fmt: skip
+
+
 def test_price_table_loading(tmp_path, monkeypatch):
     builtin = builtin_prices()
     assert builtin["n2-standard-2"]["usd_per_hour"] > 0
