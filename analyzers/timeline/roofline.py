@@ -71,7 +71,12 @@ def _concrete(value: Any) -> Any:
 
 
 def trace_call(name: str, dims: Any, types: Any, concrete: Any) -> Any:
-    """An `OpCall` from profiler args: tensors from dims+type, other args from Concrete Inputs."""
+    """An `OpCall` from profiler args: tensors from dims+type, other args from Concrete Inputs.
+
+    The trace names no overload and types a TensorList only as "TensorList": an out= call's
+    out tensor (its last argument) stays among the inputs, TensorList elements are float32
+    and broadcast views count at full size. Modeled bytes of such calls are upper bounds
+    (docs/flops.md, "Trace limits")."""
     from perfsuite.flops.call import OpCall, TensorMeta
 
     dims = list(dims or ())

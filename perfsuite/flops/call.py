@@ -12,24 +12,48 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Bytes per element. Keys cover torch dtype names ("float32", "torch.float32") and the C++ type
-# names that torch.profiler writes into "Input type" ("float", "c10::BFloat16", "long int").
+# Bytes per element. Keys cover torch dtype names ("float32", "torch.float32"), their aliases
+# ("half", "long") and the C++ type names that torch.profiler writes into "Input type"
+# ("float", "c10::BFloat16", "long int", "short unsigned int"). Every torch dtype is listed
+# (tests compare this table with `torch.empty(0, dtype=d).element_size()`); sub-byte dtypes
+# (int1..int7, uint1..uint7, the packed float4 pair) take one byte per element, as in torch.
 DTYPE_BYTES: dict[str, int] = {
     "float64": 8, "double": 8, "float32": 4, "float": 4, "float16": 2, "half": 2,
     "c10::half": 2, "bfloat16": 2, "c10::bfloat16": 2, "int64": 8, "long": 8, "long int": 8,
     "int32": 4, "int": 4, "int16": 2, "short": 2, "short int": 2, "int8": 1, "signed char": 1,
-    "uint8": 1, "unsigned char": 1, "bool": 1, "complex64": 8, "c10::complex<float>": 8,
-    "complex128": 16, "c10::complex<double>": 16, "float8_e4m3fn": 1, "float8_e5m2": 1,
-    "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
+    "uint8": 1, "unsigned char": 1, "bool": 1,
+    "uint16": 2, "short unsigned int": 2, "unsigned short": 2,
+    "uint32": 4, "unsigned int": 4,
+    "uint64": 8, "long unsigned int": 8, "unsigned long": 8,
+    "complex32": 4, "chalf": 4, "c10::complex<c10::half>": 4,
+    "complex64": 8, "cfloat": 8, "c10::complex<float>": 8,
+    "complex128": 16, "cdouble": 16, "c10::complex<double>": 16,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
+    "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1, "c10::float8_e4m3fnuz": 1,
+    "c10::float8_e5m2fnuz": 1, "c10::float8_e8m0fnu": 1, "c10::float4_e2m1fn_x2": 1,
+    "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1, "quint2x4": 1,
+    "c10::qint8": 1, "c10::quint8": 1, "c10::qint32": 4, "c10::quint4x2": 1,
+    "c10::quint2x4": 1,
+    "bits8": 1, "bits16": 2, "bits1x8": 1, "bits2x4": 1, "bits4x2": 1,
+    "c10::bits8": 1, "c10::bits16": 2, "c10::bits1x8": 1, "c10::bits2x4": 1,
+    "c10::bits4x2": 1,
+    **{f"int{n}": 1 for n in range(1, 8)}, **{f"uint{n}": 1 for n in range(1, 8)},
+    **{f"c10::dummy_int1_7_t<{n}>": 1 for n in range(1, 8)},
+    **{f"c10::dummy_uint1_7_t<{n}>": 1 for n in range(1, 8)},
 }  # fmt: skip
 
 
 # Dtype names known not to be floating point: their arithmetic is no FLOP (an int64 step
-# counter's add_, an eq of integer labels). Names not listed (float, complex, unknown) are
-# treated as floating point, so a trace's unreadable type never hides real FLOPs.
+# counter's add_, an eq of integer labels). Names not listed (float, complex, quantized,
+# unknown) are treated as floating point, so a trace's unreadable type never hides real FLOPs.
 NON_FLOAT_DTYPES = frozenset({
     "int64", "long", "long int", "int32", "int", "int16", "short", "short int", "int8",
-    "signed char", "uint8", "unsigned char", "uint16", "uint32", "uint64", "bool",
+    "signed char", "uint8", "unsigned char", "uint16", "short unsigned int", "unsigned short",
+    "uint32", "unsigned int", "uint64", "long unsigned int", "unsigned long", "bool",
+    *(f"int{n}" for n in range(1, 8)), *(f"uint{n}" for n in range(1, 8)),
+    *(f"c10::dummy_int1_7_t<{n}>" for n in range(1, 8)),
+    *(f"c10::dummy_uint1_7_t<{n}>" for n in range(1, 8)),
 })  # fmt: skip
 
 
@@ -48,10 +72,17 @@ def dtype_bytes(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class TensorMeta:
-    """Shape and dtype of a tensor: all a formula needs to know about it."""
+    """Shape and dtype of a tensor: all a formula needs to know about it.
+
+    `stored` is the number of distinct elements in memory when it is smaller than `numel`: a
+    broadcast view (`expand`, stride 0) holds one copy of the repeated values, so a kernel
+    reads `stored` elements, not `numel`. Only the live counter knows strides; None means
+    dense. FLOP formulas use `shape` (the logical size), `nbytes` uses `stored`.
+    """
 
     shape: tuple[int, ...]
     dtype: str = "float32"
+    stored: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
@@ -66,7 +97,8 @@ class TensorMeta:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * self.itemsize
+        elements = self.numel if self.stored is None else min(self.stored, self.numel)
+        return elements * self.itemsize
 
     @property
     def ndim(self) -> int:

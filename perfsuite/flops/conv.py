@@ -71,11 +71,15 @@ def _geometry(call: OpCall, x: TensorMeta, w: TensorMeta, first: int) -> tuple:
 @register("aten::convolution", "aten::_convolution", family="convolution")
 def convolution(call: OpCall) -> Cost:
     """convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-    groups): 2 * MACs + N*Cout*prod(out) when bias is given."""
+    groups): 2 * MACs + N*Cout*prod(out) when bias is given. The output size is the real
+    output's when known (TensorFlow's asymmetric SAME padding has no PyTorch padding
+    argument), else PyTorch's rule on the arguments (traces)."""
     x, w, bias = call.tensor(0), call.tensor(1), call.tensor(2)
     if x is None or w is None:
         return Cost(0, call.io_bytes())
     out_sp, transposed, groups, cout = _geometry(call, x, w, 3)
+    if call.outputs and call.outputs[0].ndim == x.ndim:
+        out_sp = list(call.outputs[0].shape[2:])
     out = TensorMeta((x.shape[0], cout, *out_sp), x.dtype)
     flops = 2 * conv_macs(x, w, out_sp, transposed, groups)
     if bias is not None:

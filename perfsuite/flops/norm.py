@@ -7,8 +7,12 @@ FLOPs per element of the input (documented model, per-channel/per-row work is no
 - forward with running statistics (batch norm in eval): normalize 2 + scale 1 + shift 1.
 - backward: 10 per element with batch statistics (x_hat recompute 2, sum(g) 1,
   sum(g*x_hat) 2, grad_input 5), 7 with running statistics (grad_input is 2, no mean terms).
+  Only the terms the requested gradients (output_mask) need: grad_weight needs x_hat and
+  sum(g*x_hat), grad_bias sum(g), grad_input with batch statistics all of them (with running
+  statistics only its own 2). A first layer's batch norm (input without grad) costs 5.
 - RMS norm: forward 3 (square, add, mul by 1/rms) + 1 for the weight; backward 7.
-Bytes: every input read once, every output (incl. saved mean / inverse std) written once.
+Bytes: every input read once, every output (incl. saved mean / inverse std) written once;
+backward reads the input only when x_hat is needed, and writes the requested gradients.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from perfsuite.flops.registry import register
 
 STATS = 6  # mean 1 + variance 3 + normalize 2
 NORMALIZE = 2
-BACKWARD_BATCH_STATS = 10
-BACKWARD_RUNNING_STATS = 7
+BACKWARD_BATCH_STATS = 10  # every gradient requested: x_hat 2 + sums 3 + grad_input 5
+BACKWARD_RUNNING_STATS = 7  # x_hat 2 + sums 3 + grad_input 2
+XHAT_AND_SUM_GXHAT = 2 + 2
+SUM_G = 1
+GRAD_INPUT_BATCH_STATS = 5
 
 
 def _affine(weight: TensorMeta | None, bias: TensorMeta | None) -> int:
@@ -76,27 +83,54 @@ def batch_norm_eval(call: OpCall) -> Cost:
     return _bn_forward(call, False)
 
 
-def _bn_backward(call: OpCall, g_i: int, x_i: int, w_i: int, training: bool) -> Cost:
+def backward_per_element(mask: list[bool], training: bool) -> int:
+    """FLOPs per element of a norm backward computing the gradients `mask` asks for
+    ([grad_input, grad_weight, grad_bias]); all three: 10 (batch stats) or 7 (running)."""
+    want_in, want_w, want_b = mask
+    per = 0
+    if want_w or (want_in and training):
+        per += XHAT_AND_SUM_GXHAT
+    if want_b or (want_in and training):
+        per += SUM_G
+    if want_in:
+        per += GRAD_INPUT_BATCH_STATS if training else NORMALIZE
+    return per
+
+
+def _bn_backward(
+    call: OpCall, g_i: int, x_i: int, w_i: int, training: bool, mask_i: int | None = None
+) -> Cost:
+    """Norm backward: the terms the requested gradients need. Bytes: grad_out and the small
+    per-channel tensors read, the input too when x_hat is needed; requested gradients written."""
     g, x, w = call.tensor(g_i), call.tensor(x_i), call.tensor(w_i)
     if g is None or x is None:
         return Cost(0, call.io_bytes())
-    per = BACKWARD_BATCH_STATS if training else BACKWARD_RUNNING_STATS
-    outs = [x] + ([w, w] if w is not None else [])
-    return Cost(per * x.numel, call.io_bytes(outs))
+    raw = call.arg(mask_i) if mask_i is not None else None
+    mask = [True] * 3
+    if isinstance(raw, (list, tuple)) and len(raw) == 3:
+        mask = [bool(m) for m in raw]
+    outs = [x] if mask[0] else []
+    if w is not None:
+        outs += [w] * (int(mask[1]) + int(mask[2]))
+    others = [t for i, t in enumerate(call.args) if isinstance(t, TensorMeta) and i != x_i]
+    needs_x = mask[1] or (mask[0] and training)  # x_hat needs the input's values
+    read = sum(t.nbytes for t in others) + (x.nbytes if needs_x else 0)
+    per = backward_per_element(mask, training)
+    return Cost(per * x.numel, read + call.output_bytes(outs))
 
 
 @register("aten::native_batch_norm_backward", family="normalization")
 def native_batch_norm_backward(call: OpCall) -> Cost:
     """(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
-    eps, output_mask): 10 (train) or 7 FLOPs per element."""
-    return _bn_backward(call, 0, 1, 2, bool(call.arg(7, True)))
+    eps, output_mask): 10 (train) or 7 FLOPs per element with every gradient requested."""
+    return _bn_backward(call, 0, 1, 2, bool(call.arg(7, True)), 9)
 
 
 @register("aten::batch_norm_backward", family="normalization")
 def batch_norm_backward(call: OpCall) -> Cost:
     """(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update,
     eps, output_mask, reserve)."""
-    return _bn_backward(call, 0, 1, 2, bool(call.arg(7, True)))
+    return _bn_backward(call, 0, 1, 2, bool(call.arg(7, True)), 9)
 
 
 @register("aten::cudnn_batch_norm_backward", "aten::miopen_batch_norm_backward",
@@ -121,7 +155,7 @@ def layer_norm(call: OpCall) -> Cost:
 @register("aten::native_layer_norm_backward", family="normalization")
 def layer_norm_backward(call: OpCall) -> Cost:
     """(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask): 10/elem."""
-    return _bn_backward(call, 0, 1, 5, True)
+    return _bn_backward(call, 0, 1, 5, True, 7)
 
 
 @register("aten::native_group_norm", family="normalization")
@@ -146,7 +180,7 @@ def group_norm_composite(call: OpCall) -> Cost:
 @register("aten::native_group_norm_backward", family="normalization")
 def group_norm_backward(call: OpCall) -> Cost:
     """(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): 10/elem."""
-    return _bn_backward(call, 0, 1, 4, True)
+    return _bn_backward(call, 0, 1, 4, True, 9)
 
 
 @register("aten::_fused_rms_norm", "aten::rms_norm", family="normalization")

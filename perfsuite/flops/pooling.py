@@ -4,6 +4,8 @@ Forward: one FLOP per element of each window (the compares of max, the adds and 
 of average): numel(out) * prod(kernel); adaptive pooling sums its (possibly overlapping)
 window sizes exactly. Backward: max pooling scatters one add per grad_output element; average
 pooling spreads each grad_output element over its window: numel(grad_out) * prod(kernel).
+Bytes: backward kernels need only the shape of the forward input, not its values: max pooling
+reads grad_output and the saved indices, average pooling grad_output; both write grad_input.
 """
 
 from __future__ import annotations
@@ -63,13 +65,17 @@ def max_pool(call: OpCall) -> Cost:
 
 
 def _windowed(call: OpCall, window, with_indices: bool) -> Cost:
-    """numel(out) * prod(kernel) for a pooling call, `window` reading its geometry args."""
+    """numel(out) * prod(kernel) for a pooling call, `window` reading its geometry args. The
+    real output, when known, gives the output size (TensorFlow's SAME padding has no
+    symmetric PyTorch padding that reproduces it)."""
     x = call.tensor(0)
     if x is None:
         return Cost(0, call.io_bytes())
     nd = _nd(call.name)
     k, out_sp = window(call, x, nd)
     out = TensorMeta((*x.shape[:-nd], *out_sp), x.dtype)
+    if call.outputs and call.outputs[0].ndim == x.ndim:
+        out = call.outputs[0]
     outs = [out] + ([TensorMeta(out.shape, "int64")] if with_indices else [])
     return Cost(out.numel * math.prod(k), call.io_bytes(outs))
 
@@ -80,11 +86,14 @@ def _windowed(call: OpCall, window, with_indices: bool) -> Cost:
     family="pooling",
 )  # fmt: skip
 def max_pool_backward(call: OpCall) -> Cost:
-    """(grad_output, self, ...): one add per grad_output element; grad_input written."""
+    """(grad_output, self, ..., indices): one add per grad_output element. Bytes: grad_output
+    and the indices (int64, grad_output's shape when not given) read, grad_input written;
+    self only gives grad_input's shape."""
     g, x = call.tensor(0), call.tensor(1)
     if g is None or x is None:
         return Cost(0, call.io_bytes())
-    return Cost(g.numel, call.io_bytes([x]))
+    idx = call.tensor(2 if "adaptive" in call.name else 7) or TensorMeta(g.shape, "int64")
+    return Cost(g.numel, g.nbytes + idx.nbytes + call.output_bytes([x]))
 
 
 @register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", family="pooling")
@@ -95,12 +104,13 @@ def avg_pool(call: OpCall) -> Cost:
 
 @register("aten::avg_pool2d_backward", "aten::avg_pool3d_backward", family="pooling")
 def avg_pool_backward(call: OpCall) -> Cost:
-    """(grad_output, self, kernel_size, ...): numel(grad_output) * prod(kernel)."""
+    """(grad_output, self, kernel_size, ...): numel(grad_output) * prod(kernel). Bytes:
+    grad_output read, grad_input written (self gives only its shape)."""
     g, x = call.tensor(0), call.tensor(1)
     if g is None or x is None:
         return Cost(0, call.io_bytes())
     k = as_list(call.arg(2, 1), _nd(call.name))
-    return Cost(g.numel * math.prod(k), call.io_bytes([x]))
+    return Cost(g.numel * math.prod(k), g.nbytes + call.output_bytes([x]))
 
 
 def adaptive_window_elements(in_size: int, out_size: int) -> int:
@@ -144,9 +154,10 @@ def adaptive_pool(call: OpCall) -> Cost:
 @register("aten::_adaptive_avg_pool2d_backward", "aten::_adaptive_avg_pool3d_backward",
           family="pooling")  # fmt: skip
 def adaptive_avg_pool_backward(call: OpCall) -> Cost:
-    """(grad_output, self): the forward's window sum again (each grad spread over its window)."""
+    """(grad_output, self): the forward's window sum again (each grad spread over its window).
+    Bytes: grad_output read, grad_input written (self gives only its shape)."""
     g, x = call.tensor(0), call.tensor(1)
     if g is None or x is None:
         return Cost(0, call.io_bytes())
     nd = _nd(call.name)
-    return Cost(_adaptive_flops(x, list(g.shape[-nd:])), call.io_bytes([x]))
+    return Cost(_adaptive_flops(x, list(g.shape[-nd:])), g.nbytes + call.output_bytes([x]))

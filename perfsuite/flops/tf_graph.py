@@ -74,8 +74,11 @@ def _spatial(values: list[int], fmt: str) -> list[int]:
 
 
 def _conv_geometry(op: Any, x: TensorMeta, w: TensorMeta, out: TensorMeta) -> list[Any]:
-    """stride, padding, dilation (NCHW metas) giving TensorFlow's output size under
-    PyTorch's symmetric-padding rule (SAME pads the odd pixel on one side; same MACs)."""
+    """stride, padding, dilation, transposed, output_padding, groups of aten::convolution
+    (NCHW metas). padding is what TensorFlow pads before each dim; SAME may pad one pixel more
+    after, which PyTorch's symmetric argument cannot say, so the formulas take the output size
+    from the real output (forward) or grad_output (backward) shape, never from padding.
+    groups: a filter with fewer input channels than x is a grouped convolution."""
     fmt = _attr(op, "data_format", "NHWC")
     stride = _spatial(list(_attr(op, "strides", [1, 1, 1, 1])), fmt)
     dil = _spatial(list(_attr(op, "dilations", [1, 1, 1, 1])), fmt)
@@ -83,7 +86,8 @@ def _conv_geometry(op: Any, x: TensorMeta, w: TensorMeta, out: TensorMeta) -> li
     for i in range(2):
         k, n, o = w.shape[2 + i], x.shape[2 + i], out.shape[2 + i]
         pad.append(max(0, (o - 1) * stride[i] + (k - 1) * dil[i] + 1 - n) // 2)
-    return [stride, pad, dil, False, [0, 0], 1]
+    groups = max(1, x.shape[1] // w.shape[1]) if w.shape[1] else 1
+    return [stride, pad, dil, False, [0, 0], groups]
 
 
 def _conv2d(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
@@ -121,6 +125,7 @@ def _batch_norm_grad(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> 
 
 
 def _max_pool(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
+    """The window count comes from the real output (padding 0 here: SAME is asymmetric)."""
     fmt = _attr(op, "data_format", "NHWC")
     k = _spatial(list(_attr(op, "ksize")), fmt)
     s = _spatial(list(_attr(op, "strides")), fmt)
@@ -131,7 +136,16 @@ def _max_pool(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
 def _max_pool_grad(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
     fmt = _attr(op, "data_format", "NHWC")
     return OpCall("aten::max_pool2d_with_indices_backward",
-                  [_nchw(ins[2], fmt), _nchw(ins[0], fmt)], None)  # fmt: skip
+                  [_nchw(ins[2], fmt), _nchw(ins[0], fmt)], [_nchw(outs[0], fmt)])  # fmt: skip
+
+
+def max_pool_grad_cost(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> Cost:
+    """MaxPoolGrad(orig_input, orig_output, grad): FLOPs of aten's max-pool backward; bytes
+    differ from aten's, which reads saved argmax indices: TensorFlow saves none, so its kernel
+    reads the forward input and output (to find each window's maximum again) and grad, and
+    writes grad_input."""
+    flops = estimate(_max_pool_grad(op, ins, outs)).flops
+    return Cost(flops, sum(t.nbytes for t in ins) + sum(t.nbytes for t in outs))
 
 
 def _matmul(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
@@ -152,7 +166,8 @@ def _relu_grad(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall
 
 
 def _assign(op: Any, ins: list[TensorMeta], outs: list[TensorMeta]) -> OpCall:
-    """var -= value / var += value / var = value: the in-place aten op on the value's shape."""
+    """var -= value / var += value / var = value: the in-place aten op on the value's shape
+    (assigning reads the value and writes the variable: aten::copy_ never reads its self)."""
     name = {"AssignSubVariableOp": "aten::sub_", "AssignAddVariableOp": "aten::add_"}
     value = ins[0]  # the resource handle is not among `ins`
     if op.type in name:
@@ -167,7 +182,6 @@ MAPPERS: dict[str, Callable[[Any, list[TensorMeta], list[TensorMeta]], OpCall]] 
     "FusedBatchNormV3": _batch_norm,
     "FusedBatchNormGradV3": _batch_norm_grad,
     "MaxPool": _max_pool,
-    "MaxPoolGrad": _max_pool_grad,
     "MatMul": _matmul,
     "BiasAdd": lambda op, i, o: OpCall("aten::add", [i[0], i[1]], o),
     "BiasAddGrad": _bias_grad,
@@ -210,6 +224,9 @@ def op_cost(op: Any) -> tuple[str, str, Cost] | None:
         return "softmax_loss", "", softmax_xent_cost(ins, outs)
     if op.type == "AddN" and len(ins) >= 2:
         return family_of("aten::add"), "aten::add", add_n_cost(ins, outs)
+    if op.type == "MaxPoolGrad" and len(ins) == 3 and outs:
+        name = "aten::max_pool2d_with_indices_backward"
+        return family_of(name), name, max_pool_grad_cost(op, ins, outs)
     call: OpCall | None = None
     if op.type in MAPPERS:
         call = MAPPERS[op.type](op, ins, outs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -26,10 +27,29 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _stored(t: torch.Tensor) -> int | None:
+    """Distinct elements of a broadcast view (some stride 0, from `expand`): what a kernel has
+    to read, not its logical size. None for dense tensors and for layouts without strides."""
+    if t.layout != torch.strided:
+        return None
+    try:
+        strides = [int(s) for s in t.stride()]
+        sizes = [int(d) for d in t.shape]
+    except (RuntimeError, TypeError, ValueError):  # symbolic or stride-less tensors
+        return None
+    if 0 in sizes or all(s != 0 or d == 1 for s, d in zip(strides, sizes, strict=True)):
+        return None
+    return math.prod(d for s, d in zip(strides, sizes, strict=True) if s != 0)
+
+
+def _meta(t: torch.Tensor) -> TensorMeta:
+    return TensorMeta(tuple(t.shape), _dtype_name(t.dtype), _stored(t))
+
+
 def _describe(value: Any) -> Any:
     """Tensors -> TensorMeta, containers recursively, dtypes/devices -> str, scalars as-is."""
     if isinstance(value, torch.Tensor):
-        return TensorMeta(tuple(value.shape), _dtype_name(value.dtype))
+        return _meta(value)
     if isinstance(value, (list, tuple)):
         return [_describe(v) for v in value]
     if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
@@ -41,17 +61,29 @@ def _describe(value: Any) -> Any:
 
 def _outputs(result: Any) -> list[TensorMeta]:
     if isinstance(result, torch.Tensor):
-        return [TensorMeta(tuple(result.shape), _dtype_name(result.dtype))]
+        return [_meta(result)]
     if isinstance(result, (list, tuple)):
         return [t for r in result for t in _outputs(r)]
     return []
 
 
+def _is_out(arg: Any) -> bool:
+    """An out= argument (kwarg-only and written): the op's result, not an input."""
+    if hasattr(arg, "is_out"):
+        return bool(arg.is_out)
+    alias = arg.alias_info
+    return bool(arg.kwarg_only and alias is not None and alias.is_write)
+
+
 def describe_call(func: Any, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> OpCall:
-    """An OpCall with all schema arguments in order (defaults filled in)."""
+    """An OpCall with all schema arguments in order (defaults filled in). out= arguments are
+    left out: they come last in the schema and are the call's result (`outputs`), so reading
+    them as inputs would charge the written tensor twice."""
     schema = func._schema
     values: list[Any] = []
     for i, arg in enumerate(schema.arguments):
+        if _is_out(arg):
+            continue
         if i < len(args) and not arg.kwarg_only:
             v = args[i]
         elif arg.name in kwargs:
