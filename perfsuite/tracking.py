@@ -10,33 +10,31 @@
                 break
 
 The clock follows the runner's rule: training (data loading included) counts, evaluation does
-not. Instrumentation runs in detours with the clock paused: on the second step, one uncounted
-and one FLOP-counted call of your step; in the middle epoch, a profile window of a few calls of
-your step on the current batch. Each detour snapshots the model, optimizer (and scheduler, if
-given) and RNG state and restores them, so your training is unchanged. A step function that
-changes other state (its own EMA copy, counters) should be passed `detour_safe=False` to
-`run.step` to keep it out of detours. Unlike `perfsuite run`, which profiles after the last
-timed epoch, the window stays in the middle epoch: your contexts around the step (autocast,
-no-grad regions) are live only inside your loop, so a window at exit could profile another
-math; the epochs after it run after the profiler (docs/seam.md, "Capture parity").
+not. Leaving `run.epoch()` early (`break`, `return`, `zip` with a shorter iterable) ends the
+epoch there, flagged. Instrumentation runs in detours with the clock paused, on calls of your
+step (tracking_capture.py: the FLOP count on the second step, the profile window from the
+middle epoch on). Each detour snapshots the model, every tensor the optimizer trains,
+gradients, scheduler and scaler, if given, and RNG state and restores them, so your training is
+unchanged; a step that changes other state (its own EMA copy, counters) should be passed
+`detour_safe=False`. The rules, with the why: docs/seam.md, "perfsuite.track".
 """
 
 from __future__ import annotations
 
-import math
+import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sized
 from pathlib import Path
 from typing import Any
 
+from perfsuite import tracking_parts as parts
 from perfsuite.backends import torch_backend
-from perfsuite.hostinfo import low_precision_note
-from perfsuite.record import quantity
 from perfsuite.runner import capture
 from perfsuite.runner.clock import ClockReading
-from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.runner.recorder import Recorder
-from perfsuite.workloads.state import TrainState, detour
+from perfsuite.tracking_capture import Detours, measured_step_time
+from perfsuite.workloads.state import TrainState
 
 
 class Tracker:
@@ -48,9 +46,11 @@ class Tracker:
         *,
         threshold: float,
         metric: str = "top1",
+        direction: str = "higher",
         model: Any = None,
         optimizer: Any = None,
         scheduler: Any = None,
+        scaler: Any = None,
         device: str = "cpu",
         out: str | Path = "runs",
         dataset: str = "",
@@ -62,13 +62,24 @@ class Tracker:
         telemetry_interval_s: float = 0.5,
         progress: bool = False,
     ) -> None:
-        self.backend = torch_backend(device)
-        self.backend.check_available()
-        self.capture_on = capture and model is not None and optimizer is not None
+        if direction not in ("higher", "lower"):
+            raise ValueError(
+                f"perfsuite.track: direction must be higher or lower, got {direction!r}"
+            )
+        try:
+            self.backend = torch_backend(device)
+            self.backend.check_available()
+        except ValueError as exc:
+            raise ValueError(parts.device_error(exc)) from None
+        # a track opened by a step that an outer track runs in a detour: it writes nothing
+        self.inert = parts.in_detour()
+        complete = model is not None and optimizer is not None
+        self.capture_on = capture and complete and not self.inert
         self.profile_steps = profile_steps
         self.epochs_hint = epochs
         self.batch_size = batch_size
         self.measure_peaks = measure_peaks
+        self.progress = progress and not self.inert
         config = {
             "source": "perfsuite.track (user training loop)",
             "device": str(self.backend.device),
@@ -77,19 +88,22 @@ class Tracker:
             "capture": self.capture_on,
             "profile_steps": profile_steps,
         }
+        task_section = {
+            "name": task,
+            "workload": "user loop",
+            "metric": metric,
+            "direction": direction,
+            "threshold": threshold,
+            "dataset": dataset,
+        }
         self.rec = Recorder(
             out,
             task,
-            {
-                "name": task,
-                "workload": "user loop",
-                "metric": metric,
-                "threshold": threshold,
-                "dataset": dataset,
-            },
+            task_section,
             self.backend.device,
             config,
             framework=f"pytorch {self.backend.version}",
+            write_files=not self.inert,
         )
         self.run_dir, self.record = self.rec.run_dir, self.rec.record
         if model is not None:
@@ -98,25 +112,38 @@ class Tracker:
             self.record["extra"] = {"parameters": params}
         self.model = model
         self.state = (
-            TrainState(model, model, optimizer, scheduler, None, self.backend)
-            if model is not None and optimizer is not None
+            TrainState(model, model, optimizer, scheduler, None, self.backend, scaler=scaler)
+            if complete
             else None
         )
-        if not self.capture_on:
+        if capture and not complete:
             self.rec.flag("no model/optimizer given to perfsuite.track: no FLOP count or window")
         self.telemetry_interval_s = telemetry_interval_s
         self.telemetry: Any = None
         self.reached = False
-        self._epoch = 0
-        self._steps_total = 0
+        gpu = self.backend.device.is_gpu
+        self.loss = parts.LossMeter(50 if gpu else 1, host=not gpu)
+        self.epoch_number = 0
+        self.in_epoch = False
+        self._open: weakref.ref[Any] | None = None  # the current epoch's generator
+        self._epoch_len: int | None = None  # len(batches), where it has one
+        self._epoch_items = 0  # items it has yielded
+        self._start = ClockReading()
+        self.steps_total = 0
         self._epoch_steps = 0
-        self._epoch_samples = 0
-        self._samples = 0
+        self._epoch_samples: int | None = 0
+        self._samples: int | None = 0  # None once a step's size is unknown
+        self._rate: tuple[int, int | None] | None = None  # (steps, samples) of the last epoch
+        self.last_epoch = (0.0, 0)  # (seconds, steps) of the last finished epoch
+        self._epoch_loss: float | None = None
         self._paused = ClockReading()  # the detours inside the epoch: wall, CPU, page faults
+        self._pausing = 0
         self._train_time = 0.0
         self._stall: list[float] = []
-        self._setup_s: dict[str, float] = {}
-        self._window_done = False
+        self.setup_s: dict[str, float] = {}
+        self.detours = Detours(self)
+        self._early: list[tuple[int, int]] = []
+        self._flag_at: dict[str, int] = {}
 
     # -- context -------------------------------------------------------------------------
 
@@ -134,182 +161,277 @@ class Tracker:
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self._close_open_epoch()
+        rec = self.record
+        if exc is None and rec["status"] == "running":
+            self.detours.late_window("at exit")
+        self._flag_missing()
         if self.telemetry is not None:
             self.telemetry.__exit__(kind, exc, tb)
-            self.record["telemetry"] = self.telemetry.summary()
-        rec = self.record
+            rec["telemetry"] = self.telemetry.summary()
         if exc is not None and rec["status"] == "running":
             rec["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         self.rec.finish()
-        rec.setdefault("extra", {})["setup_s"] = self._setup_s
+        rec.setdefault("extra", {})["setup_s"] = self.setup_s
         self.rec.close()
+        self.say(f"{rec['status']}: {self.run_dir}")
+
+    def _flag_missing(self) -> None:
+        """Flags for what the run could not measure, with the reason."""
+        if self.steps_total == 0:
+            self.rec.flag(parts.NEVER_STEPPED)
+            return
+        for flag in self.detours.missing():
+            self.rec.flag(flag)
 
     # -- the loop ------------------------------------------------------------------------
 
     def epoch(self, batches: Iterable[Any]) -> Iterator[Any]:
         """Iterate one epoch of `batches` with the training clock running; the time spent
-        waiting inside `next()` is recorded as input stall."""
-        self._epoch += 1
-        self._epoch_steps = self._epoch_samples = 0
-        self._paused = ClockReading()
+        waiting inside `next()` is recorded as input stall. Leaving the loop before `batches`
+        runs out ends the epoch there (its time and steps count; flagged)."""
+        self._raise_if_diverged()
+        self._close_open_epoch()
+        gen = self._run_epoch(batches)
+        self._open = weakref.ref(gen)  # weak: a `break` must free it, which ends the epoch
+        return gen
+
+    def _close_open_epoch(self) -> None:
+        gen = self._open() if self._open is not None else None
+        if gen is not None:
+            gen.close()  # runs its `finally`: the epoch ends now
+        self._open = None
+
+    def _run_epoch(self, batches: Iterable[Any]) -> Iterator[Any]:
+        self._begin_epoch(len(batches) if isinstance(batches, Sized) else None)
         stall = 0.0
-        self.backend.sync()
-        start = ClockReading.now()
+        exhausted = False
         it = iter(batches)
-        while True:
-            t = time.perf_counter()
-            try:
-                item = next(it)
-            except StopIteration:
-                stall += time.perf_counter() - t
-                break
-            stall += time.perf_counter() - t
-            yield item
+        try:
+            while True:
+                t = time.perf_counter()
+                try:
+                    item = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                finally:
+                    stall += time.perf_counter() - t
+                self._epoch_items += 1
+                yield item
+        finally:  # also on GeneratorExit: the loop left early
+            self._end_epoch(stall, exhausted)
+
+    def _begin_epoch(self, length: int | None) -> None:
+        self.epoch_number += 1
+        self._epoch_len = length
+        self._epoch_items = 0
+        self._epoch_steps = 0
+        self._epoch_samples = 0
+        self._paused = ClockReading()
+        self.loss.reset()
+        self.in_epoch = True
         self.backend.sync()
-        used = ClockReading.now() - start - self._paused  # the detours taken out
+        self._start = ClockReading.now()
+
+    def _end_epoch(self, stall: float, exhausted: bool) -> None:
+        """Stop the clock and record the epoch. Raises only when the iterable ran out: while
+        a generator closes (GeneratorExit) an exception would be lost, so a divergence found
+        then is raised by the next call of the run."""
+        self.backend.sync()
+        used = ClockReading.now() - self._start - self._paused  # the detours taken out
+        self.in_epoch = False
+        n = self._epoch_steps
+        if self.record["status"] == "diverged":  # as `perfsuite run`: not a finished epoch
+            return
+        if n and not self.loss.finite():
+            self._diverge()
+            if exhausted:
+                raise FloatingPointError(self.record["error"])
+            return
+        if not exhausted:
+            self._early.append((self.epoch_number, n))
+            self._note_early()
         seconds = used.wall
         self._train_time += seconds
         self.rec.epoch_times.append(seconds)
+        self.rec.epoch_steps.append(n)
         self.rec.add_epoch_usage(used)
         self._stall.append(stall)
-        self.rec.set_throughput(self._epoch_steps, self.batch_size or self._last_batch)
+        self.last_epoch = (seconds, n)
+        self._epoch_loss = self.loss.mean()
+        if n:
+            self._rate = (n, self._epoch_samples)
+        if self._rate is not None:
+            self.rec.set_throughput(self._rate[0], self.batch_size, self._rate[1])
         self.rec.set_data("user loader", "the user's own iterable", self._stall)
-        self._epoch_seconds = seconds
+        timeline = self.record.get("timeline")
+        if timeline and timeline.get("epoch") == self.epoch_number:
+            measured_step_time(timeline, self.epoch_number, *self.last_epoch)
+        self.rec.write()
 
-    _last_batch = 1
-    _epoch_seconds = 0.0
+    def _note_early(self) -> None:
+        """One flag for every epoch the loop left early, kept up to date."""
+        epochs = ", ".join(str(e) for e, _ in self._early)
+        steps = ", ".join(str(k) for _, k in self._early)
+        plural = "s" if len(self._early) > 1 else ""
+        self._set_flag(
+            "early",
+            f"epoch{plural} {epochs} ended early after {steps} steps: the loop left "
+            "run.epoch() before its iterable ran out (time and steps counted as run)",
+        )
 
-    def step(self, fn: Callable[..., Any], *args: Any, detour_safe: bool = True, **kw: Any) -> Any:
-        """Call your training step `fn(*args, **kw)` and return what it returns."""
-        first = next((a for a in args if hasattr(a, "shape") and len(a.shape) > 0), None)
-        size = int(first.shape[0]) if first is not None else 1
-        self._last_batch = size
+    def _set_flag(self, key: str, text: str) -> None:
+        flags = self.record["flags"]
+        if key in self._flag_at:
+            flags[self._flag_at[key]] = text
+        else:
+            self._flag_at[key] = len(flags)
+            flags.append(text)
+
+    def step(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        detour_safe: bool = True,
+        batch_size: int | None = None,
+        **kw: Any,
+    ) -> Any:
+        """Call your training step `fn(*args, **kw)` on the clock and return what it returns.
+        `batch_size`: this step's samples, where the leading dimension of its first tensor
+        argument (positional, keyword or nested) is not it; `detour_safe=False`: a step that
+        changes state of its own (an EMA copy, counters) is kept out of detours."""
+        self._raise_if_diverged()
+        if not self.in_epoch:
+            raise ValueError(
+                "perfsuite.track: run.step() outside a run.epoch() loop (off the clock)"
+            )
+        size = batch_size if batch_size is not None else parts.batch_size_of(args, kw)
+        size = self.batch_size if size is None else size
         if detour_safe and self.capture_on:
-            self._maybe_detour(fn, args, kw)
+            self.detours.before_step(fn, args, kw, size)
         out = fn(*args, **kw)
-        self._steps_total += 1
+        self.steps_total += 1
         self._epoch_steps += 1
-        self._epoch_samples += size
-        self._samples += size
-        if self._steps_total % 50 == 1 and hasattr(out, "detach"):
-            value = float(out.detach().float())
-            if not math.isfinite(value):
-                self.record["status"] = "diverged"
-                self.record["error"] = (
-                    f"did not converge: non-finite loss at step {self._steps_total}"
-                )
-                raise FloatingPointError(self.record["error"])
+        self._count_samples(size)
+        if not self.loss.add(out):
+            if "no loss" not in self._flag_at:
+                self._set_flag("no loss", parts.NO_LOSS)
+        elif self.loss.due(self._epoch_steps) and not self.loss.finite():
+            self._diverge()
+            raise FloatingPointError(self.record["error"])
         return out
 
-    def _maybe_detour(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
-        mid = max(1, ((self.epochs_hint or 2) + 1) // 2)
-        if self._steps_total == 1 and "work" not in self.record:
-            self._setup_s["flop_count_s"] = self._paused_for(self._count, fn, args, kw)
-        elif (
-            not self._window_done
-            and self.profile_steps > 0
-            and self._epoch >= mid
-            and self._epoch_steps == 2
-        ):
-            self._setup_s["profile_window_s"] = self._paused_for(self._window, fn, args, kw)
+    def _count_samples(self, size: int | None) -> None:
+        if size is None:
+            if self._samples is not None:
+                self._set_flag("no size", parts.NO_SIZE)
+            self._samples = self._epoch_samples = None
+            return
+        if self._samples is not None:
+            self._samples += size
+        if self._epoch_samples is not None:
+            self._epoch_samples += size
 
-    def _paused_for(self, detour_fn: Callable[..., None], *args: Any) -> float:
-        """Run a detour with the epoch's clock paused: its wall time, process CPU time and page
-        faults are taken out of the epoch's. Returns its wall seconds."""
+    def _diverge(self) -> None:
+        self.record["status"] = "diverged"
+        self.record["error"] = f"did not converge: non-finite loss by step {self.steps_total}"
+        self.rec.write()
+
+    def _raise_if_diverged(self) -> None:
+        if self.record["status"] == "diverged":
+            raise FloatingPointError(self.record["error"])
+
+    def off_clock(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+        """Run `fn` with the epoch's clock paused: its wall time, process CPU time and page
+        faults are taken out of the epoch's (queued device work is synced first, so it stays
+        on the clock). Re-entrant. Returns fn's result and its wall seconds."""
+        outer = self._pausing == 0
+        if outer:
+            self.backend.sync()
         start = ClockReading.now()
-        detour_fn(*args)
-        took = ClockReading.now() - start
-        self._paused = self._paused + took
-        return took.wall
+        self._pausing += 1
+        try:
+            result = fn(*args)
+        finally:
+            self._pausing -= 1
+            took = ClockReading.now() - start
+            if outer:
+                self._paused = self._paused + took
+        return result, took.wall
 
-    def _count(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
-        from perfsuite.flops import OpCounter
+    # -- evaluation ----------------------------------------------------------------------
 
-        counter = OpCounter()
-        assert self.state is not None
-        with detour(self.state):
-            fn(*args, **kw)  # uncounted: optimizer state as in every later step
-            with counter:
-                fn(*args, **kw)
-        work = counter.result().to_work_section()
-        work["batch_size"] = self._last_batch
-        first = next((a for a in args if hasattr(a, "dtype")), None)
-        work["dtype"] = str(getattr(first, "dtype", "float32")).replace("torch.", "")
-        self.record["work"] = work
-        from perfsuite.backends.torch_math import math_policy
-
-        param = str(next(self.state.module.parameters()).dtype).replace("torch.", "")
-        # autocast entered inside the user's step is not visible from here; around it, it is
-        autocast = autocast_dtype(self.backend.device.kind)
-        self.record["math"] = math_policy(
-            autocast_dtype=autocast,
-            param_dtype=param,
-            activation_dtype=work["dtype"],
-            on_cpu=not self.backend.device.is_gpu,
-        )
-        slow = low_precision_note(autocast, self.record["math"]["autocast_native"])
-        if slow:
-            self.rec.flag(slow)
-        ceil, why = capture.resolve_ceilings(
-            str(self.backend.device), work["dtype"], self.measure_peaks, self.record["math"]
-        )
-        self.record["ceilings"] = ceil
-        if why:
-            self.rec.flag(why)
-
-    def _window(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
-        assert self.state is not None
-        window = ProfileWindow(
-            self.run_dir, self.backend, wait=1, warmup=1, active=self.profile_steps
-        )
-        with detour(self.state):
-            for _ in range(window.total_steps):
-                fn(*args, **kw)
-                window.step()
-            window.close()
-        self._window_done = True
-        timeline = window.result()
-        if timeline:
-            timeline["epoch"] = self._epoch
-            timeline["note"] = "profiled on repeated calls of the user's step on one batch"
-            self.record["timeline"] = timeline
-            self.record["sidecars"]["trace"] = timeline["trace"]
-
-    def evaluate(self, **metrics: float) -> bool:
-        """Record this epoch's held-out metrics (call after `epoch()` finished); True once the
-        threshold is reached."""
-        if self._epoch == 0:
-            raise ValueError("perfsuite.track: evaluate() before any epoch()")
-        timeline = self.record.get("timeline")
-        if timeline and timeline.get("epoch") == self._epoch and self._epoch_steps:
-            timeline["measured_step_time"] = quantity(
-                self._epoch_seconds / self._epoch_steps,
-                "s",
-                "measured",
-                f"training clock of epoch {self._epoch} / its steps (detours excluded)",
+    def evaluate(self, **metrics: float | Callable[[], float]) -> bool:
+        """Record an evaluation of held-out metrics; True once the threshold is reached.
+        Between epochs the values may be numbers or callables. Inside `run.epoch()` only
+        callables (`top1=lambda: accuracy(model)`): they run with the clock paused, and the
+        training time is the run's so far, so the evaluation stays off the clock."""
+        self._raise_if_diverged()
+        if self.epoch_number == 0:
+            raise ValueError("perfsuite.track: evaluate() before any run.epoch()")
+        if not self.in_epoch:
+            return self._record_evaluation(metrics, self._train_time, self.epoch_number, False)
+        plain = next((k for k, v in metrics.items() if not callable(v)), None)
+        if plain is not None:
+            raise ValueError(
+                f"perfsuite.track: evaluate() inside run.epoch() takes callables "
+                f"({plain}=lambda: ...), so the evaluation runs off the training clock"
             )
+        return self.off_clock(self._evaluate_mid_epoch, metrics)[0]
+
+    def _evaluate_mid_epoch(self, metrics: dict[str, Any]) -> bool:
+        so_far = (ClockReading.now() - self._start - self._paused).wall
+        if self._epoch_len:
+            done = self._epoch_items / self._epoch_len
+            epoch: float = round(self.epoch_number - 1 + done, 6)
+        else:
+            epoch = self.epoch_number
+            self._set_flag(
+                "mid-epoch",
+                "evaluations inside an epoch of unknown length are numbered by the epoch "
+                "they fell in",
+            )
+        return self._record_evaluation(metrics, self._train_time + so_far, epoch, True)
+
+    def _record_evaluation(
+        self, metrics: dict[str, Any], train_time: float, epoch: float, mid_epoch: bool
+    ) -> bool:
+        values = {k: float(v() if callable(v) else v) for k, v in metrics.items()}
+        loss = self.loss.mean() if mid_epoch else self._epoch_loss
         self.reached = self.rec.add_evaluation(
-            self._epoch,
-            self._train_time,
-            {k: float(v) for k, v in metrics.items()},
-            samples=self._samples,
+            epoch,
+            train_time,
+            values,
+            train_loss=loss,
+            samples=self._samples if self.steps_total else None,
+        )
+        metric = self.rec.metric
+        self.say(
+            f"epoch {epoch:g}: {metric}={values.get(metric, float('nan')):.4f} after "
+            f"{train_time:.2f} s of training" + (" (reached)" if self.reached else "")
         )
         if self.reached and self.model is not None and "checkpoint" not in self.record:
-            self._save_threshold_model(metrics)
+            self._save_threshold_model(values, epoch)
+        if self.reached:
+            self.detours.late_window("at evaluate()")
+            self.rec.write()
         return self.reached
 
-    def _save_threshold_model(self, metrics: dict[str, float]) -> None:
+    def _save_threshold_model(self, metrics: dict[str, float], epoch: float) -> None:
         """Keep the model that first met the threshold, as `perfsuite run` does (off the
-        clock: evaluate() is called between epochs); see runner/checkpoint.py."""
+        clock: between epochs, or inside the paused evaluation); see runner/checkpoint.py."""
+        if self.inert:
+            return
         from perfsuite.runner.checkpoint import save_threshold_model
 
-        metric = (self.record.get("task") or {}).get("metric", "")
-        section, self._setup_s["checkpoint_s"] = capture.timed(
+        metric = self.rec.metric
+        section, self.setup_s["checkpoint_s"] = capture.timed(
             save_threshold_model,
             self.run_dir,
             self.model,
-            epoch=self._epoch,
+            epoch=epoch,
             evaluation_index=len(self.record["evaluations"]) - 1,
             metric=metric,
             value=float(metrics.get(metric, float("nan"))),
@@ -318,16 +440,12 @@ class Tracker:
         self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
 
+    def say(self, text: str) -> None:
+        """A progress line on stderr (`progress=True`)."""
+        if self.progress:
+            print(f"[perfsuite] {self.rec.run_id}: {text}", file=sys.stderr, flush=True)
+
 
 def track(task: str, **kwargs: Any) -> Tracker:
     """Measure a user's own training loop; see the module docstring for the pattern."""
     return Tracker(task, **kwargs)
-
-
-def autocast_dtype(kind: str) -> str | None:
-    """The autocast dtype active around the step call, if any."""
-    import torch
-
-    if not torch.is_autocast_enabled(kind):
-        return None
-    return str(torch.get_autocast_dtype(kind)).replace("torch.", "")

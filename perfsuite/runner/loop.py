@@ -72,12 +72,14 @@ class _Run:
             "name": wl.task,
             "workload": wl.name,
             "metric": wl.metric,
+            "direction": getattr(wl, "direction", "higher"),  # the crossing honours it
             "threshold": self.threshold,
             "dataset": wl.dataset,
         }
         self.rec = Recorder(
             opts.out,
-            wl.name or re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.workload).strip("-"),
+            wl.name
+            or re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.workload.rsplit("/", 1)[-1]).strip("-"),
             task,
             self.backend.device,
             config,

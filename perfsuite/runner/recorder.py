@@ -48,6 +48,7 @@ class Recorder:
         self.record["framework"] = framework
         self.metric, self.threshold = task["metric"], task["threshold"]
         self.epoch_times: list[float] = []
+        self.epoch_steps: list[int] = []  # steps of each epoch, where they differ (track)
         self.epoch_cpu_times: list[float] = []  # process CPU time on the clock's edges
         self.epoch_minor_faults: list[int] = []  # the process's minor page faults, same edges
         self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
@@ -121,35 +122,51 @@ class Recorder:
         return bool(crossing.reached)
 
     def set_throughput(
-        self, steps_per_epoch: int, batch_size: int, samples_per_epoch: int | None = None
+        self, steps_per_epoch: int, batch_size: int | None, samples_per_epoch: int | None = None
     ) -> None:
         """Step time from the median epoch; the first epoch (one-off costs) is left out once
-        there are others. The sample rate counts the samples an epoch really delivered when
-        known (all ranks together): batch_size / step_time overstates it by a partial last
-        batch (digits: 1,438 samples in 23 steps of 64 would read as 1,472)."""
+        there are others. Epochs of different lengths (perfsuite.track fills `epoch_steps`: a
+        loop may cut one short) give the median of each epoch's time / its own steps, since
+        the median epoch's time over another epoch's steps is no step time; epochs without
+        steps are left out. The sample rate is `samples_per_epoch` over that epoch's
+        `steps_per_epoch` steps when known (all ranks together): batch_size / step_time
+        overstates it by a partial last batch (digits: 1,438 samples in 23 steps of 64 would
+        read as 1,472); with neither known there is no rate."""
         times = self.epoch_times
         if not times or steps_per_epoch <= 0:
             return
-        clean = times[1:] if len(times) > 1 else times
-        per_step = statistics.median(clean) / steps_per_epoch
+        steps = self.epoch_steps
+        if len(steps) != len(times):
+            steps = [steps_per_epoch] * len(times)
+        pairs = list(zip(times, steps, strict=True))
+        clean = [p for p in pairs[1:] if p[1] > 0] or [p for p in pairs[:1] if p[1] > 0]
+        if not clean:
+            return
+        first_out = clean[0] is not pairs[0]
+        if len({s for _, s in clean}) == 1:  # equal epochs: median time / steps, as always
+            per_step = statistics.median(t for t, _ in clean) / clean[0][1]
+            over = f"{clean[0][1]} steps"
+        else:
+            per_step = statistics.median(t / s for t, s in clean)
+            over = "its own steps"
         source = (
             f"median over {len(clean)} epoch(s) of epoch training wall time / "
-            f"{steps_per_epoch} steps (data preparation included"
-            + ("; first epoch excluded)" if len(times) > 1 else ")")
+            f"{over} (data preparation included" + ("; first epoch excluded)" if first_out else ")")
         )
         n = self.world_size
         ranks = f" x {n} ranks" if n > 1 else ""
+        rate: float | None = None
         if samples_per_epoch:
             rate = samples_per_epoch / (per_step * steps_per_epoch)
             every = " (all ranks)" if n > 1 else ""
             how = f"{samples_per_epoch} samples per epoch{every} / (step_time x {steps_per_epoch})"
-        else:
+        elif batch_size:
             rate, how = batch_size * n / per_step, f"batch_size{ranks} / step_time"
-        self.record["throughput"] = {
-            "step_time": quantity(per_step, "s", "measured", source),
-            "samples_per_s": quantity(rate, "sample/s", "derived", how),
-            "epoch_times_s": list(times),
-        }
+        section: dict[str, Any] = {"step_time": quantity(per_step, "s", "measured", source)}
+        if rate is not None:
+            section["samples_per_s"] = quantity(rate, "sample/s", "derived", how)
+        section["epoch_times_s"] = list(times)
+        self.record["throughput"] = section
         if len(self.epoch_cpu_times) == len(times):
             self.record["throughput"]["epoch_cpu_times_s"] = list(self.epoch_cpu_times)
         if len(self.epoch_minor_faults) == len(times):

@@ -120,6 +120,7 @@ class Workload:
     name: str = ""
     task: str = ""  # task name in records, e.g. "cifar10"
     metric: str = "top1"
+    direction: str = "higher"  # "lower" for a metric that falls to its target (a loss, WER)
     default_threshold: float = 0.0
     input_shape: tuple[int, ...] = ()  # one example of the (first) input, no batch dimension
     num_classes: int = 0

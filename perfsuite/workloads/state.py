@@ -3,9 +3,11 @@
 `TrainState` bundles the model, optimizer, schedule and the switches in effect, so the one
 `Workload.train_step` serves training, FLOP counting and profiling alike. `detour(state)` runs
 extra steps (the untimed warm-up, the FLOP-counted step, the profile window) on the run's own
-model and then puts every weight, buffer, optimizer moment, schedule position and RNG state
-back: the run continues exactly where it was, while caches that only make later steps faster
-(cuDNN autotuning, compiled graphs, the allocator's pool) stay warm, as they would anyway.
+model and then puts every weight, buffer, gradient, optimizer moment, schedule position and RNG
+state back, including tensors the optimizer trains outside the module (a user's loop may pass
+`perfsuite.track` a backbone while its optimizer also trains a head): the run continues exactly
+where it was, while caches that only make later steps faster (cuDNN autotuning, compiled
+graphs, the allocator's pool) stay warm, as they would anyway.
 """
 
 from __future__ import annotations
@@ -47,11 +49,33 @@ class TrainState:
             for x in inputs
         )
 
+    def loose_tensors(self) -> list[Any]:
+        """Tensors a step may change that the module's state dict leaves out: parameters the
+        optimizer trains outside the module and the module's non-persistent buffers."""
+        held = {id(t) for t in self.module.parameters()}
+        keys = set(self.module.state_dict().keys())
+        loose = []
+        for name, buf in self.module.named_buffers():
+            if name not in keys and id(buf) not in held:
+                held.add(id(buf))
+                loose.append(buf)
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in held:
+                    held.add(id(p))
+                    loose.append(p)
+        return loose
+
     def snapshot(self) -> dict[str, Any]:
         import torch
 
+        loose = self.loose_tensors()
+        params = list(self.module.parameters()) + [t for t in loose if t.requires_grad]
         snap: dict[str, Any] = {
             "module": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
+            "loose": [(t, t.detach().clone()) for t in loose],
+            # gradients: a loop that accumulates them over several steps must find its own
+            "grads": [(p, p.grad, None if p.grad is None else p.grad.clone()) for p in params],
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
             "rng": torch.get_rng_state(),
         }
@@ -67,6 +91,13 @@ class TrainState:
         import torch
 
         self.module.load_state_dict(snap["module"])
+        with torch.no_grad():
+            for tensor, saved in snap["loose"]:
+                tensor.copy_(saved)
+            for p, grad, saved in snap["grads"]:
+                if grad is not None:
+                    grad.copy_(saved)  # the same tensor object: views into it stay valid
+                p.grad = grad
         self.optimizer.load_state_dict(snap["optimizer"])
         if self.scheduler is not None:
             self.scheduler.load_state_dict(snap["scheduler"])

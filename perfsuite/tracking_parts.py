@@ -1,0 +1,198 @@
+"""The pieces of `perfsuite.track` (perfsuite/tracking.py) that read a user's step: what it was
+called with (batch size, dtype) and returned (the loss), the loss's divergence check, and the
+process state that keeps detours and profile windows from nesting."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+NO_LOSS = (
+    "run.step: the step returned no loss (a tensor, a number, a mapping with 'loss' or a "
+    "tuple/list starting with one): a NaN loss cannot end the run as diverged, and no "
+    "train_loss is recorded"
+)
+NO_SIZE = (
+    "run.step: no tensor argument to take the batch size from and no batch_size given: "
+    "samples not counted, no samples/s"
+)
+NEVER_STEPPED = "run.step was never called: no throughput, FLOPs or profile"
+
+_local = threading.local()  # detour depth, per thread: a detour runs on the caller's thread
+_windows_open = 0  # profile windows of this process (the profiler is process-wide)
+
+
+def leaves(obj: Any, depth: int = 0) -> Iterator[Any]:
+    """The values inside nested tuples, lists and mappings, in order: a batch as the step
+    receives it (`step(x, y)`, `step(batch={"ids": ...})`, `step((x, y))`)."""
+    if isinstance(obj, Mapping) and depth < 8:
+        for value in obj.values():
+            yield from leaves(value, depth + 1)
+    elif isinstance(obj, (list, tuple)) and depth < 8:
+        for value in obj:
+            yield from leaves(value, depth + 1)
+    else:
+        yield obj
+
+
+def first_tensor(args: tuple, kw: dict, want: Callable[[Any], bool]) -> Any:
+    """The first tensor among the step's arguments (positional, then keyword, nested) that
+    `want` accepts, or None."""
+    import torch
+
+    if args and isinstance(args[0], torch.Tensor) and want(args[0]):
+        return args[0]  # the usual `step(x, y)`: no walk (a step's overhead is on the clock)
+    for value in leaves((args, kw)):
+        if isinstance(value, torch.Tensor) and want(value):
+            return value
+    return None
+
+
+def batch_size_of(args: tuple, kw: dict) -> int | None:
+    """The leading dimension of the step's first tensor argument with one; None if none has."""
+    tensor = first_tensor(args, kw, lambda t: t.ndim > 0)
+    return None if tensor is None else int(tensor.shape[0])
+
+
+def compute_dtype(args: tuple, kw: dict, module: Any, optimizer: Any = None) -> str:
+    """The dtype the step computes in: its first floating-point input's, else the trained
+    parameters', else torch's default. Token ids, masks and labels are integers, and the
+    roofline judges the math against this dtype's roof."""
+    import torch
+
+    tensor = first_tensor(args, kw, lambda t: t.is_floating_point())
+    if tensor is None:
+        tensor = trained_parameter(module, optimizer)
+    dtype = tensor.dtype if tensor is not None else torch.get_default_dtype()
+    return str(dtype).replace("torch.", "")
+
+
+def trained_parameter(module: Any, optimizer: Any = None) -> Any:
+    """The module's first parameter, else the optimizer's (a module may hold none: a fixed
+    feature extractor with the trained tensors outside it); None without either."""
+    param = next(iter(module.parameters()), None) if module is not None else None
+    if param is None and optimizer is not None:
+        param = next((p for g in optimizer.param_groups for p in g["params"]), None)
+    return param
+
+
+def loss_of(out: Any) -> Any:
+    """The loss in what a step returned: a tensor of any shape (its mean, left on its device:
+    no sync), a number, a mapping's "loss" (a Hugging Face ModelOutput), or a tuple's or
+    list's first item; None when there is none (None, an empty tensor, another object)."""
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        if isinstance(out, Mapping):
+            out = out.get("loss")
+        elif isinstance(out, (tuple, list)) and out:
+            out = out[0]
+    if isinstance(out, torch.Tensor):
+        if out.numel() == 0:
+            return None
+        t = out.detach()
+        if t.ndim == 0 and t.dtype in (torch.float32, torch.float64):
+            return t  # the usual scalar loss: no op at all
+        if t.is_complex():
+            t = t.abs()
+        return t.mean(dtype=torch.float64)  # per-sample, half-precision or integer values
+    if isinstance(out, (int, float)) and not isinstance(out, bool):
+        return float(out)
+    return None
+
+
+class LossMeter:
+    """The losses of one epoch, summed where the step left them (on a GPU: no sync per step;
+    on the host as Python floats, the cheapest there). A NaN or inf in any step keeps the sum
+    non-finite, so checking the sum every `check_every` steps and at the epoch's end finds
+    every one, not only those at a check."""
+
+    def __init__(self, check_every: int, host: bool) -> None:
+        self.check_every = check_every
+        self.host = host
+        self.reset()
+
+    def reset(self) -> None:
+        self.total: Any = 0.0
+        self.count = 0
+
+    def add(self, out: Any) -> bool:
+        """Add a step's return value; False when it holds no loss."""
+        loss = loss_of(out)
+        if loss is None:
+            return False
+        self.total = self.total + (float(loss) if self.host else loss)
+        self.count += 1
+        return True
+
+    def due(self, steps: int) -> bool:
+        return self.count > 0 and steps % self.check_every == 0
+
+    def finite(self) -> bool:
+        return math.isfinite(float(self.total))  # a sync on a GPU: only when due
+
+    def mean(self) -> float | None:
+        return float(self.total) / self.count if self.count else None
+
+
+def in_detour() -> bool:
+    """True while a track's detour runs on this thread: a track created there (a step that
+    opens its own `perfsuite.track`) is inert, so detour calls leave no run folders."""
+    return getattr(_local, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def detour_scope() -> Iterator[None]:
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
+
+@contextlib.contextmanager
+def window_scope() -> Iterator[None]:
+    global _windows_open
+    _windows_open += 1
+    try:
+        yield
+    finally:
+        _windows_open -= 1
+
+
+def profiler_active() -> bool:
+    """A profiler is recording: one of perfsuite's windows, or the user's own torch.profiler
+    (seen while it records; a scheduled one in its wait phase is not). torch.profiler does
+    not nest: a second one in the same process crashed it (a segmentation fault)."""
+    if _windows_open:
+        return True
+    import torch
+
+    probe = getattr(torch._C._autograd, "_profiler_enabled", None)
+    return bool(probe()) if probe is not None else False
+
+
+def autocast_dtype(kind: str) -> str | None:
+    """The autocast dtype active here for device kind `kind`, if any."""
+    import torch
+
+    if not torch.is_autocast_enabled(kind):
+        return None
+    return str(torch.get_autocast_dtype(kind)).replace("torch.", "")
+
+
+def step_context(kind: str) -> tuple[str | None, bool]:
+    """What a step's math depends on outside the step: autocast and grad mode. A window taken
+    away from the loop (at evaluate() or exit) is taken only where they are as in the loop."""
+    import torch
+
+    return autocast_dtype(kind), torch.is_grad_enabled()
+
+
+def device_error(exc: Exception) -> str:
+    """A backend's device error, worded for the Python API (it names the CLI's --device)."""
+    text = str(exc).replace("--device must", "device must").replace("--device ", "device=")
+    return f"perfsuite.track: {text}"

@@ -1,0 +1,504 @@
+"""`perfsuite.track` on the loops users write: epochs left early, evaluations inside an epoch,
+NaN losses, any step return, batch sizes from any argument, lower-is-better metrics, detours
+over tensors outside the model, the profile window's placement, nested tracks.
+
+Most tests run on a fake training clock (`clock` below: the step advances it by exact binary
+fractions), so times, step times and rates are asserted to the bit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import perfsuite  # noqa: E402
+from perfsuite.record import load_record  # noqa: E402
+from perfsuite.runner.clock import ClockReading  # noqa: E402
+from perfsuite.runner.recorder import Recorder  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+class FakeClock:
+    t = 0.0
+
+    def tick(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The training clock reads this instead of perf_counter: only ticks count."""
+    fake = FakeClock()
+    monkeypatch.setattr(ClockReading, "now", classmethod(lambda cls: cls(fake.t, 0.0, 0)))
+    return fake
+
+
+def _tiny(seed: int = 0):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(4, 3)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def _batches(n: int, size: int = 8, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(size, 4, generator=g), torch.randint(0, 3, (size,), generator=g))] * n
+
+
+def _stepper(model, opt, clock=None, seconds: float = 1.0):
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if clock is not None:
+            clock.tick(seconds)
+        return loss
+
+    return step
+
+
+def _track(tmp_path, model=None, opt=None, **kw):
+    kw.setdefault("capture", False)
+    kw.setdefault("threshold", 0.5)
+    return perfsuite.track("t", model=model, optimizer=opt, out=tmp_path / "runs", **kw)
+
+
+def test_an_epoch_left_early_keeps_its_time_and_steps(tmp_path, clock):
+    model, opt = _tiny()
+    step = _stepper(model, opt, clock)
+    with _track(tmp_path, model, opt) as run:
+        for i, (x, y) in enumerate(run.epoch(_batches(5))):
+            run.step(step, x, y)
+            if i == 2:
+                break  # a step budget per epoch
+        assert run.evaluate(top1=0.6)
+        for (x, y), _ in zip(run.epoch(_batches(5)), range(2), strict=False):
+            run.step(step, x, y)  # zip with a shorter iterable: 2 steps
+        run.evaluate(top1=0.7)
+    rec = load_record(run.run_dir)
+    assert [e["train_time_s"] for e in rec["evaluations"]] == [3.0, 5.0]
+    assert [e["samples"] for e in rec["evaluations"]] == [24, 40]
+    assert rec["time_to_accuracy"]["time_s"] == 3.0 and rec["status"] == "reached"
+    assert rec["throughput"]["epoch_times_s"] == [3.0, 2.0]
+    assert rec["throughput"]["step_time"]["value"] == 1.0
+    assert rec["throughput"]["samples_per_s"]["value"] == 8.0
+    assert (
+        "epochs 1, 2 ended early after 3, 2 steps: the loop left run.epoch() before its "
+        "iterable ran out (time and steps counted as run)"
+    ) in rec["flags"]
+
+
+def test_evaluate_inside_an_epoch_stops_the_clock_for_the_evaluation(tmp_path, clock):
+    model, opt = _tiny()
+    step = _stepper(model, opt, clock)
+
+    def slow_accuracy() -> float:
+        clock.tick(100.0)  # evaluation time: must stay off the training clock
+        return 0.25
+
+    with _track(tmp_path, model, opt) as run:
+        for i, (x, y) in enumerate(run.epoch(_batches(4))):
+            run.step(step, x, y)
+            if i == 1:
+                with pytest.raises(ValueError, match=r"takes callables \(top1=lambda: \.\.\.\)"):
+                    run.evaluate(top1=0.25)
+                assert not run.evaluate(top1=slow_accuracy)
+        run.evaluate(top1=0.75)
+    rec = load_record(run.run_dir)
+    assert [(e["epoch"], e["train_time_s"]) for e in rec["evaluations"]] == [(0.5, 2.0), (1, 4.0)]
+    assert rec["throughput"]["epoch_times_s"] == [4.0]
+    assert rec["time_to_accuracy"]["time_s"] == 4.0
+    assert rec["evaluations"][0]["samples"] == 16
+
+
+def test_a_nan_loss_ends_the_run_as_diverged_and_keeps_the_finished_epochs(tmp_path):
+    model, opt = _tiny()
+    calls = [0]
+
+    def step(x, y):
+        calls[0] += 1
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        if calls[0] == 9:  # one bad batch: the next losses may look finite again
+            return loss * float("nan")
+        return loss
+
+    run = _track(tmp_path, model, opt)
+    with pytest.raises(FloatingPointError, match=r"non-finite loss by step 9$"), run:
+        for _ in range(3):
+            for x, y in run.epoch(_batches(6)):
+                run.step(step, x, y)
+            run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    assert rec["status"] == "diverged"
+    assert rec["error"] == "did not converge: non-finite loss by step 9"
+    assert [e["epoch"] for e in rec["evaluations"]] == [1]
+    assert len(rec["throughput"]["epoch_times_s"]) == 1  # the diverged epoch is not finished
+
+
+def test_a_nan_between_checks_is_found_at_the_epoch_end(tmp_path):
+    """On a GPU the loss is checked every 50 steps (a check is a sync); the sum kept on the
+    device still carries a NaN of any step to the epoch's end."""
+    model, opt = _tiny()
+    losses = iter([1.0, float("nan"), 1.0, 1.0] * 2)
+    with _track(tmp_path, model, opt) as run:
+        run.loss.check_every = 50
+        with pytest.raises(FloatingPointError, match=r"non-finite loss by step 4$"):
+            for x, _ in run.epoch(_batches(4)):
+                run.step(lambda x: torch.tensor(next(losses)), x)
+    assert load_record(run.run_dir)["status"] == "diverged"
+    # the same NaN in an epoch the loop leaves early is raised by the run's next call
+    with _track(tmp_path, model, opt) as run2:
+        run2.loss.check_every = 50
+        for i, (x, _) in enumerate(run2.epoch(_batches(4))):
+            run2.step(lambda x: torch.tensor(next(losses)), x)
+            if i == 2:
+                break
+        with pytest.raises(FloatingPointError, match=r"non-finite loss by step 3$"):
+            run2.evaluate(top1=0.1)
+    assert load_record(run2.run_dir)["status"] == "diverged"
+
+
+def test_any_step_return_is_read_for_its_loss(tmp_path):
+    """Per-sample losses, a mapping with 'loss', a (loss, logits) tuple, a number; None is
+    no loss (flagged), and never a crash of the user's step."""
+    returns = [
+        torch.full((8,), 0.5),
+        {"loss": torch.tensor(0.25), "logits": torch.zeros(8, 3)},
+        (torch.tensor(2.0), torch.zeros(8, 3)),
+        1.5,
+        None,
+    ]
+    with _track(tmp_path) as run:
+        for value in returns:
+            for x, _ in run.epoch(_batches(2)):
+                run.step(lambda x, v=value: v, x)
+            run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    assert [e.get("train_loss") for e in rec["evaluations"]] == [0.5, 0.25, 2.0, 1.5, None]
+    assert (
+        "run.step: the step returned no loss (a tensor, a number, a mapping with 'loss' or a "
+        "tuple/list starting with one): a NaN loss cannot end the run as diverged, and no "
+        "train_loss is recorded"
+    ) in rec["flags"]
+
+
+def test_batch_size_from_keywords_nested_arguments_or_given(tmp_path, clock):
+    def step(*args, **kw):
+        clock.tick(1.0)
+        return torch.tensor(1.0)
+
+    x = torch.zeros(8, 4)
+    with _track(tmp_path) as run:
+        for _ in run.epoch(range(2)):
+            run.step(step, xb=x, yb=x[:, 0])  # keyword tensors
+        run.evaluate(top1=0.1)
+        for _ in run.epoch(range(2)):
+            run.step(step, {"ids": x.long(), "mask": x}, (1, 2))  # nested in a mapping
+        run.evaluate(top1=0.1)
+        for _ in run.epoch(range(2)):
+            run.step(step, x.T, batch_size=5)  # sequence-first: the size given
+        run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    assert [e["samples"] for e in rec["evaluations"]] == [16, 32, 42]
+    assert rec["throughput"]["samples_per_s"]["value"] == 5.0
+
+    with _track(tmp_path) as run:  # nothing to count: no samples at all, not 1 per step
+        for _ in run.epoch(range(2)):
+            run.step(step, 3)
+        run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    assert "samples" not in rec["evaluations"][0]
+    assert "samples_per_s" not in rec["throughput"] and rec["throughput"]["step_time"]
+    assert (
+        "run.step: no tensor argument to take the batch size from and no batch_size given: "
+        "samples not counted, no samples/s"
+    ) in rec["flags"]
+
+
+def test_samples_per_s_counts_the_partial_last_batch(tmp_path, clock):
+    model, opt = _tiny()
+    step = _stepper(model, opt, clock)
+    batches = _batches(2) + _batches(1, size=3)
+    with _track(tmp_path, model, opt, batch_size=8) as run:
+        for x, y in run.epoch(batches):
+            run.step(step, x, y)
+        run.evaluate(top1=0.1)
+    put = load_record(run.run_dir)["throughput"]["samples_per_s"]
+    assert put["value"] == 19 / 3 and put["source"] == "19 samples per epoch / (step_time x 3)"
+
+
+def test_step_time_is_each_epochs_time_over_its_own_steps(tmp_path, clock):
+    model, opt = _tiny()
+    step = _stepper(model, opt, clock)
+    with _track(tmp_path, model, opt) as run:
+        for n in (4, 4, 2):  # a last epoch with what was left of a step budget
+            for x, y in run.epoch(_batches(n)):
+                run.step(step, x, y)
+            run.evaluate(top1=0.1)
+    put = load_record(run.run_dir)["throughput"]
+    assert put["epoch_times_s"] == [4.0, 4.0, 2.0]
+    assert put["step_time"]["value"] == 1.0  # not median(4, 2) / 2 = 1.5
+    assert put["step_time"]["source"] == (
+        "median over 2 epoch(s) of epoch training wall time / its own steps (data "
+        "preparation included; first epoch excluded)"
+    )
+
+
+def test_recorder_step_time_of_equal_epochs_is_unchanged(tmp_path):
+    task = {"name": "t", "metric": "top1", "threshold": 0.5}
+    rec = Recorder(tmp_path, "t", task, "cpu", {}, framework="x", write_files=False)
+    rec.epoch_times = [3.0, 5.0, 4.0]
+    rec.set_throughput(4, 8, 30)  # perfsuite run: no epoch_steps, every epoch 4 steps
+    put = rec.record["throughput"]
+    assert put["step_time"]["value"] == 4.5 / 4
+    assert put["step_time"]["source"] == (
+        "median over 2 epoch(s) of epoch training wall time / 4 steps (data preparation "
+        "included; first epoch excluded)"
+    )
+    assert put["samples_per_s"]["value"] == 30 / (4.5 / 4 * 4)
+    rec.set_throughput(4, None)  # neither samples nor a batch size: no rate, not 0
+    assert "samples_per_s" not in rec.record["throughput"]
+
+
+def _outside_run(tmp_path, capture: bool, accumulate: bool):
+    torch.manual_seed(0)
+    backbone = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU())
+    head = torch.nn.Linear(6, 3)
+    opt = torch.optim.SGD([*backbone.parameters(), *head.parameters()], lr=0.1, momentum=0.9)
+
+    def step(x, y, apply: bool):
+        loss = torch.nn.functional.cross_entropy(head(backbone(x)), y)
+        loss.backward()  # gradients accumulate over two steps when `accumulate`
+        if apply:
+            opt.step()
+            opt.zero_grad()
+        return loss
+
+    with _track(tmp_path, backbone, opt, capture=capture, profile_steps=1) as run:
+        for i, (x, y) in enumerate(run.epoch(_batches(5, seed=2))):
+            run.step(step, x, y, not accumulate or i % 2 == 1)
+        run.evaluate(top1=0.1)
+    return [t.detach().clone() for t in (*backbone.parameters(), *head.parameters())]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_detours_restore_what_the_optimizer_trains_outside_the_model(tmp_path, accumulate):
+    on = _outside_run(tmp_path, True, accumulate)
+    off = _outside_run(tmp_path, False, accumulate)
+    assert all(torch.equal(a, b) for a, b in zip(on, off, strict=True))
+
+
+def test_a_model_without_parameters(tmp_path):
+    class Fixed(torch.nn.Module):  # the trained tensor is outside the model
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("w", torch.randn(4, 3))
+
+        def forward(self, x):
+            return x @ self.w
+
+    model = Fixed()
+    bias = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([bias], lr=0.1)
+
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(model(x) + bias, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with _track(tmp_path, model, opt, capture=True, profile_steps=0) as run:
+        for x, y in run.epoch(_batches(3)):
+            run.step(step, x, y)
+        run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    assert rec["status"] == "not_reached" and rec["extra"]["parameters"] == 0
+    assert rec["math"]["param_dtype"] == "float32"  # the optimizer's tensor
+
+
+def test_integer_inputs_do_not_set_the_dtype(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(10, 4), torch.nn.Flatten(), torch.nn.Linear(8, 3)
+    )
+    model.double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(ids, y):
+        loss = torch.nn.functional.cross_entropy(model(ids), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    ids, y = torch.randint(0, 10, (8, 2)), torch.randint(0, 3, (8,))
+    with _track(tmp_path, model, opt, capture=True, profile_steps=0) as run:
+        for _ in run.epoch(range(3)):
+            run.step(step, ids, y)  # token ids and labels: integers
+        run.evaluate(top1=0.1)
+    rec = load_record(run.run_dir)
+    # no floating-point input: the parameters' dtype, not the ids' int64
+    assert rec["work"]["dtype"] == "float64" and rec["math"]["activation_dtype"] == "float64"
+    from perfsuite.tracking_parts import compute_dtype
+
+    assert compute_dtype((ids, torch.zeros(2, dtype=torch.float16)), {}, model) == "float16"
+
+
+def test_lower_is_better_metrics(tmp_path):
+    with pytest.raises(ValueError, match="direction must be higher or lower, got 'down'"):
+        _track(tmp_path, direction="down")
+    with _track(tmp_path, metric="loss", threshold=0.3, direction="lower") as run:
+        for value in (1.145, 0.25):
+            for _ in run.epoch(range(1)):
+                pass
+            reached = run.evaluate(loss=value)
+    rec = load_record(run.run_dir)
+    assert reached and rec["task"]["direction"] == "lower"
+    assert rec["time_to_accuracy"]["epoch"] == 2 and rec["status"] == "reached"
+
+
+def test_a_workload_direction_reaches_the_runners_record(tmp_path):
+    from perfsuite.runner import RunOptions
+    from perfsuite.runner.loop import _Run
+
+    wl = tmp_path / "lower.py"
+    wl.write_text(
+        "from perfsuite.workloads.digits import DigitsWorkload\n\n"
+        "class ErrorDigits(DigitsWorkload):\n"
+        "    name = 'error-digits'\n"
+        "    direction = 'lower'\n"
+    )
+    for workload, direction in ((f"{wl}:ErrorDigits", "lower"), ("digits", "higher")):
+        opts = RunOptions(workload=workload, out=str(tmp_path / "runs"), progress=False)
+        task = _Run(opts).record["task"]  # the record as the run starts: nothing trained
+        assert task["direction"] == direction
+
+
+def _window_run(tmp_path, epochs_hint, per_epoch, reach_at, **kw):
+    model, opt = _tiny()
+    step = _stepper(model, opt)
+    with _track(tmp_path, model, opt, capture=True, epochs=epochs_hint, **kw) as run:
+        for epoch in range(1, epochs_hint + 1):
+            for x, y in run.epoch(_batches(per_epoch)):
+                run.step(step, x, y)
+            if run.evaluate(top1=1.0 if epoch == reach_at else 0.0):
+                break
+    return load_record(run.run_dir)
+
+
+def test_the_window_is_taken_when_the_threshold_comes_before_the_middle_epoch(tmp_path):
+    rec = _window_run(tmp_path, 10, 2, reach_at=2)  # middle epoch 5; 2-step epochs
+    assert rec["timeline"]["epoch"] == 2 and rec["timeline"]["steps"] == 3
+    expected = rec["throughput"]["epoch_times_s"][1] / 2
+    assert rec["timeline"]["measured_step_time"]["value"] == expected
+    assert not [f for f in rec["flags"] if f.startswith("no profile window")]
+
+
+def test_a_run_without_a_window_says_why(tmp_path):
+    model, opt = _tiny()
+    step = _stepper(model, opt)
+    with _track(tmp_path, model, opt, capture=True, epochs=4) as run:
+        with torch.autocast("cpu", dtype=torch.bfloat16):  # the loop's math
+            for x, y in run.epoch(_batches(2)):
+                run.step(step, x, y)
+        run.evaluate(top1=1.0)  # reached before epoch 2, outside the loop's autocast
+    rec = load_record(run.run_dir)
+    assert rec.get("timeline") is None
+    assert (
+        "no profile window: autocast or grad mode at evaluate() differs from the step's (the "
+        "window would profile other math)"
+    ) in rec["flags"]
+    with _track(tmp_path, model, opt, capture=True) as run:
+        for x, y in run.epoch(_batches(1)):
+            run.step(step, x, y)
+    flags = load_record(run.run_dir)["flags"]
+    assert "no FLOP count: only one detour-safe run.step call (the count takes the second)" in flags
+    assert "no profile window: the run had only 1 step call(s): too few for a warm window" in flags
+
+
+NESTED = """
+import os, sys, torch, perfsuite
+
+def tiny():
+    m = torch.nn.Linear(4, 3)
+    return m, torch.optim.SGD(m.parameters(), lr=0.1)
+
+def stepper(m, o):
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        o.zero_grad(); loss.backward(); o.step()
+        return loss
+    return step
+
+out = sys.argv[1]
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+m, o = tiny(); m2, o2 = tiny()
+inner_step = stepper(m2, o2)
+
+def outer_step(x, y):
+    with perfsuite.track("inner", threshold=0.9, model=m2, optimizer=o2, out=out) as inner:
+        for xb, yb in inner.epoch([(x, y)] * 4):
+            inner.step(inner_step, xb, yb)
+        inner.evaluate(top1=0.1)
+    return stepper(m, o)(x, y)
+
+with perfsuite.track("outer", threshold=0.9, model=m, optimizer=o, out=out) as outer:
+    for xb, yb in outer.epoch([(x, y)] * 4):
+        outer.step(outer_step, xb, yb)
+    outer.evaluate(top1=0.1)
+print(len(os.listdir(out)), "folders")
+with torch.profiler.profile():
+    with perfsuite.track("mine", threshold=0.9, model=m, optimizer=o, out=out + "-p") as run:
+        for xb, yb in run.epoch([(x, y)] * 4):
+            run.step(stepper(m, o), xb, yb)
+        run.evaluate(top1=0.1)
+for flag in run.record["flags"]:
+    if flag.startswith("no profile window"):
+        print(flag)
+"""
+
+
+def test_nested_tracks_and_a_users_profiler(tmp_path):
+    """A track inside a tracked step: an inner track opened by a detour call is inert (4 real
+    outer steps: 4 inner folders, not one per detour call), and no window opens while a
+    profiler records (torch.profiler does not nest: it crashed the process)."""
+    script = tmp_path / "nest.py"
+    script.write_text(NESTED)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's perfsuite
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "runs")],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-2] == "5 folders"
+    assert lines[-1] == (
+        "no profile window: a profiler was already recording (an outer perfsuite.track's "
+        "window or your own): torch.profiler does not nest"
+    )
+
+
+def test_small_things(tmp_path, capsys):
+    with _track(tmp_path, progress=True) as run:  # the loop never calls run.step
+        for _ in run.epoch(range(3)):
+            pass
+        run.evaluate(top1=0.75)
+        with pytest.raises(ValueError, match=r"run.step\(\) outside a run.epoch\(\) loop"):
+            run.step(lambda: None)
+    rec = load_record(run.run_dir)
+    assert "samples" not in rec["evaluations"][0] and rec.get("throughput") is None
+    assert "run.step was never called: no throughput, FLOPs or profile" in rec["flags"]
+    err = capsys.readouterr().err
+    assert f"[perfsuite] {run.rec.run_id}: epoch 1: top1=0.7500 after" in err
+    assert f"[perfsuite] {run.rec.run_id}: reached: {run.run_dir}" in err
+    with pytest.raises(ValueError, match=r"^perfsuite.track: device must be cpu or cuda\[:N\]"):
+        _track(tmp_path, device="tpu")
