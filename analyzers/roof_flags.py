@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from analyzers.mathmode import SPEC_DTYPE
 from analyzers.roof_doubts import Suspects
 from perfsuite.fmt import si
 
@@ -142,4 +143,17 @@ def run_flag(frac: float, ctx: Context, by_math: Mapping[str, float]) -> str:
     return (
         f"the step would take {frac:.0%} of its measured time at the roofs: not a result; "
         "likely " + _causes([*low, wrong, "FLOPs/bytes over-counted", roof])
+    )
+
+
+def unroofed_note(unroofed: Mapping[str, float], flops_per_step: float | None) -> str:
+    """Why the whole-run roof fraction is absent: the maths without a roof and their share."""
+    total = sum(unroofed.values())
+    share = f"{total / flops_per_step:.1%} of the counted FLOPs" if flops_per_step else "FLOPs"
+    maths = sorted(unroofed)
+    dtypes = " ".join(f"--dtype {SPEC_DTYPE.get(m, m)}" for m in maths)
+    return (
+        f"no {', '.join(maths)} roof in the record or --peaks, and ops with {share} ran in "
+        f"it: whole-run roof fraction not computed (measure the roof: `perfsuite peaks "
+        f"{dtypes} --json > peaks.json`, then `perfsuite roofline RUN --peaks peaks.json`)"
     )

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from analyzers.machine_speed import WindowSpeed
 from analyzers.mathmode import (
     MATRIX_FAMILIES,
-    SPEC_DTYPE,
     Context,
     context,
     guess_family,
@@ -32,7 +31,7 @@ from analyzers.mathmode import (
 from analyzers.measured import compare_counted_measured
 from analyzers.reconcile import Reconciled, profiled_times, reconcile_record
 from analyzers.roof_doubts import Suspects
-from analyzers.roof_flags import counter_evidence, flag_cause, run_flag
+from analyzers.roof_flags import counter_evidence, flag_cause, run_flag, unroofed_note
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -177,6 +176,12 @@ def _labeled(q: dict[str, Any] | None, unit: str, default_prov: str) -> Labeled:
         q.get("provenance", default_prov),
         q.get("source", ""),
     )
+
+
+def _why_absent(ceil: Mapping[str, Any], key: str, default: str) -> str:
+    """`default` and the record's reason for a null ceiling (an empty peaks cache, --no-peaks)."""
+    q = ceil.get(key) if isinstance(ceil.get(key), Mapping) else {}
+    return f"{default}: {q['source']}" if q.get("value") is None and q.get("source") else default
 
 
 def _div(a: float | None, b: float | None) -> float | None:
@@ -341,7 +346,9 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         peak_flops=Labeled(eff_peak, "FLOP/s", d, f"blend of roofs: {names}"),
         memory_bandwidth=_roof_labeled(ctx, "memory")
         if bw
-        else Labeled(None, "byte/s", "absent", "no bandwidth roof"),
+        else Labeled(
+            None, "byte/s", "absent", _why_absent(ceil, "memory_bandwidth", "no bandwidth roof")
+        ),
         ridge=Labeled(_div(eff_peak, bw), "FLOP/byte", d, f"{provs} roofs"),
         bound=p.bound,
         attainable=Labeled(p.attainable, "FLOP/s", d, f"{provs} roofs"),
@@ -483,17 +490,4 @@ def roofline(
         rec_rows,
         ctx.math_source,
         ctx.speeds,
-    )
-
-
-def unroofed_note(unroofed: Mapping[str, float], flops_per_step: float | None) -> str:
-    """Why the whole-run roof fraction is absent: the maths without a roof and their share."""
-    total = sum(unroofed.values())
-    share = f"{total / flops_per_step:.1%} of the counted FLOPs" if flops_per_step else "FLOPs"
-    maths = sorted(unroofed)
-    dtypes = " ".join(f"--dtype {SPEC_DTYPE.get(m, m)}" for m in maths)
-    return (
-        f"no {', '.join(maths)} roof in the record or --peaks, and ops with {share} ran in "
-        f"it: whole-run roof fraction not computed (measure the roof: `perfsuite peaks "
-        f"{dtypes} --json > peaks.json`, then `perfsuite roofline RUN --peaks peaks.json`)"
     )

@@ -223,3 +223,66 @@ def test_peaks_prints_readable_env_and_still_finds_old_cache_keys(cache_dir, mon
     assert "|threads" not in out
     (stored,) = load_cache()["devices"].values()
     assert list(stored["measured"]) == ["torch 2.13.0+cpu|threads 2"]  # the key on disk
+
+
+NO_PEAKS_FLAG = (
+    "no cached peaks for this device: pass measure_peaks=True / drop --no-peaks, or run "
+    "`perfsuite peaks`"
+)
+
+
+def test_an_empty_cache_gives_absent_roofs_and_says_how_to_get_them(cache_dir, make_record):
+    from perfsuite.record import validate_record
+    from perfsuite.runner.capture import resolve_ceilings
+
+    c = ceilings_for("cpu", "float32", measure=False)
+    why = "no cached measurement (not asked to measure) and no spec value"
+    assert c["peak_flops"] == {
+        "value": None,
+        "unit": "FLOP/s",
+        "provenance": "absent",
+        "source": why,
+    }  # never labeled "measured": nothing was
+    assert c["memory_bandwidth"] == {
+        "value": None,
+        "unit": "byte/s",
+        "provenance": "absent",
+        "source": why,
+    }
+    assert c["roofs"] == {}
+    ceil, flag = resolve_ceilings("cpu", "float32", False)
+    assert flag == NO_PEAKS_FLAG
+    validate_record({**make_record([(1, 1.0, 0.5)]), "ceilings": ceil})  # schema accepts it
+    main(["peaks", "--set", "float32=1.2e12", "--set", "bandwidth=4e10"])
+    assert resolve_ceilings("cpu", "float32", False)[1] == ""  # user-set roofs: nothing missing
+
+
+def test_an_absent_quantity_has_no_value(make_record):
+    from perfsuite.record import RecordError, quantity, validate_record
+
+    with pytest.raises(ValueError, match=r"an absent quantity has no value, got 5\.0"):
+        quantity(5.0, "FLOP/s", "absent", "why")
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["ceilings"] = {
+        "device": "cpu",
+        "dtype": "float32",
+        "peak_flops": {"value": 5.0, "unit": "FLOP/s", "provenance": "absent"},
+    }
+    with pytest.raises(
+        RecordError, match=r"field ceilings\.peak_flops\.value: 5\.0 is not of type"
+    ):
+        validate_record(rec)
+
+
+def test_a_dtype_without_a_benchmark_is_absent_even_when_measuring(cache_dir):
+    from perfsuite.runner.capture import resolve_ceilings
+
+    ceil, flag = resolve_ceilings("cpu", "float16", True)  # no CPU fp16 benchmark: none run
+    assert ceil["peak_flops"]["provenance"] == "absent"
+    assert ceil["peak_flops"]["source"] == (
+        "no cached measurement (no micro-benchmark for float16 here) and no spec value"
+    )
+    assert flag == (
+        "no measured or spec peak_flops or memory_bandwidth for float16 on this device: set one "
+        "with `perfsuite peaks --set`"
+    )

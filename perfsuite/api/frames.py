@@ -4,11 +4,15 @@ Why a table of column specs instead of `pd.DataFrame(dataclasses.asdict(...))`: 
 name fields for code (`time_share`, `placement.intensity`); the API names columns for people,
 with the unit in the name (`share`, `intensity_flop_per_byte`). Each spec says which analyzer
 field a column is, so the numbers are the analyzers' own, never recomputed here. A missing
-value (None in the analyzers, null in `--json`) becomes NaN in numeric columns.
+value (None in the analyzers, null in `--json`) becomes NaN in numeric columns, also in a
+column where every value is missing (pandas alone would keep it an object column of None, so
+`df.col.mean()` and `isna()` on a run without that measurement would not behave as for one
+with it); text columns (`TEXT_COLUMNS`) keep None.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +20,32 @@ import pandas as pd
 
 # (column name, getter on the analyzer object); a dotted string is an attribute path.
 Spec = Sequence[tuple[str, str | Callable[[Any], Any]]]
+
+# Columns of the API's tables that hold text: an all-missing one stays None, not NaN. Every
+# other column holds numbers (or flags: bool), and a missing number is NaN (docs/api.md).
+TEXT_COLUMNS = frozenset(
+    {
+        "bound", "bytes_provenance", "category", "config", "description", "direction",
+        "energy_source", "entry_type", "epoch_times_from", "field", "flag", "group",
+        "inference_cost_provenance", "inference_rule", "input_dims", "input_types",
+        "instance_type", "key", "level", "math", "math_evidence", "meaning", "metric", "name",
+        "notes", "olympic_mean_reason", "op", "path", "price_origin", "price_provenance",
+        "price_source", "provenance", "roof", "run_id", "scope", "source", "statistic",
+        "status", "switches", "task", "time_kind", "training_cost_provenance", "unit",
+    }
+)  # fmt: skip
+
+
+def numeric(df: pd.DataFrame) -> pd.DataFrame:
+    """Object columns outside TEXT_COLUMNS that hold only numbers and missing values (or only
+    missing values) as float64, None written as NaN; anything else (text, bools) unchanged."""
+    for col in df.columns:
+        if col in TEXT_COLUMNS or df[col].dtype != object:
+            continue
+        present = [v for v in df[col] if v is not None and not (isinstance(v, float) and v != v)]
+        if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in present):
+            df[col] = df[col].astype("float64")
+    return df
 
 
 def _getter(path: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -47,7 +77,7 @@ def frame(items: Iterable[Any], spec: Spec) -> pd.DataFrame:
     """One row per item, one column per spec entry, in spec order (also when empty)."""
     getters = [(name, _getter(path)) for name, path in spec]
     rows = [{name: get(item) for name, get in getters} for item in items]
-    return pd.DataFrame(rows, columns=[name for name, _ in spec]).infer_objects()
+    return numeric(pd.DataFrame(rows, columns=[name for name, _ in spec]).infer_objects())
 
 
 def series(values: Mapping[str, Any], name: str) -> pd.Series:
@@ -59,7 +89,7 @@ def series(values: Mapping[str, Any], name: str) -> pd.Series:
 
 def records_frame(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """Plain dict rows with exactly `columns`, in order (missing keys become NaN)."""
-    return pd.DataFrame(list(rows), columns=list(columns)).infer_objects()
+    return numeric(pd.DataFrame(list(rows), columns=list(columns)).infer_objects())
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

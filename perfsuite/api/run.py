@@ -19,7 +19,7 @@ import pandas as pd
 from analyzers.record_view import framework
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
 from analyzers.utilization import Utilization, utilization
-from perfsuite.api.frames import Spec, flatten, frame, records_frame, series
+from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
 from perfsuite.record import load_record, qvalue
 from perfsuite.record.sidecars import (
     TELEMETRY_COLUMNS,
@@ -105,6 +105,7 @@ COST: Spec = [
     ("energy_source", "energy_source"),
     ("notes", lambda c: "; ".join(c.notes)),
 ]
+NAN = float("nan")
 EPOCH_COLUMNS = ("epoch", "train_time_s", "epoch_time_s", "train_loss", "eval_time_s", "samples")
 # Rows the CLI's whole-run block has beyond EXPLAIN, with what they mean.
 RUN_EXTRA = {
@@ -264,10 +265,12 @@ class Run:
         for key, meaning in {**EXPLAIN, **RUN_EXTRA}.items():
             v = getattr(r, key)
             if hasattr(v, "provenance"):
-                rows.append([key, v.value, v.unit, v.provenance, v.source, meaning])
+                value = NAN if v.value is None else v.value
+                rows.append([key, value, v.unit, v.provenance, v.source, meaning])
             else:
                 unit = "fraction" if key.startswith(("frac", "over")) else ""
-                rows.append([key, v, unit, "derived", "", meaning])
+                value = NAN if v is None and key not in TEXT_COLUMNS else v  # bound, flag
+                rows.append([key, value, unit, "derived", "", meaning])
         df = pd.DataFrame(
             rows, columns=["field", "value", "unit", "provenance", "source", "meaning"]
         )

@@ -307,7 +307,8 @@ def ceilings_for(
             return quantity(user_v, unit, "spec", f"{USER_SOURCE} for {name}")
         if spec_v:
             return quantity(spec_v, unit, "spec", f"{table['source']} ({table['id']})")
-        return quantity(None, unit, "measured", "not measured and no spec value")
+        why = "not asked to measure" if not measure else f"no micro-benchmark for {dtype} here"
+        return quantity(None, unit, "absent", f"no cached measurement ({why}) and no spec value")
 
     return {
         "device": name,

@@ -195,9 +195,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _options(args: argparse.Namespace, seed: int, group: dict | None):
     from perfsuite.runner import RunOptions
+    from perfsuite.workloads.user import absolute_spec
 
     return RunOptions(
-        workload=args.workload,
+        workload=absolute_spec(args.workload),  # the record's config names the file from anywhere
         framework=args.framework,
         data_dir=args.data_dir,
         out=args.out,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,8 @@ def _exec_flags(k: argparse.ArgumentParser) -> None:
 
 def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
     """The command line as a study dict (the same fields as a TOML study file)."""
+    from perfsuite.workloads.user import absolute_spec
+
     run = {
         "epochs": args.epochs,
         "batch_size": args.batch_size,
@@ -200,7 +203,7 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
     }
     raw: dict[str, Any] = {
         "kind": args.kind,
-        "workload": args.workload,
+        "workload": absolute_spec(args.workload),  # resumable from any directory
         "switches": [p for s in args.switches for p in s.split(",") if p.strip()],
         "repeats": args.repeats,
         "threshold": args.threshold,
@@ -278,6 +281,7 @@ def _from_args(args: argparse.Namespace) -> int:
 def _from_source(args: argparse.Namespace) -> int:
     from perfsuite.study.folder import load_study
     from perfsuite.study.spec import StudyError, load_study_file
+    from perfsuite.workloads.user import absolute_spec
 
     source = Path(args.source)
     try:
@@ -285,7 +289,9 @@ def _from_source(args: argparse.Namespace) -> int:
             if args.out and Path(args.out) != source:
                 raise CLIError("--out does not apply when resuming a study folder")
             return _execute(load_study(source).spec, str(source), args)
-        return _execute(load_study_file(source), args.out, args)
+        spec = load_study_file(source)  # its FILE.py workload: from the current directory
+        spec = dataclasses.replace(spec, workload=absolute_spec(spec.workload))
+        return _execute(spec, args.out, args)
     except StudyError as exc:
         raise CLIError(str(exc)) from None
 

@@ -104,6 +104,12 @@ def rebuild(
 
     origin = record.get("_path", "<record>")
     config = record.get("config") or {}
+    if str(config.get("source") or "").startswith("perfsuite.track"):
+        raise RecordError(
+            f"{origin}: field config.source: a perfsuite.track run (your own training loop): "
+            "perfsuite cannot rebuild its model and data, so `infer` and `eval` take "
+            "`perfsuite run` records only"
+        )
     name = config.get("workload") or (record.get("task") or {}).get("workload")
     if not name:
         raise RecordError(f"{origin}: field config.workload: missing (not a perfsuite run?)")

@@ -12,8 +12,9 @@ SCHEMA_VERSION = 1
 
 # Where a number came from. "counted" = exact count by instrumentation (e.g. FLOPs counted on
 # a real step); "modeled" = a formula's estimate (e.g. compulsory DRAM bytes); "derived" =
-# arithmetic on other fields of the record.
-PROVENANCES = ("measured", "counted", "modeled", "spec", "imported", "derived")
+# arithmetic on other fields of the record; "absent" = not obtained at all: the value is null
+# and the source says why, so a null is never labeled with a way of obtaining it.
+PROVENANCES = ("measured", "counted", "modeled", "spec", "imported", "derived", "absent")
 
 
 def quantity(value: float | None, unit: str, provenance: str, source: str = "") -> dict[str, Any]:
@@ -23,6 +24,8 @@ def quantity(value: float | None, unit: str, provenance: str, source: str = "") 
     """
     if provenance not in PROVENANCES:
         raise ValueError(f"unknown provenance {provenance!r}; expected one of {PROVENANCES}")
+    if provenance == "absent" and value is not None:
+        raise ValueError(f"an absent quantity has no value, got {value!r}")
     if value is not None:
         value = float(value)
         if not math.isfinite(value):

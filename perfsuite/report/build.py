@@ -365,9 +365,8 @@ def report_html(
     return h.page(
         title,
         sections,
-        "Numbers carry provenance: measured, counted, modeled, spec, "
-        "derived. Modeled bytes are compulsory traffic, so intensities are upper "
-        "bounds.",
+        "Numbers carry provenance: measured, counted, modeled, spec, derived (absent: not "
+        "obtained). Modeled bytes are compulsory traffic, so intensities are upper bounds.",
     )
 
 

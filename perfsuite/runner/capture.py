@@ -152,7 +152,26 @@ def resolve_ceilings(
             f"device ceilings {', '.join(busy)} measured on a busy machine (see their "
             "source): likely too low, used for this run only, not cached"
         )
-    return ceil, ""
+    return ceil, absent_roofs_flag(ceil, measure)
+
+
+def absent_roofs_flag(ceil: dict[str, Any], measure: bool) -> str:
+    """Why the record has no roof (a fresh machine's empty cache, --no-peaks), or "": the
+    roofline would otherwise show n/a with nothing in the run saying how to get one."""
+    absent = [
+        k for k in ("peak_flops", "memory_bandwidth") if (ceil.get(k) or {}).get("value") is None
+    ]
+    if not absent:
+        return ""
+    if not measure:
+        return (
+            "no cached peaks for this device: pass measure_peaks=True / drop --no-peaks, "
+            "or run `perfsuite peaks`"
+        )
+    return (
+        f"no measured or spec {' or '.join(absent)} for {ceil.get('dtype')} on this device: "
+        "set one with `perfsuite peaks --set`"
+    )
 
 
 def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:

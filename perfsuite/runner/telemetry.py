@@ -79,7 +79,6 @@ class TelemetrySampler:
         self._writer = csv.writer(self._fh)
         self._writer.writerow(COLUMNS)
         self._t0 = time.perf_counter()
-        self.psutil.cpu_percent(None)  # prime: the first call has no interval to measure
         self._thread.start()
         return self
 
@@ -89,6 +88,9 @@ class TelemetrySampler:
         self._fh.close()
 
     def _loop(self) -> None:
+        # Prime here, not in __enter__: psutil keeps cpu_percent(None)'s last reading per
+        # thread, so a reading primed in the caller's thread left this one's first sample 0.0.
+        self.psutil.cpu_percent(None)
         while not self._stop.wait(self.interval_s):
             self._take()
 
