@@ -238,3 +238,12 @@ def test_infer_and_eval_of_a_track_run_say_why_in_one_line(command, make_record,
         "(your own training loop): perfsuite cannot rebuild its model and data, so `infer` and "
         "`eval` take `perfsuite run` records only"
     )
+
+
+def test_run_options_from_the_python_api_keep_the_absolute_path(monkeypatch):
+    from perfsuite.runner import RunOptions
+
+    monkeypatch.chdir(ROOT)
+    opts = RunOptions(workload="examples/my_workload.py:TinyDigits")
+    assert opts.workload == f"{ROOT / 'examples' / 'my_workload.py'}:TinyDigits"
+    assert RunOptions(workload="digits").workload == "digits"

@@ -195,10 +195,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _options(args: argparse.Namespace, seed: int, group: dict | None):
     from perfsuite.runner import RunOptions
-    from perfsuite.workloads.user import absolute_spec
 
     return RunOptions(
-        workload=absolute_spec(args.workload),  # the record's config names the file from anywhere
+        workload=args.workload,  # RunOptions makes a FILE.py part absolute
         framework=args.framework,
         data_dir=args.data_dir,
         out=args.out,

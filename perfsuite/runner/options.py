@@ -40,3 +40,10 @@ class RunOptions:
     eval_from: int = 1  # first epoch that is evaluated (the last one always is)
     replay_steps: int = 0  # >0: replay that many steps in an NVTX range for ncu; no record
     nproc: int = 1  # >1: data-parallel training in that many processes (runner/distributed.py)
+
+    def __post_init__(self) -> None:
+        # A FILE.py workload is kept absolute, so the record's config names the same file
+        # from any directory (perfsuite eval, infer), whoever filled these options in.
+        from perfsuite.workloads.user import absolute_spec
+
+        self.workload = absolute_spec(self.workload)
