@@ -142,14 +142,30 @@ def _dtype_math(dtype: str | None) -> str:
     return DTYPE_MATH.get(aliases.get(d, d), "fp32")
 
 
+# GPU makers' words in device names, for records that only name their device (last resort:
+# "Tesla T4", "A100-SXM4-40GB" and "AMD Instinct MI300X" carry no "cuda").
+_GPU_NAME = re.compile(r"nvidia|tesla|geforce|quadro|\brtx\b|instinct|radeon")
+
+
 def _on_cuda(device: str | None) -> bool:
-    return bool(device) and ("cuda" in device.lower() or "nvidia" in device.lower())  # type: ignore[union-attr]
+    """A CUDA/ROCm device: a framework string ("cuda", "cuda:1", "cpu") decides; a device name
+    only when nothing else is known (a spec-table part or a GPU maker's word in it)."""
+    d = (device or "").strip().lower()
+    if d.startswith("cuda"):
+        return True
+    if not d or d.startswith("cpu"):
+        return False
+    from perfsuite.ceilings.table import match_spec
+
+    return bool(_GPU_NAME.search(d)) or match_spec(d) is not None
 
 
 def record_device(record: Mapping[str, Any]) -> str | None:
-    """The device a record ran on, as its ceilings name it, else its environment."""
-    ceil = record.get("ceilings") or {}
-    return ceil.get("device") or (record.get("environment") or {}).get("device")
+    """Where a record ran, for deciding GPU or CPU: the framework device (environment.device,
+    else hardware.accelerator: "cuda"/"cpu"), else the ceilings' device name."""
+    env = (record.get("environment") or {}).get("device")
+    acc = (record.get("hardware") or {}).get("accelerator")
+    return env or acc or (record.get("ceilings") or {}).get("device")
 
 
 def converted_autocast(math: Mapping[str, Any], device: str | None) -> str | None:

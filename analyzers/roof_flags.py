@@ -157,3 +157,20 @@ def unroofed_note(unroofed: Mapping[str, float], flops_per_step: float | None) -
         f"it: whole-run roof fraction not computed (measure the roof: `perfsuite peaks "
         f"{dtypes} --json > peaks.json`, then `perfsuite roofline RUN --peaks peaks.json`)"
     )
+
+
+def missing_roofs_note(
+    by_math: Mapping[str, float], unroofed: Mapping[str, float], bandwidth: float | None
+) -> str | None:
+    """'ceilings missing' naming the roofs actually absent: a run with a compute roof but no
+    bandwidth still has a blended peak, only its roof time, ridge and bound are lost."""
+    compute = not by_math and not unroofed  # unroofed maths have their own note
+    if compute and bandwidth is None:
+        what = "roof"
+    elif compute:
+        what = "compute roof"
+    elif bandwidth is None:
+        what = "memory bandwidth roof (no roof time, ridge or bound)"
+    else:
+        return None
+    return f"ceilings missing: run `perfsuite peaks` or pass --peaks; no {what}"

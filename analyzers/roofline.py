@@ -31,7 +31,16 @@ from analyzers.mathmode import (
 from analyzers.measured import compare_counted_measured
 from analyzers.reconcile import Reconciled, profiled_times, reconcile_record
 from analyzers.roof_doubts import Suspects
-from analyzers.roof_flags import counter_evidence, flag_cause, run_flag, unroofed_note
+from analyzers.roof_flags import (
+    counter_evidence,
+    flag_cause,
+    missing_roofs_note,
+    run_flag,
+    unroofed_note,
+)
+from analyzers.roofline_inputs import Labeled as Labeled
+from analyzers.roofline_inputs import RooflineInputError as RooflineInputError
+from analyzers.roofline_inputs import _labeled, _origin, _q, _step_time
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -53,20 +62,6 @@ EXPLAIN = {
     "frac_of_roof": "roof_time / step_time: the time-weighted blend of per-op roofs",
     "frac_of_peak": "achieved_flops / peak_flops",
 }
-
-
-class RooflineInputError(ValueError):
-    """A record lacking what a roofline needs; the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class Labeled:
-    """A number with its unit and where it came from (measured, counted, modeled, spec...)."""
-
-    value: float | None
-    unit: str
-    provenance: str
-    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -161,23 +156,6 @@ def _roof_labeled(ctx: Context, math: str) -> Labeled:
     )
 
 
-def _q(section: Mapping[str, Any] | None, key: str) -> dict[str, Any] | None:
-    q = (section or {}).get(key)
-    return q if isinstance(q, dict) else None
-
-
-def _labeled(q: dict[str, Any] | None, unit: str, default_prov: str) -> Labeled:
-    if not q or q.get("value") is None:
-        # never label a missing number as measured/spec: it was not obtained at all
-        return Labeled(None, unit, "absent", (q or {}).get("source") or "absent from the record")
-    return Labeled(
-        float(q["value"]),
-        q.get("unit", unit),
-        q.get("provenance", default_prov),
-        q.get("source", ""),
-    )
-
-
 def _why_absent(ceil: Mapping[str, Any], key: str, default: str) -> str:
     """`default` and the record's reason for a null ceiling (an empty peaks cache, --no-peaks)."""
     q = ceil.get(key) if isinstance(ceil.get(key), Mapping) else {}
@@ -238,31 +216,6 @@ def place(
     )
 
 
-def _origin(record: Mapping[str, Any]) -> str:
-    return str(record.get("_path") or record.get("run_id") or "<record>")
-
-
-def _step_time(record: Mapping[str, Any]) -> Labeled:
-    # The whole run is judged on the run's typical step (median epoch); per-op rows are
-    # reconciled to the step of the epoch the window was taken in (analyzers.reconcile).
-    for section, key in (("throughput", "step_time"), ("timeline", "measured_step_time")):
-        step = _labeled(_q(record.get(section), key), "s", "measured")
-        if step.value is not None:
-            return step
-    step = _labeled(_q(record.get("timeline"), "step_time"), "s", "measured")
-    if step.value is not None:
-        return Labeled(
-            step.value,
-            step.unit,
-            step.provenance,
-            "profiled window, profiler on (slower than unprofiled steps): " + step.source,
-        )
-    raise RooflineInputError(
-        f"{_origin(record)}: field throughput.step_time: missing; "
-        "the roofline needs a measured step time"
-    )
-
-
 def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRoofline:
     """Whole-run placement: counted FLOPs and modeled bytes over the measured step time,
     judged against the time the step would take with every op at the roof of its math."""
@@ -291,24 +244,27 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     for op, m in model.items():
         om = ctx.maths.get(op)
         pk = ctx.peak(om.math if om else None)
-        if pk is None or bw is None:
+        if pk is None:
             missing.append(op)
-            if pk is None and m["flops"]:
+            if m["flops"]:
                 key = om.math if om else "unknown math"
                 unroofed[key] = unroofed.get(key, 0.0) + m["flops"]
             continue
-        roof_t += max(m["flops"] / pk, m["bytes"] / bw)
+        # the compute roof blends without a bandwidth roof; only the roof time needs both
         flop_time += m["flops"] / pk
         by_math[om.math] = by_math.get(om.math, 0.0) + m["flops"]  # type: ignore[union-attr]
+        if bw is not None:
+            roof_t += max(m["flops"] / pk, m["bytes"] / bw)
     if not model:  # no per-op table: one roof, the record's dtype
         from perfsuite.ceilings.roofs import DTYPE_MATH
         from perfsuite.ceilings.table import normalize_dtype
 
         math = DTYPE_MATH.get(normalize_dtype(ceil.get("dtype") or work.get("dtype")), "fp32")
         pk = ctx.peak(math)
-        if pk and bw and nbytes.value is not None:
-            roof_t = max(flops.value / pk, nbytes.value / bw)
+        if pk:
             flop_time, by_math = flops.value / pk, {math: flops.value}
+            if bw and nbytes.value is not None:
+                roof_t = max(flops.value / pk, nbytes.value / bw)
     # Ops with FLOPs but no roof for their math would make the step look further from its
     # roofs than it is: no whole-run blend then, and roofline() says which roof is missing.
     blend = bool(flop_time) and not unroofed
@@ -317,15 +273,20 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
     if bw is not None:
         used["memory"] = _roof_labeled(ctx, "memory")
     provs = "/".join(sorted({u.provenance for u in used.values()})) or "absent"
-    names = ", ".join(f"{k} {u.provenance}" for k, u in used.items())
+    # only compute roofs make the blended peak; the memory roof is its own row
+    names = ", ".join(f"{k} {used[k].provenance}" for k in sorted(by_math))
     d = "derived"
     p = place(flops.value, nbytes.value, step.value, eff_peak, bw)
-    frac = _div(roof_t, step.value) if used and blend else None
+    timed = blend and bw is not None and nbytes.value is not None  # roof time needs both roofs
+    frac = _div(roof_t, step.value) if timed else None
     over = flag = None
     if frac is not None and frac > 1.0:
         over = frac
         flag = run_flag(frac, ctx, by_math)
         frac = None
+    elif frac is None and p.over_roof is not None:  # no roof time, still above the peak
+        over = p.over_roof
+        flag = run_flag(over, ctx, by_math)
     of_peak = p.frac_of_peak if frac is not None or over is None else None
     return RunRoofline(
         run_id=str(record.get("run_id")),
@@ -353,7 +314,7 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         bound=p.bound,
         attainable=Labeled(p.attainable, "FLOP/s", d, f"{provs} roofs"),
         roof_time=Labeled(
-            roof_t if used and blend else None,
+            roof_t if timed else None,
             "s",
             "modeled",
             f"per-op FLOP/byte model at {provs} roofs"
@@ -469,8 +430,9 @@ def roofline(
     run = run_roofline(record, ctx)
     ops, rec_rows, notes = op_rooflines(record, ctx)
     notes = ctx.notes + notes
-    if not run.roofs_used:
-        notes.insert(0, "ceilings missing: run `perfsuite peaks` or pass --peaks; no roof")
+    absent = missing_roofs_note(run.flops_by_math, run.unroofed_flops, run.memory_bandwidth.value)
+    if absent:
+        notes.insert(0, absent)
     if run.flag:
         notes.insert(0, f"whole run: {run.flag}")
     if run.unroofed_flops:

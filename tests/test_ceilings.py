@@ -45,11 +45,44 @@ from perfsuite.cli import main
         ("Tesla V100S-PCIE-32GB", None),
         ("AMD EPYC 7B13", None),
         ("", None),
+        # a slice of a device is not the device: no full-GPU numbers for it
+        ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", None),
+        ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", None),
+        ("AMD Instinct MI300X CPX", None),
+        # some ROCm versions name both parts so: no guess without the CU count
+        ("AMD Instinct MI250X/MI250", None),
     ],
 )
 def test_match_spec(name, entry):
     got = match_spec(name)
     assert (got["id"] if got else None) == entry
+
+
+def test_shared_mi250_name_is_told_apart_by_compute_units():
+    # 110 CUs per GCD on MI250X (220 per package), 104 on MI250 (208); other counts: no spec
+    assert match_spec("AMD Instinct MI250X/MI250", compute_units=110)["id"] == "mi250x"
+    assert match_spec("AMD Instinct MI250X/MI250", compute_units=104)["id"] == "mi250"
+    assert match_spec("AMD Instinct MI250X/MI250", compute_units=220) is None
+
+
+def test_mi250_values_are_per_gcd():
+    """torch sees one GCD, half a package: the datasheet's package figures halved."""
+    x, m = match_spec("AMD Instinct MI250X"), match_spec("AMD Instinct MI250")
+    assert spec_flops(x, "float32") == 47.85e12  # 95.7e12 / 2
+    assert spec_flops(x, "bfloat16") == 191.5e12  # 383e12 / 2
+    assert spec_bandwidth(x) == 1.6384e12  # 3.2768e12 / 2
+    assert spec_flops(m, "float64") == 45.25e12  # 90.5e12 / 2
+    assert spec_flops(m, "float16") == 181.05e12  # 362.1e12 / 2
+    assert spec_bandwidth(m) == 1.6384e12
+    assert "(one GCD)" in x["name"] and "halved per GCD" in x["source"]
+
+
+def test_device_spec_passes_the_compute_units(monkeypatch):
+    from perfsuite.ceilings import resolve
+
+    monkeypatch.setattr(resolve, "_compute_units", lambda device: 104)
+    assert resolve.device_spec("cuda:0", "AMD Instinct MI250X/MI250")["id"] == "mi250"
+    assert resolve.device_spec("cpu", "AMD Instinct MI250X/MI250") is None
 
 
 def test_spec_values_and_sources():
@@ -117,6 +150,29 @@ def test_bad_set_is_one_line_error(cache_dir, capsys):
     assert main(["peaks", "--set", "float32=zero"]) == 2
     err = capsys.readouterr().err
     assert "float32=zero" in err and err.count("\n") == 1
+
+
+def test_set_refuses_unknown_keys(cache_dir, capsys):
+    for bad in ("foo=3", "set_at=5"):
+        with pytest.raises(ValueError, match=f"unknown key '{bad.split('=')[0]}'"):
+            parse_setting(bad)
+    assert main(["peaks", "--set", "foo=3", "--set", "set_at=5"]) == 2
+    err = capsys.readouterr().err
+    expected = "float64, float32, tf32, float16, bfloat16, fp8, int8, bandwidth"
+    assert expected in err and err.count("\n") == 1
+    assert not (cache_dir / "peaks.json").exists()  # nothing stored
+
+
+def test_set_warns_on_an_implausible_magnitude(cache_dir, capsys):
+    from perfsuite.ceilings.resolve import implausible_setting
+
+    assert main(["peaks", "--set", "float32=1.2", "--json"]) == 0  # warned, still stored
+    err = capsys.readouterr().err
+    assert "1.2 FLOP/s is implausibly small" in err and "did you mean 1.2e12?" in err
+    (entry,) = load_cache()["devices"].values()
+    assert entry["user"]["float32"] == 1.2
+    assert "did you mean 9e11?" in implausible_setting("bandwidth", 900.0)  # GB/s slip
+    assert implausible_setting("float32", 1e6) is None  # the bound itself is accepted
 
 
 def test_quick_measure_is_positive_finite_and_cached(cache_dir, monkeypatch):
@@ -191,6 +247,7 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
         ("torch 2.13.0+cpu|threads 2", "torch 2.13.0+cpu, 2 threads"),
         ("torch 2.11.0|threads 1", "torch 2.11.0, 1 thread"),
         ("torch none|threads n/a", "torch none, threads n/a"),
+        ("torch 2.11.0|gpu", "torch 2.11.0, GPU (any thread count)"),
         ("torch 2.11.0, 16 threads", "torch 2.11.0, 16 threads"),  # not a key: as is
         ("?", "?"),
     ],
@@ -200,6 +257,7 @@ def test_env_key_is_shown_without_its_separator(key, text):
 
     assert env_text(key) == text
     assert env_text(env_key("2.13.0+cpu", 2)) == "torch 2.13.0+cpu, 2 threads"
+    assert env_key("2.11.0", 16, gpu=True) == env_key("2.11.0", 4, gpu=True) == "torch 2.11.0|gpu"
 
 
 def test_peaks_prints_readable_env_and_still_finds_old_cache_keys(cache_dir, monkeypatch, capsys):
@@ -286,3 +344,42 @@ def test_a_dtype_without_a_benchmark_is_absent_even_when_measuring(cache_dir):
         "no measured or spec peak_flops or memory_bandwidth for float16 on this device: set one "
         "with `perfsuite peaks --set`"
     )
+
+
+def _fake_measure(monkeypatch, flops):
+    """measure_device stand-in: the given measured FLOP/s per dtype, nothing timed."""
+    import perfsuite.ceilings as ceilings
+
+    def fake(device, dtypes, **kw):
+        item = {"value": 0.0, "mode": "quick", "detail": "fake"}
+        return {
+            "device": device,
+            "device_name": "Test CPU",
+            "host": "h",
+            "env": "torch x|threads 2",
+            "measured": {"flops": {d: {**item, "value": v} for d, v in flops.items()}},
+            "user": {},
+            "warnings": [],
+        }
+
+    monkeypatch.setattr(ceilings, "measure_device", fake)
+
+
+@pytest.mark.parametrize("flags, software", [({"avx2"}, True), ({"avx2", "avx512_bf16"}, False)])
+def test_bf16_peak_on_a_cpu_without_bf16_is_labeled_software(
+    cache_dir, monkeypatch, capsys, flags, software
+):
+    import perfsuite.hostinfo as hostinfo
+
+    pytest.importorskip("tqdm")
+    monkeypatch.setattr(hostinfo, "cpu_flags", lambda path="": frozenset(flags))
+    _fake_measure(monkeypatch, {"float32": 78.2e9, "bfloat16": 1.18e9})
+    note = "software: this CPU has no native bfloat16 instructions; not a hardware ceiling"
+    assert main(["peaks", "--quick", "--dtype", "float32", "--dtype", "bfloat16", "--json"]) == 0
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["peak bfloat16"]["software"] == (note if software else None)
+    assert rows["peak float32"]["software"] is None  # float32 is always native
+    assert main(["peaks", "--quick", "--dtype", "float32", "--dtype", "bfloat16"]) == 0
+    out = capsys.readouterr().out
+    assert ("peak bfloat16 (software)" in out) is software
+    assert (f"peak bfloat16: {note}" in out) is software

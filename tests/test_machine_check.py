@@ -170,3 +170,64 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
 
     page = report_html([rec])
     assert html.escape(line) in page
+
+
+class FakeDevice:
+    """A fake clock and a device whose call takes `call_s` and whose sync costs `sync_s`
+    (the H100 copy: ~194 us a 256 MiB copy, ~11 us launch+sync per timing)."""
+
+    def __init__(self, call_s: float = 194e-6, sync_s: float = 11e-6) -> None:
+        self.now, self.call_s, self.sync_s = 0.0, call_s, sync_s
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def call(self) -> None:
+        self.now += self.call_s
+
+    def sync(self) -> None:
+        self.now += self.sync_s
+
+
+def _fake_copy(monkeypatch, module, dev: FakeDevice) -> None:
+    import types
+
+    from perfsuite.ceilings import measure
+
+    monkeypatch.setattr(measure, "time", types.SimpleNamespace(perf_counter=dev.perf_counter))
+    monkeypatch.setattr(module, "device_sync", lambda device: dev.sync)
+    monkeypatch.setattr(module, "copy_benchmark", lambda device, size: (dev.call, 2.0 * size))
+
+
+def test_gpu_copy_is_timed_in_batches_between_one_pair_of_syncs(monkeypatch):
+    from perfsuite.ceilings import measure
+
+    dev = FakeDevice()
+    _fake_copy(monkeypatch, measure, dev)
+    m = measure.measure_bandwidth("cuda:0", mode="quick")
+    # sizing call 205 us -> batch ceil(20 ms / 205 us) = 98; a sample is 98 x 194 us + 11 us,
+    # so the call time is 194 us + 11/98 us (one sync per call would say 205 us, 5.4% slow)
+    assert m.batch == 98 and m.size == 256 << 20
+    assert m.best_s == pytest.approx((98 * 194e-6 + 11e-6) / 98, rel=1e-9)
+    assert m.value == pytest.approx(2 * (256 << 20) * 98 / (98 * 194e-6 + 11e-6), rel=1e-9)
+    assert "98 calls per timing" in m.describe()
+
+
+def test_cpu_copy_is_still_timed_one_call_per_sample(monkeypatch):
+    from perfsuite.ceilings import measure
+
+    dev = FakeDevice(call_s=6e-3, sync_s=0.0)
+    _fake_copy(monkeypatch, measure, dev)
+    m = measure.measure_bandwidth("cpu", mode="quick")
+    assert m.batch == 1 and m.best_s == pytest.approx(6e-3, rel=1e-9)  # as before batching
+    assert m.value == pytest.approx(2 * (64 << 20) / 6e-3, rel=1e-9)
+    assert m.describe() == "copy 64 MiB, 2*size/t, best of 5 (quick)"
+
+
+def test_gpu_machine_check_copy_is_batched_like_the_roof(monkeypatch):
+    from perfsuite.ceilings import probe
+
+    dev = FakeDevice()
+    _fake_copy(monkeypatch, probe, dev)
+    out = probe.run_probe("cuda:0", {"copy": {"bytes": 256 << 20}})
+    assert out["copy"] == pytest.approx(2 * (256 << 20) * 98 / (98 * 194e-6 + 11e-6), rel=1e-9)

@@ -145,3 +145,25 @@ def test_measured_tensor_precision_decides_the_math():
     # mostly CUDA-core work with a little TF32 beside it: not judged on the TF32 roof
     assert from_counters({"tf32": 1e9}, cuda_core_flops=1e10) is None
     assert from_counters({"tf32": 1e10}, cuda_core_flops=1e9).math == "tf32"
+
+
+@pytest.mark.parametrize(
+    "name", ["Tesla V100-SXM2-16GB", "Tesla T4", "A100-SXM4-40GB", "AMD Instinct MI300X"]
+)
+def test_gpu_names_without_nvidia_or_cuda_are_gpus(name):
+    """Name only (an old record): a spec-table part or a GPU maker's word still means a GPU."""
+    got = from_policy("convolution", default_math_for("2.11.0"), name)
+    assert (got.math, got.unit) == ("tf32", "tensor core")  # cudnn TF32 is on by default
+
+
+def test_record_device_prefers_the_framework_device():
+    from analyzers.mathmode import record_device
+
+    # the ceilings' name says nothing about CUDA; environment.device and the accelerator do
+    rec = {"ceilings": {"device": "A100-SXM4-40GB"}, "environment": {"device": "cuda:0"}}
+    assert record_device(rec) == "cuda:0"
+    rec = {"ceilings": {"device": "Some Box"}, "hardware": {"accelerator": "cuda"}}
+    assert record_device(rec) == "cuda"
+    assert record_device({"ceilings": {"device": "AMD EPYC"}}) == "AMD EPYC"
+    assert from_policy("convolution", default_math_for("2.11.0"), "cuda").math == "tf32"
+    assert from_policy("convolution", default_math_for("2.11.0"), "AMD EPYC 7B13").unit == "cpu"

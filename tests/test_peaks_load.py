@@ -243,3 +243,23 @@ def test_a_runs_autocast_dtype_is_measured_unless_the_cpu_converts_it(env):
         "memory",
     }
     assert env.calls == 3  # cached now
+
+
+def test_gpu_peaks_are_cached_for_any_thread_count(env, monkeypatch):
+    """A GPU's matmul is not the host's threads: a --threads 4 run takes the 16-thread
+    peak, while a CPU peak stays per thread count."""
+    monkeypatch.setattr(resolve_mod, "_compute_units", lambda device: None)
+    env.threads = 16
+    measure_device("cuda:0", ["float32"])
+    assert env.calls == 2  # matmul + copy
+    env.threads = 4
+    c = ceilings_for("cuda:0", "float32", measure=False)
+    assert c["peak_flops"]["value"] == 4.0e10 and c["peak_flops"]["provenance"] == "measured"
+    measure_device("cuda:0", ["float32"])
+    assert env.calls == 2  # found under the GPU key: nothing measured again
+    (entry,) = load_cache()["devices"].values()
+    assert list(entry["measured"]) == ["torch 2.5.0|gpu"]
+    env.threads = 2  # 2 threads on the 2-CPU machine: quiet, so cached
+    measure_device("cpu", ["float32"])  # the CPU keeps its thread count in the key
+    assert env.calls == 4
+    assert "torch 2.5.0|threads 2" in next(iter(load_cache()["devices"].values()))["measured"]

@@ -415,3 +415,41 @@ def test_an_older_record_without_counted_calls_keeps_its_joins(make_record):
         "aten::add_": "joined",
     }
     assert sorted(o.op for o in res.ranking) == ["aten::add_", "aten::mm"]
+
+
+def test_no_bandwidth_roof_keeps_the_compute_roof(make_record):
+    """A record with a compute roof but no bandwidth still has its blended peak (the reviewer's
+    digits repro: peak_flops 73.1 GFLOP/s, frac_of_peak 8.0%); only roof time, ridge, bound go."""
+    rec = build_record(make_record)
+    rec["ceilings"]["memory_bandwidth"] = None
+    res = roofline(rec)
+    r = res.run
+    # every op's math is fp32 with a 1e11 roof: the blend is 1e11, achieved 2e9 / 0.1 s
+    assert r.peak_flops.value == pytest.approx(1e11, **APPROX)
+    assert r.frac_of_peak == pytest.approx(0.2, **APPROX)
+    # mm 1.6e9 + add_ 1e6 + foo 4e8, all fp32
+    assert r.flops_by_math == {"fp32": pytest.approx(2.001e9, **APPROX)}
+    assert list(r.roofs_used) == ["fp32"]
+    assert r.ridge.value is None and r.bound is None and r.roof_time.value is None
+    assert r.frac_of_roof is None and r.memory_bandwidth.value is None
+    assert r.peak_flops.source == "blend of roofs: fp32 measured"
+    assert (
+        "ceilings missing: run `perfsuite peaks` or pass --peaks; no memory bandwidth roof "
+        "(no roof time, ridge or bound)"
+    ) in res.notes
+
+
+def test_no_bandwidth_roof_still_flags_a_run_above_its_peak(make_record):
+    rec = build_record(make_record)
+    rec["ceilings"]["memory_bandwidth"] = None
+    rec["ceilings"]["peak_flops"] = quantity(1e10, "FLOP/s", "measured", "matmul")
+    r = roofline(rec).run
+    # 2e10 FLOP/s achieved over a 1e10 peak: 200%, a flag, never a fraction
+    assert r.frac_of_peak is None and r.over_roof == pytest.approx(2.0, **APPROX)
+    assert r.flag.startswith("the step would take 200% of its measured time")
+
+
+def test_blended_peak_source_names_compute_roofs_only(make_record):
+    r = roofline(build_record(make_record)).run
+    assert r.peak_flops.source == "blend of roofs: fp32 measured"  # no "memory measured"
+    assert set(r.roofs_used) == {"fp32", "memory"}

@@ -8,6 +8,7 @@ from perfsuite.ceilings.cache import cache_path, load_cache
 from perfsuite.ceilings.resolve import (
     ceilings_for,
     device_name,
+    device_spec,
     measure_device,
     normalize_device,
     parse_setting,
@@ -19,6 +20,7 @@ __all__ = [
     "cache_path",
     "ceilings_for",
     "device_name",
+    "device_spec",
     "load_cache",
     "match_spec",
     "measure_device",

@@ -1,10 +1,10 @@
 """The measured-peaks cache: one JSON file so that a run does not re-measure every time.
 
 Layout: {"version": 1, "devices": {"<host>|<device name>": {"host", "device_name",
-"user": {key: value, "set_at"}, "measured": {"torch <v>|threads <n>": {"flops": {dtype:
-{...}}, "bandwidth": {...}}}}}}. Measurements are keyed by torch version and thread count
-because both change what a matrix product reaches; user-set values describe the device
-itself and are not.
+"user": {key: value, "set_at"}, "measured": {"torch <v>|threads <n>" (CPU) or "torch <v>|gpu":
+{"flops": {dtype: {...}}, "bandwidth": {...}}}}}}. CPU measurements are keyed by torch version
+and thread count because both change what a matrix product reaches; GPU ones by torch version
+only; user-set values describe the device itself and are not keyed.
 """
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ def device_key(host: str, device_name: str) -> str:
     return f"{host}|{device_name}"
 
 
-def env_key(torch_version: str | None, threads: int | None) -> str:
-    # The on-disk key: its "|" form must stay, or caches written before would not be found.
+def env_key(torch_version: str | None, threads: int | None, gpu: bool = False) -> str:
+    """The on-disk key of a measurement's software environment. CPU peaks depend on the thread
+    count; GPU peaks do not (the host threads only launch kernels), so GPU keys leave it out:
+    "torch <v>|gpu". GPU entries cached under a thread count before are no longer read (each
+    is measured once more). The "|" form must stay, or older CPU caches would not be found."""
+    if gpu:
+        return f"torch {torch_version or 'none'}|gpu"
     return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"
 
 
@@ -48,6 +53,8 @@ def env_text(key: str) -> str:
     """An `env_key` as users read it: "torch 2.13.0+cpu|threads 2" -> "torch 2.13.0+cpu,
     2 threads". Anything not in the key's form is returned unchanged."""
     torch_part, sep, threads_part = key.partition("|")
+    if sep and threads_part == "gpu":
+        return f"{torch_part}, GPU (any thread count)"
     if not sep or not threads_part.startswith("threads "):
         return key
     n = threads_part.removeprefix("threads ")

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfsuite.ceilings.measure import (
+    batch_seconds,
     copy_benchmark,
     device_sync,
     matmul_benchmark,
@@ -54,17 +55,18 @@ def run_probe(device: str, plan: Mapping[str, Any], repeats: int = REPEATS) -> d
 
     Median, not best: the window's ops run at the machine's typical speed of the moment, and
     the median of a few calls is that speed; the roofs themselves are the best of several."""
-    sync = device_sync(device)
+    sync, batch_s = device_sync(device), batch_seconds(device)  # batched like the roofs (GPU)
     out: dict[str, float] = {}
     if "matmul" in plan:
         dtype = str(plan["matmul"]["dtype"])
         with matmul_math(dtype):
             call, flops = matmul_benchmark(device, dtype, int(plan["matmul"]["n"]))
-            out["matmul"] = flops / statistics.median(timed_calls(call, sync, repeats))
+            times = timed_calls(call, sync, repeats, batch_s=batch_s)
+            out["matmul"] = flops / statistics.median(times)
         del call
     if "copy" in plan:
         call, moved = copy_benchmark(device, int(plan["copy"]["bytes"]))
-        out["copy"] = moved / statistics.median(timed_calls(call, sync, repeats))
+        out["copy"] = moved / statistics.median(timed_calls(call, sync, repeats, batch_s=batch_s))
         del call
     return out
 

@@ -18,12 +18,21 @@ from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import load as _load
 from perfsuite.ceilings import measure as _measure
 from perfsuite.ceilings import roofs as _roofs_mod
-from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_bandwidth, spec_flops
+from perfsuite.ceilings.table import (
+    DTYPES,
+    match_spec,
+    normalize_dtype,
+    spec_bandwidth,
+    spec_flops,
+)
 from perfsuite.hostinfo import cpu_model
 from perfsuite.record import quantity
 
 USER_SOURCE = "user-set (perfsuite peaks --set)"
 BANDWIDTH_KEYS = ("bandwidth", "memory_bandwidth")
+# what `perfsuite peaks --set` may name: a dtype's FLOP/s, or the memory bandwidth in byte/s
+SETTABLE = (*DTYPES, "bandwidth")
+PLAUSIBLE_MIN = 1e6  # FLOP/s or byte/s: below it a value is a unit slip, warned about
 
 
 def normalize_device(device: str) -> str:
@@ -44,6 +53,25 @@ def device_name(device: str) -> str:
     import torch
 
     return torch.cuda.get_device_name(int(device.split(":")[1]))
+
+
+def device_spec(device: str, name: str) -> dict[str, Any] | None:
+    """The spec-table entry of a GPU (None for CPUs): its compute-unit count tells apart parts
+    that share one name ("AMD Instinct MI250X/MI250")."""
+    if not normalize_device(device).startswith("cuda"):
+        return None
+    return match_spec(name, _compute_units(device))
+
+
+def _compute_units(device: str) -> int | None:
+    """torch's multi_processor_count (SMs on NVIDIA, CUs on AMD), or None when unknown."""
+    try:
+        import torch
+
+        props = torch.cuda.get_device_properties(int(normalize_device(device).split(":")[1]))
+        return int(props.multi_processor_count)
+    except Exception:  # no torch, no device, an old build: the name alone decides
+        return None
 
 
 def _env() -> tuple[str | None, int | None]:
@@ -158,7 +186,7 @@ def measure_device(
     tv, threads = _env()
     data = _cache.load_cache()
     entry = _cache.device_entry(data, host, name)
-    meas = _cache.measured_for(entry, _cache.env_key(tv, threads))
+    meas = _cache.measured_for(entry, _cache.env_key(tv, threads, gpu=device.startswith("cuda")))
     if dtypes is None:
         dtypes = list(_measure.measurable_dtypes(device))
     wanted = [normalize_dtype(d) for d in dtypes]
@@ -203,7 +231,7 @@ def measure_device(
         "device": device,
         "device_name": name,
         "host": host,
-        "env": _cache.env_key(tv, threads),
+        "env": _cache.env_key(tv, threads, gpu=device.startswith("cuda")),
         "measured": used,
         "user": entry["user"],
         "warnings": warnings,
@@ -217,6 +245,10 @@ def parse_setting(text: str) -> tuple[str, float]:
     if not sep or not key:
         raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. float32=1.2e12")
     key = "bandwidth" if key in BANDWIDTH_KEYS else normalize_dtype(key)
+    if key not in SETTABLE:
+        raise ValueError(
+            f"--set {text!r}: unknown key {key!r}; expected one of {', '.join(SETTABLE)}"
+        )
     try:
         value = float(raw)
     except ValueError:
@@ -224,6 +256,20 @@ def parse_setting(text: str) -> tuple[str, float]:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"--set {text!r}: value must be a positive finite number")
     return key, value
+
+
+def implausible_setting(key: str, value: float) -> str | None:
+    """A warning (not a refusal) for a value no device has: below 1e6 FLOP/s or byte/s is
+    almost surely TFLOP/s or GB/s written without the exponent."""
+    if value >= PLAUSIBLE_MIN:
+        return None
+    unit, big, scale = (
+        ("byte/s", "GB/s", 1e9) if key == "bandwidth" else ("FLOP/s", "TFLOP/s", 1e12)
+    )
+    return (
+        f"--set {key}={value:g}: {value:g} {unit} is implausibly small (the unit is {unit}, "
+        f"not {big}); did you mean {f'{value * scale:.4g}'.replace('e+', 'e')}?"
+    )
 
 
 def set_user_values(device: str, settings: dict[str, float]) -> dict[str, Any]:
@@ -240,7 +286,7 @@ def set_user_values(device: str, settings: dict[str, float]) -> dict[str, Any]:
 
 def user_spec(name: str, user: dict[str, Any]) -> dict[str, Any] | None:
     """User values shaped like a spec-table entry (so the report shows them as 'spec')."""
-    flops = {k: v for k, v in user.items() if k not in ("bandwidth", "set_at")}
+    flops = {k: v for k, v in user.items() if k in DTYPES}  # older caches may hold junk keys
     if not flops and "bandwidth" not in user:
         return None
     return {
@@ -293,10 +339,11 @@ def ceilings_for(
     else:
         data = _cache.load_cache()
         measured = _cache.measured_for(
-            _cache.device_entry(data, host, name), _cache.env_key(tv, threads)
+            _cache.device_entry(data, host, name),
+            _cache.env_key(tv, threads, gpu=device.startswith("cuda")),
         )
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
-    table = match_spec(name) if device.startswith("cuda") else None
+    table = device_spec(device, name)
     spec = _public_spec(table) or user_spec(name, user)
     cpu = _is_cpu(device)
 

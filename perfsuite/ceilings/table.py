@@ -54,16 +54,34 @@ def _norm_name(name: str) -> str:
     return re.sub(r"\s+", " ", n).strip()
 
 
-def match_spec(device_name: str | None) -> dict[str, Any] | None:
+# Names of a part of a device (an NVIDIA MIG slice, an AMD compute partition): the table's
+# values are for the whole device, so such names get no spec.
+_PARTITION = (r"\bmig\b", r"\b[cdqt]px\b")
+# One name for several parts (some ROCm versions report "AMD Instinct MI250X/MI250" for both):
+# told apart only by the device's compute units, else no spec.
+_AMBIGUOUS = {r"\bmi250x ?/ ?mi250\b": ("mi250x", "mi250")}
+
+
+def match_spec(device_name: str | None, compute_units: int | None = None) -> dict[str, Any] | None:
     """The spec entry for a device name such as "NVIDIA A100-SXM4-80GB", or None.
 
     The first entry with a matching pattern wins; patterns use word boundaries so "A10"
     never matches "A100" and "L4" never matches "L40S". Parts absent from the table (e.g.
-    H100 NVL, V100S) return None rather than a neighbour's numbers.
+    H100 NVL, V100S), slices of a device (MIG, compute partitions) and names shared by
+    several parts (unless `compute_units`, torch's multi_processor_count, tells them apart)
+    return None rather than a neighbour's numbers.
     """
     if not device_name:
         return None
     n = _norm_name(device_name)
+    if any(re.search(p, n) for p in _PARTITION):
+        return None
+    for pattern, ids in _AMBIGUOUS.items():
+        if re.search(pattern, n):
+            hits = [e for e in spec_table() if e["id"] in ids]
+            return next(
+                (e for e in hits if compute_units and e.get("compute_units") == compute_units), None
+            )
     for entry in spec_table():
         if any(re.search(p, n) for p in entry["match"]):
             return entry

@@ -15,7 +15,7 @@ def register(subparsers: Any) -> None:
         description=(
             "Measure peak FLOP/s (large matrix product per dtype, 2*M*N*K/t) and memory "
             "bandwidth (large copy, read+write bytes / t), cache them per host, device, torch "
-            "version and thread count, and print them next to the vendor spec where one "
+            "version and (CPU) thread count, and print them next to the vendor spec where one "
             "exists. CPUs have no spec table: name yours with --set. A CPU peak measured on a "
             "busy machine (1-minute load before or after > cpus - threads + 0.5) is shown but "
             "not cached; the load at measurement is shown for each value."
@@ -37,8 +37,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--threads",
         type=positive_int,
-        help="torch threads to measure with (default: torch's); peaks are cached per thread "
-        "count, and a `run --threads N` is judged against the N-thread peak",
+        help="torch threads to measure with (default: torch's); CPU peaks are cached per "
+        "thread count, and a `run --threads N` is judged against the N-thread peak (GPU peaks "
+        "are cached for any thread count)",
     )
     p.add_argument(
         "--refresh",
@@ -51,8 +52,9 @@ def register(subparsers: Any) -> None:
         action="append",
         metavar="KEY=VALUE",
         dest="settings",
-        help="store a user-named peak instead of measuring: DTYPE=FLOP/s or "
-        "bandwidth=byte/s, e.g. --set float32=1.2e12 --set bandwidth=4e10",
+        help="store a user-named peak instead of measuring: DTYPE=FLOP/s (float64, float32, "
+        "tf32, float16, bfloat16, fp8, int8) or bandwidth=byte/s, e.g. --set float32=1.2e12 "
+        "--set bandwidth=4e10",
     )
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -75,6 +77,16 @@ def _measured_fields(item: dict[str, Any] | None, cpu: bool) -> dict[str, Any]:
     return out
 
 
+def software_note(dtype: str) -> str | None:
+    """Why a CPU's bf16/fp16 matmul rate is no roof: without the instructions, operands are
+    converted and multiplied in float32 (the roofline judges such runs by fp32); else None."""
+    from perfsuite.hostinfo import native_on_cpu
+
+    if native_on_cpu(dtype) is not False:
+        return None
+    return f"software: this CPU has no native {dtype} instructions; not a hardware ceiling"
+
+
 def _rows(
     result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str], cpu: bool
 ) -> list[dict]:
@@ -90,6 +102,7 @@ def _rows(
                 **_measured_fields(meas["flops"].get(dt), cpu),
                 "user": user.get(dt),
                 "spec": spec_flops(spec, dt),
+                "software": software_note(dt) if cpu else None,
             }
         )
     rows.append(
@@ -99,6 +112,7 @@ def _rows(
             **_measured_fields(meas.get("bandwidth"), cpu),
             "user": user.get("bandwidth"),
             "spec": spec_bandwidth(spec),
+            "software": None,
         }
     )
     for r in rows:
@@ -112,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.ceilings import (
         cache_path,
         device_name,
-        match_spec,
+        device_spec,
         measure_device,
         normalize_device,
         parse_setting,
@@ -120,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from perfsuite.ceilings.cache import env_text
     from perfsuite.ceilings.measure import measurable_dtypes
-    from perfsuite.ceilings.table import normalize_dtype
+    from perfsuite.ceilings.resolve import implausible_setting
+    from perfsuite.ceilings.table import DTYPES, normalize_dtype
 
     try:
         device = normalize_device(args.device)
@@ -148,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
             f"(measurable: {', '.join(measurable_dtypes(device))})"
         )
     if settings:
+        for key, value in settings.items():
+            if warning := implausible_setting(key, value):
+                status(f"warning: {warning}")
         set_user_values(device, settings)
         status(f"stored {', '.join(sorted(settings))} for {device_name(device)} in {cache_path()}")
         result = measure_device(device, [], bandwidth=False)  # read back, measures nothing new
@@ -165,9 +183,9 @@ def run(args: argparse.Namespace) -> int:
         result = measure_device(device, dtypes, mode=mode, refresh=args.refresh, progress=step)
         bar.close()
     name = result["device_name"]
-    spec = match_spec(name) if device.startswith("cuda") else None
+    spec = device_spec(device, name)
     shown = [d for d in dtypes if d in measurable_dtypes(device)]
-    shown += [k for k in result["user"] if k not in ("bandwidth", "set_at") and k not in shown]
+    shown += [k for k in result["user"] if k in DTYPES and k not in shown]
     cpu = not device.startswith("cuda")
     rows = _rows(result, spec, shown, cpu)
     if args.json:
@@ -188,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{name} ({device}) on {result['host']}, {env_text(result['env'])}")
     table_rows = [
         [
-            r["quantity"],
+            r["quantity"] + (" (software)" if r.get("software") else ""),
             fmt.si(r["measured"], r["unit"]),
             r["mode"] or "",
             _state_cell(r),
@@ -213,6 +231,9 @@ def run(args: argparse.Namespace) -> int:
             align="llllrrr",
         )
     )
+    for r in rows:
+        if r.get("software"):
+            print(f"{r['quantity']}: {r['software']}")
     if spec:
         print(f"spec: {spec['source']} (entry {spec['id']}; dense, no sparsity)")
     elif device == "cpu":
