@@ -6,6 +6,7 @@ Formatting only changes how a number is shown; JSON output always carries the ra
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -146,3 +147,12 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], align: str | No
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out.extend(line(r) for r in cells)
     return "\n".join(out)
+
+
+_KERNEL_NOISE = re.compile(r"^void |<unnamed>::|\b(?:at::native::|at::|cudnn::)")
+
+
+def short_kernel_name(name: str) -> str:
+    """A kernel name without `void` and the namespaces most names share, so that a cut name
+    keeps the part that tells kernels apart (`--json` keeps the whole name)."""
+    return _KERNEL_NOISE.sub("", name)

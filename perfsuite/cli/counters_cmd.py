@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +79,10 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
     return work / time_s
 
 
-_NOISE = re.compile(r"^void |<unnamed>::|\b(?:at::native::|at::|cudnn::)")
-
-
-def short_kernel_name(name: str) -> str:
-    """A kernel name without `void` and the namespaces most names share, so that a cut name
-    keeps the part that tells kernels apart (`--json` keeps the whole name)."""
-    return _NOISE.sub("", name)
-
-
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
     from analyzers.measured import calibration_text, unmeasured_precisions
-    from perfsuite.fmt import si, table, truncate
+    from perfsuite.fmt import short_kernel_name, si, table, truncate
 
     missing = unmeasured_precisions(section)
     low = "≥" if missing else ""  # a sum of the measured precisions only: a lower bound

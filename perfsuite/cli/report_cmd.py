@@ -35,6 +35,12 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="output file (default: reports/<run_id>.html, or reports/compare-N.html for N runs)",
     )
+    p.add_argument(
+        "--peaks",
+        metavar="FILE",
+        help="roofs from a `perfsuite peaks --json` file (per math: measured, else "
+        "spec), used before each record's own ceilings, as `perfsuite roofline --peaks`",
+    )
     add_top_flag(p, "ops shown per run in tables and bar charts", has_json=False)
     p.set_defaults(func=run)
 
@@ -63,6 +69,7 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
 
@@ -70,9 +77,13 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
+    try:
+        peaks = peaks_file_roofs(args.peaks) if args.peaks else None
+    except PeaksFileError as exc:
+        raise CLIError(str(exc)) from None
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = build.report_html(records, top_rows(args.top), _study_sections(args.runs))
+    text = build.report_html(records, top_rows(args.top), _study_sections(args.runs), peaks)
     write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
     print(out)
     return 0

@@ -33,7 +33,7 @@ from perfsuite.report.roofline_rows import (
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
 from perfsuite.report.telemetry_section import telemetry_section
-from perfsuite.report.timeline_section import timeline_section
+from perfsuite.report.timeline_section import kernel_cell, timeline_section
 
 
 def _analyses(
@@ -198,6 +198,7 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
         if res is None:
             parts.append(f'<p class="note">No roofline: {h.esc(err)}</p>')
             continue
+        parts.append(wrong_machine_html(res))
         parts.append(h.figure(figures.roofline_figure(res, util, "Roofline"), f"fig-roof-{i}"))
         parts.append(f"<p>math: {h.esc(res.math_source)}</p>")
         if res.machine_check:
@@ -219,7 +220,7 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
                 ["kernel/op", "level", "bytes are", "FLOP/byte", "FLOP/s", "bound", "of roof"],
                 [
                     [
-                        p.name,
+                        kernel_cell(p.name),
                         p.level,
                         p.bytes_provenance,
                         f"{p.placement.intensity:.3g}"
@@ -297,7 +298,7 @@ def _single_run_sections(
         return []
     rec, (res, _util, err) = records[0], analyses[0]
     return [
-        ("overview", "Overview", overview_section(rec, res, err)),
+        ("overview", "Overview", wrong_machine_html(res) + overview_section(rec, res, err)),
         ("timeline", "Timeline of the profiled window", timeline_section(rec, min(top, 20))),
     ]
 
@@ -316,14 +317,27 @@ def _stability(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str
     return [("stability", "Stability of repeated runs", body)] if body else []
 
 
+def wrong_machine(res: Roofline | None) -> list[str]:
+    """The notes that void every fraction of a roof (a peaks file from another device); the
+    page shows them first, as `perfsuite roofline` prints them before its numbers."""
+    return [n for n in res.notes if n.startswith("WRONG MACHINE")] if res else []
+
+
+def wrong_machine_html(res: Roofline | None) -> str:
+    return "".join(f"<p><b>{h.esc(n)}</b></p>" for n in wrong_machine(res))
+
+
 def report_html(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
     first: Sequence[tuple[str, str, str]] = (),
+    peaks: Mapping[str, Any] | None = None,
 ) -> str:
     """The whole self-contained report for one or more runs; `first`: (id, title, body)
-    sections shown before the summary (a study's section)."""
-    analyses = [_analyses(r) for r in records]
+    sections shown before the summary (a study's section); `peaks`: roofs from a
+    `perfsuite peaks --json` file (`perfsuite.ceilings.roofs.peaks_file_roofs`), used before
+    each record's own ceilings, as `perfsuite roofline --peaks` uses them."""
+    analyses = [_analyses(r, peaks) for r in records]
     title = (
         f"perfsuite report: {records[0].get('run_id')}"
         if len(records) == 1

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
-from perfsuite.report.figures import _SI_AXIS, ITEM_COLORS, _roof  # one roof geometry, axes
+from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -27,7 +27,7 @@ def overlay_figure(
     """Accuracy vs training time of every run on one chart: one colour per item (a run or a
     group of repeats), the threshold dashed, the time to accuracy of each run marked."""
     fig = go.Figure()
-    colour = {label: ITEM_COLORS[i % len(ITEM_COLORS)] for i, label in enumerate(items)}
+    colour = {label: item_colour(label) for label in items}
     thresholds = set()
     for c in curves:
         first = c["item"] not in {t.legendgroup for t in fig.data}
@@ -77,7 +77,7 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
     fig = go.Figure()
     pts = [r for r in runs if r.intensity_flop_per_byte and r.achieved_flop_per_s]
     items = list(dict.fromkeys(r.item for r in runs))
-    colour = {label: ITEM_COLORS[i % len(ITEM_COLORS)] for i, label in enumerate(items)}
+    colour = {label: item_colour(label) for label in items}
     roofs: dict[str, tuple[float, float]] = {}
     for r in runs:
         if r.peak_flops and r.memory_bandwidth:

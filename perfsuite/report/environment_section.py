@@ -10,9 +10,14 @@ from perfsuite import fmt
 from perfsuite.report import html as h
 
 
+def flags_anchor(index: int) -> str:
+    """The id of run `index`'s flags list on the page (the overview links to it)."""
+    return f"flags-{index}"
+
+
 def environment_section(records: Sequence[Mapping[str, Any]]) -> str:
     parts = []
-    for rec in records:
+    for i, rec in enumerate(records):
         parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
         rows = [[k, h.cell_text(rec.get(k))] for k in ("model", "framework")]
         rows += [[f"hardware.{k}", h.cell_text(v)] for k, v in (rec.get("hardware") or {}).items()]
@@ -29,5 +34,8 @@ def environment_section(records: Sequence[Mapping[str, Any]]) -> str:
         for section in ("config", "environment"):
             items = (rec.get(section) or {}).items()
             rows += [[f"{section}.{k}", h.cell_text(v)] for k, v in items]
-        parts.append(h.table(["field", "value"], rows) + h.notes(rec.get("flags") or []))
+        parts.append(h.table(["field", "value"], rows))
+        flags = rec.get("flags") or []
+        if flags:
+            parts.append(f'<h4 id="{flags_anchor(i)}">Flags ({len(flags)})</h4>' + h.notes(flags))
     return "".join(parts)

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
+import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -38,6 +40,22 @@ _COLORWAY = pio.templates[_LAYOUT["template"]].layout.colorway
 # One colour per compared item (a run or a group), in order, on every chart of a page, so a
 # group keeps its colour from the overlay of curves to the stability strip.
 ITEM_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
+FLAGGED_GREY = "#9e9e9e"  # an op above its roof: no place on the 0-100% colour scale
+
+
+def item_colour(label: str) -> str:
+    """The colour of a compared item (a run or a group of repeats), keyed by its label alone,
+    so the same group has the same colour in every chart of the page (and across pages)."""
+    return ITEM_COLORS[zlib.crc32(str(label).encode("utf-8")) % len(ITEM_COLORS)]
+
+
+def time_scale(values: Sequence[float | None]) -> tuple[float, str]:
+    """(scale, unit) for a time axis: seconds, ms or µs by the largest value, so ticks read
+    "2 ms" rather than "0.002s"."""
+    top = max((abs(v) for v in values if v is not None), default=0.0)
+    if top >= 1 or top == 0:
+        return 1.0, "s"
+    return (1e-3, "ms") if top >= 1e-3 else (1e-6, "µs")
 
 
 def _log_x(x: float) -> float:
@@ -341,21 +359,28 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
 def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
     """Per-op time per step, coloured by fraction of roof."""
     ops = [o for o in res.ops if o.time_s][:top]
+    scale, unit = time_scale([o.time_s for o in ops])
     fig = go.Figure(
         go.Bar(
-            x=[o.time_s for o in ops],
+            x=[o.time_s / scale for o in ops],
             y=[o.op for o in ops],
             orientation="h",
             marker={
-                "color": [
-                    o.placement.frac_of_roof if o.placement.frac_of_roof is not None else -0.1
-                    for o in ops
-                ],
-                "colorscale": "RdYlGn",
-                "cmin": 0,
-                "cmax": 1,
-                "colorbar": {"title": "of roof"},
+                "color": [_bar_colour(o.placement.frac_of_roof, o.placement.flag) for o in ops],
+                "line": {"width": 0},
             },
+            hovertext=[
+                f"{o.op}: {fmt.si(o.time_s, 's')} per step, "
+                + (
+                    "flagged >100% of its roof"
+                    if o.placement.flag
+                    else f"{fmt.pct(o.placement.frac_of_roof)} of roof"
+                    if o.placement.frac_of_roof is not None
+                    else str(o.status)
+                )
+                for o in ops
+            ],
+            hoverinfo="text",
             text=[
                 "FLAG >100% of roof"
                 if o.placement.flag
@@ -367,10 +392,36 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
             textposition="auto",
         )
     )
+    # the colour bar of the scale, on an invisible point (a bar colour list is set per bar)
+    fig.add_trace(
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            marker={
+                "color": [0],
+                "colorscale": "RdYlGn",
+                "cmin": 0,
+                "cmax": 1,
+                "colorbar": {"title": "of roof<br>(grey: flagged >100%)"},
+                "showscale": True,
+            },
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title="time per step", ticksuffix="s", exponentformat="SI")
+    fig.update_xaxes(title=f"time per step ({unit})", ticksuffix=f" {unit}")
     fig.update_layout(title="Per-op time (profiled window)", **_LAYOUT)
     return fig
+
+
+def _bar_colour(frac: float | None, flag: Any) -> str:
+    """An op's bar: its fraction of roof on the red-yellow-green scale; grey when it is
+    flagged above its roof or has no fraction (never the colour of 0%)."""
+    if flag or frac is None:
+        return FLAGGED_GREY
+    return pc.sample_colorscale("RdYlGn", [min(max(frac, 0.0), 1.0)])[0]
 
 
 # Telemetry columns: (panel title with unit, value scale) in the order shown.

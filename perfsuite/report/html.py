@@ -14,6 +14,7 @@ import html
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -24,6 +25,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 aut
 max-width:1200px;padding:0 24px 48px;color:#222}
 h1{margin-top:24px}h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:40px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:14px}
+.tbl{max-width:100%;overflow-x:auto}td{overflow-wrap:anywhere}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .note{color:#555;font-size:13px}.plot{width:100%}
@@ -58,20 +60,36 @@ def _nested(value: Any) -> str:
     return f"({text})" if isinstance(value, (list, tuple, dict)) and value else text
 
 
+@dataclass(frozen=True)
+class Titled:
+    """A table cell showing `text`, with `title` (e.g. a full kernel name) on hover."""
+
+    text: str
+    title: str
+
+
+def _td(value: Any, num: bool) -> str:
+    cls = ' class="num"' if num else ""
+    if isinstance(value, Titled):
+        return f'<td{cls} title="{esc(value.title)}">{esc(value.text)}</td>'
+    return f"<td{cls}>{esc(value)}</td>"
+
+
 def table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], numeric: Sequence[bool] | None = None
 ) -> str:
-    """A table; cells are escaped. `numeric` marks right-aligned columns."""
+    """A table in a `div.tbl` that scrolls sideways rather than widen the page; cells are
+    escaped (a `Titled` cell gets a title attribute). `numeric` marks right-aligned columns."""
     numeric = numeric or [False] * len(headers)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = []
     for row in rows:
-        cells = "".join(
-            f'<td class="num">{esc(c)}</td>' if numeric[i] else f"<td>{esc(c)}</td>"
-            for i, c in enumerate(row)
-        )
+        cells = "".join(_td(c, i < len(numeric) and numeric[i]) for i, c in enumerate(row))
         body.append(f"<tr>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<div class="tbl"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def notes(lines: Sequence[str]) -> str:

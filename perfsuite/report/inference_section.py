@@ -1,15 +1,27 @@
-"""Report section: batch-1 inference (the rule it follows, mean and percentiles, the accuracy
-those predictions reached) and energy (to accuracy, per 10,000 inferences) with its source or
-the reason it is absent. Figures come from analyzers.inference and the record."""
+"""Report section: batch-1 inference (the rule it follows, the latency statistic it takes,
+percentiles, the accuracy those predictions reached) and energy (to accuracy, per 10,000
+inferences) with its source or the reason it is absent. Figures come from analyzers.inference
+and the record."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.inference import energy_view, inference_view
+from analyzers.inference import OLDER_RULE, energy_view, inference_view
 from perfsuite import fmt
 from perfsuite.report import html as h
+
+
+def latency_label(rule: str | None) -> str:
+    """The latency row's label, naming the statistic the rule takes (analyzers.inference)."""
+    if rule == "dawnbench":
+        return "latency (mean, batch 1)"
+    if rule == OLDER_RULE:
+        return "latency (median of a few calls, batch 1; older rule)"
+    if rule == "imported":
+        return "latency (batch 1, as the imported result states it)"
+    return f"latency (batch 1, rule {rule})"
 
 
 def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
@@ -20,7 +32,7 @@ def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     if v.latency_s is None:  # the accuracy may still be known (a cost-only DAWNBench entry)
         rows.append(["latency", f"none: {v.note}"])
     else:
-        rows.append(["latency (mean, batch 1)", fmt.si(v.latency_s, "s")])
+        rows.append([latency_label(v.rule), fmt.si(v.latency_s, "s")])
     if v.p50_s is not None:
         rows.append(
             [

@@ -7,18 +7,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.record_view import reached_time
+from analyzers.record_view import partial_run, reached_time
 from analyzers.roofline import Roofline
 from perfsuite import fmt
 from perfsuite.report import html as h
+from perfsuite.report.environment_section import flags_anchor
 
 LOST_PLACES = 3
+# frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
+FRAC_OF_ROOF_LABEL = "roof time / step time (time-weighted blend of the per-op roofs)"
 
 
 def _q(section: Any, key: str) -> float | None:
     q = (section or {}).get(key) if isinstance(section, Mapping) else None
     v = q.get("value") if isinstance(q, Mapping) else None
     return float(v) if isinstance(v, (int, float)) else None
+
+
+def _how(section: Any, key: str) -> str:
+    """How a quantity was obtained, as its record says: "derived: batch_size / step_time"."""
+    q = (section or {}).get(key) if isinstance(section, Mapping) else None
+    if not isinstance(q, Mapping):
+        return "not recorded"
+    parts = [str(x) for x in (q.get("provenance"), q.get("source")) if x]
+    return ": ".join(parts) or "not stated in the record"
 
 
 def _headline(rec: Mapping[str, Any]) -> str:
@@ -46,6 +58,25 @@ def _headline(rec: Mapping[str, Any]) -> str:
     return f"Did not reach {goal} (status {rec.get('status')}{best}) on {hw}."
 
 
+def _flags_line(rec: Mapping[str, Any]) -> str:
+    """HTML: the partial-run flag in words (a subset, a smoke test), then how many other flags
+    the run carries, linked to the flags list; "" for a run without flags."""
+    flags = [f for f in rec.get("flags") or [] if isinstance(f, str)]
+    partial = partial_run(rec)
+    others = len(flags) - (1 if partial else 0)
+    parts = []
+    if partial:
+        parts.append(f"<b>Partial run: {h.esc(partial)}.</b>")
+    if others > 0:
+        word = "flag" if others == 1 else "flags"
+        more = "other " if partial else ""
+        parts.append(
+            f'<a href="#{flags_anchor(0)}">{others} {more}{word}</a> '
+            "(Environment and config, Flags)."
+        )
+    return f"<p>{' '.join(parts)}</p>" if parts else ""
+
+
 def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
     tput = rec.get("throughput") or {}
     reached, time_s = reached_time(rec)
@@ -58,9 +89,9 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
         [
             "throughput",
             fmt.si(_q(tput, "samples_per_s"), "sample/s"),
-            "derived: batch size / measured step time",
+            _how(tput, "samples_per_s"),
         ],
-        ["step time", fmt.si(_q(tput, "step_time"), "s"), "measured"],
+        ["step time", fmt.si(_q(tput, "step_time"), "s"), _how(tput, "step_time")],
     ]
     if res is not None:
         run = res.run
@@ -76,9 +107,10 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
                 f"min(peak, intensity x bandwidth); roofs {run.attainable.provenance}",
             ],
             [
-                "achieved of attainable",
+                FRAC_OF_ROOF_LABEL,
                 "FLAGGED: above its roofs" if run.flag else fmt.pct(run.frac_of_roof),
-                "time-weighted over the ops' own roofs",
+                "roof_time / step_time: the step's time with every op at its own roof "
+                "(modeled) over the measured step time",
             ],
             ["bound", run.bound or "n/a", "derived"],
         ]
@@ -106,6 +138,7 @@ def overview_section(rec: Mapping[str, Any], res: Roofline | None, err: str | No
     """HTML of the overview: a headline, the key figures, the top places time is lost."""
     parts = [
         f"<p><b>{h.esc(_headline(rec))}</b></p>",
+        _flags_line(rec),
         h.table(
             ["figure", "value", "how it was obtained"], _figures(rec, res), [False, True, False]
         ),

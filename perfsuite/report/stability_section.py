@@ -18,16 +18,16 @@ from analyzers.stability import GroupStability, stability, training_records
 from perfsuite import fmt
 from perfsuite.cli import stability_cmd as rows
 from perfsuite.report import html as h
-from perfsuite.report.figures import _LAYOUT, ITEM_COLORS
+from perfsuite.report.figures import _LAYOUT, item_colour
 
 
 def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
     """Each run's time to accuracy as a dot per group, with the group mean and its bootstrap
     95% CI as an error bar; runs that did not reach are listed in the hover of the group."""
     fig = go.Figure()
-    for i, g in enumerate(groups):
-        colour = ITEM_COLORS[i % len(ITEM_COLORS)]
+    for g in groups:
         name = _short(g.label)
+        colour = item_colour(name)  # the group id: its label in the comparison charts
         reached = [r for r in g.runs if r.reached and r.time_s is not None]
         fig.add_trace(
             go.Scatter(

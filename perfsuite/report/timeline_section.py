@@ -13,6 +13,13 @@ from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h
 
 PERFETTO = "https://ui.perfetto.dev/"
+KERNEL_NAME_CHARS = 60  # a shortened kernel name is cut here; the cell's title has it whole
+
+
+def kernel_cell(name: str) -> h.Titled:
+    """A kernel name as a table cell: without `void` and shared namespaces, cut to
+    KERNEL_NAME_CHARS, the full name on hover."""
+    return h.Titled(fmt.truncate(fmt.short_kernel_name(name), KERNEL_NAME_CHARS), name)
 
 
 def _device_rows(d: Any) -> list[list[str]]:
@@ -118,7 +125,13 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
             h.table(
                 ["top kernels", "category", "count", "total", "mean"],
                 [
-                    [k.name, k.category, k.count, fmt.si(k.total_s, "s"), fmt.si(k.mean_s, "s")]
+                    [
+                        kernel_cell(k.name),
+                        k.category,
+                        k.count,
+                        fmt.si(k.total_s, "s"),
+                        fmt.si(k.mean_s, "s"),
+                    ]
                     for k in a.top_kernels
                 ],
                 [False, False, True, True, True],
