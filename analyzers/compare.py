@@ -346,10 +346,11 @@ def compare(
     resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = stats.DEFAULT_SEED,
     flop_tolerance: float = DEFAULT_FLOP_TOLERANCE,
-    top: int = 10,
+    top: int | None = 10,
 ) -> Comparison:
     """Compare items (label, records); the first is the baseline. Verdicts are given for
-    every candidate that is a group (2+ runs) when the baseline is one too."""
+    every candidate that is a group (2+ runs) when the baseline is one too. `top`: op time
+    deltas kept per candidate (None: all)."""
     if len(items) < 2:
         raise ValueError("a comparison needs at least two items (runs or groups)")
     for label, records in items:

@@ -13,6 +13,7 @@ measured step). Pure functions on record dicts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,10 +37,13 @@ class WorkDiff:
 
 @dataclass(frozen=True)
 class FlopCheck:
-    """FLOPs per step of a candidate against the baseline, for runs of one workload and batch.
+    """FLOPs per step of a candidate against the baseline, for runs of one network and batch.
 
-    `same_network` is True when workload and batch size match: then the counts must agree
-    within `tolerance` (relative) or `agree` is False and the differences explain why.
+    `same_network` is True when workload, batch size, model (its name without a framework
+    suffix such as " (TensorFlow)") and recipe name match, a side without a model or recipe
+    counting as matching: then the counts must agree within `tolerance` (relative) or `agree`
+    is False and the differences explain why. For different networks nothing is compared:
+    `agree` is None, no breakdown, one note saying how they differ.
     """
 
     baseline: str
@@ -97,6 +101,37 @@ def batch_size_of(record: Mapping[str, Any]) -> Any:
     return recipe.get("batch_size")
 
 
+_FRAMEWORK_SUFFIX = re.compile(r"\s*\((tensorflow|pytorch|torch|jax)\)\s*$", re.IGNORECASE)
+
+
+def network_of(record: Mapping[str, Any]) -> str | None:
+    """The record's model name without a framework suffix: "ResNet-9 style, width x1.0
+    (TensorFlow)" and "ResNet-9 style, width x1.0" name one network."""
+    model = record.get("model")
+    return _FRAMEWORK_SUFFIX.sub("", str(model)) if model else None
+
+
+def recipe_of(record: Mapping[str, Any]) -> str | None:
+    recipe = (record.get("config") or {}).get("recipe")
+    return str(recipe) if recipe else None
+
+
+def _differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """How two records' networks differ ("" when they are the same network and batch)."""
+    out = []
+    wa, wb = workload_of(a), workload_of(b)
+    if wa is None or wa != wb:
+        out.append(f"workload {wa} vs {wb}")
+    for what, get in (("model", network_of), ("recipe", recipe_of)):
+        x, y = get(a), get(b)
+        if x is not None and y is not None and x != y:
+            out.append(f"{what} {x!r} vs {y!r}")
+    ba, bb = batch_size_of(a), batch_size_of(b)
+    if ba != bb:
+        out.append(f"batch {ba} vs {bb}")
+    return out
+
+
 def flops_per_step(record: Mapping[str, Any]) -> float | None:
     return qvalue((record.get("work") or {}).get("flops_per_step"))
 
@@ -139,32 +174,28 @@ def flop_check(
 ) -> FlopCheck:
     """Compare the counted FLOPs of two records (one representative run of each item)."""
     fa, fb = flops_per_step(baseline), flops_per_step(candidate)
-    wa, wb = workload_of(baseline), workload_of(candidate)
-    ba, bb = batch_size_of(baseline), batch_size_of(candidate)
-    same = wa is not None and wa == wb and ba == bb
-    notes: list[str] = []
-    if not same:
-        notes.append(
-            f"not the same network and batch ({wa} at batch {ba} vs {wb} at batch {bb}): "
-            "FLOPs per step are not expected to agree"
-        )
+    wa, ba = workload_of(baseline), batch_size_of(baseline)
+    differ = _differences(baseline, candidate)
+    same = not differ
     ma, mb = baseline.get("model"), candidate.get("model")
-    if same and ma != mb:
-        notes.append(f"model descriptions differ: {ma!r} vs {mb!r}")
     diff = rel = agree = None
-    if fa is None or fb is None:
+    by_family: list[WorkDiff] = []
+    by_op: list[WorkDiff] = []
+    if not same:  # nothing to check: different networks need not count the same FLOPs
+        notes = ["not the same network and batch, FLOPs not compared: " + "; ".join(differ)]
+    elif fa is None or fb is None:
         missing = baseline_label if fa is None else candidate_label
-        notes.append(f"{missing}: no counted work.flops_per_step")
+        notes = [f"{missing}: no counted work.flops_per_step"]
     else:
+        notes = []
         diff = fb - fa
         rel = diff / fa if fa else None
         agree = abs(diff) <= tolerance * max(abs(fa), abs(fb))
     # Per family whenever the counts differ at all (a small difference still has a cause);
     # per op name only when they disagree (names differ between frameworks: a long list).
-    by_family = by_op = []
-    if agree is False or (same and (agree is None or diff)):
+    if same and (agree is None or diff):
         by_family = _diffs(_sums(baseline, _family_key), _sums(candidate, _family_key), 0.0)
-    if agree is False or (same and agree is None):
+    if same and not agree:
         by_op = _diffs(_sums(baseline, _op_key), _sums(candidate, _op_key), tolerance)
     for label, rec in ((baseline_label, baseline), (candidate_label, candidate)):
         unknown = (rec.get("work") or {}).get("unknown_ops") or []
@@ -218,9 +249,10 @@ def op_deltas(
     baseline: Sequence[Mapping[str, Any]],
     candidate_label: str,
     candidate: Sequence[Mapping[str, Any]],
-    top: int = 10,
+    top: int | None = 10,
 ) -> OpDeltas:
-    """The `top` ops with the largest per-step time difference (plus the other row)."""
+    """The `top` ops (None: all) with the largest per-step time difference (plus the other
+    row)."""
     ta, na = mean_op_times(baseline)
     tb, nb = mean_op_times(candidate)
     notes = []

@@ -73,6 +73,9 @@ def _speed(
     return WindowSpeed(kind, roof, before, after, value, measured_size == size, ratio)
 
 
+_OPS_OF = {"memory": "memory-bound"}  # else "<math>-roof" ops: fp32-roof, tf32-roof, ...
+
+
 def speed_notes(speeds: list[WindowSpeed], record: Mapping[str, Any]) -> list[str]:
     """What the check says about this window's roof fractions (nothing when it ran at speed)."""
     check = (record.get("timeline") or {}).get("machine_check") or {}
@@ -81,11 +84,13 @@ def speed_notes(speeds: list[WindowSpeed], record: Mapping[str, Any]) -> list[st
     notes = []
     slow = [s for s in speeds if s.ratio < SLOW]
     if slow:
+        # only the slow roofs' ops are understated; a roof checked fast is named below
+        which = " and ".join(sorted({_OPS_OF.get(s.roof, f"{s.roof}-roof") for s in slow}))
         notes.append(
             "machine contended during the profile window: its roofs' own benchmarks ran at "
             + "; ".join(s.text() for s in slow)
-            + ". Op fractions of roof understate what the ops reach on a quiet machine "
-            "(and repeated runs disagree); compare runs whose checks agree"
+            + f". Fractions of roof of {which} ops understate what they reach on a quiet "
+            "machine (and repeated runs disagree); compare runs whose checks agree"
         )
     for s in speeds:
         if s.ratio > FAST:

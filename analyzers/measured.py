@@ -40,6 +40,8 @@ class Row:
     # Tensor-Core precision's counters; shown with "≥", never as the measured total
     flops_partial: bool = False
     bytes_partial: bool = False
+    # why a ratio is None although both sides exist, e.g. "bytes not modeled"
+    note: str | None = None
 
 
 def _add(acc: dict[str, float | None], key: str, value: Any) -> None:
@@ -48,10 +50,29 @@ def _add(acc: dict[str, float | None], key: str, value: Any) -> None:
     acc[key] = (acc.get(key) or 0.0) + float(value)
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or not b:
+# A counted/modeled side this small against the measured one was not really counted (4 B
+# modeled against 5.46 GB of DRAM traffic): its ratio (1.4e9) would mean nothing. Not
+# modeled: under a millionth of the measured side, or under 1 k (FLOP or bytes per step)
+# and under a thousandth of it.
+NOT_MODELED_FRACTION = 1e-6
+NOT_MODELED_FLOOR = 1e3
+NOT_MODELED_FLOOR_FRACTION = 1e-3
+
+
+def _ratio(measured: float | None, counted: float | None) -> float | None:
+    """measured / counted, None where a side is missing or the counted side is not modeled."""
+    if measured is None or not counted or _not_modeled(measured, counted):
         return None
-    return a / b
+    return measured / counted
+
+
+def _not_modeled(measured: float | None, counted: float | None) -> bool:
+    if measured is None or counted is None or not measured:
+        return False
+    c, m = abs(counted), abs(measured)
+    return c < NOT_MODELED_FRACTION * m or (
+        c < NOT_MODELED_FLOOR and c < NOT_MODELED_FLOOR_FRACTION * m
+    )
 
 
 def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
@@ -150,6 +171,11 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
     rows = []
     for key in sorted(set(counted) | set(measured)):
         c, m = counted.get(key, {}), measured.get(key, {})
+        why = [
+            f"{what} not modeled (ratio not shown)"
+            for what, mk, ck in (("FLOPs", "flops", "flops"), ("bytes", "dram", "bytes"))
+            if c.get(ck) and _not_modeled(m.get(mk), c.get(ck))
+        ]
         rows.append(
             Row(
                 key=key,
@@ -164,6 +190,7 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
                 mapping=OP_MAPPING if by == "op" else MAPPING,
                 flops_partial="flops" in partial.get(key, ()) and m.get("flops") is not None,
                 bytes_partial="bytes" in partial.get(key, ()) and m.get("dram") is not None,
+                note="; ".join(why) or None,
             )
         )
     rows.sort(key=lambda r: (-(r.counted_flops or 0.0), -(r.measured_flops or 0.0), r.key))

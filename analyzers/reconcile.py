@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from perfsuite.fmt import si
+
 OTHER = "other / not attributed"
 
 
@@ -71,7 +73,8 @@ def window_vs_clock(record: Mapping[str, Any], measured_s: float | None) -> str 
         why = "the window's steps were slowed: the profiler's own cost, or a contended machine"
         then = "op times are scaled down to the clock's step where they sum past it (modeled)"
     return (
-        f"the profile window's steps took {window:.4g} s each, the clock's {measured_s:.4g} s: "
+        f"the profile window's steps took {si(window, 's')} each, the clock's "
+        f"{si(measured_s, 's')}: "
         f"{max(window, measured_s) / min(window, measured_s):.1f}x apart ({why}); {then}"
     )
 
@@ -88,8 +91,8 @@ def reconcile(
     if attributed > measured_s:
         scale, prov = measured_s / attributed, "modeled"
         notes.append(
-            f"profiled op times sum to {attributed:.4g} s per step, more than the measured "
-            f"{measured_s:.4g} s (profiler overhead, or overlapping streams/nested times): "
+            f"profiled op times sum to {si(attributed, 's', 4)} per step, more than the measured "
+            f"{si(measured_s, 's', 4)} (profiler overhead, or overlapping streams/nested times): "
             f"each row is scaled by {scale:.3f} to its share of the measured step (modeled)"
         )
     rows = [

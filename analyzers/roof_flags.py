@@ -64,7 +64,7 @@ def flag_cause(
                 roof,
             ]
         )
-    bw = f" ({bandwidth / 1e12:.3g} TB/s, a copy rate)" if bandwidth else ""
+    bw = f" ({si(bandwidth, 'B/s')}, a copy rate)" if bandwidth else ""
     low = f"the measured bandwidth is too low ({'; '.join(s.bandwidth)})" if s.bandwidth else ""
     return head + _causes(
         [

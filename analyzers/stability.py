@@ -72,7 +72,11 @@ def threshold_problem(
             }
         )
         if fractions:
-            return f"{', '.join(fractions)} must be a fraction in [0, 1] (0.93, not 93)"
+            hint = f"{threshold / 100:g} or {threshold:g}%" if threshold <= 100 else "e.g. 0.93"
+            return (
+                f"{', '.join(fractions)} must be a fraction in [0, 1]: {threshold:g} is outside "
+                f"it (write {hint})"
+            )
     return None
 
 

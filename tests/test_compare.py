@@ -76,8 +76,8 @@ def test_different_batch_is_not_the_same_network(make_record):
     b = _run(make_record, "b", 10.0, flops=4e9)
     b["work"]["batch_size"] = 64
     check = flop_check("a", a, "b", b, "x", "x")
-    assert not check.same_network and check.agree is False
-    assert "not the same network" in check.notes[0]
+    assert not check.same_network and check.agree is None and check.by_family == []
+    assert check.notes == ["not the same network and batch, FLOPs not compared: batch 32 vs 64"]
 
 
 def test_framework_is_read_from_environment_then_record():
@@ -444,3 +444,62 @@ def test_a_candidate_that_reaches_less_often_is_warned_about(tmp_path, make_reco
     assert f"note: {line}" in captured.out and f"warning: {line}" in captured.err
     assert main(["compare", str(cand), str(base)]) == 0  # the other way round: nothing to say
     assert "reached the target in" not in capsys.readouterr().err
+
+
+def _op_table(text: str) -> list[str]:
+    """The op names of the first "ops with the largest time change" table."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("ops with the largest")) + 3
+    rows = []
+    for line in lines[start:]:
+        if not line.strip() or line.startswith(("note", "  note")):
+            break
+        rows.append(line.split()[0])
+    return rows
+
+
+def test_compare_top_follows_the_cli_rules(tmp_path, make_record, capsys):
+    a, b = _run(make_record, "a", 10.0), _run(make_record, "b", 10.0)
+    for rec in (a, b):  # three ops with device time
+        for op in rec["timeline"]["ops"]:
+            op["device_time_s"] = 0.01
+    b["timeline"]["ops"][0]["device_time_s"] = 0.02  # one op time differs
+    for rec, name in ((a, "a"), (b, "b")):
+        write_record(tmp_path / name, rec)
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    assert main([*args, "--top", "0"]) == 0
+    every = _op_table(capsys.readouterr().out)
+    assert len(every) >= 3
+    assert main([*args, "--top", "1"]) == 0
+    assert len(_op_table(capsys.readouterr().out)) == 2  # one op and "other"
+    assert main([*args, "--top", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["comparison"]["ops"][0]["rows"]
+    assert len(rows) == len(every)  # --json is never cut by --top
+    assert main([*args, "--top", "-1"]) == 2
+
+
+def test_different_models_are_different_networks_in_one_line(tmp_path, make_record, capsys):
+    a = _run(make_record, "a", 10.0)
+    b = _run(make_record, "b", 10.0, flops=3e9)
+    a["model"] = "airbench-style fast net, widths 64,256,256"
+    b["model"] = "ResNet-9 style, width x1.0"
+    check = flop_check("a", a, "b", b, "x", "x")
+    assert not check.same_network and check.agree is None
+    assert check.by_family == [] and check.by_op == []
+    tf = copy.deepcopy(b)
+    tf["model"] = "ResNet-9 style, width x1.0 (TensorFlow)"
+    assert flop_check("b", b, "tf", tf, "x", "y").same_network  # one network, two frameworks
+    other = copy.deepcopy(b)
+    other["config"] = {"recipe": "dawnbench"}
+    b["config"] = {"recipe": "fast"}
+    assert not flop_check("b", b, "o", other, "x", "x").same_network
+    for rec, name in ((a, "a"), (b, "b")):
+        write_record(tmp_path / name, rec)
+    main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    flops = out[out.index("FLOPs per step:") :].split("\n\n")[0].splitlines()
+    assert flops[1:] == [
+        "  b vs a (unknown vs unknown): not the same network and batch, FLOPs not compared: "
+        "model 'airbench-style fast net, widths 64,256,256' vs 'ResNet-9 style, width x1.0'"
+    ]
+    assert "DISAGREE" not in out

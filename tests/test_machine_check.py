@@ -85,6 +85,7 @@ def test_contended_window_is_said_with_its_speed(make_record):
     notes = roofline(rec).notes
     slow = next(n for n in notes if n.startswith("machine contended"))
     assert "65% of the fp32 roof (before 60%, after 70%)" in slow
+    assert "Fractions of roof of fp32-roof ops understate" in slow  # not the memory-bound ones
     assert any("copy ran at 110% of the memory roof" in n for n in notes)
 
 

@@ -223,3 +223,21 @@ def test_a_precision_the_chip_lacks_is_not_unmeasured():
     old["device"]["cc"] = "9.0"
     assert unmeasured_precisions(old) == ["fp8"]
     assert unmeasured_precisions({**old, "tensor_unmeasured": []}) == []
+
+
+def test_a_side_that_was_not_modeled_gets_no_ratio():
+    rec = {
+        "work": {"per_op": [
+            {"op": "aten::add", "family": "elementwise", "flops": 0.0, "bytes": 4.0},
+        ]},
+        "counters": {"window_steps": 1, "kernels": [
+            {"name": "vectorized_elementwise_kernel<add>", "flops": 0.0, "flops_tensor": None,
+             "dram_bytes": 5.46e9},
+        ]},
+    }  # fmt: skip
+    (row,) = [r for r in compare_counted_measured(rec) if r.modeled_bytes]
+    assert (row.modeled_bytes, row.measured_dram_bytes, row.bytes_ratio) == (4.0, 5.46e9, None)
+    assert row.note == "bytes not modeled (ratio not shown)"
+    rec["work"]["per_op"][0]["bytes"] = 5.0e9  # modeled: the ratio is back
+    (row,) = [r for r in compare_counted_measured(rec) if r.modeled_bytes]
+    assert row.bytes_ratio == pytest.approx(1.092) and row.note is None

@@ -40,7 +40,7 @@ def test_step_bar_counts_steps_over_all_epochs_and_shows_samples_per_s(capsys):
     assert p.bar.postfix == "epoch 1/3 done, 2.5 ksample/s, top1=0.9000"
     p.close()
     err = capsys.readouterr().err
-    assert "\x1b[2J" not in err and "training: up to 3 epochs x 10 steps" in err
+    assert "\x1b[2J" not in err and "training and evaluation: up to 3 epochs x 10 steps" in err
 
 
 def test_a_phase_inside_training_does_not_take_over_its_time(capsys):
@@ -51,5 +51,5 @@ def test_a_phase_inside_training_does_not_take_over_its_time(capsys):
     p.phase("inference latency")
     err = capsys.readouterr().err
     assert "profile window: 3 steps, off the clock" in err
-    assert "inference latency  [training: up to 2 epochs x 5 steps: " in err
+    assert "inference latency  [training and evaluation: up to 2 epochs x 5 steps " in err
     assert "[profile window" not in err

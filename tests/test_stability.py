@@ -230,7 +230,9 @@ def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, 
         _lower_record(make_record, "p2", [(1, 12.0, 2.9), (2, 24.0, 2.65)]),
     ]
     assert threshold_problem(2.7, recs) is None  # log perplexity is not a fraction
-    assert "top1 must be a fraction" in threshold_problem(93, [make_record()])
+    assert threshold_problem(95, [make_record()]) == (
+        "top1 must be a fraction in [0, 1]: 95 is outside it (write 0.95 or 95%)"
+    )
     assert threshold_problem(float("nan"), recs) == "must be a finite number >= 0"
     with pytest.raises(ValueError, match="top1 must be a fraction"):
         stability([make_record([(1, 1.0, 0.95)])], threshold=93)

@@ -22,6 +22,7 @@ from analyzers.timeline.model import (
 )
 from analyzers.timeline.reader import TraceData, TraceError, read_trace
 from analyzers.timeline.roofline import roofline_points
+from perfsuite.fmt import si
 
 
 def _top(items: list, n: int | None) -> list:
@@ -200,7 +201,7 @@ def analyze_trace(
             "they are not counted as device busy time"
         )
     if has_device and unmapped > 0:
-        notes.append(f"{unmapped:.6g} s of device time has no launching cpu_op in the trace")
+        notes.append(f"{si(unmapped, 's')} of device time has no launching cpu_op in the trace")
     if dropped:
         notes.append(
             f"{dropped} roofline point(s) dropped: recorded shapes with a negative or "

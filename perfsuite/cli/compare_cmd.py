@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import TOP_DEFAULT, CLIError, add_json_flag, print_json, status
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    add_top_flag,
+    print_json,
+    status,
+    top_rows,
+)
 
 # Exit codes: the verdict, so a CI job fails on a real regression and not on noise.
 EXIT_OK = 0  # no candidate significantly slower (faster, no significant difference, runs only)
@@ -98,12 +105,7 @@ def register(sub: Any) -> None:
         metavar="F",
         help="relative FLOP difference tolerated for the same network (default 0.001)",
     )
-    p.add_argument(
-        "--top",
-        type=int,
-        default=TOP_DEFAULT,
-        help=f"op time deltas shown (default {TOP_DEFAULT}, as every command's --top)",
-    )
+    add_top_flag(p, "op time deltas shown per candidate")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -171,8 +173,7 @@ def _check(args: argparse.Namespace) -> None:
         raise CLIError(f"--resamples {args.resamples}: must be at least 100")
     if not args.flop_tolerance >= 0:
         raise CLIError(f"--flop-tolerance {args.flop_tolerance:g}: must be >= 0")
-    if args.top < 1:
-        raise CLIError("--top must be at least 1")
+    top_rows(args.top)  # refuses a negative N
 
 
 def run(args: argparse.Namespace) -> int:
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         resamples=args.resamples,
         seed=args.seed,
         flop_tolerance=args.flop_tolerance,
-        top=args.top,
+        top=None if args.json else top_rows(args.top),  # --json is never cut
     )
     code = exit_code(result.verdicts, args.gate)
     if args.json:

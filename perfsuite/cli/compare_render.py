@@ -122,6 +122,9 @@ def flop_lines(c: Comparison) -> list[str]:
     out = []
     for f in c.flops:
         head = f"{f.candidate} vs {f.baseline} ({f.frameworks[1]} vs {f.frameworks[0]}): "
+        if not f.same_network:  # one line: no verdict, no breakdown
+            out.append(head + "; ".join(f.notes))
+            continue
         if f.agree is None:
             out.append(head + "cannot compare (" + "; ".join(f.notes) + ")")
             continue
@@ -129,12 +132,9 @@ def flop_lines(c: Comparison) -> list[str]:
             f"{fmt.si(f.flops_candidate, 'FLOP')} vs {fmt.si(f.flops_baseline, 'FLOP')}, "
             f"difference {fmt.si(f.difference, 'FLOP')} ({fmt.rel(f.relative)})"
         )
-        if f.agree:
-            verdict = "agree" if f.same_network else "agree (different network or batch)"
-        else:
-            verdict = "DISAGREE" if f.same_network else "differ (different network or batch)"
+        verdict = "agree" if f.agree else "DISAGREE"
         out.append(f"{head}{verdict}: {size}; tolerance {fmt.pct(f.tolerance, 2)}")
-        out += [f"  note: {n}" for n in f.notes if f.agree is not None]
+        out += [f"  note: {n}" for n in f.notes]
         for title, rows in (("by phase/family", f.by_family), ("by phase/op", f.by_op[:10])):
             for d in rows:
                 out.append(

@@ -76,7 +76,7 @@ def render(results: list[Any]) -> str:
                 c.task,
                 c.target,
                 c.instance_type or "-",
-                f"{c.price.usd_per_hour:g} ({c.price.origin})"
+                f"${c.price.usd_per_hour:g} ({c.price.origin})"  # the price as listed, unrounded
                 if c.price.usd_per_hour is not None
                 else "unknown",
                 duration(c.training_time_s) if c.reached else train_blank,
@@ -92,7 +92,7 @@ def render(results: list[Any]) -> str:
         "task",
         "target",
         "instance",
-        "USD/h (from)",
+        "price/h (from)",
         "time to acc.",
         "train cost",
         "latency (mean)",

@@ -47,6 +47,30 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+# the window's step and the run's step_time read as the same below this relative difference
+SAME_STEP = 0.005
+
+
+def _shares_of(res: Any) -> str:
+    """What the per-op shares are shares of; "not the run's step_time above" only when the
+    window's step differs from it (by more than SAME_STEP)."""
+    from perfsuite import fmt
+
+    if not res.time_rows:
+        return ""
+    step = fmt.si(res.reconciled_step_time_s, "s")
+    run_step = res.run.step_time.value
+    window = res.reconciled_step_time_s
+    if res.time_rows.measured_source.startswith("timeline.") and not (
+        run_step and window and abs(window - run_step) <= SAME_STEP * run_step
+    ):
+        return (
+            f"shares of the {step} step of the epoch the window followed, not the run's "
+            "step_time above; "
+        )
+    return f"shares of the {step} step_time; "
+
+
 def _measured_text(view: Any) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes, side by side: per op class,
     then per op where the capture attributes kernels to ops; then the calibration line."""
@@ -126,16 +150,7 @@ def _text(
     if res.ops:
         out += [
             "",
-            "Per-op, per step ("
-            + (
-                ""
-                if not res.time_rows
-                else f"shares of the {fmt.si(res.reconciled_step_time_s, 's')} step of the "
-                "epoch the window followed, not the run's step_time above; "
-                if res.time_rows.measured_source.startswith("timeline.")
-                else f"shares of the {fmt.si(res.reconciled_step_time_s, 's')} step_time; "
-            )
-            + f"top {top} of {len(res.ops)} by time):",
+            f"Per-op, per step ({_shares_of(res)}top {top} of {len(res.ops)} by time):",
             fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),
         ]
     if res.time_rows:

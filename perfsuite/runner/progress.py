@@ -54,7 +54,12 @@ class RunProgress:
             return
         from tqdm import tqdm
 
-        self.phase(f"training: up to {epochs} epochs x {steps_per_epoch} steps")
+        # the phase's wall time also covers evaluations and the profile window; the training
+        # clock (the record's) counts training only, so the label says both are in it
+        self.phase(
+            f"training and evaluation: up to {epochs} epochs x {steps_per_epoch} steps "
+            "(the training clock is in the record)"
+        )
         self._epochs = epochs
         self.bar = tqdm(
             total=epochs * steps_per_epoch,
