@@ -25,7 +25,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 aut
 max-width:1200px;padding:0 24px 48px;color:#222}
 h1{margin-top:24px}h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:40px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:14px}
-.tbl{max-width:100%;overflow-x:auto}td{overflow-wrap:anywhere}
+.tbl{max-width:100%;overflow-x:auto}td{overflow-wrap:break-word}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .note{color:#555;font-size:13px}.plot{width:100%}
