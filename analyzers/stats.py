@@ -192,15 +192,17 @@ class OlympicMean:
     reason: str | None = None
 
 
-def olympic_mean(values: Sequence[float | None]) -> OlympicMean:
-    """Drop the fastest and the slowest run, average the rest (MLPerf Training scoring).
+def olympic_mean(values: Sequence[float | None], dropped: int = 1) -> OlympicMean:
+    """Drop the `dropped` fastest and slowest runs, average the rest (MLPerf Training scoring:
+    1 at each end, 4 for unet3d, as mlperf-logging's result summarizer does).
 
     A run that did not reach the target is passed as None (or +inf) and counts as the slowest,
-    so it is the one dropped. Rules (docs/statistics.md):
-    - fewer than 3 runs: undefined (dropping two leaves nothing meaningful to average);
-    - more than one failed run: undefined (MLPerf: the result is invalid), since a failed run
-      would remain among the averaged ones.
+    so it is among the dropped. Rules (docs/statistics.md):
+    - fewer than 2 * dropped + 1 runs: undefined (nothing meaningful left to average);
+    - more than `dropped` failed runs: undefined (MLPerf: the result is invalid), since a failed
+      run would remain among the averaged ones.
     """
+    dropped = max(int(dropped), 1)
     times: list[float] = []
     failed = 0
     for v in values:
@@ -209,15 +211,18 @@ def olympic_mean(values: Sequence[float | None]) -> OlympicMean:
         else:
             times.extend(_finite([v]))
     n = len(times) + failed
-    if n < 3:
-        return OlympicMean(None, n, failed, (), f"needs at least 3 runs, got {n}")
-    if failed > 1:
+    if n < 2 * dropped + 1:
+        return OlympicMean(None, n, failed, (), f"needs at least {2 * dropped + 1} runs, got {n}")
+    if failed > dropped:
         return OlympicMean(
-            None, n, failed, (), f"{failed} runs did not reach the target; at most 1 may be dropped"
+            None,
+            n,
+            failed,
+            (),
+            f"{failed} runs did not reach the target; at most {dropped} may be dropped",
         )
-    ordered = sorted(times)
-    # The slowest is the failed run when there is one; otherwise the largest time.
-    kept = ordered[1:] if failed else ordered[1:-1]
+    # The slowest are the failed runs, as many as there are; the rest are the largest times.
+    kept = sorted(times)[dropped : len(times) - (dropped - failed)]
     return OlympicMean(mean(kept), n, failed, tuple(kept))
 
 

@@ -14,7 +14,6 @@ from perfsuite.cli import main
 from perfsuite.importers import ImportFailure
 from perfsuite.importers.base import run_import
 from perfsuite.importers.mlperf import MLPerfImporter, discover, load_result, score_folders
-from perfsuite.importers.mlperf_score import mlperf_olympic
 from perfsuite.record import new_record, validate_record, write_record
 from tests.conftest import extract_h100_run
 from tests.test_mllog import FakeClock, write_run
@@ -227,11 +226,17 @@ def test_more_runs_than_a_submission_has_is_flagged(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "minutes",
-    [[1.0, 2.0, 3.0], [5.0, None, 1.0, 2.0], [3.0, 1.0, 2.0, 4.0, 9.0], [None, None, 1.0, 2.0]],
+    ("minutes", "value"),
+    [
+        ([1.0, 2.0, 3.0], 2.0),
+        ([5.0, None, 1.0, 2.0], 3.5),  # the failed run is the slowest dropped: mean(2, 5)
+        ([3.0, 1.0, 2.0, 4.0, 9.0], 3.0),
+        ([None, None, 1.0, 2.0], None),  # two failed, one may be dropped: no score
+    ],
 )
-def test_one_dropped_is_the_projects_olympic_mean(minutes):
-    assert mlperf_olympic(minutes, 1) == olympic_mean(minutes)
+def test_one_dropped_is_the_projects_olympic_mean(minutes, value):
+    assert olympic_mean(minutes, 1) == olympic_mean(minutes)
+    assert olympic_mean(minutes, 1).value == value
 
 
 def test_unet3d_rule_matches_mlperf_logging_summarizer():
@@ -239,7 +244,7 @@ def test_unet3d_rule_matches_mlperf_logging_summarizer():
     minutes: list[float | None] = [float((7 * i) % 41 + 3) for i in range(37)] + [None] * 3
     converged = [m for m in minutes if m is not None]
     expected = summarizer._compute_olympic_average(list(converged), 3, 4)
-    assert mlperf_olympic(minutes, 4).value == pytest.approx(expected)
+    assert olympic_mean(minutes, 4).value == pytest.approx(expected)
 
 
 # ------------------------------------------------------------------ perfsuite's own log

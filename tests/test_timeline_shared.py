@@ -145,3 +145,12 @@ def test_cupti_profiler_ranges():
     assert len(pr.metrics) == 9
     assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum" in pr.metrics
     assert any("cuda_profiler_range" in n for n in a.notes)
+
+
+def test_text_kernel_names_drop_shared_noise_as_the_report_does():
+    """`void at::native::` fills the 60 cut characters of every kernel row otherwise."""
+    from perfsuite.cli.timeline_cmd import render
+
+    text = render(analysis(AMD))
+    table = text.split("top kernels", 1)[1].split("\n\n", 1)[0]
+    assert "reduce_kernel<128, 4, " in table and "void " not in table and "at::native" not in table

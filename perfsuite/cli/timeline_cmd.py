@@ -139,7 +139,7 @@ def _indent(text: str) -> str:
 
 def render(a: Any) -> str:
     """Text summary of one TimelineAnalysis."""
-    from perfsuite.fmt import si, table, truncate
+    from perfsuite.fmt import short_kernel_name, si, table, truncate
 
     def name(text: str) -> str:
         return truncate(text, NAME_WIDTH)
@@ -158,7 +158,13 @@ def render(a: Any) -> str:
         out.extend(_device_lines(a.overall))
     if a.top_kernels:
         rows = [
-            [name(k.name), k.category, k.count, si(k.total_s, "s"), si(k.mean_s, "s")]
+            [
+                name(short_kernel_name(k.name)),
+                k.category,
+                k.count,
+                si(k.total_s, "s"),
+                si(k.mean_s, "s"),
+            ]
             for k in a.top_kernels
         ]
         out += ["", "top kernels", table(rows, ["kernel", "category", "count", "total", "mean"])]

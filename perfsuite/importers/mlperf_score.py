@@ -9,38 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
 from pathlib import Path
-from statistics import mean
 from typing import Any
 
-from analyzers.stats import OlympicMean
+from analyzers.stats import olympic_mean
 from perfsuite.importers.common import Imported, ImportFailure, slug
 from perfsuite.importers.mlperf_rules import BENCHMARKS
 from perfsuite.safeio import load_json
-
-
-def mlperf_olympic(minutes: Sequence[float | None], dropped: int = 1) -> OlympicMean:
-    """Sort, drop `dropped` runs at each end, average the rest (mlperf-logging's rule).
-
-    A run that did not converge (None) counts as the slowest, so it is among the dropped;
-    more than `dropped` of them, or fewer than 2 * dropped + 1 runs, leave no score.
-    """
-    dropped = max(int(dropped), 1)
-    times = sorted(v for v in minutes if v is not None)
-    n, failed = len(minutes), len(minutes) - len(times)
-    if n < 2 * dropped + 1:
-        return OlympicMean(None, n, failed, (), f"needs at least {2 * dropped + 1} runs, got {n}")
-    if failed > dropped:
-        return OlympicMean(
-            None,
-            n,
-            failed,
-            (),
-            f"{failed} runs did not reach the target; at most {dropped} may be dropped",
-        )
-    kept = times[dropped : len(times) - (dropped - failed)]
-    return OlympicMean(mean(kept), n, failed, tuple(kept))
 
 
 def scaling_factor(folder: Path) -> tuple[float, str | None]:
@@ -76,7 +51,7 @@ def _count_flag(name: str, runs: int, required: int) -> str | None:
 def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
     """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
 
-    Score = `mlperf_olympic` of the runs' time to train in minutes (a run that did not
+    Score = `analyzers.stats.olympic_mean` of the runs' time to train in minutes (a run that did not
     converge counting as the slowest; 4 dropped at each end for unet3d, else 1), times the
     folder's `scaling.json` factor as in MLPerf's result summarizer. A run count other than
     the rules' is flagged.
@@ -108,7 +83,7 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
             flags.append(count)
         known = BENCHMARKS.get(names[0])
         dropped = known.max_dropped if known else 1
-        om = mlperf_olympic(minutes, dropped) if len(names) == 1 else None
+        om = olympic_mean(minutes, dropped) if len(names) == 1 else None
         factor, problem = scaling_factor(Path(folder))
         if problem:
             flags.append(f"{problem}: no score")
