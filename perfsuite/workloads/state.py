@@ -49,11 +49,12 @@ class TrainState:
             for x in inputs
         )
 
-    def loose_tensors(self) -> list[Any]:
-        """Tensors a step may change that the module's state dict leaves out: parameters the
-        optimizer trains outside the module and the module's non-persistent buffers."""
+    def loose_tensors(self, state: dict[str, Any]) -> list[Any]:
+        """Tensors a step may change that the module's state dict (`state`, taken once by the
+        caller) leaves out: parameters the optimizer trains outside the module and the
+        module's non-persistent buffers."""
         held = {id(t) for t in self.module.parameters()}
-        keys = set(self.module.state_dict().keys())
+        keys = set(state)
         loose = []
         for name, buf in self.module.named_buffers():
             if name not in keys and id(buf) not in held:
@@ -69,10 +70,11 @@ class TrainState:
     def snapshot(self) -> dict[str, Any]:
         import torch
 
-        loose = self.loose_tensors()
+        state = self.module.state_dict()
+        loose = self.loose_tensors(state)
         params = list(self.module.parameters()) + [t for t in loose if t.requires_grad]
         snap: dict[str, Any] = {
-            "module": {k: v.detach().clone() for k, v in self.module.state_dict().items()},
+            "module": {k: v.detach().clone() for k, v in state.items()},
             "loose": [(t, t.detach().clone()) for t in loose],
             # gradients: a loop that accumulates them over several steps must find its own
             "grads": [(p, p.grad, None if p.grad is None else p.grad.clone()) for p in params],
