@@ -31,10 +31,9 @@ from analyzers.compare_work import (
     spread_within,
     workload_of,
 )
-from analyzers.record_view import crossing, faults_per_step, framework
+from analyzers.record_view import crossing, faults_per_step, framework, unfinished
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
-from analyzers.study import FINISHED
 from analyzers.verdict import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
@@ -251,7 +250,7 @@ def _run_notes(runs: Sequence[RunValues]) -> list[str]:
 def _unfinished(r: RunValues) -> bool:
     """A run that crashed or is still running and has not reached: it says nothing about
     whether the configuration converges, so it is not counted as a DNC."""
-    return not r.reached and r.status not in FINISHED
+    return unfinished(r.reached, r.status)
 
 
 def group_verdicts(

@@ -115,3 +115,15 @@ def partial_run(record: Mapping[str, Any]) -> str | None:
         if isinstance(flag, str) and flag.startswith(PARTIAL_RUN_FLAGS):
             return flag.split(";")[0]
     return None
+
+
+# Final statuses: the run ended by itself (reached, ran out of epochs, diverged). A crashed,
+# interrupted or still running run ended otherwise.
+FINISHED = ("reached", "not_reached", "diverged")
+
+
+def unfinished(reached: bool, status: Any) -> bool:
+    """A run that crashed or is unfinished and has not reached its target: it says nothing
+    about whether its configuration converges, so compare, stability and study leave it out
+    (a run that reached before it ended keeps its measured time)."""
+    return not reached and status not in FINISHED

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.record_view import crossing
+from analyzers.record_view import FINISHED, crossing, unfinished
 from analyzers.record_view import framework as record_framework
 from analyzers.tta import Crossing
 
@@ -288,20 +288,13 @@ class GroupStability:
     direction: str = "higher"  # task.direction: "lower" when the metric must fall to the target
 
 
-def _finished() -> tuple[str, ...]:
-    # analyzers.study imports this module, so its one list of final statuses is read late
-    from analyzers.study import FINISHED
-
-    return tuple(FINISHED)
-
-
 def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
     c = run_crossing(rec, metric, threshold)
     times, origin = epoch_times(rec)
     status = str(rec.get("status"))
     # A crash says nothing about whether the configuration converges (as in compare and
     # study); a run that reached before it ended keeps its measured time.
-    unfinished = not c.reached and status not in _finished()
+    left_out = unfinished(c.reached, status)
     return RunOutcome(
         run_id=str(rec.get("run_id")),
         path=rec.get("_path"),
@@ -313,7 +306,7 @@ def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -
         time_per_epoch_s=stats.mean(times) if times else None,
         epoch_time_cov=stats.cov(times),
         epoch_times_from=origin,
-        counted=c.measured and not unfinished,
+        counted=c.measured and not left_out,
         stopped_at=c.stopped_at,
         error=rec.get("error") if isinstance(rec.get("error"), str) else None,
     )
@@ -329,12 +322,12 @@ def _reason(r: RunOutcome) -> str:
 def _left_out_warnings(runs: Sequence[RunOutcome], target: str) -> list[str]:
     """Name every run left out of the statistics, and every unfinished run kept."""
     out = []
-    unfinished = [r for r in runs if not r.counted and r.stopped_at is None]
-    if unfinished:
-        n = len(unfinished)
+    ended = [r for r in runs if not r.counted and r.stopped_at is None]
+    if ended:
+        n = len(ended)
         out.append(
             f"{n} run{'s' if n > 1 else ''} crashed or unfinished, left out: "
-            + ", ".join(_reason(r) for r in unfinished)
+            + ", ".join(_reason(r) for r in ended)
         )
     stopped = [r for r in runs if not r.counted and r.stopped_at is not None]
     if stopped:
@@ -344,7 +337,7 @@ def _left_out_warnings(runs: Sequence[RunOutcome], target: str) -> list[str]:
             + ", ".join(f"{r.run_id} (stopped at its own target {r.stopped_at:g})" for r in stopped)
             + "; `perfsuite run --all-epochs` measures beyond it"
         )
-    final = _finished()
+    final = FINISHED
     out += [
         f"{r.run_id} ({r.status}) reached the target before it ended; its time is kept"
         for r in runs

@@ -24,9 +24,8 @@ from typing import Any
 
 from analyzers.distributed import record_comm_share, world_size
 from analyzers.mathmode import converted_autocast, record_device
+from analyzers.record_view import FINISHED
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
-
-FINISHED = ("reached", "not_reached", "diverged")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.distributed import world_size
-from analyzers.study import FINISHED
+from analyzers.record_view import FINISHED
 from perfsuite.record import RecordError, load_record, write_json_atomic
 from perfsuite.record.model import utc_now
 from perfsuite.study.plan import Config
