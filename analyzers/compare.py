@@ -24,14 +24,19 @@ from analyzers.compare_work import (
     DEFAULT_FLOP_TOLERANCE,
     FlopCheck,
     OpDeltas,
-    batch_size_of,
     flop_check,
     mean_or_none,
     op_deltas,
     spread_within,
     workload_of,
 )
-from analyzers.record_view import crossing, faults_per_step, framework, unfinished
+from analyzers.record_view import (
+    batch_size_of,
+    crossing,
+    faults_per_step,
+    framework,
+    unfinished,
+)
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
 from analyzers.verdict import (

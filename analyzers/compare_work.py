@@ -20,6 +20,7 @@ from typing import Any
 
 from analyzers import stats
 from analyzers.reconcile import OTHER, reconcile_timeline
+from analyzers.record_view import batch_size_of
 from perfsuite.record import qvalue
 
 DEFAULT_FLOP_TOLERANCE = 1e-3  # relative; counts of one network should agree exactly
@@ -91,14 +92,6 @@ class OpDeltas:
 def workload_of(record: Mapping[str, Any]) -> str | None:
     task = record.get("task") or {}
     return task.get("workload") or task.get("name")
-
-
-def batch_size_of(record: Mapping[str, Any]) -> Any:
-    work = record.get("work") or {}
-    if work.get("batch_size") is not None:
-        return work["batch_size"]
-    recipe = (record.get("config") or {}).get("recipe_values") or {}
-    return recipe.get("batch_size")
 
 
 _FRAMEWORK_SUFFIX = re.compile(r"\s*\((tensorflow|pytorch|torch|jax)\)\s*$", re.IGNORECASE)

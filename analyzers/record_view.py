@@ -127,3 +127,19 @@ def unfinished(reached: bool, status: Any) -> bool:
     about whether its configuration converges, so compare, stability and study leave it out
     (a run that reached before it ended keeps its measured time)."""
     return not reached and status not in FINISHED
+
+
+def batch_size_of(record: Mapping[str, Any]) -> Any:
+    """The batch a step ran on, for telling configurations apart (compare's FLOP check,
+    stability's grouping): the counted step's, else the recipe in force, else the config's
+    (a user loop's `batch_size`, an MLPerf log's `global_batch_size`); None if none says."""
+    config = record.get("config") or {}
+    for value in (
+        (record.get("work") or {}).get("batch_size"),
+        (config.get("recipe_values") or {}).get("batch_size"),
+        config.get("batch_size"),
+        config.get("global_batch_size"),
+    ):
+        if value is not None:
+            return value
+    return None

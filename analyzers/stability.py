@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.record_view import FINISHED, crossing, unfinished
+from analyzers.record_view import FINISHED, batch_size_of, crossing, unfinished
 from analyzers.record_view import framework as record_framework
-from analyzers.tta import Crossing
+from analyzers.tta import Crossing, planned_epochs
 
 DEFAULT_MAX_COV = 0.05
 DEFAULT_MAX_CI_REL = 0.05
@@ -103,13 +103,10 @@ def config_fields(record: Mapping[str, Any]) -> dict[str, str]:
 
     Why: loose runs are pooled only when these agree; a channels_last run at batch 256 is
     another configuration, not another sample. Batch size and epochs are the values in force
-    (`config`, else `config.recipe_values`; MLPerf imports: `global_batch_size`).
+    (`record_view.batch_size_of`, `tta.planned_epochs`).
     """
     config = record.get("config") or {}
-    recipe = config.get("recipe_values") or {}
-
-    def first(*values: Any) -> Any:
-        return next((v for v in values if v is not None), None)
+    epochs = planned_epochs(record)
 
     def text(value: Any) -> str:
         if isinstance(value, (list, tuple)):
@@ -122,12 +119,8 @@ def config_fields(record: Mapping[str, Any]) -> dict[str, str]:
         "recipe": text(config.get("recipe")),
         "switches": text(config.get("switches")),
         "overrides": text(config.get("overrides")),
-        "batch_size": text(
-            first(
-                config.get("batch_size"), recipe.get("batch_size"), config.get("global_batch_size")
-            )
-        ),
-        "epochs": text(first(recipe.get("epochs"), config.get("epochs"))),
+        "batch_size": text(batch_size_of(record)),
+        "epochs": "" if epochs is None else f"{epochs:g}",
         "eval_from": text(config.get("eval_from")),
         "synthetic": text(config.get("synthetic")),
         "nproc": text(config.get("nproc")),
