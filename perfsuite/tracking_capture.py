@@ -142,7 +142,9 @@ class Detours:
                 fn(*args, **kw)
         work = counter.result().to_work_section()
         work["batch_size"] = size or None
-        work["dtype"] = parts.compute_dtype(args, kw, state.module, state.optimizer)
+        trained = [*state.module.parameters()]  # else the optimizer's (a module may hold none)
+        trained += [p for g in state.optimizer.param_groups for p in g["params"]]
+        work["dtype"] = capture.compute_dtype(parts.leaves((args, kw)), trained)
         record["work"] = work
         param = parts.trained_parameter(state.module, state.optimizer)
         param_dtype = str(param.dtype).replace("torch.", "") if param is not None else None

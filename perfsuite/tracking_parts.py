@@ -57,19 +57,6 @@ def batch_size_of(args: tuple, kw: dict) -> int | None:
     return None if tensor is None else int(tensor.shape[0])
 
 
-def compute_dtype(args: tuple, kw: dict, module: Any, optimizer: Any = None) -> str:
-    """The dtype the step computes in: its first floating-point input's, else the trained
-    parameters', else torch's default. Token ids, masks and labels are integers, and the
-    roofline judges the math against this dtype's roof."""
-    import torch
-
-    tensor = first_tensor(args, kw, lambda t: t.is_floating_point())
-    if tensor is None:
-        tensor = trained_parameter(module, optimizer)
-    dtype = tensor.dtype if tensor is not None else torch.get_default_dtype()
-    return str(dtype).replace("torch.", "")
-
-
 def trained_parameter(module: Any, optimizer: Any = None) -> Any:
     """The module's first parameter, else the optimizer's (a module may hold none: a fixed
     feature extractor with the trained tensors outside it); None without either."""

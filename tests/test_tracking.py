@@ -348,9 +348,11 @@ def test_integer_inputs_do_not_set_the_dtype(tmp_path):
     rec = load_record(run.run_dir)
     # no floating-point input: the parameters' dtype, not the ids' int64
     assert rec["work"]["dtype"] == "float64" and rec["math"]["activation_dtype"] == "float64"
-    from perfsuite.tracking_parts import compute_dtype
+    from perfsuite.runner.capture import compute_dtype
+    from perfsuite.tracking_parts import leaves
 
-    assert compute_dtype((ids, torch.zeros(2, dtype=torch.float16)), {}, model) == "float16"
+    inputs = leaves(((ids, torch.zeros(2, dtype=torch.float16)), {}))
+    assert compute_dtype(inputs, model.parameters()) == "float16"
 
 
 def test_lower_is_better_metrics(tmp_path):

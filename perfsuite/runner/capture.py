@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from perfsuite.workloads.data import Batch, DataSource
@@ -71,19 +71,19 @@ def count_step_work(workload: Any, state: TrainState, batch: Batch) -> dict[str,
             workload.train_step(eager, batch, phase=counter.phase)
     work = counter.result().to_work_section()
     work["batch_size"] = batch.size
-    work["dtype"] = compute_dtype(batch, state.module)
+    work["dtype"] = compute_dtype(batch.inputs, state.module.parameters())
     if state.precision:
         work["autocast"] = {"bf16": "bfloat16", "fp16": "float16"}[state.precision]
     return work
 
 
-def compute_dtype(batch: Batch, module: Any) -> str:
+def compute_dtype(inputs: Iterable[Any], params: Iterable[Any]) -> str:
     """The float dtype the step computes in: the first floating-point input's, else (token
-    ids, as in question answering) the first floating-point parameter's."""
-    floats = [x for x in batch.inputs if getattr(x, "is_floating_point", lambda: False)()]
-    if not floats:
-        floats = [p for p in module.parameters() if p.is_floating_point()][:1]
-    return str(floats[0].dtype).replace("torch.", "") if floats else "float32"
+    ids, as in question answering) the first floating-point trained tensor's, else float32.
+    Token ids, masks and labels are integers; the roofline judges the math by this dtype."""
+    floating = (x for x in (*inputs, *params) if getattr(x, "is_floating_point", lambda: 0)())
+    first = next(floating, None)
+    return str(first.dtype).replace("torch.", "") if first is not None else "float32"
 
 
 def profile_window(
