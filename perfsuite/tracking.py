@@ -143,7 +143,6 @@ class Tracker:
         self.setup_s: dict[str, float] = {}
         self.detours = Detours(self)
         self._early: list[tuple[int, int]] = []
-        self._flag_at: dict[str, int] = {}
 
     # -- context -------------------------------------------------------------------------
 
@@ -276,19 +275,11 @@ class Tracker:
         epochs = ", ".join(str(e) for e, _ in self._early)
         steps = ", ".join(str(k) for _, k in self._early)
         plural = "s" if len(self._early) > 1 else ""
-        self._set_flag(
-            "early",
+        self.rec.flag(
             f"epoch{plural} {epochs} ended early after {steps} steps: the loop left "
             "run.epoch() before its iterable ran out (time and steps counted as run)",
+            key="early",
         )
-
-    def _set_flag(self, key: str, text: str) -> None:
-        flags = self.record["flags"]
-        if key in self._flag_at:
-            flags[self._flag_at[key]] = text
-        else:
-            self._flag_at[key] = len(flags)
-            flags.append(text)
 
     def step(
         self,
@@ -316,8 +307,8 @@ class Tracker:
         self._epoch_steps += 1
         self._count_samples(size)
         if not self.loss.add(out):
-            if "no loss" not in self._flag_at:
-                self._set_flag("no loss", parts.NO_LOSS)
+            if not self.rec.has_flag("no loss"):
+                self.rec.flag(parts.NO_LOSS, key="no loss")
         elif self.loss.due(self._epoch_steps) and not self.loss.finite():
             self._diverge()
             raise FloatingPointError(self.record["error"])
@@ -326,7 +317,7 @@ class Tracker:
     def _count_samples(self, size: int | None) -> None:
         if size is None:
             if self._samples is not None:
-                self._set_flag("no size", parts.NO_SIZE)
+                self.rec.flag(parts.NO_SIZE, key="no size")
             self._samples = self._epoch_samples = None
             return
         if self._samples is not None:
@@ -388,10 +379,10 @@ class Tracker:
             epoch: float = round(self.epoch_number - 1 + done, 6)
         else:
             epoch = self.epoch_number
-            self._set_flag(
-                "mid-epoch",
+            self.rec.flag(
                 "evaluations inside an epoch of unknown length are numbered by the epoch "
                 "they fell in",
+                key="mid-epoch",
             )
         return self._record_evaluation(metrics, self._train_time + so_far, epoch, True)
 

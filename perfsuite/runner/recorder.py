@@ -53,6 +53,7 @@ class Recorder:
         self.epoch_minor_faults: list[int] = []  # the process's minor page faults, same edges
         self.world_size = 1  # data-parallel ranks, each stepping on a batch of batch_size
         self.mllog = None
+        self._keyed: dict[str, tuple[str, int]] = {}  # flag key -> (its text, where it was)
         if write_files:
             self._create_folder()
             if mllog_benchmark:
@@ -84,8 +85,39 @@ class Recorder:
         self.record["sidecars"]["mllog"] = path.name
         return MLLogWriter(path, benchmark=benchmark)
 
-    def flag(self, text: str) -> None:
-        self.record["flags"].append(text)
+    def flag(self, text: str, *, key: str | None = None) -> None:
+        """Add `text` to the record's flags. With `key` (a short stable name, kept here and
+        not in the record, whose flags stay plain strings), a flag kept up to date: a later
+        call with the same key replaces that flag's text where it stands, found by its text
+        (not by an index that other flags added or removed in between would shift); if it is
+        no longer in the list it is appended again."""
+        flags = self.record["flags"]
+        at = self._keyed_index(key) if key is not None else None
+        if at is None:
+            at = len(flags)
+            flags.append(text)
+        else:
+            flags[at] = text
+        if key is not None:
+            self._keyed[key] = (text, at)
+
+    def has_flag(self, key: str) -> bool:
+        """Whether a flag was set with this key."""
+        return key in self._keyed
+
+    def _keyed_index(self, key: str) -> int | None:
+        """Where the flag set with `key` stands now: the string object it wrote, else an
+        equal string (someone copied the list); among several (an unkeyed twin with the same
+        text), the one nearest to where it was. None if never set, or no longer there."""
+        if key not in self._keyed:
+            return None
+        text, was = self._keyed[key]
+        flags = self.record["flags"]
+        if was < len(flags) and flags[was] is text:
+            return was
+        found = [i for i, f in enumerate(flags) if f is text]
+        found = found or [i for i, f in enumerate(flags) if f == text]
+        return min(found, key=lambda i: abs(i - was), default=None)
 
     def write(self) -> None:
         if self.write_files:
