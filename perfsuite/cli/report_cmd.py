@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_top_flag, html_builder, status, top_rows
+from perfsuite.cli.common import (
+    CLIError,
+    add_top_flag,
+    html_builder,
+    print_json,
+    status,
+    top_rows,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +48,14 @@ def register(subparsers: Any) -> None:
         help="roofs from a `perfsuite peaks --json` file (per math: measured, else "
         "spec), used before each record's own ceilings, as `perfsuite roofline --peaks`",
     )
+    # --json describes the page (path, runs, sections, notes): no rows for --top to cut
     add_top_flag(p, "ops shown per run in tables and bar charts", has_json=False)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print, instead of the page's path, a JSON object on stdout: the page's path, "
+        "the runs in it (id, folder, flags, warnings, notes) and its sections",
+    )
     p.set_defaults(func=run)
 
 
@@ -68,6 +82,13 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
+def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per WRONG MACHINE note of a run (the rule and wording of `perfsuite roofline`,
+    `analyzers.mathmode.foreign_roof_notes`), naming the run: printed on stderr after
+    "warning: ", so a user who never opens the page learns the peaks were not this machine's."""
+    return [f"{r['run_id']}: {note}" for r in runs for note in r["warnings"]]
+
+
 def run(args: argparse.Namespace) -> int:
     from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
     from perfsuite.record import load_records
@@ -83,7 +104,22 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
-    text = build.report_html(records, top_rows(args.top), _study_sections(args.runs), peaks)
-    write_text_atomic(out, text)  # unguessable temp name, exclusive create, rename
-    print(out)
+    page = build.report_page(records, top_rows(args.top), _study_sections(args.runs), peaks)
+    write_text_atomic(out, page.html)  # unguessable temp name, exclusive create, rename
+    warnings = warning_lines(page.runs)
+    for line in warnings:
+        status(f"warning: {line}")
+    if args.json:
+        print_json(
+            {
+                "output": str(out),
+                "title": page.title,
+                "peaks": args.peaks,
+                "runs": page.runs,
+                "sections": [{"id": i, "title": t} for i, t in page.sections],
+                "warnings": warnings,
+            }
+        )
+    else:
+        print(out)
     return 0

@@ -4,6 +4,7 @@ comes from the record or from an analyzer."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from analyzers.machine_speed import check_line
@@ -327,16 +328,54 @@ def wrong_machine_html(res: Roofline | None) -> str:
     return "".join(f"<p><b>{h.esc(n)}</b></p>" for n in wrong_machine(res))
 
 
-def report_html(
+@dataclass(frozen=True)
+class ReportPage:
+    """A built report: the page and what a script needs to know about it (`report --json`)."""
+
+    html: str
+    title: str
+    sections: list[tuple[str, str]]  # (id, title) of every section, in page order
+    runs: list[dict[str, Any]]  # per record, in page order: `page_facts`
+
+
+def page_facts(rec: Mapping[str, Any], analysis: tuple) -> dict[str, Any]:
+    """What the page says about one run, as data: its id and folder, the record's flags, the
+    WRONG MACHINE warnings the page shows first, and the notes of its roofline section (the
+    notes `perfsuite roofline` prints, then the step-time rows' and counted-vs-measured ones)."""
+    res, util, err = analysis
+    notes: list[str] = []
+    if res is not None:
+        measured = counted_vs_measured(rec).note
+        notes = [
+            *res.notes,
+            *res.hierarchical.notes,
+            *util.notes,
+            *(res.time_rows.notes if res.time_rows else []),
+            *([measured] if measured else []),
+        ]
+    return {
+        "run_id": rec.get("run_id"),
+        "dir": rec.get("_dir"),
+        "status": rec.get("status"),
+        "warnings": wrong_machine(res),
+        "flags": [f for f in rec.get("flags") or [] if isinstance(f, str)],
+        "roofline_flag": res.run.flag if res else None,
+        "roofline_error": err,
+        "notes": list(dict.fromkeys(notes)),
+    }
+
+
+def report_page(
     records: Sequence[Mapping[str, Any]],
     top: int = 20,
     first: Sequence[tuple[str, str, str]] = (),
     peaks: Mapping[str, Any] | None = None,
-) -> str:
-    """The whole self-contained report for one or more runs; `first`: (id, title, body)
-    sections shown before the summary (a study's section); `peaks`: roofs from a
-    `perfsuite peaks --json` file (`perfsuite.ceilings.roofs.peaks_file_roofs`), used before
-    each record's own ceilings, as `perfsuite roofline --peaks` uses them."""
+) -> ReportPage:
+    """The whole self-contained report for one or more runs, with its sections and each run's
+    warnings and notes; `first`: (id, title, body) sections shown before the summary (a
+    study's section); `peaks`: roofs from a `perfsuite peaks --json` file
+    (`perfsuite.ceilings.roofs.peaks_file_roofs`), used before each record's own ceilings, as
+    `perfsuite roofline --peaks` uses them."""
     analyses = [_analyses(r, peaks) for r in records]
     title = (
         f"perfsuite report: {records[0].get('run_id')}"
@@ -376,12 +415,28 @@ def report_html(
             ("curves", "Accuracy vs training time", _curves(records)),
             *details,
         ]
-    return h.page(
+    page = h.page(
         title,
         sections,
         "Numbers carry provenance: measured, counted, modeled, spec, derived (absent: not "
         "obtained). Modeled bytes are compulsory traffic, so intensities are upper bounds.",
     )
+    return ReportPage(
+        page,
+        title,
+        [(i, t) for i, t, _ in sections],
+        [page_facts(r, a) for r, a in zip(records, analyses, strict=True)],
+    )
+
+
+def report_html(
+    records: Sequence[Mapping[str, Any]],
+    top: int = 20,
+    first: Sequence[tuple[str, str, str]] = (),
+    peaks: Mapping[str, Any] | None = None,
+) -> str:
+    """The page of `report_page` (same arguments), as HTML text."""
+    return report_page(records, top, first, peaks).html
 
 
 def roofline_html(
