@@ -204,6 +204,68 @@ def epoch_times(record: dict[str, Any]) -> tuple[list[float], str | None]:
     return out, ("curve" if out else None)
 
 
+# --------------------------------------------------------------------------- olympic rule
+GENERIC_RULE = "generic"  # drop the fastest and the slowest run
+
+
+def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(benchmark, runs dropped at each end) of an imported MLPerf record, else None.
+
+    The importer stores its benchmark's rule as `extra.mlperf.dropped_each_end`; a record
+    imported before it did gets the rule of its benchmark from the importer's rules table.
+    """
+    if (record.get("source") or {}).get("kind") != "mlperf":
+        return None
+    info = (record.get("extra") or {}).get("mlperf")
+    if not isinstance(info, dict):
+        return None
+    name = str((record.get("task") or {}).get("name"))
+    if "dropped_each_end" in info:
+        dropped = info["dropped_each_end"]
+    else:
+        from perfsuite.importers.mlperf_rules import BENCHMARKS
+
+        known = BENCHMARKS.get(name)
+        dropped = known.max_dropped if known else 1
+    if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 1:
+        return None
+    return name, dropped
+
+
+def olympic_rule(records: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
+    """(runs dropped at each end, rule name) of a group's olympic mean.
+
+    Why: MLPerf's result summarizer drops a per-benchmark number of runs at each end (4 for
+    unet3d, 1 otherwise), and the import's folder score follows it. When every run of a group
+    is an imported MLPerf record of one benchmark whose rule drops other than 1, that rule is
+    applied ("MLPerf unet3d"); otherwise the generic rule, 1 at each end ("generic").
+    """
+    rules = {_mlperf_rule(r) for r in records}
+    if len(rules) == 1:
+        (rule,) = rules
+        if rule is not None and rule[1] != 1:
+            return rule[1], f"MLPerf {rule[0]}"
+    return 1, GENERIC_RULE
+
+
+def _rule_warnings(records: Sequence[Mapping[str, Any]], rule: str) -> list[str]:
+    """A group that mixes records of a benchmark with its own rule and other records gets the
+    generic rule; say so, since the import's folder score of those records differs."""
+    if rule != GENERIC_RULE:
+        return []
+    special: dict[tuple[str, int], int] = {}
+    for r in records:
+        found = _mlperf_rule(r)
+        if found is not None and found[1] != 1:
+            special[found] = special.get(found, 0) + 1
+    return [
+        f"olympic mean uses the generic rule (drop fastest and slowest): only {k} of "
+        f"{len(records)} runs are imported MLPerf {name} records (MLPerf's {name} rule drops "
+        f"{dropped} at each end)"
+        for (name, dropped), k in sorted(special.items())
+    ]
+
+
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Summary:
@@ -279,6 +341,9 @@ class GroupStability:
     olympic_mean: stats.OlympicMean
     warnings: list[str] = field(default_factory=list)
     direction: str = "higher"  # task.direction: "lower" when the metric must fall to the target
+    # the olympic mean's rule: "generic" (1 dropped at each end) or "MLPerf <benchmark>" when
+    # every run is an imported MLPerf record of a benchmark scored otherwise (unet3d: 4)
+    olympic_rule: str = GENERIC_RULE
 
 
 def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
@@ -389,7 +454,8 @@ def analyze_group(
     ept = summarize([r.epochs for r in reached if r.epochs is not None], seed=seed)
     # time per epoch measures the machine: every run's finished epochs count, left out or not
     tpe = summarize([r.time_per_epoch_s for r in runs if r.time_per_epoch_s is not None], seed=seed)
-    olympic = stats.olympic_mean([r.time_s if r.reached else None for r in counted])
+    dropped, rule = olympic_rule(records)
+    olympic = stats.olympic_mean([r.time_s if r.reached else None for r in counted], dropped)
 
     warnings: list[str] = []
     thresholds = {run_crossing(r, metric, threshold).threshold for r in records}
@@ -403,7 +469,11 @@ def analyze_group(
     warnings += _left_out_warnings(runs, f"{first.metric} {cmp} {first.threshold:g}")
     if len(reached) < len(counted):
         missed = len(counted) - len(reached)
-        warnings.append(f"{missed} of {len(counted)} runs did not reach the threshold")
+        diverged = sum(1 for r in counted if not r.reached and r.status == "diverged")
+        warnings.append(
+            f"{missed} of {len(counted)} runs did not reach the threshold (DNC"
+            + (f"; {diverged} diverged)" if diverged else ")")
+        )
     warnings += _seed_warnings(runs)
     if len(reached) < 2:
         warnings.append("fewer than 2 runs reached: no spread can be estimated")
@@ -414,6 +484,7 @@ def analyze_group(
         )
     if olympic.value is None and olympic.reason:
         warnings.append(f"olympic mean undefined: {olympic.reason}")
+    warnings += _rule_warnings(records, rule)
     warnings += _spread_warnings("time to accuracy", tta, max_cov, max_ci_rel, "overall")
     warnings += _spread_warnings(
         "epochs to threshold", ept, max_cov, max_ci_rel, "statistical variance"
@@ -434,6 +505,7 @@ def analyze_group(
         olympic_mean=olympic,
         warnings=warnings,
         direction=task_direction(records[0]),
+        olympic_rule=rule,
     )
 
 

@@ -182,7 +182,8 @@ def bootstrap_ratio_ci(
 class OlympicMean:
     """MLPerf-style olympic mean and why it is (un)defined.
 
-    `value` is None when undefined; `reason` then says why. `kept` are the values averaged.
+    `value` is None when undefined; `reason` then says why. `kept` are the values averaged;
+    `dropped` is how many runs were dropped at each end (the rule applied: 1, 4 for unet3d).
     """
 
     value: float | None
@@ -190,6 +191,7 @@ class OlympicMean:
     failed: int
     kept: tuple[float, ...]
     reason: str | None = None
+    dropped: int = 1
 
 
 def olympic_mean(values: Sequence[float | None], dropped: int = 1) -> OlympicMean:
@@ -212,18 +214,14 @@ def olympic_mean(values: Sequence[float | None], dropped: int = 1) -> OlympicMea
             times.extend(_finite([v]))
     n = len(times) + failed
     if n < 2 * dropped + 1:
-        return OlympicMean(None, n, failed, (), f"needs at least {2 * dropped + 1} runs, got {n}")
+        reason = f"needs at least {2 * dropped + 1} runs, got {n}"
+        return OlympicMean(None, n, failed, (), reason, dropped)
     if failed > dropped:
-        return OlympicMean(
-            None,
-            n,
-            failed,
-            (),
-            f"{failed} runs did not reach the target; at most {dropped} may be dropped",
-        )
+        reason = f"{failed} runs did not reach the target; at most {dropped} may be dropped"
+        return OlympicMean(None, n, failed, (), reason, dropped)
     # The slowest are the failed runs, as many as there are; the rest are the largest times.
     kept = sorted(times)[dropped : len(times) - (dropped - failed)]
-    return OlympicMean(mean(kept), n, failed, tuple(kept))
+    return OlympicMean(mean(kept), n, failed, tuple(kept), None, dropped)
 
 
 def competition_ranks(items: Sequence[tuple[str, float]]) -> list[tuple[str, float, int]]:

@@ -5,7 +5,9 @@ threshold choices matter). From the recorded curves we compute the time to each 
 with the one DAWNBench rule (`analyzers.tta.record_crossing`, in the task's direction), rank
 the entries at every threshold, and list the pairs whose order swaps between consecutive
 thresholds. A run that stopped on meeting its own target has no time to a stricter
-threshold: it is "not measured" there (not DNR) and takes no part in ranking changes.
+threshold: it is "not measured" there (not DNC) and takes no part in ranking changes. A run
+that trained to its end without reaching a threshold is DNC there (DAWNBench's "did not
+converge", the word every command uses), a diverged one (NaN loss) counted as such.
 """
 
 from __future__ import annotations
@@ -35,16 +37,17 @@ class Entry:
     members: list[str]
 
 
-REACHED, DNR, NOT_MEASURED = "reached", "dnr", "not_measured"
+REACHED, DNC, NOT_MEASURED = "reached", "dnc", "not_measured"
 
 
 @dataclass(frozen=True)
 class Placing:
     """One entry at one threshold: time and rank, or None for both when unranked.
 
-    `state` says why an entry is unranked: "dnr" (a run trained to its end without reaching
-    the threshold) or "not_measured" (every run that did not reach it had stopped at its own
-    target, `stopped_at`, first: its time is unknown, not infinite).
+    `state` says why an entry is unranked: "dnc" (did not converge: a run trained to its end
+    without reaching the threshold; `diverged_runs` of them ended on a NaN/inf loss) or
+    "not_measured" (every run that did not reach it had stopped at its own target,
+    `stopped_at`, first: its time is unknown, not infinite).
     """
 
     name: str
@@ -54,6 +57,7 @@ class Placing:
     runs: int
     not_measured_runs: int = 0
     stopped_at: list[float] = field(default_factory=list)  # own targets the runs stopped at
+    diverged_runs: int = 0  # runs without a time here that ended as diverged (NaN/inf loss)
     state: str = ""  # derived from the counts when left empty
 
     def __post_init__(self) -> None:
@@ -63,13 +67,13 @@ class Placing:
             elif self.not_measured_runs and self.reached_runs + self.not_measured_runs == self.runs:
                 state = NOT_MEASURED
             else:
-                state = DNR
+                state = DNC
             object.__setattr__(self, "state", state)
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """All entries at one threshold: ranked ones first (by time), then DNR."""
+    """All entries at one threshold: ranked ones first (by time), then DNC, then not measured."""
 
     threshold: float
     placings: list[Placing]
@@ -98,7 +102,7 @@ class ThresholdAnalysis:
 
 
 def _rank(items: Sequence[tuple[Any, ...]]) -> list[Placing]:
-    """Competition ranking (1, 1, 3) by time, ties listed by name; then DNR, then not
+    """Competition ranking (1, 1, 3) by time, ties listed by name; then DNC, then not
     measured, unranked, each by name. Items: (name, time or None, *the other Placing fields)."""
     rest = {item[0]: item[2:] for item in items}
     done = stats.competition_ranks([(item[0], item[1]) for item in items if item[1] is not None])
@@ -107,13 +111,13 @@ def _rank(items: Sequence[tuple[Any, ...]]) -> list[Placing]:
     unranked = [Placing(name, None, None, *rest[name]) for name in missing]
     return (
         out
-        + [p for p in unranked if p.state == DNR]
+        + [p for p in unranked if p.state == DNC]
         + [p for p in unranked if p.state == NOT_MEASURED]
     )
 
 
 def _order(a: Placing, b: Placing) -> int:
-    """-1 if a is ahead of b, 1 if behind, 0 if unordered: same time, both DNR, or either not
+    """-1 if a is ahead of b, 1 if behind, 0 if unordered: same time, both DNC, or either not
     measured (its time is unknown, so no order can change through it)."""
     if NOT_MEASURED in (a.state, b.state):
         return 0
@@ -147,11 +151,11 @@ def _unreached_note(ranking: Ranking, target: str) -> list[str]:
     """A note when no entry has a time at this threshold, saying whether that was measured."""
     if any(p.state == REACHED for p in ranking.placings):
         return []
-    dnr = sum(1 for p in ranking.placings if p.state == DNR)
-    unmeasured = len(ranking.placings) - dnr
+    dnc = sum(1 for p in ranking.placings if p.state == DNC)
+    unmeasured = len(ranking.placings) - dnc
     if not unmeasured:
         return [f"no entry reaches {target}"]
-    if not dnr:
+    if not dnc:
         return [f"no entry was measured at {target} (each stopped at its own target first)"]
     return [f"no entry reaches {target} ({unmeasured} more not measured)"]
 
@@ -167,7 +171,7 @@ def _not_measured_note(rankings: Sequence[Ranking], metric: str, cmp: str) -> li
         f"not measured: {', '.join(names)} stopped on reaching "
         f"{'its' if len(names) == 1 else 'their'} own target ({metric} "
         f"{cmp} {', '.join(f'{x:g}' for x in stops)}), so a stricter threshold has no time "
-        "(not DNR; left out of ranking changes; `perfsuite run --all-epochs` trains on)"
+        "(not DNC; left out of ranking changes; `perfsuite run --all-epochs` trains on)"
     ]
 
 
@@ -189,7 +193,7 @@ def analyze_thresholds(
     """Time to each threshold per run (or per group: the mean over its runs), ranks and swaps.
 
     A group counts as reaching a threshold only when all its runs reach it (the mean of the
-    runs that reached would flatter it); otherwise it is DNR at that threshold when a run
+    runs that reached would flatter it); otherwise it is DNC at that threshold when a run
     trained to its end without it, else not measured (runs stopped at their own target).
     """
     notes: list[str] = []
@@ -235,8 +239,15 @@ def analyze_thresholds(
             reached = [c.time_s for c in crossings if c.reached and c.time_s is not None]
             stops = sorted({c.stopped_at for c in crossings if c.stopped_at is not None})
             unmeasured = sum(1 for c in crossings if not c.measured)
+            diverged = sum(
+                1
+                for r, c in zip(recs, crossings, strict=True)
+                if c.measured and not c.reached and r.get("status") == "diverged"
+            )
             value = stats.mean(reached) if len(reached) == len(crossings) else None
-            items.append((entry.name, value, len(reached), len(crossings), unmeasured, stops))
+            items.append(
+                (entry.name, value, len(reached), len(crossings), unmeasured, stops, diverged)
+            )
         rankings.append(Ranking(t, _rank(items)))
         notes += _unreached_note(rankings[-1], f"{m} {cmp} {t:g}")
     notes += _not_measured_note(rankings, m, cmp)
@@ -250,7 +261,7 @@ def analyze_thresholds(
         )
     ]
     if no_curve:
-        notes.append(f"no {m} values in the curve (DNR everywhere): {', '.join(no_curve)}")
+        notes.append(f"no {m} values in the curve (DNC everywhere): {', '.join(no_curve)}")
     return ThresholdAnalysis(
         direction=task_direction(records[0]),
         metric=m,

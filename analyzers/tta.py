@@ -7,7 +7,8 @@ error rate) the rule is mirrored: first evaluation at or below the threshold.
 
 A run stops at the first evaluation that meets its own target (unless `--all-epochs`), so its
 curve says nothing about a stricter threshold it had not met yet: such a crossing is "not
-measured" (`Crossing.stopped_at`), which is not the same as "did not reach".
+measured" (`Crossing.stopped_at`), which is not the same as "did not reach" (DNC, "did not
+converge": docs/statistics.md, "Terms").
 """
 
 from __future__ import annotations

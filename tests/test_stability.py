@@ -148,7 +148,7 @@ def test_group_statistics(make_record):
     assert g.time_per_epoch.mean == 11.0
     assert g.time_per_epoch.std == pytest.approx(1.0)
     assert g.time_per_epoch.cov == pytest.approx(1 / 11)
-    # olympic: [20, 33, DNR] -> drop 20 and the failed run -> 33
+    # olympic: [20, 33, DNC] -> drop 20 and the failed run -> 33
     assert g.olympic_mean.value == 33.0
     text = "\n".join(g.warnings)
     assert "1 of 3 runs did not reach" in text
@@ -195,7 +195,8 @@ def test_cli_json_and_text(make_record, tmp_path, capsys):
     assert g["olympic_mean"]["value"] == 33.0
     assert main(["stability", str(tmp_path), "--max-cov", "0.5", "--max-ci", "0.5"]) == 0
     text = capsys.readouterr().out
-    assert "2/3 reached" in text and "DNR" in text and "olympic mean" in text
+    assert "2/3 reached" in text and "DNC" in text and "olympic mean" in text
+    assert "DNR" not in text
     assert "CoV" in text and "warning: time per epoch" not in text
 
 
@@ -297,3 +298,27 @@ def test_statistics_of_huge_finite_times_do_not_overflow():
     assert stats.olympic_mean([1.7e308] * 4).value == 1.7e308
     # ordinary inputs are unchanged by the scaling (a power of two divides exactly)
     assert stats.mean([20.0, 33.0]) == 26.5
+
+
+def test_runs_that_did_not_reach_are_dnc_and_diverged_ones_say_so(make_record, tmp_path, capsys):
+    """One word for "finished without reaching the target" in every command: DAWNBench's DNC;
+    a run ended by a NaN loss is a DNC too, named as diverged."""
+    from perfsuite.cli.stability_cmd import outcome_rows
+
+    recs = _group(make_record)
+    recs.append(
+        _finish(
+            make_record(CURVES[2][:1], run_id="s3", hardware={"name": "cpu"}, model="mlp"),
+            group={"id": "g1", "index": 3, "size": 4},
+            seed=3,
+        )
+    )
+    recs[3]["status"], recs[3]["error"] = "diverged", "did not converge: loss is nan"
+    (g,) = stability(recs)
+    assert [row[2] for row in outcome_rows(g)][2:] == ["DNC", "DNC (diverged)"]
+    assert "2 of 4 runs did not reach the threshold (DNC; 1 diverged)" in g.warnings
+    for rec in recs:
+        write_record(tmp_path / rec["run_id"], rec)
+    assert main(["stability", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "DNC (diverged)" in text and "DNR" not in text

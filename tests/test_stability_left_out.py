@@ -111,10 +111,10 @@ def test_stricter_threshold_is_not_measured_for_a_run_that_stopped_at_its_target
     by_id = {r.run_id: r for r in g.runs}
     assert by_id["a"].stopped_at == 0.9 and not by_id["a"].counted
     assert [by_id[x].stopped_at for x in "bcd"] == [None, None, None]
-    # b and c trained to the end without 0.95 (DNR); d's stopping evaluation was 0.96
+    # b and c trained to the end without 0.95 (DNC); d's stopping evaluation was 0.96
     assert (g.n_runs, g.n_reached) == (3, 1)
     assert g.time_to_accuracy.mean == 36.0
-    assert "2 of 3 runs did not reach the threshold" in g.warnings
+    assert "2 of 3 runs did not reach the threshold (DNC)" in g.warnings
     assert (
         "1 run not measured at top1 >= 0.95, left out: a (stopped at its own target 0.9); "
         "`perfsuite run --all-epochs` measures beyond it" in g.warnings

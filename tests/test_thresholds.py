@@ -1,4 +1,4 @@
-"""Threshold analysis: times at several thresholds, ranks, DNR and ranking swaps."""
+"""Threshold analysis: times at several thresholds, ranks, DNC and ranking swaps."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _table(res):
     return {r.threshold: [(p.name, p.time_s, p.rank) for p in r.placings] for r in res.rankings}
 
 
-def test_times_ranks_and_dnr(make_record):
+def test_times_ranks_and_dnc(make_record):
     res = analyze_thresholds(_records(make_record), TS)
     assert res.metric == "top1" and res.thresholds == [0.90, 0.91, 0.92, 0.93]
     assert _table(res) == {
@@ -42,13 +42,13 @@ def test_swaps_between_consecutive_thresholds(make_record):
     res = analyze_thresholds(_records(make_record), TS)
     got = [(s.from_threshold, s.to_threshold, s.faster_before, s.faster_after) for s in res.swaps]
     assert got == [
-        (0.91, 0.92, "C", "A"),  # C drops to DNR: was ahead of A ...
+        (0.91, 0.92, "C", "A"),  # C drops to DNC: was ahead of A ...
         (0.91, 0.92, "C", "B"),  # ... and of B
         (0.92, 0.93, "A", "B"),  # A ahead of B at 0.92, behind at 0.93
     ]
 
 
-def test_ties_share_rank_and_both_dnr_is_not_a_swap():
+def test_ties_share_rank_and_both_dnc_is_not_a_swap():
     ranked = _rank([("b", 5.0, 1, 1), ("a", 5.0, 1, 1), ("c", 7.0, 1, 1), ("d", None, 0, 1)])
     assert [(p.name, p.rank) for p in ranked] == [("a", 1), ("b", 1), ("c", 3), ("d", None)]
     r1 = Ranking(0.9, [Placing("x", 1.0, 1, 1, 1), Placing("y", 2.0, 2, 1, 1)])
@@ -93,7 +93,7 @@ def test_cli(make_record, tmp_path, capsys):
     assert len(out["swaps"]) == 3
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "top1 >= 0.93: B < A; DNR: C" in text
+    assert "top1 >= 0.93: B < A; DNC: C" in text and "DNR" not in text
     assert "A ahead of B at 0.92, behind at 0.93" in text
     assert main(["thresholds", str(tmp_path), "--thresholds", "90,93"]) == 2
     assert "top1 must be a fraction in [0, 1]" in capsys.readouterr().err
@@ -106,7 +106,7 @@ def test_inference_only_records_skipped_and_missing_metric_noted(make_record):
     assert [e.name for e in res.entries] == ["A", "B", "C", "squad"]
     assert res.notes == [
         "skipped 1 inference-only record(s): no training curve",
-        "no top1 values in the curve (DNR everywhere): squad",
+        "no top1 values in the curve (DNC everywhere): squad",
     ]
 
 
@@ -165,7 +165,7 @@ def test_thresholds_beyond_a_runs_own_stop_are_not_measured(make_record):
     assert any(n.startswith("not measured: fast, slow stopped on reaching") for n in res.notes)
 
 
-def test_a_run_that_ran_out_of_epochs_is_dnr_and_can_swap(make_record):
+def test_a_run_that_ran_out_of_epochs_is_dnc_and_can_swap(make_record):
     # The reviewer's pair: "early" stops at 0.9 after epoch 4 of 8 (0.972); "single" reached
     # 0.9 only at its last epoch (2 of 2), so it really did not reach 0.95 within its budget.
     early = _stopping(
@@ -174,8 +174,8 @@ def test_a_run_that_ran_out_of_epochs_is_dnr_and_can_swap(make_record):
     single = _stopping(make_record, "single", [(1, 9.4, 0.71), (2, 18.8, 0.94)], epochs=2)
     res = analyze_thresholds([early, single], [0.9, 0.95, 0.98])
     states = {r.threshold: [(p.name, p.state) for p in r.placings] for r in res.rankings}
-    assert states[0.95] == [("early", "reached"), ("single", "dnr")]
-    assert states[0.98] == [("single", "dnr"), ("early", "not_measured")]
+    assert states[0.95] == [("early", "reached"), ("single", "dnc")]
+    assert states[0.98] == [("single", "dnc"), ("early", "not_measured")]
     got = [(s.from_threshold, s.to_threshold, s.faster_before, s.faster_after) for s in res.swaps]
     assert got == [(0.9, 0.95, "single", "early")]
     assert "no entry reaches top1 >= 0.98 (1 more not measured)" in res.notes
@@ -191,8 +191,8 @@ def test_group_with_a_stopped_run_is_not_measured_unless_another_run_failed(make
     recs += [rec("H", 0, [(1, 9.0, 0.91)]), rec("H", 1, [(1, 9.0, 0.89), (2, 18.0, 0.92)], 2)]
     res = analyze_thresholds(recs, [0.95], by_group=True)
     got = [(p.name, p.state, p.reached_runs, p.not_measured_runs) for p in res.rankings[0].placings]
-    # h1 trained all its epochs without 0.95: H is DNR whatever h0 would have done
-    assert got == [("group:H", "dnr", 0, 1), ("group:G", "not_measured", 1, 1)]
+    # h1 trained all its epochs without 0.95: H is DNC whatever h0 would have done
+    assert got == [("group:H", "dnc", 0, 1), ("group:G", "not_measured", 1, 1)]
 
 
 def test_lower_is_better_stricter_threshold_is_lower(make_record):
@@ -240,3 +240,28 @@ def test_cli_escapes_control_characters_in_names(make_record, tmp_path, capsys):
     assert main(["thresholds", str(tmp_path), "--thresholds", "0.9,0.95"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "note: not measured: evil\\x1b[2J stopped" in out
+
+
+def test_diverged_runs_are_dnc_named_as_diverged(make_record, tmp_path, capsys):
+    from perfsuite.cli.thresholds_cmd import render
+
+    recs = _records(make_record)
+    recs[2]["status"] = "diverged"  # C: its loss became NaN after epoch 3
+    res = analyze_thresholds(recs, [0.90, 0.93])
+    c = next(p for p in res.rankings[1].placings if p.name == "C")
+    assert (c.state, c.diverged_runs) == ("dnc", 1)
+    assert [p.diverged_runs for p in res.rankings[0].placings] == [0, 0, 0]  # C reached 0.90
+    text = render(res)
+    assert "DNC (diverged)" in text and "top1 >= 0.93: B < A; DNC: C (diverged)" in text
+
+    def rec(i, t, metric, status):
+        r = make_record([(1, t, metric)], run_id=f"g{i}", group={"id": "G", "index": i, "size": 2})
+        r["status"] = status
+        return r
+
+    group = analyze_thresholds(
+        [rec(0, 10.0, 0.95, "reached"), rec(1, 12.0, 0.5, "diverged")], [0.9], by_group=True
+    )
+    (p,) = group.rankings[0].placings
+    assert (p.state, p.reached_runs, p.runs, p.diverged_runs) == ("dnc", 1, 2, 1)
+    assert "DNC (1/2 runs, 1 diverged)" in render(group)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.compare import Comparison, ItemSummary
+from analyzers.compare import Comparison, ItemSummary, RunValues
+from analyzers.record_view import unfinished
 from perfsuite import fmt
 
 RUN_HEADERS = [
@@ -47,6 +48,17 @@ def _count(v: float | None) -> str:
     return "n/a" if v is None else f"{v:,.0f}"
 
 
+def time_cell(r: RunValues) -> str:
+    """Time to accuracy; DNC (did not converge: finished without reaching the target, the
+    leaderboard's and DAWNBench's word), "DNC (diverged)" for a NaN/inf loss; "left out" for a
+    run that crashed or is unfinished without reaching (the verdict leaves it out too)."""
+    if r.reached:
+        return fmt.duration(r.time_to_accuracy_s)
+    if unfinished(r.reached, r.status):
+        return "left out"
+    return "DNC (diverged)" if r.status == "diverged" else "DNC"
+
+
 def run_rows(c: Comparison) -> list[list[str]]:
     """One row per run: the framework and every per-run number."""
     return [
@@ -55,7 +67,7 @@ def run_rows(c: Comparison) -> list[list[str]]:
             r.run_id,
             r.framework,
             r.status,
-            fmt.duration(r.time_to_accuracy_s) if r.reached else "DNR",
+            time_cell(r),
             "-" if r.epochs_to_threshold is None else f"{r.epochs_to_threshold:g}",
             fmt.duration(r.time_per_epoch_s),
             fmt.si(r.step_time_s, "s"),
@@ -192,7 +204,7 @@ def reason_lines(c: Comparison) -> list[str]:
 def method_line(c: Comparison) -> str:
     o = c.options
     return (
-        f"Mann-Whitney U (two-sided, alpha {o['alpha']:g}; runs that did not reach ranked "
+        f"Mann-Whitney U (two-sided, alpha {o['alpha']:g}; runs that did not reach (DNC) ranked "
         f"slowest) and a percentile bootstrap {o['confidence']:.0%} interval of "
         f"mean(candidate)/mean(baseline) ({o['resamples']} resamples, seed {o['seed']}); "
         f"minimum effect {o['min_effect']:.1%}"

@@ -27,9 +27,10 @@ def register(sub: Any) -> None:
             "From the recorded evaluation curves, compute the time to each threshold "
             "(first evaluation with metric >= threshold), rank runs (or groups with --groups) "
             "at each threshold, and list pairs whose order swaps between consecutive "
-            "thresholds. Runs that never reach a threshold rank last as DNR; a run that "
-            "stopped on reaching its own target is 'not measured' at stricter thresholds "
-            "(not DNR, and left out of ranking changes)."
+            "thresholds. Runs that trained to their end without reaching a threshold rank last "
+            "as DNC (did not converge; 'DNC (diverged)' for a NaN loss); a run that stopped "
+            "on reaching its own target is 'not measured' at stricter thresholds (not DNC, "
+            "and left out of ranking changes)."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
@@ -51,7 +52,8 @@ def register(sub: Any) -> None:
 
 
 def _cell(p: Any) -> str:
-    """One entry at one threshold: time and rank, DNR, or not measured (and why)."""
+    """One entry at one threshold: time and rank, DNC (diverged runs named), or not measured
+    (and why)."""
     from perfsuite.fmt import duration
 
     if p.time_s is not None:
@@ -61,7 +63,15 @@ def _cell(p: Any) -> str:
         if p.runs > 1:
             return f"not measured ({p.reached_runs}/{p.runs} reached, rest stopped at {stops})"
         return f"not measured (stopped at {stops})"
-    return f"DNR ({p.reached_runs}/{p.runs} runs)" if p.runs > 1 else "DNR"
+    if p.runs > 1:
+        diverged = f", {p.diverged_runs} diverged" if p.diverged_runs else ""
+        return f"DNC ({p.reached_runs}/{p.runs} runs{diverged})"
+    return "DNC (diverged)" if p.diverged_runs else "DNC"
+
+
+def _dnc_name(name: str, p: Any) -> str:
+    """An entry in a ranking line's DNC list, a diverged single run marked."""
+    return f"{name} (diverged)" if p.runs == 1 and p.diverged_runs else name
 
 
 def render(res: Any) -> str:
@@ -82,10 +92,10 @@ def render(res: Any) -> str:
     out = [table(rows, headers, "l" + "r" * len(res.thresholds)), ""]
     for r in res.rankings:
         order = [label[p.name] for p in r.placings if p.rank is not None]
-        dnr = [label[p.name] for p in r.placings if p.state == "dnr"]
+        dnc = [_dnc_name(label[p.name], p) for p in r.placings if p.state == "dnc"]
         unmeasured = [label[p.name] for p in r.placings if p.state == "not_measured"]
         line = f"{res.metric} {cmp} {r.threshold:g}: " + (" < ".join(order) or "(none reached)")
-        line += f"; DNR: {', '.join(dnr)}" if dnr else ""
+        line += f"; DNC: {', '.join(dnc)}" if dnc else ""
         out.append(line + (f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""))
     out.append("")
     if res.swaps:

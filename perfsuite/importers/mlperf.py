@@ -346,6 +346,8 @@ def load_result(
             "time_to_train": quantity(time_to_train, "s", "imported", "run_stop - run_start"),
             "first_target_eval_s": first_eval_s,
             "required_runs": bench.required_runs,
+            # the benchmark's scoring rule, so that `perfsuite stability` applies it too
+            "dropped_each_end": bench.max_dropped,
             "perfsuite_run": origin,
         }
     }
