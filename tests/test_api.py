@@ -280,7 +280,8 @@ def test_group_tables_equal_stability_json(group_dir, cache):
                      ("time_to_accuracy_mean_s", "time_to_accuracy.mean"),
                      ("time_to_accuracy_ci_low_s", "time_to_accuracy.ci_low"),
                      ("olympic_mean_s", "olympic_mean.value"),
-                     ("olympic_mean_reason", "olympic_mean.reason")]:  # fmt: skip
+                     ("olympic_mean_reason", "olympic_mean.reason"),
+                     ("olympic_rule", "olympic_rule")]:  # fmt: skip
         assert same_value(row[col], dig(grp, key)), col
     assert g.warnings == [f"{grp['label']}: {w}" for w in grp["warnings"]]
     costs = cli_json("cost", str(group_dir), "--instance-type", "n2-standard-2", cache=cache)

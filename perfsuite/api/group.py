@@ -71,6 +71,7 @@ GROUPS: Spec = [
     ("time_per_epoch_mean_s", "time_per_epoch.mean"),
     ("olympic_mean_s", "olympic_mean.value"),
     ("olympic_mean_reason", "olympic_mean.reason"),
+    ("olympic_rule", "olympic_rule"),
     ("warnings", lambda g: len(g.warnings)),
 ]
 
