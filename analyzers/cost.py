@@ -10,6 +10,7 @@ record's own `cost.usd_per_hour`, else the price table entry for its instance ty
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,8 @@ def find_price(
 
     `instance_type` (from the command line) is only used for records that name none: a run's
     measured time belongs to the hardware it ran on, so it is never re-priced as another one.
+    For the same reason it is not used when the table says that instance is other hardware
+    than the record's (`instance_mismatch`): no price then, and a note says why.
     """
     notes: list[str] = []
     own = (record.get("cost") or {}).get("usd_per_hour")
@@ -82,11 +85,19 @@ def find_price(
     itype = recorded_type or instance_type
     value = qvalue(own)
     if value is not None:
+        if instance_type and not recorded_type:
+            notes.append(
+                f"--instance-type {instance_type} not used: the record carries its own price"
+            )
         src = own.get("source") or "the record's cost.usd_per_hour"
         return Price(value, "record", own.get("provenance"), src, itype), notes
     if itype and itype in prices:
         entry = prices[itype]
         if instance_type and not recorded_type:
+            other = instance_mismatch(record, itype, entry)
+            if other:
+                notes.append(other)
+                return Price(None, "unknown", None, "unknown", None), notes
             notes.append(f"instance type {itype} given on the command line, not recorded")
         price = Price(float(entry["usd_per_hour"]), "price-table", "spec", entry["source"], itype)
         return price, notes
@@ -95,6 +106,56 @@ def find_price(
     else:
         notes.append("no price: the record has no cost and no hardware.instance_type")
     return Price(None, "unknown", None, "unknown", itype), notes
+
+
+VENDOR_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "radeon"})
+
+
+def _model(name: Any) -> str:
+    """An accelerator's model for comparison: `NVIDIA Tesla V100-SXM2-16GB` and
+    `Tesla V100-SXM2-16GB` both read `v100sxm216gb` (vendor words, case, punctuation aside)."""
+    words = re.findall(r"[a-z0-9]+", str(name).lower())
+    return "".join(w for w in words if w not in VENDOR_WORDS)
+
+
+def instance_mismatch(
+    record: Mapping[str, Any], instance_type: str, entry: Mapping[str, Any]
+) -> str | None:
+    """Why the record cannot be priced at `instance_type` given on the command line, or None.
+
+    The rule of `measured_elsewhere`: a measured figure is priced only at the hardware that
+    measured it. The price table's `hardware` of the instance is compared with the record's
+    wherever both say: the accelerator kind (cpu, cuda, tpu), and for accelerators the model
+    and the count. CPU models are not compared (the table's CPU instances name several
+    possible processors), nor anything for an entry without `hardware` (a user price file).
+    """
+    want = entry.get("hardware")
+    if not isinstance(want, Mapping):
+        return None
+    have = record.get("hardware") or {}
+    kind, want_kind = have.get("accelerator"), want.get("accelerator")
+    same = not (kind and want_kind and kind != want_kind)
+    if same and kind and kind == want_kind and kind != "cpu":
+        name, want_name = have.get("name"), want.get("name")
+        same = not (name and want_name and _model(name) != _model(want_name))
+        count, want_count = have.get("count"), want.get("count")
+        if isinstance(count, int) and isinstance(want_count, int) and count != want_count:
+            same = False
+    if same:
+        return None
+    return (
+        f"--instance-type {instance_type} not used: the run was measured on "
+        f"{_label(have, 'unknown hardware')} ({kind}), {instance_type} is "
+        f"{_label(want, instance_type)} ({want_kind}): a measured time is priced only on the "
+        "hardware it ran on"
+    )
+
+
+def _label(hw: Mapping[str, Any], default: str) -> str:
+    """ "NVIDIA V100 x8": a hardware section's name, with its count above one."""
+    count = hw.get("count")
+    name = str(hw.get("name") or default)
+    return f"{name} x{count}" if isinstance(count, int) and count > 1 else name
 
 
 def training_cost_usd(time_s: float, usd_per_hour: float) -> float:

@@ -7,6 +7,12 @@ Runs on synthetic data are listed unranked: their accuracy is chance; so are smo
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
 threshold (`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
+
+Costs are priced by `analyzers.cost` (the record's own price, else the price table for its
+instance type, else `instance_type` for records that name none, unless the table says that
+instance is other hardware). A perfsuite run's own `mllog.txt` imported with `perfsuite import
+mlperf` is the same run as the run's record: a board lists it once, as the run's record, and
+its notes say which import was left off and on what evidence (`same_runs`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.cost import cost_of
+from analyzers.cost import cost_of, find_price, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
 from analyzers.record_view import partial_run, reached_time
@@ -56,6 +62,15 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Duplicate:
+    """An imported record left off a board: the same run as `same_as`, listed instead."""
+
+    run_id: str
+    same_as: str
+    evidence: str
+
+
+@dataclass(frozen=True)
 class Board:
     task: str
     metric: str
@@ -66,6 +81,8 @@ class Board:
     notes: list[str] = field(default_factory=list)
     direction: str = "higher"  # task.direction: "lower" for error rates, perplexity, FID
     target: str = ""  # as the task states it: "top-5 >= 93%", "F1 >= 0.75"
+    instance_type: str | None = None  # prices records that name none (cost rankings)
+    duplicates: list[Duplicate] = field(default_factory=list)
 
 
 def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) -> bool:
@@ -79,12 +96,15 @@ def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) 
     return reached_time(rec)[0]
 
 
-def _no_price(notes: Sequence[str]) -> str:
-    return "price unknown" + (f" ({notes[0]})" if notes else "")
+def _joined(*parts: str | None) -> str | None:
+    return "; ".join(p for p in parts if p) or None
 
 
 def _entry(
-    rec: Mapping[str, Any], by: str, prices: Mapping[str, Mapping[str, Any]]
+    rec: Mapping[str, Any],
+    by: str,
+    prices: Mapping[str, Mapping[str, Any]],
+    instance_type: str | None = None,
 ) -> tuple[str, float | None, str | None, str | None] | None:
     """(status, value, provenance, note) of a record on this board, or None if not an entry."""
     task = rec.get("task") or {}
@@ -108,10 +128,12 @@ def _entry(
             return "DNC", None, None, f"{rec.get('status')}: did not reach {target}"
         if by == "training-time":
             return "ranked", time_s, tta.get("provenance"), None
-        c = cost_of(rec, prices)
+        c = cost_of(rec, prices, instance_type)
+        notes = find_price(rec, prices, instance_type)[1]  # the price's origin, refusals
         if c.training_cost_usd is None:
-            return "n/a", None, None, _no_price(c.notes)
-        return "ranked", c.training_cost_usd, c.training_cost_provenance, f"price: {c.price.source}"
+            return "n/a", None, None, "price unknown" + (f" ({notes[0]})" if notes else "")
+        note = _joined(f"price: {c.price.source}", *notes)
+        return "ranked", c.training_cost_usd, c.training_cost_provenance, note
     inf = rec.get("inference") or {}
     if not inf.get("latency"):
         return None
@@ -129,10 +151,20 @@ def _entry(
         if lat.get("value") is None:
             return "n/a", None, None, "latency not measured"
         return "ranked", float(lat["value"]), lat.get("provenance"), _latency_note(rec)
-    c = cost_of(rec, prices)
+    c = cost_of(rec, prices, instance_type)
+    notes = find_price(rec, prices, instance_type)[1]  # the price's origin, refusals
     if c.inference_cost_per_10k_usd is None:
-        return "n/a", None, None, _no_price(c.notes)
-    return "ranked", c.inference_cost_per_10k_usd, c.inference_cost_provenance, _latency_note(rec)
+        if c.price.usd_per_hour is None:
+            return "n/a", None, None, "price unknown" + (f" ({notes[0]})" if notes else "")
+        return "n/a", None, None, measured_elsewhere(rec) or "latency not measured"
+    if c.inference_cost_provenance != "derived":  # the record's own cost per item
+        notes = []
+    return (
+        "ranked",
+        c.inference_cost_per_10k_usd,
+        c.inference_cost_provenance,
+        _joined(_latency_note(rec), *notes),
+    )
 
 
 def _latency_note(rec: Mapping[str, Any]) -> str | None:
@@ -168,16 +200,89 @@ def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None, by: str) -> Row
     )
 
 
+def _origin_run_id(rec: Mapping[str, Any]) -> str | None:
+    """The perfsuite run an MLPerf import is a log of: the run id the importer read from the
+    run.json beside the log (`extra.mlperf.perfsuite_run.run_id`), else None."""
+    if (rec.get("source") or {}).get("kind") != "mlperf":
+        return None
+    mlperf = (rec.get("extra") or {}).get("mlperf")
+    origin = mlperf.get("perfsuite_run") if isinstance(mlperf, Mapping) else None
+    run_id = origin.get("run_id") if isinstance(origin, Mapping) else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def same_runs(records: Sequence[Mapping[str, Any]]) -> dict[int, tuple[Mapping[str, Any], str]]:
+    """Imported records that are a perfsuite run's own mllog.txt, by `id()` of the import:
+    (the run's record, the evidence). The evidence is the run id that the importer read from
+    the run.json beside the log (`extra.mlperf.perfsuite_run.run_id`), naming a perfsuite
+    record of the same task among `records`; when it names none, the import is of no run
+    here. A log copied away from its run.json before the import names no run.
+    """
+    natives = {
+        r.get("run_id"): r for r in records if (r.get("source") or {}).get("kind") == "perfsuite"
+    }
+    out: dict[int, tuple[Mapping[str, Any], str]] = {}
+    for rec in records:
+        run_id = _origin_run_id(rec)
+        native = natives.get(run_id) if run_id is not None else None
+        name = (rec.get("task") or {}).get("name")
+        if native is not None and (native.get("task") or {}).get("name") == name:
+            out[id(rec)] = (native, "the run.json beside its log names that run")
+    return out
+
+
+def _one_listing(
+    entries: list[tuple[Mapping[str, Any], tuple]],
+    same: Mapping[int, tuple[Mapping[str, Any], str]],
+) -> tuple[list[tuple[Mapping[str, Any], tuple]], list[Duplicate], list[str]]:
+    """A board's entries less the imports of a run that is listed on it too, those imports,
+    and the notes: one per import left off, and one per import of a run whose record is on
+    another board (imported against another target: listed, said to be that run)."""
+    listed = {id(r) for r, _ in entries}
+    duplicates, notes, kept = [], [], []
+    for r, e in entries:
+        native, evidence = same.get(id(r), (None, ""))
+        if native is None:
+            kept.append((r, e))
+        elif id(native) in listed:
+            duplicates.append(Duplicate(str(r.get("run_id")), str(native.get("run_id")), evidence))
+        else:
+            kept.append((r, e))
+            t = native.get("task") or {}
+            own = target_text(
+                str(t.get("metric")), float(t.get("threshold")), task_direction(native)
+            )
+            notes.append(
+                f"{r.get('run_id')} is an import of {native.get('run_id')}'s own mllog.txt, the "
+                f"same run ({evidence}), against another target: {native.get('run_id')} is on "
+                f"the {own} board"
+            )
+    duplicates.sort(key=lambda d: (d.run_id, d.same_as))
+    notes[:0] = [
+        f"{d.run_id} is an import of {d.same_as}'s own mllog.txt, the same run "
+        f"({d.evidence}): listed once, as {d.same_as}"
+        for d in duplicates
+    ]
+    return kept, duplicates, notes
+
+
 def leaderboard(
     records: Sequence[Mapping[str, Any]],
     by: str = "training-time",
     prices: Mapping[str, Mapping[str, Any]] | None = None,
     task: str | None = None,
+    instance_type: str | None = None,
 ) -> list[Board]:
-    """Boards sorted by task name then threshold; rows: ranked (ties share a rank), DNC, n/a."""
+    """Boards sorted by task name then threshold; rows: ranked (ties share a rank), DNC, n/a.
+
+    `instance_type` prices the cost rankings' records that name none (`analyzers.cost`).
+    An import of a perfsuite run's own log is left off when its run is on the same board
+    (`same_runs`); `Board.duplicates` and the notes say so.
+    """
     if by not in BY:
         raise ValueError(f"unknown ranking {by!r}; expected one of {', '.join(BY)}")
     prices = prices or {}
+    costed = instance_type if by.endswith("cost") else None
     tasks: dict[tuple[str, str, float, str], list[Mapping[str, Any]]] = {}
     for rec in records:
         t = rec.get("task") or {}
@@ -190,17 +295,24 @@ def leaderboard(
             task_direction(rec),
         )
         tasks.setdefault(key, []).append(rec)
+    same = same_runs([r for recs in tasks.values() for r in recs])
 
     boards = []
     for (name, metric, threshold, direction), recs in sorted(tasks.items()):
-        entries = [(r, e) for r in recs if (e := _entry(r, by, prices)) is not None]
+        entries = [(r, e) for r in recs if (e := _entry(r, by, prices, costed)) is not None]
         if not entries:
             continue
+        entries, duplicates, notes = _one_listing(entries, same)
         # "#n" keeps keys unique if the same run id is given twice; ties then sort by run id.
         keyed = {f"{r.get('run_id')}#{n}": (r, e) for n, (r, e) in enumerate(entries)}
-        notes = []
         if len({r.get("run_id") for r, _ in entries}) < len(entries):
             notes.append("duplicate run ids: was the same record given twice?")
+        if costed:
+            notes.append(
+                f"--instance-type {costed}: the price of records that name no instance type and "
+                "carry no price of their own, unless the price table lists other hardware for "
+                "it (then n/a, saying why)"
+            )
         ranked = [(k, e[1]) for k, (_, e) in keyed.items() if e[0] == "ranked"]
         rows = [_row(*keyed[k], rank, by) for k, _, rank in stats.competition_ranks(ranked)]
         for status in ("DNC", "n/a"):
@@ -216,6 +328,8 @@ def leaderboard(
                 notes,
                 direction,
                 target_text(metric, threshold, direction),
+                costed,
+                duplicates,
             )
         )
     return boards

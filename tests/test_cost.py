@@ -11,6 +11,7 @@ from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.pricing import PriceError, builtin_prices, load_prices
 from perfsuite.record import quantity, write_record
+from tests.conftest import extract_h100_run
 
 TABLE = {"box.large": {"usd_per_hour": 3.6, "source": "test table: box.large"}}
 
@@ -136,3 +137,38 @@ def test_a_heavy_latency_tail_is_said(make_record):
     assert note.startswith("latency mean 41.3x its median")
     rec["inference"]["latency_p50_s"] = 0.010  # 1.48x: a normal spread, nothing said
     assert not [n for n in cost_of(rec, TABLE).notes if n.startswith("latency mean")]
+
+
+def test_instance_type_is_not_used_for_other_hardware(make_record):
+    """--instance-type prices a record that names no type only where the table's hardware for
+    that type is the record's (built-in table: p3.2xlarge = 1 V100, 3.06 USD/h)."""
+    table = builtin_prices()
+
+    def priced(hardware, itype="p3.2xlarge"):
+        return cost_of(_trained(make_record, 3600.0, hardware=hardware), table, itype)
+
+    v100 = {"name": "Tesla V100-SXM2-16GB", "accelerator": "cuda", "count": 1}
+    c = priced(v100)  # torch's name for the table's "NVIDIA Tesla V100-SXM2-16GB"
+    assert c.training_cost_usd == pytest.approx(3.06) and c.price.origin == "price-table"
+    assert c.notes == ["instance type p3.2xlarge given on the command line, not recorded"]
+    c = priced({"name": "NVIDIA H100 80GB HBM3", "accelerator": "cuda", "count": 1})
+    assert (c.training_cost_usd, c.price.usd_per_hour, c.price.origin) == (None, None, "unknown")
+    assert c.notes[0].startswith(
+        "--instance-type p3.2xlarge not used: the run was measured on NVIDIA H100 80GB HBM3 "
+        "(cuda), p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda)"
+    )
+    assert priced(v100, "p3.16xlarge").training_cost_usd is None  # 1 GPU, not the 8 there
+    cpu = {"name": "AMD EPYC 7B13 (2 CPUs)", "accelerator": "cpu"}
+    assert priced(cpu, "n2-standard-2").training_cost_usd == pytest.approx(0.097118)
+    c = priced(cpu, "g4dn.xlarge")  # a CPU run priced as a T4 instance: no
+    assert c.training_cost_usd is None and "(cpu), g4dn.xlarge is NVIDIA T4 (cuda)" in c.notes[0]
+    assert priced({}, "p3.2xlarge").training_cost_usd == pytest.approx(3.06)  # nothing to compare
+
+
+def test_real_h100_run_is_not_priced_as_another_gpu(tmp_path, capsys):
+    run = extract_h100_run(tmp_path)
+    assert main(["cost", str(run), "--instance-type", "p3.2xlarge", "--json"]) == 0
+    (c,) = json.loads(capsys.readouterr().out)["costs"]
+    assert (c["price"]["usd_per_hour"], c["price"]["origin"]) == (None, "unknown")
+    assert c["notes"][0].startswith("--instance-type p3.2xlarge not used: the run was measured")
+    assert c["inference_cost_per_10k_usd"] is None and c["inference_latency_s"] > 0

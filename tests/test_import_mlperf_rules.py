@@ -318,6 +318,69 @@ def test_run_json_of_another_task_is_an_error(tmp_path):
         load_result(run / "mllog.txt")
 
 
+def test_target_option_still_records_the_run_beside_the_log(tmp_path):
+    """--target sets the target, but the run.json beside the log still names the run: the
+    import records it (`perfsuite_run`), so the leaderboard can tell it is that run."""
+    run = _perfsuite_run(tmp_path / "runs")
+    rec = load_result(run / "mllog.txt", target=0.9).record
+    assert rec["task"]["threshold"] == 0.9  # --target, not the run's 0.94
+    assert rec["extra"]["mlperf"]["perfsuite_run"] == {
+        "run_id": run.name,
+        "run_json": str(run / "run.json"),
+    }
+    # the run.json did not set the result: the log alone is the source (digest unchanged)
+    assert rec["source"]["files"] == [str(run / "mllog.txt")]
+    assert any(f.startswith(f"log of perfsuite run {run.name!r}") for f in rec["flags"])
+    assert not any(f.startswith("target from perfsuite run") for f in rec["flags"])
+
+
+def test_benchmark_with_an_mlperf_target_records_the_run_beside_the_log(tmp_path):
+    """A log whose benchmark MLPerf knows (resnet) takes MLPerf's target, and still the run."""
+    run = _perfsuite_run(tmp_path / "runs")
+    rec = load_result(run / "mllog.txt", benchmark="resnet").record
+    assert rec["task"]["name"] == "resnet" and rec["task"]["threshold"] == 0.759
+    assert rec["extra"]["mlperf"]["perfsuite_run"]["run_id"] == run.name
+
+
+def _digits(rec):
+    rec["task"]["name"] = "digits"
+    return json.dumps(rec)
+
+
+def _no_task(rec):
+    del rec["task"]
+    return json.dumps(rec)
+
+
+def _other_log(rec):
+    rec["sidecars"]["mllog"] = "other.txt"
+    return json.dumps(rec)
+
+
+@pytest.mark.parametrize(
+    "run_json, origin",
+    [
+        (_digits, True),  # it names this log: the same run, whatever its task is called
+        (_no_task, True),  # no target in it, and none was asked of it
+        (_other_log, False),  # it names another log
+        (lambda rec: "not json {", False),  # unreadable: it names no run
+        (lambda rec: json.dumps([rec]), False),  # not a record
+    ],
+    ids=["other-task", "no-task", "other-log", "not-json", "not-a-record"],
+)
+def test_with_target_the_run_json_beside_the_log_is_never_an_error(tmp_path, run_json, origin):
+    """Only a target taken from the run.json can make it an error (as in
+    `test_run_json_of_another_task_is_an_error`); with --target, or with a benchmark MLPerf
+    has a target for, the run.json names the run or none."""
+    run = _perfsuite_run(tmp_path / "runs")
+    (run / "run.json").write_text(run_json(json.loads((run / "run.json").read_text())))
+    for kwargs in ({"target": 0.9}, {"benchmark": "resnet"}):
+        got = load_result(run / "mllog.txt", **kwargs).record["extra"]["mlperf"]["perfsuite_run"]
+        assert (got or {}).get("run_id") == (run.name if origin else None), kwargs
+    with pytest.raises(ImportFailure):  # the target from the run.json: an error, as before
+        load_result(run / "mllog.txt")
+
+
 def test_real_h100_run_reads_back_with_its_own_target(tmp_path):
     run = extract_h100_run(tmp_path)
     original = json.loads((run / "run.json").read_text())

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from analyzers.leaderboard import leaderboard
 from perfsuite.cli import main
-from perfsuite.record import new_record, quantity, write_record
+from perfsuite.mllog import MLLogWriter
+from perfsuite.record import load_record, load_records, new_record, quantity, write_record
+from tests.conftest import extract_h100_run
+from tests.test_mllog import FakeClock
 
 PRICES = {"box.large": {"usd_per_hour": 3.6, "source": "test table: box.large"}}
 
@@ -149,3 +153,219 @@ def test_lower_is_better_board_display_and_inference_qualifies(tmp_path, capsys)
     assert main(["leaderboard", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "== rnnt: wer <= 0.058, ranked by training-time" in out and ">=" not in out
+
+
+# ------------------------------------------------------------- --instance-type (cost boards)
+A10G = {"name": "NVIDIA A10G", "accelerator": "cuda", "count": 1}
+H100 = {"name": "NVIDIA H100 80GB HBM3", "accelerator": "cuda", "count": 1}
+GPU_PRICES = {
+    **PRICES,
+    "gpu.a10g": {"usd_per_hour": 1.8, "source": "test table: gpu.a10g", "hardware": A10G},
+}
+
+
+def _priced_records():
+    return [
+        _rec("a", time_s=100.0, hardware={**A10G, "instance_type": "box.large"}),  # its own type
+        _rec("b", time_s=50.0, cost={"usd_per_hour": quantity(36.0, "USD/h", "imported")}),
+        _rec("c", time_s=100.0, hardware=dict(A10G)),  # names no type: priced at gpu.a10g
+        _rec("d"),  # did not reach
+        _rec("h", time_s=50.0, hardware=dict(H100)),  # names no type, and is not an A10G
+    ]
+
+
+def test_training_cost_instance_type_prices_only_matching_records_that_name_none():
+    (board,) = leaderboard(_priced_records(), "training-cost", GPU_PRICES, instance_type="gpu.a10g")
+    assert board.instance_type == "gpu.a10g"
+    assert _summary(board) == [
+        (1, "ranked", "c", pytest.approx(0.05)),  # 100 s x 1.8 USD/h (--instance-type)
+        (2, "ranked", "a", pytest.approx(0.1)),  # 100 s x 3.6 USD/h (its own box.large)
+        (3, "ranked", "b", pytest.approx(0.5)),  # 50 s x 36 USD/h (its own price)
+        (None, "DNC", "d", None),
+        (None, "n/a", "h", None),  # an H100 run is not priced as an A10G
+    ]
+    notes = {r.run_id: r.note for r in board.rows}
+    assert notes["c"] == (
+        "price: test table: gpu.a10g; instance type gpu.a10g given on the command line, "
+        "not recorded"
+    )
+    assert notes["a"] == (
+        "price: test table: box.large; --instance-type gpu.a10g ignored: the record ran on "
+        "box.large"
+    )
+    assert notes["b"].endswith(
+        "--instance-type gpu.a10g not used: the record carries its own price"
+    )
+    assert notes["h"].startswith(
+        "price unknown (--instance-type gpu.a10g not used: the run was measured on "
+        "NVIDIA H100 80GB HBM3 (cuda), gpu.a10g is NVIDIA A10G (cuda)"
+    )
+    # without the option nothing changes: c and h have no price
+    (board,) = leaderboard(_priced_records(), "training-cost", GPU_PRICES)
+    assert [(r.rank, r.run_id) for r in board.rows] == [
+        (1, "a"),
+        (2, "b"),
+        (None, "d"),
+        (None, "c"),
+        (None, "h"),
+    ]
+
+
+def test_inference_cost_instance_type_and_latency_measured_elsewhere():
+    def served(run_id, inference_hw):
+        inf = {
+            "latency": quantity(0.02, "s", "measured"),
+            "metrics": {"top1": 0.95},
+            "hardware": inference_hw,
+        }
+        return _rec(run_id, time_s=100.0, hardware=dict(A10G), inference=inf)
+
+    recs = [served("same", dict(A10G)), served("other", dict(H100))]
+    (board,) = leaderboard(recs, "inference-cost", GPU_PRICES, instance_type="gpu.a10g")
+    # 0.02 s x 10,000 = 200 s at 1.8 USD/h = 0.1 USD; the H100 latency is not the A10G's
+    assert _summary(board) == [
+        (1, "ranked", "same", pytest.approx(0.1)),
+        (None, "n/a", "other", None),
+    ]
+    assert board.rows[1].note.startswith("inference measured on NVIDIA H100 80GB HBM3, the price")
+
+
+def test_cli_instance_type_with_the_builtin_table(tmp_path, capsys):
+    """g5.xlarge is an A10G in perfsuite/pricing/prices.json (1.006 USD/h)."""
+    for rec in _priced_records():
+        write_record(tmp_path / rec["run_id"], rec)
+    args = ["leaderboard", str(tmp_path), "--by", "training-cost", "--instance-type", "g5.xlarge"]
+    assert main([*args, "--json"]) == 0
+    (board,) = json.loads(capsys.readouterr().out)["boards"]
+    assert board["instance_type"] == "g5.xlarge"
+    assert [(r["rank"], r["status"], r["run_id"]) for r in board["rows"]] == [
+        (1, "ranked", "c"),  # 100 s x 1.006 USD/h
+        (2, "ranked", "b"),  # 50 s x 36 USD/h (its own price; box.large is not in the table)
+        (None, "DNC", "d"),
+        (None, "n/a", "a"),  # names box.large, which the built-in table lacks
+        (None, "n/a", "h"),
+    ]
+    assert board["rows"][0]["value"] == pytest.approx(100 / 3600 * 1.006)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "g5.xlarge is NVIDIA A10G (cuda)" in out and "note: --instance-type g5.xlarge" in out
+    assert main([*args[:-1], "nope"]) == 2
+    assert "--instance-type nope: not in the price table" in capsys.readouterr().err
+    assert main(["leaderboard", str(tmp_path), "--instance-type", "g5.xlarge"]) == 2
+    assert "prices the cost rankings" in capsys.readouterr().err
+
+
+# ------------------------------------------- a run's own mllog.txt imported beside it: once
+def _run_with_log(runs, run_id, time_s, accs, task="cifar10", threshold=0.94):
+    """A perfsuite run folder as the runner leaves it: run.json naming its mllog.txt."""
+    folder = runs / run_id
+    folder.mkdir(parents=True)
+    config = {"global_batch_size": 256, "seed": 7, "submission_platform": "NVIDIA A10G"}
+    with MLLogWriter(folder / "mllog.txt", benchmark=task, clock=FakeClock(step=0.25)) as log:
+        log.start(config)
+        for epoch, acc in enumerate(accs, start=1):
+            log.eval(epoch, acc, samples=1000 * epoch)
+        log.stop(success=accs[-1] >= threshold)
+    rec = _rec(run_id, task=task, threshold=threshold, time_s=time_s, hardware=dict(A10G))
+    rec["evaluations"] = [
+        {"epoch": e, "train_time_s": time_s * e / len(accs), "metrics": {"top1": a}}
+        for e, a in enumerate(accs, start=1)
+    ]
+    rec["sidecars"]["mllog"] = "mllog.txt"
+    write_record(folder, rec)
+    return folder
+
+
+def test_import_of_a_runs_own_mllog_is_listed_once(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run = _run_with_log(runs, "cifar10-20260101T000000-aaaa", 100.0, (0.5, 0.8, 0.95))
+    other = _rec("cifar10-20260101T000100-bbbb", time_s=105.0)
+    write_record(runs / other["run_id"], other)
+    assert main(["import", "mlperf", str(run), "--out", str(runs)]) == 0
+    imported = f"mlperf-cifar10-{run.name}-mllog"
+    assert (runs / imported / "run.json").is_file()
+    capsys.readouterr()
+    assert main(["leaderboard", str(runs), "--json"]) == 0
+    (board,) = json.loads(capsys.readouterr().out)["boards"]
+    # before: the import (MLPerf's clock of the fake log, under a second) ranked 1st as well
+    assert [(r["rank"], r["run_id"], r["value"]) for r in board["rows"]] == [
+        (1, run.name, 100.0),
+        (2, "cifar10-20260101T000100-bbbb", 105.0),
+    ]
+    assert board["duplicates"] == [
+        {
+            "run_id": imported,
+            "same_as": run.name,
+            "evidence": "the run.json beside its log names that run",
+        }
+    ]
+    assert main(["leaderboard", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert f"note: {imported} is an import of {run.name}'s own mllog.txt" in out
+    assert f"listed once, as {run.name}" in out and imported not in out.split("note:")[0]
+    # the import alone (its run not given) is an entry like any other
+    (board,) = leaderboard([load_record(runs / imported)], "training-time")
+    assert [r.run_id for r in board.rows] == [imported] and board.duplicates == []
+
+
+def test_real_h100_run_and_its_imported_mllog_are_one_entry(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run = extract_h100_run(runs)
+    assert main(["import", "mlperf", str(run), "--out", str(runs)]) == 0
+    capsys.readouterr()
+    records = load_records([runs])
+    assert len(records) == 2
+    for by in ("training-time", "training-cost"):
+        (board,) = leaderboard(records, by)
+        assert _summary(board) == [(None, "DNC", run.name, None)]  # 84.5% < 94%, once
+        assert [(d.run_id, d.same_as) for d in board.duplicates] == [
+            (f"mlperf-cifar10-{run.name}-mllog", run.name)
+        ]
+
+
+def test_same_run_whatever_the_target_came_from_but_not_a_copy_of_the_log(tmp_path, capsys):
+    """The importer records the run named by the run.json beside the log whatever the target:
+    a task named like an MLPerf benchmark (resnet: top1 >= 0.759) takes MLPerf's target, and
+    `--target` sets its own; both imports are their run. A copy of the log imported away from
+    its run.json names no run: it is an entry of its own."""
+    runs = tmp_path / "runs"
+    run_a = _run_with_log(runs, "resnet-a", 100.0, (0.5, 0.8), task="resnet", threshold=0.759)
+    run_b = _run_with_log(runs, "resnet-b", 90.0, (0.5, 0.8), task="resnet", threshold=0.759)
+    away = tmp_path / "copy" / "mllog.txt"
+    away.parent.mkdir()
+    shutil.copy(run_a / "mllog.txt", away)
+    assert main(["import", "mlperf", str(run_a), "--out", str(runs)]) == 0
+    assert main(["import", "mlperf", str(run_b), "--target", "0.759", "--out", str(runs)]) == 0
+    assert main(["import", "mlperf", str(away), "--out", str(runs)]) == 0
+    capsys.readouterr()
+    records = load_records([runs])
+    (board,) = leaderboard(records, "training-time")
+    assert [(r.rank, r.run_id) for r in board.rows] == [
+        (1, "mlperf-resnet-copy-mllog"),  # MLPerf's clock of the fake log: under a second
+        (2, "resnet-b"),
+        (3, "resnet-a"),
+    ]
+    assert [(d.run_id, d.same_as, d.evidence) for d in board.duplicates] == [
+        ("mlperf-resnet-resnet-a-mllog", "resnet-a", "the run.json beside its log names that run"),
+        ("mlperf-resnet-resnet-b-mllog", "resnet-b", "the run.json beside its log names that run"),
+    ]
+    assert len(board.rows) + len(board.duplicates) == len(records) == 5
+
+
+def test_import_against_another_target_stays_on_its_board_said_to_be_the_run(tmp_path, capsys):
+    """`--target 0.8` on a cifar10 run's log: eval_accuracy >= 0.8, another board."""
+    runs = tmp_path / "runs"
+    run = _run_with_log(runs, "cifar10-20260101T000000-aaaa", 100.0, (0.5, 0.8, 0.95))
+    assert main(["import", "mlperf", str(run), "--target", "0.8", "--out", str(runs)]) == 0
+    capsys.readouterr()
+    imported = f"mlperf-cifar10-{run.name}-mllog"
+    boards = leaderboard(load_records([runs]), "training-time")
+    assert [(b.metric, [r.run_id for r in b.rows], b.duplicates) for b in boards] == [
+        ("eval_accuracy", [imported], []),
+        ("top1", [run.name], []),
+    ]
+    assert boards[0].notes == [
+        f"{imported} is an import of {run.name}'s own mllog.txt, the same run (the run.json "
+        f"beside its log names that run), against another target: {run.name} is on the "
+        f"{boards[1].target} board"
+    ]

@@ -20,6 +20,25 @@ def add_prices_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_instance_type_flag(p: argparse.ArgumentParser) -> None:
+    """--instance-type TYPE, shared with `perfsuite leaderboard` (same rule: analyzers.cost)."""
+    p.add_argument(
+        "--instance-type",
+        metavar="TYPE",
+        help=(
+            "instance type to price records that record none (e.g. n2-standard-2); not used "
+            "for a record whose hardware differs from the price table's for TYPE (a note says so)"
+        ),
+    )
+
+
+def check_instance_type(prices: dict[str, dict[str, Any]], instance_type: str | None) -> None:
+    """A one-line error for an --instance-type that the price table does not list."""
+    if instance_type and instance_type not in prices:
+        known = ", ".join(sorted(prices))
+        raise CLIError(f"--instance-type {instance_type}: not in the price table ({known})")
+
+
 def load_price_table(path: str | None) -> dict[str, dict[str, Any]]:
     """The price table, with price-file errors turned into one-line CLI errors."""
     from perfsuite.pricing import PriceError, load_prices
@@ -40,16 +59,14 @@ def register(sub: Any) -> None:
             "infer) x 10,000 / 3600 x price, or the record's imported cost per item x 10,000. "
             "Energy (J) is shown where a hardware counter measured it. The price is the "
             "record's own cost.usd_per_hour, else the price table entry for "
-            "hardware.instance_type, else unknown (never guessed)."
+            "hardware.instance_type, else the --instance-type entry for records that name no "
+            "instance type (unless the table lists other hardware for it), else unknown "
+            "(never guessed)."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
     add_prices_flag(p)
-    p.add_argument(
-        "--instance-type",
-        metavar="TYPE",
-        help="instance type to price records that record none (e.g. n2-standard-2)",
-    )
+    add_instance_type_flag(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -124,9 +141,7 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.cli.common import load_runs
 
     prices = load_price_table(args.prices)
-    if args.instance_type and args.instance_type not in prices:
-        known = ", ".join(sorted(prices))
-        raise CLIError(f"--instance-type {args.instance_type}: not in the price table ({known})")
+    check_instance_type(prices, args.instance_type)
     records = load_runs(args.paths)
     results = costs(records, prices, args.instance_type)
     if args.json:

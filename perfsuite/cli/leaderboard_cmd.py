@@ -10,7 +10,7 @@ from perfsuite.cli.common import CLIError, add_json_flag, print_json
 
 def register(sub: Any) -> None:
     from analyzers.leaderboard import BY
-    from perfsuite.cli.cost_cmd import add_prices_flag
+    from perfsuite.cli.cost_cmd import add_instance_type_flag, add_prices_flag
 
     p = sub.add_parser(
         "leaderboard",
@@ -19,7 +19,9 @@ def register(sub: Any) -> None:
             "Rank records (our runs and imported DAWNBench/MLPerf results) per task at the "
             "task's own metric and threshold. Entries that did not reach it are listed as DNC "
             "below the ranking; entries without a value (e.g. unknown price) as n/a. Equal "
-            "values share a rank and are listed by run id."
+            "values share a rank and are listed by run id. Costs are priced as perfsuite cost "
+            "prices them (--prices, --instance-type). An import of a run's own mllog.txt is "
+            "listed once, as the run."
         ),
     )
     p.add_argument(
@@ -33,6 +35,7 @@ def register(sub: Any) -> None:
         help="what to rank by (default training-time); costs use the price table",
     )
     add_prices_flag(p)
+    add_instance_type_flag(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -122,11 +125,17 @@ def render(boards: list[Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from analyzers.leaderboard import leaderboard
     from perfsuite.cli.common import load_runs
-    from perfsuite.cli.cost_cmd import load_price_table
+    from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
 
+    if args.instance_type and "cost" not in args.by:
+        raise CLIError(
+            "--instance-type prices the cost rankings (--by training-cost or inference-cost), "
+            f"not --by {args.by}"
+        )
     prices = load_price_table(args.prices) if "cost" in args.by else {}
+    check_instance_type(prices, args.instance_type)
     records = load_runs(args.paths)
-    boards = leaderboard(records, args.by, prices, args.task)
+    boards = leaderboard(records, args.by, prices, args.task, args.instance_type)
     if not boards:
         what = f"task {args.task!r}" if args.task else "any task"
         raise CLIError(

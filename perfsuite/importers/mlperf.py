@@ -5,7 +5,8 @@ includes the evaluations done during the run (unlike DAWNBench's training-only c
 is converged when `run_stop` says `status: success` *and* an evaluation logged before
 `run_stop` meets the benchmark's target (`mlperf_rules`; which lines count: `mlperf_evals`).
 A folder of `result_*.txt` files for one benchmark gets MLPerf's score (`mlperf_score`).
-perfsuite's own `mllog.txt` is read with the target of the run.json beside it.
+perfsuite's own `mllog.txt` is read with the target of the run.json beside it; whatever the
+target, a run.json beside the log that names it records that run (`perfsuite_run`).
 """
 
 from __future__ import annotations
@@ -145,20 +146,30 @@ def _margin(bench: Benchmark, metrics: dict[str, float | None]) -> float | None:
     return out
 
 
-def _perfsuite_target(
-    path: Path, name: str, flags: list[str]
-) -> tuple[Benchmark, dict[str, Any]] | None:
-    """The target of the perfsuite run whose run.json (beside the log) names this log as its
-    `sidecars.mllog`, and which run that is; None without such a run.json. perfsuite writes
-    no target into the log itself, and its task names (cifar10, ...) are not MLPerf's.
+def _own_run(path: Path, strict: bool) -> tuple[dict[str, Any], Path] | None:
+    """The record of the perfsuite run whose run.json, beside the log, names this log as its
+    `sidecars.mllog`, and that run.json; None without one. An unreadable run.json is an error
+    only when `strict` (the target is to come from it); otherwise it names no run.
     """
     run_json = path.parent / "run.json"
     if not run_json.is_file():
         return None
-    rec = load_json(run_json, ImportFailure, RUN_JSON_BYTES)
+    try:
+        rec = load_json(run_json, ImportFailure, RUN_JSON_BYTES)
+    except ImportFailure:
+        if strict:
+            raise
+        return None
     sidecars = rec.get("sidecars") if isinstance(rec, dict) else None
     if not isinstance(sidecars, dict) or sidecars.get("mllog") != path.name:
         return None
+    return rec, run_json
+
+
+def _perfsuite_target(rec: dict[str, Any], run_json: Path, name: str) -> Benchmark:
+    """The target of the perfsuite run `rec` (its run.json beside the log). perfsuite writes
+    no target into the log itself, and its task names (cifar10, ...) are not MLPerf's.
+    """
     task = rec.get("task")
     if not isinstance(task, dict):
         raise ImportFailure(f"{run_json}: field task: missing or not an object")
@@ -175,13 +186,7 @@ def _perfsuite_target(
         raise ImportFailure(f"{run_json}: field task.threshold: missing or not a number")
     if direction not in ("higher", "lower"):
         raise ImportFailure(f"{run_json}: field task.direction: {direction!r} is not higher/lower")
-    run_id = rec.get("run_id")
-    flags.append(
-        f"target from perfsuite run {run_id!r} ({run_json.name} beside the log); this record "
-        "is a second view of that run on MLPerf's clock: keep it out of that run's records"
-    )
-    origin = {"run_id": run_id if isinstance(run_id, str) else None, "run_json": str(run_json)}
-    return custom(name, threshold, direction == "higher", metric), origin
+    return custom(name, threshold, direction == "higher", metric)
 
 
 def _select_benchmark(
@@ -191,8 +196,10 @@ def _select_benchmark(
     target: float | None,
     higher: bool,
     flags: list[str],
-) -> tuple[Benchmark, dict[str, Any] | None]:
-    """The benchmark and its target; the perfsuite run it came from, if it came from one."""
+) -> tuple[Benchmark, tuple[dict[str, Any], Path] | None, bool]:
+    """The benchmark and its target; the perfsuite run whose run.json beside the log names
+    this log (`_own_run`), whatever the target came from; whether the target came from it.
+    """
     name = benchmark or (str(logged) if logged is not None else None)
     if name is None:
         raise ImportFailure(f"{path}: field submission_benchmark: missing (pass --benchmark)")
@@ -206,16 +213,32 @@ def _select_benchmark(
                 f"conditions at once ({known.describe()}); --target sets one scalar target "
                 "and cannot replace them"
             )
-        return custom(name, target, higher), None
+        return custom(name, target, higher), _own_run(path, strict=False), False
     if known is not None:
-        return known, None
-    own = _perfsuite_target(path, name, flags)
-    if own is not None:
-        return own
+        return known, _own_run(path, strict=False), False
+    run = _own_run(path, strict=True)
+    if run is not None:
+        return _perfsuite_target(*run, name), run, True
     raise ImportFailure(
         f"{path}: field submission_benchmark: no known target for {name!r} "
         f"(known: {', '.join(sorted(BENCHMARKS))}); pass --target"
     )
+
+
+def _origin(
+    run: tuple[dict[str, Any], Path] | None, target_from_run: bool, flags: list[str]
+) -> dict[str, Any] | None:
+    """`extra.mlperf.perfsuite_run` (the run's id and run.json) and its flag; None if no run."""
+    if run is None:
+        return None
+    rec, run_json = run
+    run_id = rec.get("run_id")
+    what = "target from" if target_from_run else "log of"
+    flags.append(
+        f"{what} perfsuite run {run_id!r} ({run_json.name} beside the log); this record "
+        "is a second view of that run on MLPerf's clock: keep it out of that run's records"
+    )
+    return {"run_id": run_id if isinstance(run_id, str) else None, "run_json": str(run_json)}
 
 
 def _epoch_times(events: list[dict[str, Any]]) -> list[float]:
@@ -246,9 +269,10 @@ def load_result(
     flags: list[str] = [TIMING_FLAG]
     if bad:
         flags.append(f"{len(bad)} unreadable :::MLLOG line(s) skipped (first: line {bad[0]})")
-    bench, origin = _select_benchmark(
+    bench, run, target_from_run = _select_benchmark(
         path, _value(events, "submission_benchmark"), benchmark, target, higher_is_better, flags
     )
+    origin = _origin(run, target_from_run, flags)
     start = _first(events, "run_start")
     if start is None:
         raise ImportFailure(f"{path}: field run_start: missing")
@@ -315,7 +339,8 @@ def load_result(
     except (ValueError, OverflowError, OSError):
         flags.append(f"run_start time_ms {start['time_ms']:g} is no date; created_at left out")
     record["status"], record["error"] = status, error
-    files = [str(path)] + ([origin["run_json"]] if origin else [])  # both set the result
+    # the run.json is a source only when it set the target (and so the result)
+    files = [str(path)] + ([origin["run_json"]] if origin and target_from_run else [])
     record["source"].update({"files": files, "entry_type": "training"})
     platform = _value(events, "submission_platform")
     record["hardware"] = {"name": None if platform is None else str(platform)}
