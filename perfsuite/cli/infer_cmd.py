@@ -156,7 +156,7 @@ def _rebuild(record: dict[str, Any], backend: Any, data_dir: str | None) -> tupl
 def run(args: argparse.Namespace) -> int:
     from analyzers.cost import cost_of
     from perfsuite.backends import parse_device
-    from perfsuite.cli.cost_cmd import load_price_table
+    from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
     from perfsuite.record import load_record, write_record
     from perfsuite.runner import inference
     from perfsuite.runner.energy import EnergyClock
@@ -169,8 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise CLIError(f"--limit must be >= 1, got {args.limit}")
     prices = load_price_table(None)
-    if args.instance_type and args.instance_type not in prices:
-        raise CLIError(f"--instance-type {args.instance_type}: not in the price table")
+    check_instance_type(prices, args.instance_type)
     record = load_record(resolve_run(args.run))
     framework = str((record.get("config") or {}).get("framework") or "pytorch")
     try:  # the run's framework measures its model (TensorFlow: only eager; see inference.py)
