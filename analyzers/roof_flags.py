@@ -9,7 +9,8 @@ attribution. Pure, torch-free.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from analyzers.mathmode import SPEC_DTYPE
@@ -18,6 +19,7 @@ from perfsuite.fmt import si
 
 if TYPE_CHECKING:
     from analyzers.mathmode import Context
+    from analyzers.roofline import OpRoofline, RunRoofline
 
 
 def _wrong_math(evidence: str | None, ratio: float, peak: float | None, s: Suspects) -> str:
@@ -174,3 +176,66 @@ def missing_roofs_note(
     else:
         return None
     return f"ceilings missing: run `perfsuite peaks` or pass --peaks; no {what}"
+
+
+def flagged_roofs(ops: Iterable[OpRoofline]) -> dict[str, list[tuple[str, float]]]:
+    """roof -> [(op, achieved/attainable)] of the ops flagged above it, largest first: the
+    memory roof for a memory-bound op, else the compute roof of its math."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for o in ops:
+        p = o.placement
+        if p.over_roof is None:
+            continue
+        roof = "memory" if p.bound == "memory" else p.math or "unknown math"
+        out.setdefault(roof, []).append((o.op, p.over_roof))
+    return {k: sorted(v, key=lambda x: (-x[1], x[0])) for k, v in out.items()}
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
+
+
+def _roof_name(roof: str) -> str:
+    return "the memory roof" if roof == "memory" else f"the {roof} peak"
+
+
+def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline, str | None]:
+    """The run with `doubted_roofs` and `doubts` set, and the note: a whole-run fraction shown
+    (frac_of_roof over every roof used, frac_of_peak over the compute roofs) that uses a roof
+    some op is flagged above carries that op's doubt; (run, None) when none does.
+
+    Why: the H100 cifar10 run showed frac_of_roof 39.0% as a clean fact while aten::add,
+    aten::relu and aten::threshold_backward sat above the memory roof it is made of. Each
+    cause a flag names (a roof too low, FLOPs or bytes over-counted, a faster math) lengthens
+    the op's modeled roof time or raises the achieved rate; under-attributed time changes
+    neither: the true fraction is at most the one shown."""
+    flagged = flagged_roofs(ops)
+    uses = {
+        "frac_of_roof": (run.frac_of_roof, set(run.roofs_used) | set(run.flops_by_math)),
+        "frac_of_peak": (run.frac_of_peak, set(run.flops_by_math)),
+    }
+    doubts = {
+        key: sorted(r for r in flagged if r in roofs)
+        for key, (value, roofs) in uses.items()
+        if value is not None and any(r in roofs for r in flagged)
+    }
+    if not doubts:
+        return run, None
+    roofs = sorted({r for rs in doubts.values() for r in rs})
+    fields = " and ".join(f"{k} {getattr(run, k):.1%}" for k in doubts)
+    parts = []
+    for r in roofs:
+        over = _and([f"{op} ({ratio:.0%})" for op, ratio in flagged[r]])
+        users = " and ".join(k for k, rs in doubts.items() if r in rs)
+        verb = "sits" if len(flagged[r]) == 1 else "sit"
+        parts.append(
+            f"{over} {verb} above {_roof_name(r)}" + (f" ({users})" if len(doubts) > 1 else "")
+        )
+    note = (
+        f"whole-run {fields} {'is' if len(doubts) == 1 else 'are'} in doubt: "
+        f"{'; '.join(parts)}, flagged as a model or ceiling error (their notes name the likely "
+        "causes). Each such cause would make the true fraction lower or leave it: read it as an "
+        "upper bound, and the run's utilization of the same roofs likewise"
+    )
+    doubted = {r: [op for op, _ in flagged[r]] for r in roofs}
+    return dataclasses.replace(run, doubted_roofs=doubted, doubts=doubts), note

@@ -21,20 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from analyzers.machine_speed import WindowSpeed
-from analyzers.mathmode import (
-    MATRIX_FAMILIES,
-    Context,
-    context,
-    guess_family,
-    work_by_op,
-)
-from analyzers.measured import compare_counted_measured
-from analyzers.reconcile import Reconciled, profiled_times, reconcile_record
+from analyzers.mathmode import Context, context, work_by_op
+from analyzers.reconcile import Reconciled
 from analyzers.roof_doubts import Suspects
 from analyzers.roof_flags import (
-    counter_evidence,
     flag_cause,
     missing_roofs_note,
+    run_doubts,
     run_flag,
     unroofed_note,
 )
@@ -115,6 +108,10 @@ class RunRoofline:
     flag: str | None = None
     # math -> counted FLOPs of ops whose math has no roof: the blend would leave them out
     unroofed_flops: dict[str, float] = field(default_factory=dict)
+    # roof ("memory" or a math) -> ops flagged above it; field (frac_of_roof, frac_of_peak)
+    # -> those roofs it uses: a fraction shown, but in doubt (analyzers.roof_flags.run_doubts)
+    doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
+    doubts: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,6 +127,8 @@ class OpRoofline:
     placement: Placement
     lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0; None when flagged
     step_cv: float | None = None  # the op's per-step time, stdev/mean over the window's steps
+    own_time_s: float | None = None  # the part of time_s not in its children (self time)
+    wrapper: bool = False  # no FLOP model and no time of its own (analyzers.roofline_ops)
 
 
 @dataclass(frozen=True)
@@ -335,83 +334,10 @@ def op_rooflines(
     record: Mapping[str, Any],
     ctx: Context | None = None,
 ) -> tuple[list[OpRoofline], Reconciled | None, list[str]]:
-    """Per-op rows (per step) joining work.per_op with timeline.ops by op name; the modeled
-    ops' times are reconciled with the measured step (scaled when they exceed it)."""
-    ctx = ctx or context(record)
-    notes: list[str] = []
-    model = work_by_op(record.get("work") or {})
-    times = profiled_times(record, notes)
-    joined = {op: times[op].time_s for op in model if op in times}
-    kind = next(iter(times.values())).kind if times else ""
-    rec_rows = reconcile_record(record, joined, kind)
-    scale, measured = (rec_rows.scale, rec_rows.measured_step_s) if rec_rows else (1.0, None)
-    notes += rec_rows.notes if rec_rows else []
-    bw = ctx.bandwidth
-    rows: list[OpRoofline] = []
-    for op in sorted(set(model) | set(times)):
-        m = model.get(op)
-        t = times.get(op)
-        tsec, kind, calls = (t.time_s, t.kind, t.calls) if t else (None, None, m and m["calls"])
-        om = ctx.maths.get(op)
-        pk = ctx.peak(om.math if om else None)
-        matrix = bool(m) and (m["family"] or guess_family(op)) in MATRIX_FAMILIES  # type: ignore[index]
-        per_call = _div(m["flops"], m["calls"]) if m and matrix else None
-        kw = {
-            "math": om.math if om else None,
-            "evidence": om.evidence if om else None,
-            "suspects": ctx.suspects(om.math if om else None, per_call),
-        }
-        if m and t:
-            tsec = tsec * scale  # type: ignore[operator]
-            # a time over other calls than the count saw (the add_ that convolution backward
-            # makes inside itself) would judge one op's time against another's work
-            same = not t.calls or not m["calls"] or abs(t.calls - m["calls"]) < 0.5
-            p = place(m["flops"], m["bytes"], tsec if same else None, pk, bw, **kw)
-            status = "joined" if same else "calls_differ"
-        elif m:
-            p = place(m["flops"], m["bytes"], None, pk, bw, **kw)
-            status = "no_time"
-        else:
-            p = place(None, None, tsec, None, bw)
-            status = "no_flop_model"
-        lost = None
-        if tsec is not None and p.frac_of_roof is not None:
-            lost = tsec * max(0.0, 1.0 - p.frac_of_roof)
-        share = _div(tsec, measured) if m and t else None
-        cv = t.step_cv if t else None
-        rows.append(OpRoofline(op, status, calls, tsec, kind, share, p, lost, cv))
-    differ = [f"{r.op} ({times[r.op].calls:.3g} vs {model[r.op]['calls']:.3g})"
-              for r in rows if r.status == "calls_differ"]  # fmt: skip
-    if differ:
-        notes.append("calls per step profiled vs counted differ, so these ops' times are not "
-                     f"judged against a roof (calls_differ): {', '.join(differ)}")  # fmt: skip
-    flops_total = sum(m["flops"] for m in model.values())
-    fps = (_q(record.get("work"), "flops_per_step") or {}).get("value")
-    if model and fps and abs(flops_total - fps) > 0.01 * fps:
-        notes.append(
-            f"per-op FLOPs sum to {flops_total:.4g}, flops_per_step is {fps:.4g}: "
-            "the per-op table does not cover the whole step"
-        )
-    if any(r.time_kind == "total" for r in rows):
-        notes.append(
-            "op times without device time are inclusive host times: nested ops "
-            "overlap, so their sum can exceed the step"
-        )
-    flagged = [r for r in rows if r.placement.flag]
-    by_op = {row.key: row for row in compare_counted_measured(record, by="op")} if flagged else {}
-    for r in flagged[:8]:
-        p, c = r.placement, by_op.get(r.op)
-        evidence = "" if c is None else counter_evidence(
-            p.bound,
-            (c.counted_flops, c.modeled_bytes),
-            (c.measured_flops, c.measured_dram_bytes),
-            r.time_s,
-            bw if p.bound == "memory" else p.peak,
-        )  # fmt: skip
-        notes.append(f"{r.op} ({p.math} roof, {p.bound}-bound): {p.flag}{evidence}")
-    order = {"joined": 0, "calls_differ": 1, "no_time": 2, "no_flop_model": 3}
-    rows.sort(key=lambda r: (order[r.status], -(r.time_s or 0.0), r.op))
-    return rows, rec_rows, notes
+    """Per-op rows (per step): analyzers.roofline_ops.op_rooflines."""
+    from analyzers.roofline_ops import op_rooflines as rows
+
+    return rows(record, ctx)
 
 
 def roofline(
@@ -430,6 +356,9 @@ def roofline(
     run = run_roofline(record, ctx)
     ops, rec_rows, notes = op_rooflines(record, ctx)
     notes = ctx.notes + notes
+    run, doubt = run_doubts(run, ops)
+    if doubt:
+        notes.insert(0, doubt)
     absent = missing_roofs_note(run.flops_by_math, run.unroofed_flops, run.memory_bandwidth.value)
     if absent:
         notes.insert(0, absent)

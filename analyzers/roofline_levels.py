@@ -31,6 +31,7 @@ class Hierarchical:
     levels: dict[str, float | None]  # level -> bandwidth byte/s (None: not known)
     points: list[LevelPoint]
     notes: list[str] = field(default_factory=list)
+    zero_flop: list[str] = field(default_factory=list)  # left out of points: 0 FLOP
 
 
 def _kernel_points(
@@ -40,14 +41,17 @@ def _kernel_points(
     peak: float | None,
     ctx: Context | None = None,
     counted: set[str] | None = None,
+    zero: list[str] | None = None,
 ) -> list[LevelPoint]:
     """Counter kernels grouped by op, one point per level: the outermost counted op whose
     range the kernel ran in (as the counted-vs-measured table attributes it), else the
     capture's own op, else the kernel name. Each group against the roof of its math (measured
-    precision, the op's, its kernel names'), else `peak`."""
+    precision, the op's, its kernel names'), else `peak`. A group whose kernels measured 0 FLOP
+    is no point: its name goes to `zero` (one without FLOP counters, None, stays a point)."""
     from analyzers.mathmode import from_counters, from_kernels
     from analyzers.measured import op_of
 
+    zero = [] if zero is None else zero
     groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
         name = op_of(k, counted or set()) or k.get("op") or k.get("name") or "?"
@@ -74,6 +78,9 @@ def _kernel_points(
     points = []
     for name in sorted(groups, key=lambda n: -(groups[n]["time_s"] or 0.0)):
         g = groups[name]
+        if g["flops"] == 0:  # measured 0 FLOP: no place on a FLOP/s chart (zero_flop_note)
+            zero.append(name)
+            continue
         # measured precision first, then the op's math, then its kernels' names
         om = (
             from_counters(g["tensor"], g["cuda"])
@@ -106,7 +113,8 @@ def hierarchical(
     if counters and counters.get("kernels"):
         from analyzers.measured import counted_ops
 
-        pts = _kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record))
+        zero: list[str] = []
+        pts = _kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record), zero)
         notes = [
             "bytes and FLOPs measured by hardware counters "
             f"({counters.get('tool', '?')}) over "
@@ -115,15 +123,40 @@ def hierarchical(
         ]
         if l2 is None:
             notes.append("no published L2 bandwidth: L2 points have no roof")
-        return Hierarchical("counters", {"DRAM": bandwidth, "L2": l2}, pts, notes)
+        notes += zero_flop_note(zero, "kernel group", "measured")
+        return Hierarchical("counters", {"DRAM": bandwidth, "L2": l2}, pts, notes, zero)
+    joined = [o for o in ops if o.status == "joined"]
+    zero = [o.op for o in joined if o.placement.flops == 0]
     pts = [
         LevelPoint(o.op, "DRAM", "modeled", bandwidth, o.placement)
-        for o in ops
-        if o.status == "joined"
+        for o in joined
+        if o.placement.flops != 0
     ]
     return Hierarchical(
         "modeled",
         {"DRAM": bandwidth},
         pts,
-        ["no hardware counters: DRAM bytes are modeled (compulsory traffic)"],
+        [
+            "no hardware counters: DRAM bytes are modeled (compulsory traffic)",
+            *zero_flop_note(zero, "op", "counted"),
+        ],
+        zero,
     )
+
+
+def zero_flop_note(names: list[str], what: str, how: str) -> list[str]:
+    """The note for the points left out of the FLOP roofline with 0 FLOP ([] for none):
+    FLOP/s over intensity has no place for them (0 FLOP/s, 0 FLOP/byte on log axes). Their
+    time is not dropped: the per-op table and the step's rows keep it."""
+    if not names:
+        return []
+    from perfsuite.fmt import short_kernel_name
+
+    cut = [short_kernel_name(n) for n in names[:8]]  # zero_flop keeps the whole names
+    cut = [n if len(n) <= 60 else n[:57] + "..." for n in cut]
+    shown = ", ".join(cut) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    what += "s" if len(names) > 1 else ""
+    return [
+        f"{len(names)} {what} with 0 {how} FLOP left out of the hierarchical roofline (no "
+        f"place on a chart of FLOP/s over FLOP/byte): {shown}"
+    ]

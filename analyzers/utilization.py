@@ -160,7 +160,9 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
         rr = run_roofline(record, ctx)
         # maths without a roof stay in the blend, so that it is None, not the other maths' peak
         c = ceilings_both(record, ctx, {**rr.flops_by_math, **rr.unroofed_flops})
-        run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c, notes)
+        # a run the roofline flags has its one note there ("whole run: ..."), with the cause
+        sink = [] if rr.flag else notes
+        run = _rates("run", rr.achieved_flops.value, rr.achieved_bandwidth.value, c, sink)
     except RooflineInputError as exc:
         c = ceilings_both(record, ctx)
         run = None
@@ -173,7 +175,9 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
         fbm = {o.placement.math: 1.0} if o.placement.math else {}
         oc = ceilings_both(record, ctx, fbm) if fbm else c
         pl = o.placement
-        ops.append(_rates(o.op, pl.achieved_flops, pl.achieved_bandwidth, oc, notes))
+        # an op the roofline flags has its one note there, naming the likely cause
+        sink = [] if pl.flag else notes
+        ops.append(_rates(o.op, pl.achieved_flops, pl.achieved_bandwidth, oc, sink))
     tel = record.get("telemetry") or {}
     clock = clock_summary(tel, (record.get("ceilings") or {}).get("spec"))
     if clock and clock.throttled:

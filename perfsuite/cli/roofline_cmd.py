@@ -99,6 +99,7 @@ def _text(
         OP_HEADERS,
         ROOF_HEADERS,
         TIME_HEADERS,
+        op_caption,
         op_rows,
         roof_rows,
         run_rows,
@@ -123,12 +124,16 @@ def _text(
         fmt.table(roof_rows(res), ROOF_HEADERS, align="lrrll"),
     ]
     if util.run and (util.spec_peak or util.measured_peak):
+        # fractions of a roof some op is flagged above carry that doubt (the roofline's note)
+        doubt = " DOUBT (see notes)"
+        peak = doubt if set(r.doubted_roofs) & set(r.flops_by_math) else ""
+        bw = doubt if "memory" in r.doubted_roofs else ""
         out.append("")
         out.append(
             f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
-            f"{fmt.pct(util.run.of_spec_peak)} of spec peak; bandwidth "
+            f"{fmt.pct(util.run.of_spec_peak)} of spec peak{peak}; bandwidth "
             f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
-            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
+            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec{bw}"
         )
     if res.machine_check:
         out.append(check_line(res.machine_check))
@@ -150,7 +155,7 @@ def _text(
     if res.ops:
         out += [
             "",
-            f"Per-op, per step ({_shares_of(res)}top {top} of {len(res.ops)} by time):",
+            op_caption(res, top, _shares_of(res)),
             fmt.table(op_rows(res, top), OP_HEADERS, align="llrrrrrrllrrr"),
         ]
     if res.time_rows:

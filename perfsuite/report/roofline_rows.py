@@ -19,7 +19,9 @@ def run_rows(res: Roofline) -> list[list[str]]:
             shown, prov = v or "n/a", "derived"
         elif key.startswith("frac"):
             flagged = v is None and r.over_roof is not None
-            shown, prov = ("FLAGGED (see notes)" if flagged else fmt.pct(v)), "derived"
+            shown = "FLAGGED (see notes)" if flagged else fmt.pct(v)
+            # a fraction over a roof some op is flagged above carries that doubt
+            shown, prov = shown + (" DOUBT (see notes)" if key in r.doubts else ""), "derived"
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
@@ -34,9 +36,53 @@ def of_roof(p: Any) -> str:
 _EVIDENCE = {"kernel names": "kernels", "counters": "counters"}  # short, for the math column
 
 
+def op_table(res: Roofline, top: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """(rows shown, ops ranked, wrapper rows) of the per-op table: ops by time, largest first
+    (analyzers.roofline_ops.rank_time), then wrapper rows (no FLOP model, no time of their own)
+    only where `top` leaves room after every op, so that their children's time counted again
+    never crowds out an op."""
+    from analyzers.roofline_ops import ranked_ops
+
+    ranked, wrappers = ranked_ops(res.ops)
+    return (ranked + wrappers)[:top], ranked, wrappers
+
+
+def op_caption(res: Roofline, top: int, shares: str = "") -> str:
+    """'Per-op, per step (...)': how many ops are ranked and shown, and how many wrapper rows
+    were left out (and how to see them)."""
+    shown, ranked, wrappers = op_table(res, top)
+    n_ops = min(len(shown), len(ranked))
+    head = f"top {n_ops} of {len(ranked)} ops" if n_ops < len(ranked) else f"all {n_ops} ops"
+    text = f"Per-op, per step ({shares}{head} by time, unmodeled ones by their own time"
+    if wrappers:
+        basis = "device" if any(o.time_kind == "device" for o in res.ops) else "host"
+        timed = sum(1 for o in wrappers if o.time_s)
+        what = (
+            f"no FLOP model and no {basis} time of their own: {timed} with only their "
+            f"children's time, {len(wrappers) - timed} with none"
+        )
+        listed = len(shown) - n_ops
+        text += (
+            f"; {len(wrappers)} wrapper rows ({what}) left out, --top 0 lists them"
+            if not listed
+            else f"; then {'the' if listed == len(wrappers) else f'{listed} of the'} "
+            f"{len(wrappers)} wrapper rows ({what})"
+        )
+    return text + "):"
+
+
+def _own(o: Any) -> str:
+    """'150 µs own' for an op without a FLOP model (ranked by its own time), else ''."""
+    return (
+        f"{fmt.si(o.own_time_s, 's')} own" if o.status == "no_flop_model" and not o.wrapper else ""
+    )
+
+
 def op_rows(res: Roofline, top: int) -> list[list[Any]]:
+    """The per-op table's rows (op_table's order): a wrapper row's status reads `wrapper`, an
+    unmodeled op's time is its own time, `... own`."""
     rows = []
-    for o in res.ops[:top]:
+    for o in op_table(res, top)[0]:
         p = o.placement
         math = (
             f"{p.math} ({_EVIDENCE.get(p.math_evidence or '', 'policy')})"
@@ -46,8 +92,8 @@ def op_rows(res: Roofline, top: int) -> list[list[Any]]:
         rows.append(
             [
                 o.op,
-                o.status,
-                fmt.si(o.time_s, "s"),
+                "wrapper" if o.wrapper else o.status,
+                own if (own := _own(o)) else fmt.si(o.time_s, "s"),
                 fmt.pct(o.time_share),
                 fmt.si(p.flops, "FLOP"),
                 fmt.si(p.bytes, "byte"),
