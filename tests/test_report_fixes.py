@@ -122,7 +122,9 @@ def test_flagged_op_bars_are_grey_and_times_read_in_ms(h100):
     res = roofline(h100)
     fig = figures.ops_bar_figure(res, 20)
     bar = fig.data[0]
-    ops = [o for o in res.ops if o.time_s][:20]
+    from analyzers.roofline_ops import rank_time, ranked_ops
+
+    ops = [o for o in ranked_ops(res.ops)[0] if rank_time(o)][:20]
     for o, colour, hover in zip(ops, bar.marker.color, bar.hovertext, strict=True):
         if o.placement.flag or o.placement.frac_of_roof is None:
             assert colour == figures.FLAGGED_GREY
@@ -130,3 +132,21 @@ def test_flagged_op_bars_are_grey_and_times_read_in_ms(h100):
             assert "flagged >100%" in hover
     assert fig.layout.xaxis.ticksuffix == " ms" and max(bar.x) > 1  # not "0.001s"
     assert -0.1 not in list(bar.marker.color)
+
+
+def test_op_bars_are_the_tables_ops_in_its_order_without_wrappers(h100):
+    """The bar chart once took res.ops in status order: 16 wrapper rows (their children's time
+    counted again) came before fill_. Now its bars are the per-op table's ops, and the page
+    says how many wrapper rows it left out."""
+    from analyzers.roofline import roofline
+    from perfsuite.report.build import report_html
+    from perfsuite.report.roofline_rows import op_table
+
+    res = roofline(h100)
+    shown = [o for o in op_table(res, 20)[0] if not o.wrapper]
+    bars = figures.ops_bar_figure(res, 20).data[0]
+    assert list(bars.y) == [o.op for o in shown]
+    assert not any(o.wrapper for o in res.ops if o.op in set(bars.y))
+    assert "aten::fill_" in bars.y
+    page = report_html([h100])
+    assert "wrapper rows (no FLOP model and no device time of their own" in page

@@ -26,6 +26,7 @@ from perfsuite.report.roofline_rows import (
     TIME_HEADERS,
     measured_tables,
     of_roof,
+    op_caption,
     op_rows,
     roof_rows,
     run_rows,
@@ -262,6 +263,7 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
             parts.append('<p class="note">No per-op timeline in this record.</p>')
             continue
         parts.append(h.figure(figures.ops_bar_figure(res, top), f"fig-ops-{i}"))
+        parts.append(f'<p class="note">{h.esc(op_caption(res, top))}</p>')
         parts.append(h.table(OP_HEADERS, op_rows(res, top)))
         if res.time_rows:
             tr = res.time_rows

@@ -357,12 +357,17 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
 
 
 def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
-    """Per-op time per step, coloured by fraction of roof."""
-    ops = [o for o in res.ops if o.time_s][:top]
-    scale, unit = time_scale([o.time_s for o in ops])
+    """Per-op time per step, coloured by fraction of roof: the ops of the per-op table, in its
+    order and with its times (analyzers.roofline_ops.ranked_ops: an unmodeled op by its own
+    time; wrapper rows, whose time is their children's, are no bars)."""
+    from analyzers.roofline_ops import rank_time, ranked_ops
+
+    ops = [o for o in ranked_ops(res.ops)[0] if rank_time(o)][:top]
+    times = [float(rank_time(o) or 0.0) for o in ops]
+    scale, unit = time_scale(times)
     fig = go.Figure(
         go.Bar(
-            x=[o.time_s / scale for o in ops],
+            x=[t / scale for t in times],
             y=[o.op for o in ops],
             orientation="h",
             marker={
@@ -370,7 +375,7 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
                 "line": {"width": 0},
             },
             hovertext=[
-                f"{o.op}: {fmt.si(o.time_s, 's')} per step, "
+                f"{o.op}: {fmt.si(t, 's')} per step, "
                 + (
                     "flagged >100% of its roof"
                     if o.placement.flag
@@ -378,7 +383,7 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
                     if o.placement.frac_of_roof is not None
                     else str(o.status)
                 )
-                for o in ops
+                for o, t in zip(ops, times, strict=True)
             ],
             hoverinfo="text",
             text=[
