@@ -165,6 +165,14 @@ def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys
     assert block["frac_of_peak"] == "15.2%"
     assert "bandwidth 30.7% of measured, 25.4% of spec DOUBT (see notes)" in out
     assert "15.1% of spec peak; bandwidth" in out  # the compute fractions: no doubt
+    # the report's utilization table carries the same marks as the command's line
+    from perfsuite.report.build import report_html
+
+    page = report_html([h100])
+    assert "<td>30.7% DOUBT (see notes)</td><td>25.4% DOUBT (see notes)</td>" in page.replace(
+        ' class="num"', ""
+    )
+    assert "<td>15.1%</td>" in page.replace(' class="num"', "")
     assert main(["roofline", h100["_path"], "--json"]) == 0
     run = json.loads(capsys.readouterr().out)["roofline"]["run"]
     assert run["doubts"] == {"frac_of_roof": ["memory"]}

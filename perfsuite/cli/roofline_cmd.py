@@ -104,6 +104,7 @@ def _text(
         roof_rows,
         run_rows,
         time_rows,
+        utilization_doubts,
     )
 
     r = res.run
@@ -124,10 +125,7 @@ def _text(
         fmt.table(roof_rows(res), ROOF_HEADERS, align="lrrll"),
     ]
     if util.run and (util.spec_peak or util.measured_peak):
-        # fractions of a roof some op is flagged above carry that doubt (the roofline's note)
-        doubt = " DOUBT (see notes)"
-        peak = doubt if set(r.doubted_roofs) & set(r.flops_by_math) else ""
-        bw = doubt if "memory" in r.doubted_roofs else ""
+        peak, bw = utilization_doubts(res)  # a roof some op is flagged above: its doubt
         out.append("")
         out.append(
             f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "

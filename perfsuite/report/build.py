@@ -31,6 +31,7 @@ from perfsuite.report.roofline_rows import (
     roof_rows,
     run_rows,
     time_rows,
+    utilization_doubts,
 )
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
@@ -152,23 +153,24 @@ def _run_block(res: Roofline) -> str:
     )
 
 
-def _util_block(u: Utilization) -> str:
+def _util_block(u: Utilization, res: Roofline) -> str:
     rows = []
     if u.run:
+        peak, bw = utilization_doubts(res)  # a roof some op is flagged above: its doubt
         rows.append(
             [
                 "achieved FLOP/s",
                 fmt.si(u.run.achieved_flops, "FLOP/s"),
-                fmt.pct(u.run.of_measured_peak),
-                fmt.pct(u.run.of_spec_peak),
+                fmt.pct(u.run.of_measured_peak) + peak,
+                fmt.pct(u.run.of_spec_peak) + peak,
             ]
         )
         rows.append(
             [
                 "achieved byte/s (modeled bytes)",
                 fmt.si(u.run.achieved_bandwidth, "byte/s"),
-                fmt.pct(u.run.of_measured_bandwidth),
-                fmt.pct(u.run.of_spec_bandwidth),
+                fmt.pct(u.run.of_measured_bandwidth) + bw,
+                fmt.pct(u.run.of_spec_bandwidth) + bw,
             ]
         )
     out = h.table(
@@ -208,7 +210,7 @@ def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> s
         parts.append(
             _run_block(res)
             + h.table(ROOF_HEADERS, roof_rows(res))
-            + _util_block(util)
+            + _util_block(util, res)
             + h.notes(res.notes)
         )
         hier = res.hierarchical

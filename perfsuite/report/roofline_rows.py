@@ -21,11 +21,22 @@ def run_rows(res: Roofline) -> list[list[str]]:
             flagged = v is None and r.over_roof is not None
             shown = "FLAGGED (see notes)" if flagged else fmt.pct(v)
             # a fraction over a roof some op is flagged above carries that doubt
-            shown, prov = shown + (" DOUBT (see notes)" if key in r.doubts else ""), "derived"
+            shown, prov = shown + (DOUBT if key in r.doubts else ""), "derived"
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
     return rows
+
+
+DOUBT = " DOUBT (see notes)"
+
+
+def utilization_doubts(res: Roofline) -> tuple[str, str]:
+    """(compute, bandwidth) markers for the run's utilization: DOUBT where an op is flagged
+    above a roof the rate is judged against (the roofline's note names it), else ''."""
+    r = res.run
+    peak = DOUBT if set(r.doubted_roofs) & set(r.flops_by_math) else ""
+    return peak, DOUBT if "memory" in r.doubted_roofs else ""
 
 
 def of_roof(p: Any) -> str:
