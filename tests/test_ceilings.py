@@ -65,6 +65,22 @@ def test_shared_mi250_name_is_told_apart_by_compute_units():
     assert match_spec("AMD Instinct MI250X/MI250", compute_units=220) is None
 
 
+def test_a_slice_whose_name_says_nothing_is_told_by_its_compute_units():
+    """An MI300X in CPX mode reports "AMD Instinct MI300X" with 38 of its 304 CUs: the whole
+    device's figures would be 8x its roof. Fewer (or other) units than the entry's: no spec."""
+    assert match_spec("AMD Instinct MI300X", compute_units=304)["id"] == "mi300x"
+    assert match_spec("AMD Instinct MI300X", compute_units=38) is None
+    assert match_spec("NVIDIA H100 80GB HBM3", compute_units=132)["id"] == "h100-sxm"
+    assert match_spec("NVIDIA H100 80GB HBM3", compute_units=16) is None  # a MIG 1g slice
+    assert match_spec("NVIDIA H100 PCIe", compute_units=114)["id"] == "h100-pcie"
+    assert match_spec("NVIDIA A100-SXM4-40GB", compute_units=108)["id"] == "a100-40gb"
+    assert match_spec("NVIDIA H100 80GB HBM3")["id"] == "h100-sxm"  # unknown count: the name
+    # every GPU entry says how many units the whole device has
+    from perfsuite.ceilings.table import spec_table
+
+    assert all(isinstance(e.get("compute_units"), int) for e in spec_table())
+
+
 def test_mi250_values_are_per_gcd():
     """torch sees one GCD, half a package: the datasheet's package figures halved."""
     x, m = match_spec("AMD Instinct MI250X"), match_spec("AMD Instinct MI250")

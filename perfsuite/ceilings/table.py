@@ -69,7 +69,9 @@ def match_spec(device_name: str | None, compute_units: int | None = None) -> dic
     never matches "A100" and "L4" never matches "L40S". Parts absent from the table (e.g.
     H100 NVL, V100S), slices of a device (MIG, compute partitions) and names shared by
     several parts (unless `compute_units`, torch's multi_processor_count, tells them apart)
-    return None rather than a neighbour's numbers.
+    return None rather than a neighbour's numbers. A device whose `compute_units` differ from
+    its entry's is a slice whose name does not say so (an MI300X in CPX mode reports its own
+    name and 38 of 304 CUs) or another part: None too.
     """
     if not device_name:
         return None
@@ -84,7 +86,8 @@ def match_spec(device_name: str | None, compute_units: int | None = None) -> dic
             )
     for entry in spec_table():
         if any(re.search(p, n) for p in entry["match"]):
-            return entry
+            whole = entry.get("compute_units")
+            return None if compute_units and whole and compute_units != whole else entry
     return None
 
 
