@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from perfsuite.fmt import si
 
@@ -108,35 +108,66 @@ def reconcile(
     return Reconciled(rows, measured_s, measured_source, attributed, scale, time_kind, notes)
 
 
-def _is_device_row(row: Mapping[str, Any]) -> bool:
-    """Kernel/memcpy/GPU-annotation rows of key_averages: device time but no host time."""
+def is_device_row(row: Mapping[str, Any]) -> bool:
+    """Kernel/memcpy/GPU-annotation rows of key_averages: device time but no host time. Not
+    ops: every reader of `timeline.ops` that wants ops skips them (on a GPU record)."""
     return not row.get("self_time_s") and not row.get("total_time_s")
 
 
-def self_times(record: Mapping[str, Any]) -> tuple[dict[str, float], str]:
-    """Per-step self time per op from `timeline.ops`: device self time on GPUs, host self
-    time otherwise. Self times do not nest, so they can be summed."""
+Basis = Literal["device", "host"]
+
+
+def own_time(row: Mapping[str, Any], basis: Basis | None = None) -> float:
+    """The part of an op row's time that is its own, not its children's (its self time).
+
+    `basis` picks the clock: "device" (device self time, kernels launched by the op itself; 0
+    where the row records none), "host" (host self time: duration minus its children), or None,
+    the row's own: the basis op_time reads for that row (device self time where any device
+    time is recorded, host self time otherwise).
+
+    Why a choice: a single row's own time belongs next to that row's time (op_time), so the
+    roofline's per-op rows take each row's own basis (None). A sum over rows must not add host
+    and device times together, so reconcile_timeline fixes one basis for the whole record.
+    """
+    if basis is None:
+        has_device = (
+            row.get("device_total_time_s") is not None or row.get("device_time_s") is not None
+        )
+        basis = "device" if has_device else "host"
+    if basis == "device":
+        return float(row.get("device_time_s") or 0.0)
+    if basis == "host":
+        return float(row.get("self_time_s") or 0.0)
+    raise ValueError(f"basis must be 'device', 'host' or None, got {basis!r}")
+
+
+def own_times(record: Mapping[str, Any], basis: Basis | None = None) -> dict[str, float]:
+    """op -> own_time(row, basis) per step from `timeline.ops`, summed over the rows of one op
+    name; kernel rows (is_device_row) are not ops and are skipped, as profiled_times does.
+    Every op row is kept, an op with no time of its own at 0."""
     tl = record.get("timeline") or {}
     steps = tl.get("steps") or 0
-    if not steps:
-        return {}, "none"
-    rows = tl.get("ops") or []
-    on_gpu = any(r.get("device_time_s") is not None for r in rows)
-    key, kind = ("device_time_s", "device self") if on_gpu else ("self_time_s", "host self")
     out: dict[str, float] = {}
-    for r in rows:
-        if on_gpu and _is_device_row(r):
+    if not steps:
+        return out
+    for row in tl.get("ops") or []:
+        if row.get("device_time_s") is not None and is_device_row(row):
             continue
-        t = float(r.get(key) or 0.0)
-        if t > 0:
-            out[r["op"]] = out.get(r["op"], 0.0) + t / steps
-    return out, kind
+        out[row["op"]] = out.get(row["op"], 0.0) + own_time(row, basis) / steps
+    return out
 
 
 def reconcile_timeline(record: Mapping[str, Any]) -> Reconciled | None:
-    """The profiled ops' self times against the measured step; None without both."""
-    times, kind = self_times(record)
-    return reconcile_record(record, times, kind)
+    """The profiled ops' own (self) times against the measured step; None without both.
+
+    Self times do not nest, so they can be summed; one basis for the whole record (device
+    self time when any row has device time, host self time otherwise) so that host and device
+    times are never added together: on a GPU an op row without device time counts 0.
+    """
+    rows = (record.get("timeline") or {}).get("ops") or []
+    basis: Basis = "device" if any(r.get("device_time_s") is not None for r in rows) else "host"
+    times = {op: t for op, t in own_times(record, basis).items() if t > 0}
+    return reconcile_record(record, times, f"{basis} self")
 
 
 def reconcile_record(
@@ -189,7 +220,7 @@ def profiled_times(record: Mapping[str, Any], notes: list[str]) -> dict[str, Pro
         notes.append("timeline.steps is 0 or missing: per-op times cannot be made per step")
         return times
     for row in tl.get("ops") or []:
-        if row.get("device_time_s") is not None and _is_device_row(row):
+        if row.get("device_time_s") is not None and is_device_row(row):
             continue  # a kernel/memcpy row of key_averages, not an op
         t, kind = op_time(row)
         calls = float(row.get("calls") or 0)

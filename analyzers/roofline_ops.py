@@ -16,36 +16,10 @@ from typing import Any
 
 from analyzers.mathmode import MATRIX_FAMILIES, Context, context, guess_family, work_by_op
 from analyzers.measured import compare_counted_measured
-from analyzers.reconcile import Reconciled, _is_device_row, profiled_times, reconcile_record
+from analyzers.reconcile import Reconciled, own_times, profiled_times, reconcile_record
 from analyzers.roof_flags import counter_evidence
 from analyzers.roofline import OpRoofline, _div, place
 from analyzers.roofline_inputs import _q
-
-
-def own_time(row: Mapping[str, Any]) -> float:
-    """The part of an op's time (in the basis analyzers.reconcile.op_time reads) that is its
-    own, not its children's: device self time where the inclusive device time is recorded,
-    host self time where the inclusive host time is; a self time is its own already."""
-    if row.get("device_total_time_s") is not None:
-        return float(row.get("device_time_s") or 0.0)
-    if row.get("device_time_s") is not None:
-        return float(row["device_time_s"])
-    return float(row.get("self_time_s") or 0.0)
-
-
-def own_times(record: Mapping[str, Any]) -> dict[str, float]:
-    """op -> its own time per step, summed over the rows of one op name (the rows that
-    analyzers.reconcile.profiled_times reads: kernel rows are not ops)."""
-    tl = record.get("timeline") or {}
-    steps = tl.get("steps") or 0
-    out: dict[str, float] = {}
-    if not steps:
-        return out
-    for row in tl.get("ops") or []:
-        if row.get("device_time_s") is not None and _is_device_row(row):
-            continue  # a kernel/memcpy/annotation row of key_averages, as profiled_times skips
-        out[row["op"]] = out.get(row["op"], 0.0) + own_time(row) / steps
-    return out
 
 
 def _flag_notes(record: Mapping[str, Any], rows: list[OpRoofline], bw: float | None) -> list[str]:
