@@ -5,18 +5,19 @@ DAWNBench cost rules: training cost = time to accuracy (h) x price (USD/h); infe
 evaluation set by the DAWNBench rule, analyzers.inference) x 10,000 / 3600 x price (USD/h),
 unless the record carries its own imported cost per item. A price is never guessed: the
 record's own `cost.usd_per_hour`, else the price table entry for its instance type, else
-"unknown" and no cost.
+"unknown" and no cost. A run that crashed or is unfinished without reaching its target has no
+training cost and is not DNC either (`left_out`): it says nothing about converging.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.hardware_match import instance_mismatch
 from analyzers.inference import energy_view, inference_view
-from analyzers.record_view import reached_time
+from analyzers.record_view import reached_time, unfinished
 from analyzers.stability import task_direction
 from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
@@ -34,6 +35,7 @@ class Price:
     provenance: str | None  # the quantity provenance: imported / spec / None when unknown
     source: str
     instance_type: str | None
+    why: str | None = None  # no price: the note of the price rule that says why
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class Cost:
     energy_source: str | None = None
     target: str = ""  # the task's target as it states it: "top-5 >= 93%", "F1 >= 0.75"
     items: str = "items"  # what inference cost is per 10,000 of: "images", "questions"
+    price_notes: list[str] = field(default_factory=list)  # the price rule's notes (in `notes`)
+    # "crashed" / "interrupted" / "still running": left out without reaching (not DNC)
+    left_out: str | None = None
 
 
 def find_price(
@@ -74,8 +79,10 @@ def find_price(
 
     `instance_type` (from the command line) is only used for records that name none: a run's
     measured time belongs to the hardware it ran on, so it is never re-priced as another one.
-    For the same reason it is not used when the table says that instance is other hardware
-    than the record's (`instance_mismatch`): no price then, and a note says why.
+    For the same reason a table price is not used when the table says that instance is other
+    hardware than the record's (`instance_mismatch`), whether the type was recorded or given,
+    nor for a given type when the record's hardware cannot be checked against it: no price
+    then, and a note (`Price.why`) says why.
     """
     notes: list[str] = []
     own = (record.get("cost") or {}).get("usd_per_hour")
@@ -83,9 +90,10 @@ def find_price(
     if instance_type and recorded_type and instance_type != recorded_type:
         notes.append(f"--instance-type {instance_type} ignored: the record ran on {recorded_type}")
     itype = recorded_type or instance_type
+    given = bool(instance_type and not recorded_type)
     value = qvalue(own)
     if value is not None:
-        if instance_type and not recorded_type:
+        if given:
             notes.append(
                 f"--instance-type {instance_type} not used: the record carries its own price"
             )
@@ -93,69 +101,20 @@ def find_price(
         return Price(value, "record", own.get("provenance"), src, itype), notes
     if itype and itype in prices:
         entry = prices[itype]
-        if instance_type and not recorded_type:
-            other = instance_mismatch(record, itype, entry)
-            if other:
-                notes.append(other)
-                return Price(None, "unknown", None, "unknown", None), notes
+        why = instance_mismatch(record, itype, entry, recorded=not given)
+        if why:
+            notes.append(why)
+            return Price(None, "unknown", None, "unknown", None if given else itype, why), notes
+        if given:
             notes.append(f"instance type {itype} given on the command line, not recorded")
         price = Price(float(entry["usd_per_hour"]), "price-table", "spec", entry["source"], itype)
         return price, notes
     if itype:
-        notes.append(f"instance type {itype} is not in the price table; pass --prices FILE")
+        why = f"instance type {itype} is not in the price table; pass --prices FILE"
     else:
-        notes.append("no price: the record has no cost and no hardware.instance_type")
-    return Price(None, "unknown", None, "unknown", itype), notes
-
-
-VENDOR_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "radeon"})
-
-
-def _model(name: Any) -> str:
-    """An accelerator's model for comparison: `NVIDIA Tesla V100-SXM2-16GB` and
-    `Tesla V100-SXM2-16GB` both read `v100sxm216gb` (vendor words, case, punctuation aside)."""
-    words = re.findall(r"[a-z0-9]+", str(name).lower())
-    return "".join(w for w in words if w not in VENDOR_WORDS)
-
-
-def instance_mismatch(
-    record: Mapping[str, Any], instance_type: str, entry: Mapping[str, Any]
-) -> str | None:
-    """Why the record cannot be priced at `instance_type` given on the command line, or None.
-
-    The rule of `measured_elsewhere`: a measured figure is priced only at the hardware that
-    measured it. The price table's `hardware` of the instance is compared with the record's
-    wherever both say: the accelerator kind (cpu, cuda, tpu), and for accelerators the model
-    and the count. CPU models are not compared (the table's CPU instances name several
-    possible processors), nor anything for an entry without `hardware` (a user price file).
-    """
-    want = entry.get("hardware")
-    if not isinstance(want, Mapping):
-        return None
-    have = record.get("hardware") or {}
-    kind, want_kind = have.get("accelerator"), want.get("accelerator")
-    same = not (kind and want_kind and kind != want_kind)
-    if same and kind and kind == want_kind and kind != "cpu":
-        name, want_name = have.get("name"), want.get("name")
-        same = not (name and want_name and _model(name) != _model(want_name))
-        count, want_count = have.get("count"), want.get("count")
-        if isinstance(count, int) and isinstance(want_count, int) and count != want_count:
-            same = False
-    if same:
-        return None
-    return (
-        f"--instance-type {instance_type} not used: the run was measured on "
-        f"{_label(have, 'unknown hardware')} ({kind}), {instance_type} is "
-        f"{_label(want, instance_type)} ({want_kind}): a measured time is priced only on the "
-        "hardware it ran on"
-    )
-
-
-def _label(hw: Mapping[str, Any], default: str) -> str:
-    """ "NVIDIA V100 x8": a hardware section's name, with its count above one."""
-    count = hw.get("count")
-    name = str(hw.get("name") or default)
-    return f"{name} x{count}" if isinstance(count, int) and count > 1 else name
+        why = "no price: the record has no cost and no hardware.instance_type"
+    notes.append(why)
+    return Price(None, "unknown", None, "unknown", itype, why), notes
 
 
 def training_cost_usd(time_s: float, usd_per_hour: float) -> float:
@@ -188,13 +147,20 @@ def cost_of(
 ) -> Cost:
     """Training and inference cost of one record (see the module docstring for the rules)."""
     price, notes = find_price(record, prices, instance_type)
+    price_notes = list(notes)
     task = record.get("task") or {}
     entry_type = (record.get("source") or {}).get("entry_type") or "training"
     reached, time_s = reached_time(record)
+    gone = left_out(record) if entry_type != "inference" else None
 
     train_cost = train_prov = None
     if entry_type != "inference":
-        if not reached:
+        if gone:
+            notes.append(
+                f"{gone} before reaching the threshold: no training cost (left out, not DNC: "
+                "it says nothing about converging)"
+            )
+        elif not reached:
             notes.append("did not reach the threshold: no training cost (DNC)")
         elif price.usd_per_hour is not None and time_s is not None:
             train_cost = training_cost_usd(time_s, price.usd_per_hour)
@@ -248,7 +214,24 @@ def cost_of(
         energy_source=energy.source or (inf.get("energy") or {}).get("source"),
         target=_target(task, record),
         items=items(str(task.get("name"))),
+        price_notes=price_notes,
+        left_out=gone,
     )
+
+
+# what a run left out without reaching is called (`record_view.unfinished`)
+LEFT_OUT = {"crashed": "crashed", "interrupted": "interrupted", "running": "still running"}
+
+
+def left_out(record: Mapping[str, Any]) -> str | None:
+    """ "crashed", "interrupted" or "still running" for a run that ended otherwise than by
+    itself without reaching its target, else None. Such a run is neither ranked nor DNC: a
+    crash says nothing about converging (as `stability`, `compare` and `study` leave it out).
+    A run that reached before it ended keeps its measured time."""
+    status = record.get("status")
+    if not unfinished(reached_time(record)[0], status):
+        return None
+    return LEFT_OUT.get(str(status), f"status {status}")
 
 
 def _target(task: Mapping[str, Any], record: Mapping[str, Any]) -> str:

@@ -1,16 +1,19 @@
 """DAWNBench-style leaderboards over any mix of records (ours, DAWNBench, MLPerf imports).
 
 One board per task (name, metric, threshold: the task's own target), ranked by one of four
-quantities. Entries that did not reach the target are listed as DNC below the ranked ones;
-entries whose value cannot be computed (e.g. no price) are listed unranked with the reason.
+quantities. Entries that finished without reaching the target are listed as DNC below the
+ranked ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or
+are unfinished without reaching it (`analyzers.cost.left_out`: neither ranked nor DNC, as
+`stability` and `compare` leave them out), are listed unranked (n/a) with the reason.
 Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
 threshold (`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
 
 Costs are priced by `analyzers.cost` (the record's own price, else the price table for its
-instance type, else `instance_type` for records that name none, unless the table says that
-instance is other hardware). A perfsuite run's own `mllog.txt` imported with `perfsuite import
+instance type, else `instance_type` for records that name none; not where the table says that
+instance is other hardware, nor `instance_type` where the record's hardware cannot be checked
+against it). A perfsuite run's own `mllog.txt` imported with `perfsuite import
 mlperf` is the same run as the run's record: a board lists it once, as the run's record, and
 its notes say which import was left off and on what evidence (`same_runs`).
 """
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.cost import cost_of, find_price, measured_elsewhere
+from analyzers.cost import Cost, cost_of, left_out, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
 from analyzers.record_view import partial_run, reached_time
@@ -122,17 +125,17 @@ def _entry(
         reached, time_s = reached_time(rec)
         if rec.get("status") == "running":
             return "n/a", None, None, "still running"
-        if rec.get("status") == "interrupted" and not reached:
-            return "n/a", None, None, "interrupted before reaching the target"
+        gone = left_out(rec)
+        if gone:
+            return "n/a", None, None, f"{gone} before reaching the target"
         if not reached or time_s is None:
             return "DNC", None, None, f"{rec.get('status')}: did not reach {target}"
         if by == "training-time":
             return "ranked", time_s, tta.get("provenance"), None
         c = cost_of(rec, prices, instance_type)
-        notes = find_price(rec, prices, instance_type)[1]  # the price's origin, refusals
         if c.training_cost_usd is None:
-            return "n/a", None, None, "price unknown" + (f" ({notes[0]})" if notes else "")
-        note = _joined(f"price: {c.price.source}", *notes)
+            return "n/a", None, None, _unpriced(c)
+        note = _joined(f"price: {c.price.source}", *c.price_notes)
         return "ranked", c.training_cost_usd, c.training_cost_provenance, note
     inf = rec.get("inference") or {}
     if not inf.get("latency"):
@@ -152,10 +155,10 @@ def _entry(
             return "n/a", None, None, "latency not measured"
         return "ranked", float(lat["value"]), lat.get("provenance"), _latency_note(rec)
     c = cost_of(rec, prices, instance_type)
-    notes = find_price(rec, prices, instance_type)[1]  # the price's origin, refusals
+    notes = c.price_notes  # the price's origin, what was ignored
     if c.inference_cost_per_10k_usd is None:
         if c.price.usd_per_hour is None:
-            return "n/a", None, None, "price unknown" + (f" ({notes[0]})" if notes else "")
+            return "n/a", None, None, _unpriced(c)
         return "n/a", None, None, measured_elsewhere(rec) or "latency not measured"
     if c.inference_cost_provenance != "derived":  # the record's own cost per item
         notes = []
@@ -165,6 +168,11 @@ def _entry(
         c.inference_cost_provenance,
         _joined(_latency_note(rec), *notes),
     )
+
+
+def _unpriced(c: Cost) -> str:
+    """ "price unknown (WHY)": the note of the price rule that says why there is no price."""
+    return "price unknown" + (f" ({c.price.why})" if c.price.why else "")
 
 
 def _latency_note(rec: Mapping[str, Any]) -> str | None:
@@ -311,7 +319,7 @@ def leaderboard(
             notes.append(
                 f"--instance-type {costed}: the price of records that name no instance type and "
                 "carry no price of their own, unless the price table lists other hardware for "
-                "it (then n/a, saying why)"
+                "it or their hardware cannot be checked against it (then n/a, saying why)"
             )
         ranked = [(k, e[1]) for k, (_, e) in keyed.items() if e[0] == "ranked"]
         rows = [_row(*keyed[k], rank, by) for k, _, rank in stats.competition_ranks(ranked)]

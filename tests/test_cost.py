@@ -7,6 +7,7 @@ import json
 import pytest
 
 from analyzers.cost import cost_of
+from analyzers.hardware_match import devices_used
 from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.pricing import PriceError, builtin_prices, load_prices
@@ -162,7 +163,13 @@ def test_instance_type_is_not_used_for_other_hardware(make_record):
     assert priced(cpu, "n2-standard-2").training_cost_usd == pytest.approx(0.097118)
     c = priced(cpu, "g4dn.xlarge")  # a CPU run priced as a T4 instance: no
     assert c.training_cost_usd is None and "(cpu), g4dn.xlarge is NVIDIA T4 (cuda)" in c.notes[0]
-    assert priced({}, "p3.2xlarge").training_cost_usd == pytest.approx(3.06)  # nothing to compare
+    c = priced({}, "p3.2xlarge")  # nothing to compare: not priced as a V100 on trust
+    assert (c.training_cost_usd, c.price.usd_per_hour) == (None, None)
+    assert c.notes == [
+        "hardware unknown: cannot check that p3.2xlarge is the hardware it ran on (no hardware "
+        "named; p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda)): --instance-type p3.2xlarge "
+        "not used"
+    ]
 
 
 def test_real_h100_run_is_not_priced_as_another_gpu(tmp_path, capsys):
@@ -172,3 +179,188 @@ def test_real_h100_run_is_not_priced_as_another_gpu(tmp_path, capsys):
     assert (c["price"]["usd_per_hour"], c["price"]["origin"]) == (None, "unknown")
     assert c["notes"][0].startswith("--instance-type p3.2xlarge not used: the run was measured")
     assert c["inference_cost_per_10k_usd"] is None and c["inference_latency_s"] > 0
+
+
+# ------------------------------------------- the hardware check: names, ranks, recorded types
+def _priced_at(make_record, hardware, itype, **fields):
+    rec = _trained(make_record, 3600.0, hardware=hardware, **fields)
+    return cost_of(rec, builtin_prices(), itype)
+
+
+def test_an_mlperf_import_of_the_h100_run_is_not_priced_as_a_v100(tmp_path, capsys):
+    """The reviewer's repro: the run itself was refused at p3.2xlarge, its imported mllog.txt
+    (hardware = {"name": submission_platform} only) priced at V100 rates, 3.06 USD/h."""
+    run = extract_h100_run(tmp_path / "runs")
+    out = tmp_path / "imported"
+    args = ["import", "mlperf", str(run / "mllog.txt"), "--target", "0.5", "--out", str(out)]
+    assert main(args) == 0
+    (imported,) = out.glob("*/run.json")
+    rec = json.loads(imported.read_text())
+    # the importer now says what it can tell: the run.json beside the log is the run's
+    assert rec["hardware"] == {
+        "name": "NVIDIA H100 80GB HBM3",
+        "accelerator": "cuda",
+        "count": 1,
+        "instance_type": None,
+    }
+    capsys.readouterr()
+    assert main(["cost", str(run), str(out), "--instance-type", "p3.2xlarge", "--json"]) == 0
+    costs = json.loads(capsys.readouterr().out)["costs"]
+    assert [(c["price"]["usd_per_hour"], c["price"]["origin"]) for c in costs] == [
+        (None, "unknown"),
+        (None, "unknown"),
+    ]
+    refusal = (
+        "--instance-type p3.2xlarge not used: the run was measured on NVIDIA H100 80GB HBM3 "
+        "(cuda), p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda): a measured time is priced "
+        "only on the hardware it ran on"
+    )
+    assert [(c["price"]["why"], c["price_notes"]) for c in costs] == [(refusal, [refusal])] * 2
+    # an import made before the importer recorded more: the kind is read from the name
+    old = {"name": "NVIDIA H100 80GB HBM3"}
+    c = cost_of({**rec, "hardware": old}, builtin_prices(), "p3.2xlarge")
+    assert c.price.usd_per_hour is None and c.price.why.startswith(
+        "--instance-type p3.2xlarge not used: the run was measured on NVIDIA H100 80GB HBM3 (cuda)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "itype", "usd"),
+    [
+        ("8 V100 (AWS p3.16xlarge)", "p3.16xlarge", 24.48),  # was refused: "names differ"
+        ("1 V100 / 61 GB / 8 CPU (AWS p3.2xlarge)", "p3.2xlarge", 3.06),  # 61 GB: the host's
+        ("8xTesla V100-SXM2-16GB", "p3.16xlarge", 24.48),
+        ("Tesla V100-SXM2-16GB", "p3.2xlarge", None),  # no count: 1 or 8?
+        ("p3.16xlarge", "p3.16xlarge", None),  # no model word in it
+        ("16 p3.16xlarge (AWS)", "p3.16xlarge", None),  # 16 instances: 128 GPUs
+        ("unspecified", "p3.2xlarge", None),  # no kind
+    ],
+)
+def test_free_text_hardware_is_matched_on_its_model_word_and_count(make_record, name, itype, usd):
+    c = _priced_at(make_record, {"name": name}, itype)
+    assert c.price.usd_per_hour == usd
+    if usd is None:
+        assert c.price.why.startswith(
+            f"hardware unknown: cannot check that {itype} is the hardware it ran on ("
+        )
+        assert c.price.why.endswith(f"--instance-type {itype} not used")
+        assert c.notes[0] == c.price.why
+
+
+def test_free_text_hardware_of_other_hardware_is_refused_saying_so(make_record):
+    def why(hardware, itype):
+        return _priced_at(make_record, hardware, itype).price.why
+
+    # DAWNBench's import: accelerator read from the text, count None
+    dawn = {"name": "8 V100 (AWS p3.16xlarge)", "accelerator": "cuda", "count": None}
+    assert _priced_at(make_record, dawn, "p3.16xlarge").training_cost_usd == pytest.approx(24.48)
+    assert why(dawn, "p3.2xlarge") == (  # 8 of them, not the 1 there
+        "--instance-type p3.2xlarge not used: the run was measured on 8 V100 (AWS p3.16xlarge) "
+        "(cuda), p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda): a measured time is priced "
+        "only on the hardware it ran on"
+    )
+    k80 = {"name": "1 K80 / 61 GB / 4 CPU (Amazon EC2 [p2.xlarge])"}
+    assert why(k80, "p3.2xlarge").startswith(
+        "--instance-type p3.2xlarge not used: the run was measured on 1 K80"
+    )
+    assert why({"name": "1 TPU v2 (GCP)"}, "p3.2xlarge").startswith(  # tpu, not cuda
+        "--instance-type p3.2xlarge not used: the run was measured on 1 TPU v2 (GCP) (tpu)"
+    )
+    v100_32 = {"name": "Tesla V100-SXM2-32GB", "accelerator": "cuda", "count": 1}
+    assert why(v100_32, "p3.2xlarge").startswith(  # a device name's memory, where both say
+        "--instance-type p3.2xlarge not used: the run was measured on Tesla V100-SXM2-32GB"
+    )
+    assert why({"name": "NVIDIA A10G"}, "g5.xlarge") == (  # "NVIDIA": cuda; count unknown
+        "hardware unknown: cannot check that g5.xlarge is the hardware it ran on (it does not "
+        "say how many A10G it used; g5.xlarge is NVIDIA A10G (cuda)): --instance-type "
+        "g5.xlarge not used"
+    )
+    a10g = {"name": "NVIDIA A10G", "accelerator": "cuda", "count": 1}
+    assert _priced_at(make_record, a10g, "g5.xlarge").training_cost_usd == pytest.approx(1.006)
+
+
+def test_a_data_parallel_gpu_run_is_priced_for_every_gpu_it_used(make_record):
+    """`--nproc 8` on 8 V100s: records made before hardware.count said so have count 1; the
+    run used world_size GPUs, so it is an 8-GPU p3.16xlarge run, not a 1-GPU p3.2xlarge one
+    (which priced it at 1/8 of its cost)."""
+    v100 = {"name": "Tesla V100-SXM2-16GB", "accelerator": "cuda", "count": 1}
+    ddp = {"world_size": 8}
+    c = _priced_at(make_record, v100, "p3.2xlarge", distributed=ddp)
+    assert (c.training_cost_usd, c.price.usd_per_hour) == (None, None)
+    assert c.price.why.startswith(
+        "--instance-type p3.2xlarge not used: the run was measured on Tesla V100-SXM2-16GB x8 "
+        "(cuda), p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda)"
+    )
+    c = _priced_at(make_record, v100, "p3.16xlarge", distributed=ddp)
+    assert c.training_cost_usd == pytest.approx(24.48)  # 1 h x 24.48 USD/h
+    new = {**v100, "count": 8}  # as the runner records it now
+    assert _priced_at(make_record, new, "p3.16xlarge", distributed=ddp).training_cost_usd == (
+        pytest.approx(24.48)
+    )
+    # a data-parallel CPU run is one machine: priced as before
+    cpu = {"name": "AMD EPYC 7B13 (2 CPUs)", "accelerator": "cpu", "count": 1}
+    c = _priced_at(make_record, cpu, "n2-standard-2", distributed={"world_size": 2})
+    assert c.training_cost_usd == pytest.approx(0.097118)
+    assert devices_used({"hardware": cpu, "distributed": {"world_size": 2}}) == 1
+    assert devices_used({"hardware": v100, "distributed": ddp}) == 8
+    assert devices_used({"hardware": v100}) == 1 and devices_used({}) is None
+
+
+def test_a_recorded_instance_type_is_checked_against_the_hardware(make_record):
+    """`perfsuite run --instance-type p3.2xlarge` on an H100 was priced as a V100 silently."""
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "accelerator": "cuda", "count": 1}
+    c = _priced_at(make_record, {**h100, "instance_type": "p3.2xlarge"}, None)
+    assert (c.training_cost_usd, c.price.usd_per_hour, c.price.origin) == (None, None, "unknown")
+    assert c.instance_type == "p3.2xlarge"  # the record's own, shown as such
+    assert c.price_notes == [
+        "recorded instance type p3.2xlarge not used: the run was measured on NVIDIA H100 80GB "
+        "HBM3 (cuda), p3.2xlarge is NVIDIA Tesla V100-SXM2-16GB (cuda): a measured time is "
+        "priced only on the hardware it ran on"
+    ]
+    # with --instance-type too: that one is ignored, and the note saying why there is no
+    # price is the recorded type's refusal
+    c = _priced_at(make_record, {**h100, "instance_type": "p3.2xlarge"}, "g5.xlarge")
+    assert c.price_notes[0] == "--instance-type g5.xlarge ignored: the record ran on p3.2xlarge"
+    assert c.price.why == c.price_notes[1] and c.price.why.startswith("recorded instance type")
+    # the same hardware, or none to check, keeps the recorded type's price
+    v100 = {"name": "Tesla V100-SXM2-16GB", "accelerator": "cuda", "count": 1}
+    for hw in ({**v100, "instance_type": "p3.2xlarge"}, {"instance_type": "p3.2xlarge"}):
+        c = _priced_at(make_record, hw, None)
+        assert c.training_cost_usd == pytest.approx(3.06) and c.price_notes == []
+
+
+def test_price_notes_and_why_there_is_no_price(make_record):
+    rec = _trained(make_record, 3600.0, hardware={"instance_type": "nope"})
+    c = cost_of(rec, TABLE, "box.large")
+    assert c.price_notes == [
+        "--instance-type box.large ignored: the record ran on nope",
+        "instance type nope is not in the price table; pass --prices FILE",
+    ]
+    assert c.price.why == c.price_notes[1]  # not the first note
+    assert c.notes[:2] == c.price_notes
+    c = cost_of(_trained(make_record, 3600.0, hardware={"instance_type": "box.large"}), TABLE)
+    assert c.price.why is None and c.price_notes == []
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [("crashed", "crashed"), ("interrupted", "interrupted"), ("running", "still running")],
+)
+def test_a_crashed_or_unfinished_run_is_left_out_not_dnc(make_record, tmp_path, capsys, status,
+                                                         said):  # fmt: skip
+    rec = _trained(make_record, 3600.0, reached=0.5, hardware={"instance_type": "box.large"})
+    rec["status"] = status
+    c = cost_of(rec, TABLE)
+    assert (c.left_out, c.training_cost_usd, c.reached) == (said, None, False)
+    assert (
+        f"{said} before reaching the threshold: no training cost (left out, not DNC" in (c.notes[0])
+    )
+    assert not any("DNC)" in n for n in c.notes)
+    finished = _trained(make_record, 3600.0, reached=0.5, run_id="f")
+    assert cost_of(finished, TABLE).left_out is None  # not_reached: DNC
+    write_record(tmp_path / "r", rec)
+    write_record(tmp_path / "f", finished)
+    assert main(["cost", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert f"n/a ({said})" in rows["r"] and "DNC" not in rows["r"]
+    assert "DNC" in rows["f"]

@@ -386,3 +386,22 @@ def test_study_scaling_command_line_is_the_study_file_form():
     assert (spec.kind, spec.nprocs, spec.lr_rule, spec.repeats) == ("scaling", [1, 2], "sqrt", 3)
     with pytest.raises(StudyError, match="command line: field nprocs"):
         spec_from_dict({**spec_dict(args), "nprocs": "1,x"}, "command line")
+
+
+@pytest.mark.parametrize(("accelerator", "count"), [("cuda", 4), ("cpu", 1)])
+def test_hardware_count_is_the_gpus_a_data_parallel_run_used(
+    monkeypatch, tmp_path, accelerator, count
+):
+    """One GPU per rank: a 4-rank run on GPUs used 4 (it recorded 1, and was priced as a
+    1-GPU instance); a data-parallel CPU run is one machine."""
+    from perfsuite.runner import recorder
+    from perfsuite.runner.distributed import DistributedRun
+
+    def one_device(env, device, instance_type):
+        return {"name": "Tesla V100-SXM2-16GB", "accelerator": accelerator, "count": 1,
+                "instance_type": instance_type}  # fmt: skip
+
+    monkeypatch.setattr(recorder, "hardware_section", one_device)
+    run = DistributedRun(_ddp_options(tmp_path, nproc=4), 0, 4, "nccl")
+    assert run.record["hardware"]["count"] == count
+    assert run.record["distributed"]["world_size"] == 4

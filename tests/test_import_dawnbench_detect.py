@@ -204,6 +204,8 @@ def test_negative_latency_is_one_line_error(tmp_path):
         ("Amazon EC2 [c5.18xlarge]", "cpu"),
         ("16 vCPUs (GCP)", "cpu"),
         ("1 TPU v2 (GCP)", "tpu"),
+        ("NVIDIA A10G", "cuda"),  # torch's and perfsuite's MLPerf logs' device names
+        ("NVIDIA L4", "cuda"),
         ("g4ad.xlarge", None),  # AMD GPU: not cuda
         ("Standard_NV32as_v4", None),  # AMD GPU
         ("Alibaba Cloud [ecs.ebman1.26xlarge]", None),  # NPU

@@ -13,7 +13,7 @@ from perfsuite.importers import ImportFailure
 from perfsuite.importers.mlperf import TIMING_FLAG, discover, load_result, score_folders
 from perfsuite.importers.mlperf_rules import BENCHMARKS
 from perfsuite.mllog import MLLogWriter
-from perfsuite.record import load_record, validate_record
+from perfsuite.record import load_record, new_record, validate_record, write_record
 from tests.test_mllog import FakeClock, write_run
 
 FIX = Path(__file__).parent / "fixtures" / "mlperf"
@@ -230,3 +230,49 @@ def test_cli_json_and_records(tmp_path, capsys):
 def test_cli_lower_is_better_needs_target(capsys):
     assert main(["import", "mlperf", str(FIX / "single"), "--lower-is-better"]) == 2
     assert "--lower-is-better needs --target" in capsys.readouterr().err
+
+
+def test_hardware_the_log_can_tell(tmp_path):
+    """The record had only {"name": submission_platform}, so `perfsuite cost` could not check
+    it against an instance type; the accelerator kind is read from the name by the DAWNBench
+    importer's rule, and a perfsuite run's own log takes its run's hardware."""
+    rec = load_result(FIX / "resnet_5runs" / "result_0.txt").record
+    assert rec["hardware"] == {
+        "name": "8xA100-SXM4-80GB",
+        "accelerator": "cuda",
+        "count": None,  # read from the name where it is priced ("8x")
+        "instance_type": None,
+    }
+    path = tmp_path / "r.log"
+    with MLLogWriter(path, benchmark="resnet", clock=FakeClock()) as log:
+        log.start({"seed": 3})  # submission_platform: "unspecified"
+        log.eval(1, 0.8)
+        log.stop(True)
+    assert load_result(path).record["hardware"]["accelerator"] is None
+
+    # a data-parallel run on 4 GPUs, recorded before hardware.count said 4
+    folder = tmp_path / "runs" / "resnet-20260101T000000-aaaa"
+    folder.mkdir(parents=True)
+    with MLLogWriter(folder / "mllog.txt", benchmark="resnet", clock=FakeClock()) as log:
+        log.start({"seed": 3, "submission_platform": "Tesla V100-SXM2-16GB"})
+        log.eval(1, 0.8)
+        log.stop(True)
+    run = new_record(
+        run_id=folder.name, task={"name": "resnet", "metric": "top1", "threshold": 0.759}
+    )
+    run["hardware"] = {
+        "name": "Tesla V100-SXM2-16GB",
+        "accelerator": "cuda",
+        "count": 1,
+        "instance_type": "p3.8xlarge",
+    }
+    comm = {"time_per_step": None, "share_of_step": None}
+    run["distributed"] = {"world_size": 4, "backend": "nccl", "per_rank": [], "communication": comm}
+    run["sidecars"]["mllog"] = "mllog.txt"
+    write_record(folder, run)
+    assert load_result(folder / "mllog.txt").record["hardware"] == {
+        "name": "Tesla V100-SXM2-16GB",
+        "accelerator": "cuda",
+        "count": 4,
+        "instance_type": "p3.8xlarge",
+    }

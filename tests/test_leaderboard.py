@@ -255,6 +255,61 @@ def test_cli_instance_type_with_the_builtin_table(tmp_path, capsys):
     assert "prices the cost rankings" in capsys.readouterr().err
 
 
+def test_a_price_unknown_row_says_why_there_is_no_price():
+    """The first price note was shown: "--instance-type gpu.a10g ignored: ..." said nothing
+    about why the record has no price (its own type is not in the table)."""
+    recs = [_rec("n", time_s=100.0, hardware={**A10G, "instance_type": "nope"})]
+    (board,) = leaderboard(recs, "training-cost", GPU_PRICES, instance_type="gpu.a10g")
+    assert _summary(board) == [(None, "n/a", "n", None)]
+    assert board.rows[0].note == (
+        "price unknown (instance type nope is not in the price table; pass --prices FILE)"
+    )
+    inf = {"latency": quantity(0.02, "s", "measured"), "metrics": {"top1": 0.95}}
+    (board,) = leaderboard(
+        [{**recs[0], "inference": inf}], "inference-cost", GPU_PRICES, instance_type="gpu.a10g"
+    )
+    assert board.rows[0].note == (
+        "price unknown (instance type nope is not in the price table; pass --prices FILE)"
+    )
+
+
+def test_a_recorded_instance_type_of_other_hardware_is_not_ranked():
+    """An H100 run made with `--instance-type gpu.a10g` was ranked at the A10G's price."""
+    recs = [
+        _rec("h", time_s=50.0, hardware={**H100, "instance_type": "gpu.a10g"}),
+        _rec("a", time_s=100.0, hardware={**A10G, "instance_type": "gpu.a10g"}),
+    ]
+    (board,) = leaderboard(recs, "training-cost", GPU_PRICES)
+    assert _summary(board) == [
+        (1, "ranked", "a", pytest.approx(0.05)),  # 100 s x 1.8 USD/h
+        (None, "n/a", "h", None),
+    ]
+    assert board.rows[0].note == "price: test table: gpu.a10g"
+    assert board.rows[1].note == (
+        "price unknown (recorded instance type gpu.a10g not used: the run was measured on "
+        "NVIDIA H100 80GB HBM3 (cuda), gpu.a10g is NVIDIA A10G (cuda): a measured time is "
+        "priced only on the hardware it ran on)"
+    )
+
+
+@pytest.mark.parametrize("by", ["training-time", "training-cost"])
+def test_crashed_and_unfinished_runs_are_n_a_rows_not_dnc(by):
+    """docs/statistics.md, Terms: a run that crashed or is unfinished without reaching is left
+    out (n/a with the reason); DNC is a run that finished without reaching."""
+    recs = [_rec("ok", time_s=100.0, cost={"usd_per_hour": quantity(3.6, "USD/h", "imported")})]
+    for status in ("crashed", "interrupted", "running", "not_reached", "diverged"):
+        recs.append(_rec(status))
+        recs[-1]["status"] = status
+    (board,) = leaderboard(recs, by, PRICES)
+    assert [(r.status, r.run_id, r.note) for r in board.rows[1:]] == [
+        ("DNC", "diverged", "diverged: did not reach top-1 >= 94%"),
+        ("DNC", "not_reached", "not_reached: did not reach top-1 >= 94%"),
+        ("n/a", "crashed", "crashed before reaching the target"),
+        ("n/a", "interrupted", "interrupted before reaching the target"),
+        ("n/a", "running", "still running"),
+    ]
+
+
 # ------------------------------------------- a run's own mllog.txt imported beside it: once
 def _run_with_log(runs, run_id, time_s, accs, task="cifar10", threshold=0.94):
     """A perfsuite run folder as the runner leaves it: run.json naming its mllog.txt."""

@@ -27,7 +27,8 @@ def add_instance_type_flag(p: argparse.ArgumentParser) -> None:
         metavar="TYPE",
         help=(
             "instance type to price records that record none (e.g. n2-standard-2); not used "
-            "for a record whose hardware differs from the price table's for TYPE (a note says so)"
+            "for a record whose hardware differs from the price table's for TYPE, or whose "
+            "hardware cannot be checked against it (a note says so)"
         ),
     )
 
@@ -60,8 +61,10 @@ def register(sub: Any) -> None:
             "Energy (J) is shown where a hardware counter measured it. The price is the "
             "record's own cost.usd_per_hour, else the price table entry for "
             "hardware.instance_type, else the --instance-type entry for records that name no "
-            "instance type (unless the table lists other hardware for it), else unknown "
-            "(never guessed)."
+            "instance type (unless the table lists other hardware for it, or the record's "
+            "hardware cannot be checked against it), else unknown (never guessed); a recorded "
+            "instance type whose listed hardware is not the record's is not used either. A "
+            "run that crashed or is unfinished without reaching is n/a, not DNC."
         ),
     )
     p.add_argument("paths", nargs="+", metavar="RUN_OR_DIR", help="run.json files or folders")
@@ -86,7 +89,10 @@ def render(results: list[Any]) -> str:
 
     rows = []
     for c in results:
-        train_blank = "-" if c.entry_type == "inference" else "DNC"
+        # a crashed or unfinished run is left out (n/a), not DNC: docs/statistics.md, Terms
+        train_blank = (
+            "-" if c.entry_type == "inference" else (f"n/a ({c.left_out})" if c.left_out else "DNC")
+        )
         rows.append(
             [
                 c.run_id,

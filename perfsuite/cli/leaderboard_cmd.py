@@ -17,8 +17,9 @@ def register(sub: Any) -> None:
         help="DAWNBench-style ranked tables: training time/cost, inference latency/cost",
         description=(
             "Rank records (our runs and imported DAWNBench/MLPerf results) per task at the "
-            "task's own metric and threshold. Entries that did not reach it are listed as DNC "
-            "below the ranking; entries without a value (e.g. unknown price) as n/a. Equal "
+            "task's own metric and threshold. Entries that finished without reaching it are "
+            "listed as DNC below the ranking; entries without a value (e.g. unknown price) and "
+            "runs that crashed or are unfinished without reaching it as n/a, saying why. Equal "
             "values share a rank and are listed by run id. Costs are priced as perfsuite cost "
             "prices them (--prices, --instance-type). An import of a run's own mllog.txt is "
             "listed once, as the run."

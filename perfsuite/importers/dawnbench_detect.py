@@ -125,7 +125,8 @@ def _fits(task: Task, fields: list[str], header: list[str] | None) -> bool:
     return header is None or all(c in header for c in task.columns)
 
 
-# The accelerator kind named in the free hardware text, first match wins: device words, then
+# The accelerator kind named in the free hardware text, first match wins: device words (an
+# NVIDIA device name: "NVIDIA A10G", "NVIDIA L4", as torch and MLPerf logs write them), then
 # cloud instance families whose accelerator is fixed (so "p3.16xlarge" or "Azure ND40s_v2"
 # alone says cuda). Families with non-NVIDIA GPUs (AWS g4ad, Azure NVv4: AMD) or NPUs are not
 # listed and stay None.
@@ -134,7 +135,7 @@ _ACCELERATORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tpu", re.compile(r"tpu")),
     (
         "cuda",
-        re.compile(r"gpu|v100|p100|k80|t4|a100|h100|1080|2080|m60|titan|tesla|volta"),
+        re.compile(r"gpu|nvidia|v100|p100|k80|t4|a100|h100|1080|2080|m60|titan|tesla|volta"),
     ),
     ("cuda", re.compile(_B + r"p40?(?![a-z0-9.])")),  # Tesla P4 / P40 (not AWS p4d.*)
     # AWS p2 K80, p3/p3dn V100, p4d A100, p5 H100, g3 M60, g4dn T4, g5 A10G; Huawei p1/p2,

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.hardware_match import devices_used
 from analyzers.tta import first_crossing
 from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
+from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
@@ -241,6 +243,24 @@ def _origin(
     return {"run_id": run_id if isinstance(run_id, str) else None, "run_json": str(run_json)}
 
 
+def _hardware(platform: Any, run: tuple[dict[str, Any], Path] | None) -> dict[str, Any]:
+    """`submission_platform` as the record's hardware name. The accelerator kind is read from
+    it by the DAWNBench importer's rule (`dawnbench_detect.accelerator`: "NVIDIA H100 80GB
+    HBM3" is cuda; None where it names none). A perfsuite run's own log (its run.json beside
+    it, `_own_run`) ran on that run's hardware: its kind, accelerators used and instance type
+    are taken from the run's record where the platform is the run's hardware name."""
+    name = None if platform is None else str(platform)
+    hardware: dict[str, Any] = {"name": name, "accelerator": accelerator(name)}
+    hardware.update(count=None, instance_type=None)
+    own = run[0].get("hardware") if run else None
+    if isinstance(own, dict) and name is not None and own.get("name") == name:
+        hardware["accelerator"] = own.get("accelerator") or hardware["accelerator"]
+        hardware["count"] = devices_used(run[0])  # a data-parallel run's GPUs
+        itype = own.get("instance_type")
+        hardware["instance_type"] = itype if isinstance(itype, str) and itype else None
+    return hardware
+
+
 def _epoch_times(events: list[dict[str, Any]]) -> list[float]:
     starts: dict[Any, float] = {}
     times = []
@@ -342,8 +362,7 @@ def load_result(
     # the run.json is a source only when it set the target (and so the result)
     files = [str(path)] + ([origin["run_json"]] if origin and target_from_run else [])
     record["source"].update({"files": files, "entry_type": "training"})
-    platform = _value(events, "submission_platform")
-    record["hardware"] = {"name": None if platform is None else str(platform)}
+    record["hardware"] = _hardware(_value(events, "submission_platform"), run)
     record["model"] = bench.name
     record["evaluations"] = evaluations
     record["time_to_accuracy"] = {

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.distributed import comm_from_ops, comm_share
+from analyzers.hardware_match import devices_used
 from perfsuite.record import quantity
 from perfsuite.runner.loop import Diverged, RunOptions, Terminated, _Run
 from perfsuite.runner.shard import ShardedSource
@@ -102,6 +103,8 @@ class DistributedRun(_Run):
             "per_rank": self.per_rank,
             "communication": _no_comm(NO_WINDOW if not opts.capture else "no window taken yet"),
         }
+        # the accelerators the run used: one GPU per rank (a CPU run stays one machine)
+        self.record["hardware"]["count"] = devices_used(self.record) or 1
 
     # -- hooks --------------------------------------------------------------------------------
 
