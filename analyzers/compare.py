@@ -37,6 +37,7 @@ from analyzers.record_view import (
     framework,
     unfinished,
 )
+from analyzers.roof_flags import roof_name
 from analyzers.roofline import RooflineInputError, roofline
 from analyzers.stability import epoch_times
 from analyzers.verdict import (
@@ -86,6 +87,10 @@ class RunValues:
     peak_flops: float | None = None
     memory_bandwidth: float | None = None
     steps_per_epoch: int | None = None  # epochs of other sizes have no comparable time
+    # the roofline's: fraction -> the roofs it uses that ops are flagged above (then the
+    # fraction is an upper bound, shown "DOUBT"), and roof -> those ops (RunRoofline's own)
+    doubts: dict[str, list[str]] = field(default_factory=dict)
+    doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,8 @@ class ItemSummary:
     faults_ratio: float | None = None
     flops_ratio: float | None = None
     achieved_flops_ratio: float | None = None
+    # frac_of_roof -> roofs ops are flagged above, over the runs: one run's doubt is the mean's
+    doubts: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,8 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         peak_flops=r.peak_flops.value if r else None,
         memory_bandwidth=r.memory_bandwidth.value if r else None,
         steps_per_epoch=(record.get("extra") or {}).get("steps_per_epoch"),
+        doubts=dict(r.doubts) if r else {},
+        doubted_roofs=dict(r.doubted_roofs) if r else {},
     )
 
 
@@ -210,7 +219,15 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         intensity_flop_per_byte=mean_or_none([r.intensity_flop_per_byte for r in runs]),
         frac_of_roof=mean_or_none([r.frac_of_roof for r in runs]),
         bounds=sorted({r.bound for r in runs if r.bound}),
+        doubts=_doubts(runs, "frac_of_roof"),
     )
+
+
+def _doubts(runs: Sequence[RunValues], *keys: str) -> dict[str, list[str]]:
+    """key -> the roofs any run's `key` is in doubt over: a mean with one upper bound in it is
+    an upper bound too."""
+    out = {k: sorted({roof for r in runs for roof in r.doubts.get(k, [])}) for k in keys}
+    return {k: roofs for k, roofs in out.items() if roofs}
 
 
 def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
@@ -249,6 +266,16 @@ def _run_notes(runs: Sequence[RunValues]) -> list[str]:
             out.append(f"{r.run_id}: status 'running' (unfinished or killed)")
         if r.roof_flag:
             out.append(f"{r.run_id}: roofline flagged: {r.roof_flag}")
+        if "frac_of_roof" in r.doubts and r.frac_of_roof is not None:
+            above = "; ".join(
+                f"{', '.join(r.doubted_roofs.get(roof, []))} above {roof_name(roof)}"
+                for roof in r.doubts["frac_of_roof"]
+            )
+            out.append(
+                f"{r.run_id}: of roof {r.frac_of_roof:.1%} is in doubt, an upper bound: ops are "
+                f"flagged above roofs it is made of ({above}); `perfsuite roofline` names the "
+                "likely causes"
+            )
     return out
 
 

@@ -195,7 +195,8 @@ def _and(items: list[str]) -> str:
     return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
 
 
-def _roof_name(roof: str) -> str:
+def roof_name(roof: str) -> str:
+    """'the memory roof', 'the tf32 peak': a roof key of RunRoofline.doubted_roofs, in words."""
     return "the memory roof" if roof == "memory" else f"the {roof} peak"
 
 
@@ -229,7 +230,7 @@ def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline
         users = " and ".join(k for k, rs in doubts.items() if r in rs)
         verb = "sits" if len(flagged[r]) == 1 else "sit"
         parts.append(
-            f"{over} {verb} above {_roof_name(r)}" + (f" ({users})" if len(doubts) > 1 else "")
+            f"{over} {verb} above {roof_name(r)}" + (f" ({users})" if len(doubts) > 1 else "")
         )
     note = (
         f"whole-run {fields} {'is' if len(doubts) == 1 else 'are'} in doubt: "

@@ -25,7 +25,7 @@ Spec = Sequence[tuple[str, str | Callable[[Any], Any]]]
 # other column holds numbers (or flags: bool), and a missing number is NaN (docs/api.md).
 TEXT_COLUMNS = frozenset(
     {
-        "bound", "bytes_provenance", "category", "config", "description", "direction",
+        "bound", "bytes_provenance", "category", "config", "description", "direction", "doubt",
         "energy_source", "entry_type", "epoch_times_from", "field", "flag", "group",
         "inference_cost_provenance", "inference_rule", "input_dims", "input_types",
         "instance_type", "key", "level", "math", "math_evidence", "meaning", "metric", "name",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from analyzers.record_view import framework
-from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
+from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, RunRoofline, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
 from perfsuite.record import load_record, qvalue
@@ -39,6 +39,8 @@ OPS: Spec = [
     ("calls", "calls"),
     ("time_s", "time_s"),
     ("time_kind", "time_kind"),
+    ("own_time_s", "own_time_s"),
+    ("wrapper", "wrapper"),
     ("share", "time_share"),
     ("flops", "placement.flops"),
     ("bytes", "placement.bytes"),
@@ -112,6 +114,19 @@ RUN_EXTRA = {
     "over_roof": "roof_time / step_time when above 1: the run is flagged, not a fraction",
     "flag": "why the whole run sits above its roofs (a model or ceiling error), else empty",
 }
+
+
+def doubt_text(run: RunRoofline, key: str) -> str | None:
+    """Why a whole-run fraction is in doubt: 'memory roof: aten::add, aten::relu' (the roofs it
+    uses that ops are flagged above, and those ops), '; ' between roofs; None when clean."""
+    roofs = run.doubts.get(key)
+    if not roofs:
+        return None
+    return "; ".join(
+        f"{'memory roof' if roof == 'memory' else f'{roof} peak'}: "
+        + ", ".join(run.doubted_roofs.get(roof, []))
+        for roof in roofs
+    )
 
 
 def cost_frame(
@@ -219,8 +234,12 @@ class Run:
     # ------------------------------------------------------------------ roofline
     @cached_property
     def ops(self) -> pd.DataFrame:
-        """Per-op roofline rows, per training step, in the CLI's order (joined ops by time)."""
-        return frame(self._need_roofline().ops, OPS)
+        """Per-op roofline rows, per training step, in the order of the CLI's per-op table
+        (`--top 0`): ops by time, an unmodeled one by its own time, then the wrapper rows."""
+        from analyzers.roofline_ops import ranked_ops
+
+        ranked, wrappers = ranked_ops(self._need_roofline().ops)
+        return frame(ranked + wrappers, OPS)
 
     @cached_property
     def ranking(self) -> pd.DataFrame:
@@ -259,7 +278,7 @@ class Run:
 
     def roofline(self) -> pd.DataFrame:
         """The whole-run block of `perfsuite roofline`: one row per field with its unit,
-        provenance, source and meaning (the value column mixes numbers and `bound`)."""
+        provenance, source, meaning and doubt (the value column mixes numbers and `bound`)."""
         r = self._need_roofline().run
         rows = []
         for key, meaning in {**EXPLAIN, **RUN_EXTRA}.items():
@@ -274,12 +293,27 @@ class Run:
         df = pd.DataFrame(
             rows, columns=["field", "value", "unit", "provenance", "source", "meaning"]
         )
+        # a text column: None where the field is clean (a list of lists would make it NaN)
+        df["doubt"] = pd.Series([doubt_text(r, f) for f in df["field"]], dtype=object)
         return df.set_index("field")
 
     def utilization(self) -> pd.DataFrame:
-        """Achieved rates of the run and of each joined op over measured and spec ceilings."""
+        """Achieved rates of the run and of each joined op over measured and spec ceilings;
+        `peak_doubt`, `bandwidth_doubt`: the run's rate is judged against a roof an op is
+        flagged above (an upper bound, as the CLI's DOUBT mark says)."""
         u = self._utilization
-        return frame(([u.run] if u.run else []) + list(u.ops), RATES)
+        res = self._roofline
+        peak, bw = (False, False)
+        if not isinstance(res, RooflineInputError):
+            from perfsuite.report.roofline_rows import utilization_doubted
+
+            peak, bw = utilization_doubted(res.run)
+        spec: Spec = [
+            *RATES,
+            ("peak_doubt", lambda row: peak and row is u.run),
+            ("bandwidth_doubt", lambda row: bw and row is u.run),
+        ]
+        return frame(([u.run] if u.run else []) + list(u.ops), spec)
 
     def cost(self, prices: str | None = None, instance_type: str | None = None) -> pd.DataFrame:
         """Training and inference cost (one row), with the price's origin (`perfsuite cost`)."""
@@ -334,6 +368,9 @@ class Run:
                 "bound": r.bound if r else None,
                 "frac_of_roof": r.frac_of_roof if r else None,
                 "frac_of_peak": r.frac_of_peak if r else None,
+                # an op flagged above a roof the fraction uses: an upper bound (DOUBT)
+                "frac_of_roof_doubt": "frac_of_roof" in r.doubts if r else None,
+                "frac_of_peak_doubt": "frac_of_peak" in r.doubts if r else None,
                 "roof_flag": r.flag if r else None,
             }
         )

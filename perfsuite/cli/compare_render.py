@@ -59,6 +59,16 @@ def time_cell(r: RunValues) -> str:
     return "DNC (diverged)" if r.status == "diverged" else "DNC"
 
 
+def of_roof_cell(r: RunValues | ItemSummary) -> str:
+    """A run's (or an item's mean) frac_of_roof as the roofline shows it: FLAGGED, the
+    percentage, or the percentage with DOUBT where ops are flagged above a roof it is made of
+    (`perfsuite.report.roofline_rows.run_fraction`; the comparison's notes say which)."""
+    from perfsuite.report.roofline_rows import run_fraction
+
+    flagged = bool(getattr(r, "roof_flag", None))  # an item's mean leaves flagged runs out
+    return run_fraction(r.frac_of_roof, flagged, "frac_of_roof" in r.doubts)
+
+
 def run_rows(c: Comparison) -> list[list[str]]:
     """One row per run: the framework and every per-run number."""
     return [
@@ -75,7 +85,7 @@ def run_rows(c: Comparison) -> list[list[str]]:
             fmt.si(r.achieved_flop_per_s, "FLOP/s"),
             "n/a" if r.intensity_flop_per_byte is None else f"{r.intensity_flop_per_byte:.3g}",
             r.bound or "n/a",
-            "FLAGGED" if r.roof_flag else fmt.pct(r.frac_of_roof),
+            of_roof_cell(r),
         ]
         for r in c.runs
     ]
@@ -124,7 +134,7 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             ),
         ),
         ("bound", lambda s: ", ".join(s.bounds) or "n/a"),
-        ("of roof (time-weighted)", lambda s: fmt.pct(s.frac_of_roof)),
+        ("of roof (time-weighted)", of_roof_cell),
     ]
     return headers, [[name] + [get(s) for s in items] for name, get in spec]
 

@@ -125,13 +125,14 @@ def _text(
         fmt.table(roof_rows(res), ROOF_HEADERS, align="lrrll"),
     ]
     if util.run and (util.spec_peak or util.measured_peak):
-        peak, bw = utilization_doubts(res)  # a roof some op is flagged above: its doubt
+        # a roof some op is flagged above: the mark goes after the name, over both figures
+        peak, bw = (f"{m}:" if m else "" for m in utilization_doubts(res))
         out.append("")
         out.append(
-            f"utilization: {fmt.pct(util.run.of_measured_peak)} of measured peak, "
-            f"{fmt.pct(util.run.of_spec_peak)} of spec peak{peak}; bandwidth "
+            f"utilization: peak{peak} {fmt.pct(util.run.of_measured_peak)} of measured, "
+            f"{fmt.pct(util.run.of_spec_peak)} of spec; bandwidth{bw} "
             f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
-            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec{bw}"
+            f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
         )
     if res.machine_check:
         out.append(check_line(res.machine_check))

@@ -29,6 +29,7 @@ from perfsuite.report.roofline_rows import (
     op_caption,
     op_rows,
     roof_rows,
+    run_frac,
     run_rows,
     time_rows,
     utilization_doubts,
@@ -66,7 +67,7 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
                 fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
                 tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
                 fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
-                _of_roof_run(run),
+                run_frac(run),
                 _roofs_named(run),
                 (rec.get("hardware") or {}).get("name"),
             ]
@@ -94,12 +95,6 @@ def _target(task: Mapping[str, Any], rec: Mapping[str, Any]) -> str:
     if task.get("metric") is None or task.get("threshold") is None:
         return "n/a"
     return target_text(str(task["metric"]), float(task["threshold"]), task_direction(rec))
-
-
-def _of_roof_run(run: Any) -> str:
-    if run is None:
-        return "n/a"
-    return "FLAGGED (above its roofs)" if run.flag else fmt.pct(run.frac_of_roof)
 
 
 def _roofs_named(run: Any) -> str:
@@ -364,6 +359,7 @@ def page_facts(rec: Mapping[str, Any], analysis: tuple) -> dict[str, Any]:
         "warnings": wrong_machine(res),
         "flags": [f for f in rec.get("flags") or [] if isinstance(f, str)],
         "roofline_flag": res.run.flag if res else None,
+        "doubts": res.run.doubts if res else {},  # fraction -> roofs ops are flagged above
         "roofline_error": err,
         "notes": list(dict.fromkeys(notes)),
     }

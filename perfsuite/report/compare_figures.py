@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
+from perfsuite.cli.compare_render import of_roof_cell
 from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
 
 _LAYOUT = {
@@ -110,9 +111,7 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
                 marker={"size": 11, "color": colour[label], "opacity": 0.8},
                 text=[
                     f"{r.run_id} ({r.framework})<br>{fmt.si(r.achieved_flop_per_s, 'FLOP/s')}"
-                    f", {r.bound}-bound, "
-                    + ("FLAGGED above its roofs" if r.roof_flag else f"{fmt.pct(r.frac_of_roof)}")
-                    + " of its roofs"
+                    f", {r.bound}-bound, of its roofs: {of_roof_cell(r)}"
                     for r in mine
                 ],
                 hoverinfo="text",

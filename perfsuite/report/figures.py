@@ -17,6 +17,7 @@ from analyzers.tasks import metric_info, target_text
 from analyzers.utilization import Utilization
 from perfsuite import fmt
 from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
+from perfsuite.report.roofline_rows import own_time, run_frac
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -298,12 +299,8 @@ def roofline_figure(
                 marker={"symbol": "star", "size": RUN_STAR_PX, "color": "crimson"},
                 name="whole run",
                 hovertext=[
-                    f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, "
-                    + (
-                        "FLAGGED above its roofs"
-                        if run.flag
-                        else f"{fmt.pct(run.frac_of_roof)} of its roofs (time-weighted)"
-                    )
+                    f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, of its roofs "
+                    f"(time-weighted): {run_frac(run)}"
                 ],
                 hoverinfo="text",
             )
@@ -374,8 +371,8 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
                 "color": [_bar_colour(o.placement.frac_of_roof, o.placement.flag) for o in ops],
                 "line": {"width": 0},
             },
-            hovertext=[
-                f"{o.op}: {fmt.si(t, 's')} per step, "
+            hovertext=[  # an unmodeled op's bar is its own time, as the table says
+                f"{o.op}: {own_time(o) or fmt.si(t, 's')} per step, "
                 + (
                     "flagged >100% of its roof"
                     if o.placement.flag

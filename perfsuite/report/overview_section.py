@@ -12,6 +12,7 @@ from analyzers.roofline import Roofline
 from perfsuite import fmt
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
+from perfsuite.report.roofline_rows import run_frac
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
@@ -108,7 +109,7 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
             ],
             [
                 FRAC_OF_ROOF_LABEL,
-                "FLAGGED: above its roofs" if run.flag else fmt.pct(run.frac_of_roof),
+                run_frac(run),  # FLAGGED, or the fraction and its DOUBT (roofline_rows)
                 "roof_time / step_time: the step's time with every op at its own roof "
                 "(modeled) over the measured step time",
             ],

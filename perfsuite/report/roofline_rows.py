@@ -5,8 +5,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.roofline import EXPLAIN, Roofline
+from analyzers.roofline import EXPLAIN, Roofline, RunRoofline
 from perfsuite import fmt
+
+DOUBT = " DOUBT (see notes)"
+FLAGGED = "FLAGGED (see notes)"
+
+
+def run_fraction(value: float | None, flagged: bool, doubted: bool) -> str:
+    """A whole-run fraction as every text and HTML path shows it (the roofline's field table,
+    the report's overview, summary and figures, `perfsuite compare`): FLAGGED when the run sits
+    above its roofs (no fraction then), else the percentage, followed by DOUBT when an op is
+    flagged above a roof the fraction is made of (`RunRoofline.doubts`): an upper bound, not a
+    clean fact (docs/roofline.md)."""
+    if flagged:
+        return FLAGGED
+    return fmt.pct(value) + (DOUBT if doubted and value is not None else "")
+
+
+def run_frac(run: RunRoofline | None, key: str = "frac_of_roof") -> str:
+    """`run_fraction` of a run's `frac_of_roof` or `frac_of_peak`; n/a without a roofline."""
+    if run is None:
+        return "n/a"
+    return run_fraction(getattr(run, key), run.over_roof is not None, key in run.doubts)
 
 
 def run_rows(res: Roofline) -> list[list[str]]:
@@ -18,25 +39,24 @@ def run_rows(res: Roofline) -> list[list[str]]:
         if key == "bound":
             shown, prov = v or "n/a", "derived"
         elif key.startswith("frac"):
-            flagged = v is None and r.over_roof is not None
-            shown = "FLAGGED (see notes)" if flagged else fmt.pct(v)
-            # a fraction over a roof some op is flagged above carries that doubt
-            shown, prov = shown + (DOUBT if key in r.doubts else ""), "derived"
+            shown, prov = run_frac(r, key), "derived"
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
     return rows
 
 
-DOUBT = " DOUBT (see notes)"
+def utilization_doubted(run: RunRoofline) -> tuple[bool, bool]:
+    """(compute, bandwidth): whether the run's utilization of its peaks, of its bandwidth, is
+    in doubt: an op is flagged above a compute roof, above the memory roof."""
+    return bool(set(run.doubted_roofs) & set(run.flops_by_math)), "memory" in run.doubted_roofs
 
 
 def utilization_doubts(res: Roofline) -> tuple[str, str]:
     """(compute, bandwidth) markers for the run's utilization: DOUBT where an op is flagged
     above a roof the rate is judged against (the roofline's note names it), else ''."""
-    r = res.run
-    peak = DOUBT if set(r.doubted_roofs) & set(r.flops_by_math) else ""
-    return peak, DOUBT if "memory" in r.doubted_roofs else ""
+    peak, bw = utilization_doubted(res.run)
+    return DOUBT if peak else "", DOUBT if bw else ""
 
 
 def of_roof(p: Any) -> str:
@@ -65,6 +85,8 @@ def op_caption(res: Roofline, top: int, shares: str = "") -> str:
     n_ops = min(len(shown), len(ranked))
     head = f"top {n_ops} of {len(ranked)} ops" if n_ops < len(ranked) else f"all {n_ops} ops"
     text = f"Per-op, per step ({shares}{head} by time, unmodeled ones by their own time"
+    if any(own_time(o) for o in shown):  # aten::cudnn_convolution's time is in convolution's
+        text += "; an unmodeled op's own time can lie inside a modeled op's: times nest"
     if wrappers:
         basis = "device" if any(o.time_kind == "device" for o in res.ops) else "host"
         timed = sum(1 for o in wrappers if o.time_s)
@@ -82,8 +104,9 @@ def op_caption(res: Roofline, top: int, shares: str = "") -> str:
     return text + "):"
 
 
-def _own(o: Any) -> str:
-    """'150 µs own' for an op without a FLOP model (ranked by its own time), else ''."""
+def own_time(o: Any) -> str:
+    """'150 µs own' for an op without a FLOP model (ranked by its own time), else '' (the
+    per-op table's time cell and the report's bar hover)."""
     return (
         f"{fmt.si(o.own_time_s, 's')} own" if o.status == "no_flop_model" and not o.wrapper else ""
     )
@@ -104,7 +127,7 @@ def op_rows(res: Roofline, top: int) -> list[list[Any]]:
             [
                 o.op,
                 "wrapper" if o.wrapper else o.status,
-                own if (own := _own(o)) else fmt.si(o.time_s, "s"),
+                own if (own := own_time(o)) else fmt.si(o.time_s, "s"),
                 fmt.pct(o.time_share),
                 fmt.si(p.flops, "FLOP"),
                 fmt.si(p.bytes, "byte"),
