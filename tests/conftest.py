@@ -58,3 +58,84 @@ def private_cache(tmp_path, monkeypatch):
     """A per-test perfsuite cache (peaks, decoded datasets), so runs never share state."""
     monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+# -- real `perfsuite run digits` command lines, made once per session -------------------------
+# Each `python -m perfsuite run` pays ~10 s of imports (torch, dynamo, scikit-learn) per
+# process before it trains, so the tests that read the same command's output share one: the
+# records are only read (tests that write results copy the folder first).
+
+
+@pytest.fixture(scope="session")
+def cli_roofs_cache(tmp_path_factory):
+    """A perfsuite cache with user-set CPU roofs, so runs take no micro-benchmark. The roofs
+    are far above what 2 cores reach (cache-resident elementwise ops beat a DRAM copy rate),
+    so no op is flagged above its roof and every joined op has a fraction."""
+    pytest.importorskip("torch")
+    from perfsuite.cli import main
+
+    path = tmp_path_factory.mktemp("roofs") / "cache"
+    with pytest.MonkeyPatch.context() as mp:  # `perfsuite peaks --set` here: no process start
+        mp.setenv("PERFSUITE_CACHE_DIR", str(path))
+        assert main(["peaks", "--set", "float32=5e12", "--set", "bandwidth=1e12"]) == 0
+    assert (path / "peaks.json").is_file()
+    return path
+
+
+@pytest.fixture(scope="session")
+def digits_cli_run(cli_roofs_cache, tmp_path_factory):
+    """`perfsuite run digits --out DIR --quiet --no-peaks`: the default run, capture on (FLOP
+    count, profile window, telemetry, inference latency), to its 98% target. Its folder."""
+    from tests.api_compare import cli
+
+    out = tmp_path_factory.mktemp("runs")
+    stdout = cli("run", "digits", "--out", str(out), "--quiet", "--no-peaks", cache=cli_roofs_cache)
+    return Path(stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def digits_cli_group(cli_roofs_cache, tmp_path_factory):
+    """`perfsuite run digits --repeats 5 --seed 7 --threshold 0.8 --parallel 2 --no-capture`:
+    a group of repeats to 80% (the point is the group, not the accuracy or the timings: two
+    runs at a time, since each run's process spends most of its life importing). (group
+    folder, stdout: the run folders one a line, in the order they finished)."""
+    from tests.api_compare import cli
+
+    out = tmp_path_factory.mktemp("group")
+    stdout = cli("run", "digits", "--out", str(out), "--quiet", "--no-peaks", "--no-capture",
+                 "--repeats", "5", "--seed", "7", "--threshold", "0.8", "--parallel", "2",
+                 cache=cli_roofs_cache)  # fmt: skip
+    return out, stdout
+
+
+# The study file of tests/test_study_run.py::test_cli_study_file_json_and_resume. The command
+# line `perfsuite study lesion digits --opts channels_last --threshold 0.5 --epochs 1
+# --no-capture` is the same study (tests/test_api_study.py runs it on a copy of the folder:
+# it finds every run made, as a different study would be refused).
+LESION_STUDY_FILE = (
+    'kind = "lesion"\nworkload = "digits"\noptions = ["channels_last"]\n'
+    "threshold = 0.5\n[run]\nepochs = 1\ncapture = false\n"
+)
+
+
+@pytest.fixture(scope="session")
+def digits_lesion_study(tmp_path_factory):
+    """`perfsuite study run lesion.toml --out DIR --json --quiet --parallel 2`
+    (LESION_STUDY_FILE): a lesion study of channels_last on digits, one run per configuration
+    in a process of its own, both at once (what is read is the study, not its timings; each
+    process spends most of its life importing). (study folder, the completed process). Resume
+    or copy it; never change a run."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("lesion")
+    study_file = root / "lesion.toml"
+    study_file.write_text(LESION_STUDY_FILE)
+    out = root / "study"
+    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(root / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "perfsuite", "study", "run", str(study_file), "--out", str(out),
+         "--json", "--quiet", "--parallel", "2"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    return out, proc

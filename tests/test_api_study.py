@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,15 +33,26 @@ def _same(a, b) -> bool:
     return a == pytest.approx(b, rel=1e-12) if isinstance(b, float) else a == b
 
 
-def test_study_tables_equal_study_show_json(tmp_path):
+def test_study_tables_equal_study_show_json(tmp_path, digits_lesion_study, monkeypatch, capsys):
     import perfsuite
+    from perfsuite.cli import main
 
-    out = tmp_path / "study"
-    proc = _perfsuite(
-        tmp_path, "study", "lesion", "digits", "--opts", "channels_last", "--threshold", "0.5",
-        "--epochs", "1", "--no-capture", "--out", str(out), "--quiet",
-    )  # fmt: skip
+    # The study's runs are made once per session from its study file (tests/conftest.py), a
+    # copy here since this test breaks its study.json. The command line below is the same
+    # study: on the copy it finds every run made and runs none (a study that differs in any
+    # field is refused, exit 2), then prints it as a fresh one would
+    made, proc = digits_lesion_study
     assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "study"
+    shutil.copytree(made, out)
+    made_runs = sorted(p.relative_to(out) for p in out.glob("configs/*/*/run.json"))
+    monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(tmp_path / "cache"))
+    code = main(
+        ["study", "lesion", "digits", "--opts", "channels_last", "--threshold", "0.5",
+         "--epochs", "1", "--no-capture", "--out", str(out), "--quiet"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err[-2000:]
+    assert sorted(p.relative_to(out) for p in out.glob("configs/*/*/run.json")) == made_runs
     proc = _perfsuite(tmp_path, "study", "show", str(out), "--json")
     want = json.loads(proc.stdout)["study"]
     study = perfsuite.open(out)

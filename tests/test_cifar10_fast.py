@@ -337,6 +337,7 @@ def test_fast_family_trains_through_the_runner(tmp_path, monkeypatch):
         measure_peaks=False,
         inference_repeats=2,
         profile_steps=1,
+        profile_seconds=0.0,  # a window of exactly 1 step: nothing here reads its length
     )
     rec = load_record(run_workload(opts))
     assert rec["status"] == "not_reached"

@@ -235,9 +235,12 @@ def test_window_steps_cover_the_requested_seconds():
 
 
 def test_counters_request_on_cpu_never_loses_the_run(tmp_path):
-    rec = load_record(
-        run_workload(_opts(tmp_path, epochs=1, capture=True, profile_steps=1, counters="cupti"))
+    # profile_seconds=0: the timeline window is exactly its step (the counters' choice, and
+    # the flag saying why, do not depend on its length)
+    opts = _opts(
+        tmp_path, epochs=1, capture=True, profile_steps=1, profile_seconds=0.0, counters="cupti"
     )
+    rec = load_record(run_workload(opts))
     assert rec["status"] in ("reached", "not_reached")
     assert rec.get("counters") is None
     assert any(f.startswith("counters: ") for f in rec["flags"])
@@ -315,11 +318,13 @@ def test_eval_from_skips_early_evaluations_but_keeps_the_clock(tmp_path):
 def test_window_follows_the_epoch_the_run_stops_after(tmp_path):
     # a run that reaches its threshold stops there, and the window follows that epoch: warm,
     # and no epoch on the clock comes after it (docs/seam.md "Capture parity")
-    rec = load_record(
-        run_workload(
-            _opts(tmp_path, epochs=5, threshold=0.5, capture=True, profile_steps=2, eval_from=2)
-        )
-    )
+    # profile_seconds=0: a window of exactly 2 steps (where it is taken does not depend on its
+    # length; test_capture_warm_up_... checks the length)
+    opts = _opts(
+        tmp_path, epochs=5, threshold=0.5, capture=True, profile_steps=2, profile_seconds=0.0,
+        eval_from=2,
+    )  # fmt: skip
+    rec = load_record(run_workload(opts))
     stopped = rec["evaluations"][-1]["epoch"]
     assert rec["status"] == "reached" and stopped < 5
     assert rec["timeline"]["epoch"] == stopped == len(rec["throughput"]["epoch_times_s"])

@@ -104,14 +104,11 @@ def test_factor_study_detects_dnc_and_resumes(tmp_path):
         open_study(other, tmp_path / "s")
 
 
-def test_cli_study_file_json_and_resume(tmp_path):
-    f = tmp_path / "lesion.toml"
-    f.write_text(
-        'kind = "lesion"\nworkload = "digits"\noptions = ["channels_last"]\n'
-        "threshold = 0.5\n[run]\nepochs = 1\ncapture = false\n"
-    )
-    out = tmp_path / "study"
-    proc = _perfsuite(tmp_path, "study", "run", str(f), "--out", str(out), "--json", "--quiet")
+def test_cli_study_file_json_and_resume(tmp_path, digits_lesion_study):
+    # `perfsuite study run lesion.toml --out OUT --json --quiet --parallel 2`, the file a
+    # lesion study of channels_last on digits (threshold 0.5, 1 epoch, capture off): made once
+    # per session (tests/conftest.py LESION_STUDY_FILE); tests/test_api_study.py reads a copy
+    out, proc = digits_lesion_study
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)["study"]
     assert [c["name"] for c in result["configs"]] == ["full", "-channels_last"]
