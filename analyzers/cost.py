@@ -6,7 +6,7 @@ evaluation set by the DAWNBench rule, analyzers.inference) x 10,000 / 3600 x pri
 unless the record carries its own imported cost per item. A price is never guessed: the
 record's own `cost.usd_per_hour`, else the price table entry for its instance type, else
 "unknown" and no cost. A run that crashed or is unfinished without reaching its target has no
-training cost and is not DNC either (`left_out`): it says nothing about converging.
+training cost and is not DNC either (`record_view.left_out`): it says nothing about converging.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzers.hardware_match import instance_mismatch
 from analyzers.inference import energy_view, inference_view
-from analyzers.record_view import reached_time, unfinished
+from analyzers.record_view import left_out, reached_time
 from analyzers.stability import task_direction
 from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
@@ -217,21 +217,6 @@ def cost_of(
         price_notes=price_notes,
         left_out=gone,
     )
-
-
-# what a run left out without reaching is called (`record_view.unfinished`)
-LEFT_OUT = {"crashed": "crashed", "interrupted": "interrupted", "running": "still running"}
-
-
-def left_out(record: Mapping[str, Any]) -> str | None:
-    """ "crashed", "interrupted" or "still running" for a run that ended otherwise than by
-    itself without reaching its target, else None. Such a run is neither ranked nor DNC: a
-    crash says nothing about converging (as `stability`, `compare` and `study` leave it out).
-    A run that reached before it ended keeps its measured time."""
-    status = record.get("status")
-    if not unfinished(reached_time(record)[0], status):
-        return None
-    return LEFT_OUT.get(str(status), f"status {status}")
 
 
 def _target(task: Mapping[str, Any], record: Mapping[str, Any]) -> str:

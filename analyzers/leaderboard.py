@@ -3,7 +3,7 @@
 One board per task (name, metric, threshold: the task's own target), ranked by one of four
 quantities. Entries that finished without reaching the target are listed as DNC below the
 ranked ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or
-are unfinished without reaching it (`analyzers.cost.left_out`: neither ranked nor DNC, as
+are unfinished without reaching it (`analyzers.record_view.left_out`: neither ranked nor DNC, as
 `stability` and `compare` leave them out), are listed unranked (n/a) with the reason.
 Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.cost import Cost, cost_of, left_out, measured_elsewhere
+from analyzers.cost import Cost, cost_of, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
-from analyzers.record_view import partial_run, reached_time
+from analyzers.record_view import left_out, partial_run, reached_time
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 from analyzers.tasks import items, metric_info, metric_text, target_text
 

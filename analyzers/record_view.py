@@ -129,6 +129,21 @@ def unfinished(reached: bool, status: Any) -> bool:
     return not reached and status not in FINISHED
 
 
+LEFT_OUT = {"crashed": "crashed", "interrupted": "interrupted", "running": "still running"}
+
+
+def left_out(record: Mapping[str, Any]) -> str | None:
+    """ "crashed", "interrupted" or "still running" for a run that ended otherwise than by
+    itself without reaching its target, else None. Such a run is neither ranked nor DNC: a
+    crash says nothing about converging (`stability`, `compare` and `study` leave it out;
+    `cost` and `leaderboard` name it). A run that reached before it ended keeps its measured
+    time."""
+    status = record.get("status")
+    if not unfinished(reached_time(record)[0], status):
+        return None
+    return LEFT_OUT.get(str(status), f"status {status}")
+
+
 def batch_size_of(record: Mapping[str, Any]) -> Any:
     """The batch a step ran on, for telling configurations apart (compare's FLOP check,
     stability's grouping): the counted step's, else the recipe in force, else the config's
