@@ -12,6 +12,8 @@ Pure except `kernel_math_by_op` and `context` (which reads the trace sidecar), t
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -235,14 +237,25 @@ def op_maths(
 def kernel_math_by_op(trace_path: str, modeled_ops: Iterable[str]) -> dict[str, dict[str, float]]:
     """{modeled op: {kernel name: seconds}} from a trace: each kernel is credited to the
     innermost enclosing op whose name is modeled (aten::cudnn_convolution's kernels count for
-    aten::convolution). Reads the file; raises TraceError on an unreadable trace."""
+    aten::convolution). Reads the file; raises TraceError on an unreadable trace. One command
+    asks more than once (roofline and utilization each judge the ops), and reading a GPU run's
+    trace takes seconds, so an unchanged file is read once per process."""
+    st = os.stat(trace_path)
+    found = _kernel_math(trace_path, st.st_mtime_ns, st.st_size, frozenset(modeled_ops))
+    return {op: dict(kernels) for op, kernels in found.items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _kernel_math(
+    trace_path: str, mtime_ns: int, size: int, wanted: frozenset[str]
+) -> dict[str, dict[str, float]]:
+    """`kernel_math_by_op` for one version of the file (mtime and size are the cache key)."""
     import numpy as np
 
     from analyzers.timeline.device import US, DeviceArrays
     from analyzers.timeline.hostmap import build_host_map
     from analyzers.timeline.reader import read_trace
 
-    wanted = set(modeled_ops)
     data = read_trace(trace_path)
     host = build_host_map(data)
     arrays = DeviceArrays(data, host)

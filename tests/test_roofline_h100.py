@@ -242,3 +242,27 @@ def test_only_device_names_are_compared_with_a_peaks_file():
     assert foreign_roof_notes(peaks, device_name(rec)) == []
     (note,) = foreign_roof_notes(peaks, "Intel Xeon Platinum")
     assert "measured on AMD EPYC, this run ran on Intel Xeon Platinum" in note
+
+
+def test_the_trace_is_read_once_per_command_and_again_when_it_changes(h100, monkeypatch):
+    """roofline and utilization both ask for the kernels' math; reading the H100 trace takes
+    seconds, so one command reads it once, and a rewritten trace is read again."""
+    import os
+
+    from analyzers import mathmode
+    from analyzers.timeline import reader
+
+    reads = []
+    real = reader.read_trace
+    monkeypatch.setattr(reader, "read_trace", lambda p: reads.append(p) or real(p))
+    mathmode._kernel_math.cache_clear()
+    first = roofline(h100)
+    assert len(reads) == 1
+    assert [o.placement.frac_of_roof for o in roofline(h100).ops] == [
+        o.placement.frac_of_roof for o in first.ops
+    ]
+    assert len(reads) == 1
+    st = os.stat(reads[0])
+    os.utime(reads[0], ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    roofline(h100)
+    assert len(reads) == 2
