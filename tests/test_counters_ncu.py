@@ -144,8 +144,20 @@ def test_pushpop_window_is_flagged_as_forward_only(capsys):
     assert any("push/pop" in n for n in sec["notes"])
     assert main(["counters", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "WARNING: no backward kernels in this window" in out
+    assert "WARNING: no backward kernels in this window, though it holds optimizer" in out
     assert "Tensor-Core FLOP by precision: fp16 not measured, bf16 850,470,633,472" in out
+
+
+def test_a_gemm_capture_without_backward_kernels_is_no_warning(capsys):
+    """Forward-only work (the 4096^3 GEMMs) is what it is: a note, not a WARNING."""
+    from perfsuite.cli import main
+
+    assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING" not in out
+    assert (
+        "note: no backward kernels in the window (no wgrad/dgrad/*_backward names): forward " in out
+    )
 
 
 def test_text_attribute_columns_and_bad_metric_value(tmp_path):
@@ -330,6 +342,24 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
     assert rows["aten::adaptive_max_pool2d_backward"].kernels == 2  # its scatter and its copy
     assert rows["aten::clone"].kernels == 1
     assert rows["aten::convolution_backward"].kernels == 3  # dgrad, wgrad, bias-grad sum
+
+
+def test_ncu_report_is_also_found_in_a_standalone_install(tmp_path, monkeypatch):
+    """ncu on PATH can be a wrapper whose tool lives in /opt/nvidia/nsight-compute/<version>:
+    that install's extras/python is searched too, newest version first."""
+    from perfsuite.counters import ncu_rep
+
+    ncu = tmp_path / "cuda" / "bin" / "ncu"
+    ncu.parent.mkdir(parents=True)
+    ncu.write_text("#!/bin/sh\n")
+    ncu.chmod(0o755)
+    for version in ("2025.1.0", "2025.3.1"):
+        (tmp_path / "opt" / version / "extras" / "python" / "ncu_report").mkdir(parents=True)
+    monkeypatch.setenv("PERFSUITE_NCU", str(ncu))
+    monkeypatch.setattr(ncu_rep, "INSTALL_GLOBS", (str(tmp_path / "opt" / "*"),))
+    assert ncu_rep.shipped_dirs() == [
+        tmp_path / "opt" / v / "extras" / "python" for v in ("2025.3.1", "2025.1.0")
+    ]
 
 
 def test_ncu_report_is_found_where_ncu_ships_it(tmp_path, monkeypatch):

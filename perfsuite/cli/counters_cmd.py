@@ -82,6 +82,7 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
     from analyzers.measured import calibration_text, unmeasured_precisions
+    from perfsuite.counters.section import trains
     from perfsuite.fmt import short_kernel_name, si, table, truncate
 
     missing = unmeasured_precisions(section)
@@ -161,9 +162,16 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     cal = calibration_text(section)
     if cal:
         lines.append(cal)
-    if section["kernels"] and section.get("has_backward") is False:
-        lines.append("WARNING: no backward kernels in this window (forward work only?)")
-    lines.extend(f"note: {n}" for n in section["notes"] if not n.startswith("no backward"))
+    warn = (
+        section["kernels"] and section.get("has_backward") is False and trains(section["kernels"])
+    )
+    if warn:  # a training step without its backward pass: the window missed work
+        lines.append(
+            "WARNING: no backward kernels in this window, though it holds optimizer kernels"
+        )
+    lines.extend(
+        f"note: {n}" for n in section["notes"] if not (warn and n.startswith("no backward"))
+    )
     return "\n".join(lines)
 
 

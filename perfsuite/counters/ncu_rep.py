@@ -17,6 +17,7 @@ a start/end range).
 
 from __future__ import annotations
 
+import glob
 import importlib
 import math
 import os
@@ -48,9 +49,16 @@ def _module() -> Any | None:
     return None
 
 
+# Standalone Nsight Compute installs, newest first; a CUDA `bin/ncu` wrapper script on PATH can
+# start one of these, so the folder beside the wrapper need not hold the tool (on the H100 of
+# stop 34 ncu ran from PATH but neither place beside it held ncu_report).
+INSTALL_GLOBS = ("/opt/nvidia/nsight-compute/*", "/usr/local/NVIDIA-Nsight-Compute*")
+
+
 def shipped_dirs() -> list[Path]:
-    """`extras/python` folders holding ncu_report next to the ncu binary: beside it when ncu
-    is the real binary, in `../nsight-compute-*/` when it is CUDA's `bin/ncu` wrapper."""
+    """`extras/python` folders holding ncu_report: beside the ncu binary when it is the real
+    one, in `../nsight-compute-*/` when it is CUDA's `bin/ncu` wrapper, then the standalone
+    installs (`INSTALL_GLOBS`)."""
     from perfsuite.counters.collect import find_ncu
 
     ncu = find_ncu()
@@ -59,6 +67,9 @@ def shipped_dirs() -> list[Path]:
     here = Path(os.path.realpath(ncu)).parent
     found = [here / "extras" / "python"]
     found += sorted(here.parent.glob("nsight-compute*/extras/python"), reverse=True)
+    for pattern in INSTALL_GLOBS:
+        found += [Path(d) / "extras" / "python" for d in sorted(glob.glob(pattern), reverse=True)]
+    found = list(dict.fromkeys(found))
     return [d for d in found if (d / "ncu_report.py").is_file() or (d / "ncu_report").is_dir()]
 
 

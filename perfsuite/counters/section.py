@@ -157,6 +157,21 @@ def calibration_info(
     }
 
 
+def trains(kernels: Sequence[Mapping[str, Any]]) -> bool:
+    """True when the window holds optimizer kernels: a training step, which has a backward
+    pass (a forward pass or a GEMM capture has none, and needs no warning for it)."""
+    return any(k.get("kernel_class") == "optimizer" for k in kernels)
+
+
+def _no_backward_note(kernels: Sequence[Mapping[str, Any]]) -> str:
+    if trains(kernels):
+        return (
+            "no backward kernels in a window with optimizer kernels (no wgrad/dgrad/*_backward "
+            "names): most likely a push/pop NVTX filter that missed the autograd thread's kernels"
+        )
+    return "no backward kernels in the window (no wgrad/dgrad/*_backward names): forward work only"
+
+
 def build_section(
     launches: Sequence[Launch],
     *,
@@ -222,10 +237,7 @@ def build_section(
     if busy:
         all_notes.append(busy)
     if kernels and not backward_calls:
-        all_notes.append(
-            "no backward kernels in the window (no wgrad/dgrad/*_backward names): forward work "
-            "only, or a push/pop NVTX filter that missed the autograd thread's kernels"
-        )
+        all_notes.append(_no_backward_note(kernels))
     per_step = None
     if window_steps:
         per_step = {k: None if totals[k] is None else totals[k] / window_steps for k in _PER_STEP}
