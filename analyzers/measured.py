@@ -216,6 +216,21 @@ def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
     return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {basis}"
 
 
+def table_notes(rows: list[Row]) -> list[str]:
+    """What a reader of one counted-vs-measured table needs to read its ratios: each row's
+    own note, and why counted work can measure as none (seen on the H100 cifar10 run: max
+    pooling 120 MFLOP counted per step, 0 measured)."""
+    notes = [f"{r.key}: {r.note}" for r in rows if r.note]
+    none = [r.key for r in rows if r.counted_flops and r.measured_flops == 0]
+    if none:
+        notes.append(
+            f"{', '.join(none)}: FLOP counted, none measured: the FLOP model counts comparisons "
+            "and selects (a max, routing a gradient) as operations, while the counters count "
+            "floating-point add, multiply and FMA instructions and Tensor-Core work only"
+        )
+    return notes
+
+
 @dataclass
 class CountedVsMeasured:
     """What the roofline and the report show of a record's counters, computed once."""

@@ -241,3 +241,27 @@ def test_a_side_that_was_not_modeled_gets_no_ratio():
     rec["work"]["per_op"][0]["bytes"] = 5.0e9  # modeled: the ratio is back
     (row,) = [r for r in compare_counted_measured(rec) if r.modeled_bytes]
     assert row.bytes_ratio == pytest.approx(1.092) and row.note is None
+
+
+def test_counted_work_that_measures_as_none_is_explained():
+    """Max pooling's comparisons are counted FLOP, which the FP add/mul/FMA counters never see
+    (the H100 cifar10 run: 120 MFLOP counted per step, 0 measured); a measured 0 where
+    nothing was counted needs no word."""
+    from analyzers.measured import table_notes
+
+    rec = {
+        "work": {"per_op": [
+            {"op": "aten::max_pool2d", "family": "pooling", "flops": 120e6, "bytes": 9e8},
+            {"op": "aten::eq", "family": "elementwise", "flops": 0.0, "bytes": 9e3},
+        ]},
+        "counters": {"window_steps": 1, "kernels": [
+            {"name": "max_pool_forward_nchw<float>", "flops": 0.0, "flops_tensor": 0.0,
+             "dram_bytes": 8e8},
+            {"name": "vectorized_elementwise_kernel<eq>", "flops": 0.0, "flops_tensor": 0.0,
+             "dram_bytes": 1e4},
+        ]},
+    }  # fmt: skip
+    (note,) = table_notes(compare_counted_measured(rec))
+    assert note.startswith("pooling: FLOP counted, none measured: the FLOP model counts comp")
+    rec["counters"]["kernels"][0]["flops"] = 1e6
+    assert table_notes(compare_counted_measured(rec)) == []

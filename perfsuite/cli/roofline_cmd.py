@@ -78,8 +78,9 @@ def _measured_text(view: Any) -> list[str]:
     from perfsuite.report.roofline_rows import measured_tables
 
     out = []
-    for caption, headers, body in measured_tables(view):
+    for caption, headers, body, notes in measured_tables(view):
         out += ["", caption, fmt.table(body, headers, align="lrrrrrr")]
+        out += [f"  - {n}" for n in notes]
     if out and view.calibration:
         out.append(view.calibration)
     if view.note:
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import counted_vs_measured
+    from analyzers.measured import counted_vs_measured, table_notes
 
     measured = counted_vs_measured(rec)
     if args.output:
@@ -237,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 "counted_vs_measured_by_op": measured.by_op,
                 "counters_calibration": measured.calibration,
                 "counted_vs_measured_note": measured.note,
+                "counted_vs_measured_notes": table_notes(measured.by_class),
+                "counted_vs_measured_by_op_notes": table_notes(measured.by_op),
                 "explain": EXPLAIN,
             }
         )

@@ -243,8 +243,10 @@ def _measured_block(rec: Mapping[str, Any]) -> str:
     to ops), and whether the counters were calibrated on this chip; nothing without counters."""
     view = counted_vs_measured(rec)
     parts = []
-    for caption, headers, body in measured_tables(view):
+    for caption, headers, body, notes in measured_tables(view):
         parts.append(f"<p>{h.esc(caption)}</p>" + h.table(headers, body, [False] + [True] * 6))
+        if notes:
+            parts.append(h.notes(notes))
     if parts and view.calibration:
         parts.append(f"<p>{h.esc(view.calibration)}</p>")
     if view.note:

@@ -243,9 +243,11 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
     return headers, body
 
 
-def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(caption, headers, rows) per non-empty table of a `CountedVsMeasured`: per op class,
-    then per op; the CLI prints them, the report draws them."""
+def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """(caption, headers, rows, notes) per non-empty table of a `CountedVsMeasured`: per op
+    class, then per op; the CLI prints them, the report draws them."""
+    from analyzers.measured import table_notes
+
     low = (
         " ≥ marks a lower bound (a kernel lacked the counter, or the capture lacks a "
         "Tensor-Core precision's counters)."
@@ -255,4 +257,8 @@ def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]]]]:
         bound = any(r.flops_partial or r.bytes_partial for r in rows)
         return f"Counted vs measured, per step ({rows[0].mapping}):" + (low if bound else "")
 
-    return [(caption(rows), *measured_table(rows)) for rows in (view.by_class, view.by_op) if rows]
+    return [
+        (caption(rows), *measured_table(rows), table_notes(rows))
+        for rows in (view.by_class, view.by_op)
+        if rows
+    ]
