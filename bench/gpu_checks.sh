@@ -7,7 +7,7 @@
 # PART: `session` (what matters in one leased command, inside $BUDGET_S seconds, default 540:
 # the steps in $STEPS, default "ncu_rep run op_agreement ablation parity", in that order, each
 # cut to the time left, all output in one session.txt: a .ncu-rep read back through
-# ncu_report, the CUPTI probe (`probe`), the real-data `run` ($COUNTERS=cupti checks the
+# ncu_report, the CUPTI probe (`probe`), `--calibrate` on this chip (`calibrate`), the real-data `run` ($COUNTERS=cupti checks the
 # fallback to ncu), bench op_agreement on the GPU ($REPEATS runs, default 3), bench
 # capture_ablation ($ROUNDS rounds, default 3), `parity` with $PAIRS pairs (default 2)),
 # `counters` (versions, quick peaks, --calibrate on this chip, a .ncu-rep read through
@@ -110,6 +110,7 @@ session)
 		case $what in
 		ncu_rep) ncu_rep ;;
 		probe) probe_cupti ;;
+		calibrate) step calibrate 240 "$py" -m perfsuite counters --calibrate --json ;;
 		run) do_run ;;
 		op_agreement)
 			bench_data
@@ -122,7 +123,7 @@ session)
 				PERFSUITE_BENCH_ROUNDS="${ROUNDS:-3}" "$py" -m bench capture_ablation
 			;;
 		parity) PAIRS=${PAIRS:-2} do_parity ;;
-		*) log "unknown step $what (ncu_rep probe run op_agreement ablation parity)" ;;
+		*) log "unknown step $what (ncu_rep probe calibrate run op_agreement ablation parity)" ;;
 		esac
 	done
 	;;
