@@ -265,3 +265,35 @@ def test_counted_work_that_measures_as_none_is_explained():
     assert note.startswith("pooling: FLOP counted, none measured: the FLOP model counts comp")
     rec["counters"]["kernels"][0]["flops"] = 1e6
     assert table_notes(compare_counted_measured(rec)) == []
+
+
+def test_the_h100_cifar10_window_reads_per_op():
+    """The whole real ncu window of an H100 cifar10 run (op ranges inside the start/end window)
+    against that run's own counted work: the figures docs/counters.md quotes."""
+    import json
+    from pathlib import Path
+
+    from analyzers.measured import table_notes
+    from perfsuite.counters import load_counters
+
+    here = Path(__file__).parent / "fixtures" / "ncu"
+    sec = load_counters(here / "h100_cifar10_window.csv.gz", window_steps=3)
+    assert (sec["totals"]["calls"], sec["backward_calls"], sec["nvtx_range"]) == (
+        362,
+        96,
+        "perfsuite.steps",
+    )
+    assert sec["totals"]["flops_tensor_by_precision"]["tf32"] == 2_376_578_629_632
+    assert sec["device"]["name"] == "NVIDIA H100 80GB HBM3" and sec["tensor_unmeasured"] == []
+    work = json.loads((here / "h100_cifar10_work.json").read_text())
+    rows = {r.key: r for r in compare_counted_measured({"work": work, "counters": sec}, by="op")}
+    assert rows["aten::convolution"].flops_ratio == pytest.approx(1.041, abs=5e-4)
+    assert rows["aten::convolution_backward"].flops_ratio == pytest.approx(1.121, abs=5e-4)
+    assert rows["aten::_foreach_add"].flops_ratio == pytest.approx(1.0)  # the optimizer: exact
+    assert rows["aten::convolution"].bytes_ratio == pytest.approx(1.056, abs=5e-4)
+    assert rows["aten::max_pool2d_with_indices"].measured_flops == 0
+    assert any(
+        n.startswith("aten::max_pool2d_with_indices,") for n in table_notes(list(rows.values()))
+    )
+    by_class = {r.key: r for r in compare_counted_measured({"work": work, "counters": sec})}
+    assert by_class["convolution"].flops_ratio == pytest.approx(1.094, abs=5e-4)
