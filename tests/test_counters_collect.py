@@ -206,7 +206,8 @@ def test_ncu_rep_falls_back_to_ncu_csv_export(tmp_path, monkeypatch):
     ]  # fmt: skip
     assert sec["totals"]["flops_tensor"] == 3 * GEMM_FLOP
     assert sec["notes"][0] == (
-        "read through the ncu CSV export of the report (ncu_report not importable)"
+        "read through the ncu CSV export of the report (ncu_report: not installed (`pip "
+        "install ncu-report`) and not found in an Nsight Compute install (extras/python))"
     )
 
 

@@ -344,6 +344,33 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
     assert rows["aten::convolution_backward"].kernels == 3  # dgrad, wgrad, bias-grad sum
 
 
+def test_a_shipped_ncu_report_that_fails_to_import_is_named(tmp_path, monkeypatch):
+    """A user can tell "missing" from "broken": the folder and the import error are said (a
+    shipped module's compiled part can be built for another Python)."""
+    import sys
+
+    from perfsuite.counters import ncu_rep
+
+    extras = tmp_path / "extras" / "python"
+    extras.mkdir(parents=True)
+    (extras / "ncu_report.py").write_text("raise ImportError('built for Python 3.10')\n")
+    monkeypatch.setattr(ncu_rep, "shipped_dirs", lambda: [extras])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+
+    class HideInstalled:
+        def find_spec(self, name, path=None, target=None):
+            if name == "ncu_report" and sys.path[0] != str(extras):
+                raise ModuleNotFoundError(name)
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [HideInstalled(), *sys.meta_path])
+    assert not ncu_rep.available()
+    assert ncu_rep.why_unavailable() == f"{extras}: ImportError: built for Python 3.10"
+    assert str(extras) not in sys.path  # the folder is taken back off the path
+    sys.modules.pop("ncu_report", None)
+
+
 def test_ncu_report_is_also_found_in_a_standalone_install(tmp_path, monkeypatch):
     """ncu on PATH can be a wrapper whose tool lives in /opt/nvidia/nsight-compute/<version>:
     that install's extras/python is searched too, newest version first."""

@@ -74,7 +74,8 @@ def read_ncu(path: str | os.PathLike[str]) -> tuple[NcuData, str]:
 
         if ncu_rep.available():
             return ncu_rep.read_ncu_rep(p), f"ncu_report module ({ncu_rep.origin()})"
-        return _export_and_read(p), "ncu CSV export of the report (ncu_report not importable)"
+        why = ncu_rep.why_unavailable()
+        return _export_and_read(p), f"ncu CSV export of the report (ncu_report: {why})"
     return read_ncu_csv(p), "ncu CSV (raw page)"
 
 

@@ -35,18 +35,37 @@ SIGNATURE = b"NVR\0"  # the first bytes of a .ncu-rep
 
 def _module() -> Any | None:
     """`ncu_report` as installed (PyPI, PYTHONPATH), else from the Nsight Compute that
-    `find_ncu` finds (`<install>/extras/python`, where ncu ships it); None when neither."""
+    `find_ncu` finds (`<install>/extras/python`, where ncu ships it); None when neither.
+    Each failed import is kept for `why_unavailable` (a shipped module can be found and still
+    fail, e.g. its compiled part built for another Python)."""
+    _FAILED.clear()
     try:
         return importlib.import_module("ncu_report")
-    except Exception:
+    except ModuleNotFoundError:
         pass
+    except Exception as exc:
+        _FAILED.append(f"installed: {type(exc).__name__}: {exc}")
     for folder in shipped_dirs():
         sys.path.insert(0, str(folder))
         try:
             return importlib.import_module("ncu_report")
-        except Exception:
+        except Exception as exc:
             sys.path.remove(str(folder))
+            _FAILED.append(f"{folder}: {type(exc).__name__}: {exc}")
     return None
+
+
+_FAILED: list[str] = []  # why the last `_module()` found no importable ncu_report
+
+
+def why_unavailable() -> str:
+    """One line: why `ncu_report` did not import (after `available()` said False)."""
+    if _FAILED:
+        return "; ".join(_FAILED)
+    return (
+        "not installed (`pip install ncu-report`) and not found in an Nsight Compute install "
+        "(extras/python)"
+    )
 
 
 # Standalone Nsight Compute installs, newest first; a CUDA `bin/ncu` wrapper script on PATH can
