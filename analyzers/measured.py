@@ -11,7 +11,7 @@ in: an attribution, where the capture has such ranges.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.counters.kernels import kernel_class
@@ -239,6 +239,8 @@ class CountedVsMeasured:
     by_op: list[Row]  # empty unless the capture attributes kernels to ops
     calibration: str | None
     note: str | None = None  # why there is no table although the record has counters
+    class_notes: list[str] = field(default_factory=list)  # `table_notes` of each table
+    op_notes: list[str] = field(default_factory=list)
 
 
 NO_STEPS = (
@@ -251,9 +253,12 @@ NO_STEPS = (
 def counted_vs_measured(record: Mapping[str, Any]) -> CountedVsMeasured:
     counters = record.get("counters") or {}
     no_steps = bool(counters.get("kernels")) and not counters.get("window_steps")
+    by_class, by_op = compare_counted_measured(record), compare_counted_measured(record, by="op")
     return CountedVsMeasured(
-        compare_counted_measured(record),
-        compare_counted_measured(record, by="op"),
+        by_class,
+        by_op,
         calibration_text(record.get("counters")),
         NO_STEPS if no_steps else None,
+        table_notes(by_class),
+        table_notes(by_op),
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from analyzers.record_view import framework
+from analyzers.roof_flags import roof_name
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, RunRoofline, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
@@ -123,8 +124,7 @@ def doubt_text(run: RunRoofline, key: str) -> str | None:
     if not roofs:
         return None
     return "; ".join(
-        f"{'memory roof' if roof == 'memory' else f'{roof} peak'}: "
-        + ", ".join(run.doubted_roofs.get(roof, []))
+        f"{roof_name(roof).removeprefix('the ')}: " + ", ".join(run.doubted_roofs.get(roof, []))
         for roof in roofs
     )
 

@@ -11,6 +11,7 @@ from typing import Any
 from analyzers.compare import Comparison, ItemSummary, RunValues
 from analyzers.record_view import unfinished
 from perfsuite import fmt
+from perfsuite.report.roofline_rows import of_roof_cell
 
 RUN_HEADERS = [
     "item",
@@ -57,16 +58,6 @@ def time_cell(r: RunValues) -> str:
     if unfinished(r.reached, r.status):
         return "left out"
     return "DNC (diverged)" if r.status == "diverged" else "DNC"
-
-
-def of_roof_cell(r: RunValues | ItemSummary) -> str:
-    """A run's (or an item's mean) frac_of_roof as the roofline shows it: FLAGGED, the
-    percentage, or the percentage with DOUBT where ops are flagged above a roof it is made of
-    (`perfsuite.report.roofline_rows.run_fraction`; the comparison's notes say which)."""
-    from perfsuite.report.roofline_rows import run_fraction
-
-    flagged = bool(getattr(r, "roof_flag", None))  # an item's mean leaves flagged runs out
-    return run_fraction(r.frac_of_roof, flagged, "frac_of_roof" in r.doubts)
 
 
 def run_rows(c: Comparison) -> list[list[str]]:

@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import counted_vs_measured, table_notes
+    from analyzers.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
     if args.output:
@@ -238,8 +238,8 @@ def run(args: argparse.Namespace) -> int:
                 "counted_vs_measured_by_op": measured.by_op,
                 "counters_calibration": measured.calibration,
                 "counted_vs_measured_note": measured.note,
-                "counted_vs_measured_notes": table_notes(measured.by_class),
-                "counted_vs_measured_by_op_notes": table_notes(measured.by_op),
+                "counted_vs_measured_notes": measured.class_notes,
+                "counted_vs_measured_by_op_notes": measured.op_notes,
                 "explain": EXPLAIN,
             }
         )

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from analyzers.compare import RunValues
 from perfsuite import fmt
-from perfsuite.cli.compare_render import of_roof_cell
 from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
+from perfsuite.report.roofline_rows import of_roof_cell
 
 _LAYOUT = {
     "template": "plotly_white",

@@ -23,6 +23,14 @@ def run_fraction(value: float | None, flagged: bool, doubted: bool) -> str:
     return fmt.pct(value) + (DOUBT if doubted and value is not None else "")
 
 
+def of_roof_cell(r: Any) -> str:
+    """A compared run's (`analyzers.compare.RunValues`) or an item's mean (`ItemSummary`)
+    frac_of_roof as the roofline shows it (`run_fraction`; the comparison's notes say which
+    roofs a DOUBT is over): `perfsuite compare`'s tables and the report's figure."""
+    flagged = bool(getattr(r, "roof_flag", None))  # an item's mean leaves flagged runs out
+    return run_fraction(r.frac_of_roof, flagged, "frac_of_roof" in r.doubts)
+
+
 def run_frac(run: RunRoofline | None, key: str = "frac_of_roof") -> str:
     """`run_fraction` of a run's `frac_of_roof` or `frac_of_peak`; n/a without a roofline."""
     if run is None:
@@ -246,8 +254,6 @@ def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
 def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """(caption, headers, rows, notes) per non-empty table of a `CountedVsMeasured`: per op
     class, then per op; the CLI prints them, the report draws them."""
-    from analyzers.measured import table_notes
-
     low = (
         " ≥ marks a lower bound (a kernel lacked the counter, or the capture lacks a "
         "Tensor-Core precision's counters)."
@@ -258,7 +264,7 @@ def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]], li
         return f"Counted vs measured, per step ({rows[0].mapping}):" + (low if bound else "")
 
     return [
-        (caption(rows), *measured_table(rows), table_notes(rows))
-        for rows in (view.by_class, view.by_op)
+        (caption(rows), *measured_table(rows), notes)
+        for rows, notes in ((view.by_class, view.class_notes), (view.by_op, view.op_notes))
         if rows
     ]
