@@ -3,6 +3,7 @@ synthetic data, the capture window (a user's own workload and loop: test_user_wo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -246,6 +247,18 @@ def test_the_flop_count_and_ceilings_follow_the_last_timed_epoch(tmp_path, monke
     assert timed_before == [2]
     assert rec["work"]["flops_per_step"]["value"] > 0 and rec["ceilings"]
     assert "timeline" not in rec or not rec["timeline"]
+
+
+def test_capture_after_training_is_timed_as_phases_of_its_own(tmp_path, capsys):
+    """The training bar closes before the count: the count's line carries training's time
+    and the window's time is its own (not folded into "training and evaluation")."""
+    opts = _opts(tmp_path, epochs=1, capture=True, profile_steps=1, profile_seconds=0.0)
+    run_workload(dataclasses.replace(opts, progress=True))
+    lines = [x for x in capsys.readouterr().err.splitlines() if "[perfsuite]" in x]
+    counting = next(x for x in lines if ": counting FLOPs of one step, off the clock" in x)
+    assert "  [training and evaluation: up to 1 epochs x " in counting
+    latency = next(x for x in lines if ": inference latency" in x)
+    assert "  [profile window: " in latency
 
 
 def test_window_steps_cover_the_requested_seconds():

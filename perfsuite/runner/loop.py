@@ -280,6 +280,7 @@ class _Run:
         opts = self.opts
         if not (opts.capture and stopping):
             return
+        self.progress.close()  # training is over: the phases after it are timed on their own
         if "ceilings" not in self.record:
             self._count_and_ceilings()
         if opts.profile_steps > 0 and "timeline" not in self.record:

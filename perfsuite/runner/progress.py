@@ -25,9 +25,9 @@ class RunProgress:
         self._phase = ""
 
     def phase(self, name: str) -> None:
-        """Say that `name` starts (and how long the previous phase took). A phase inside
-        training (the profile window) is only named: training goes on after it, so the next
-        phase's timing still covers the whole training, not the window plus later epochs."""
+        """Say that `name` starts (and how long the previous phase took). A phase named while
+        the training bar is open is only named: training goes on after it, so the next
+        phase's timing still covers the whole training."""
         if not self.enabled:
             return
         if self.bar is not None:
@@ -54,8 +54,9 @@ class RunProgress:
             return
         from tqdm import tqdm
 
-        # the phase's wall time also covers evaluations and the profile window; the training
-        # clock (the record's) counts training only, so the label says both are in it
+        # the phase's wall time also covers evaluations; the training clock (the record's)
+        # counts training only, so the label says both are in it (capture's FLOP count and
+        # profile window follow as phases of their own)
         self.phase(
             f"training and evaluation: up to {epochs} epochs x {steps_per_epoch} steps "
             "(the training clock is in the record)"
