@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -38,3 +39,20 @@ def test_first_cpu_sample_of_a_busy_machine_is_not_zero(tmp_path):
     with path.open(encoding="utf-8") as fh:
         first = next(csv.DictReader(fh))
     assert float(first["cpu_util_pct"]) == sampler.rows[0][1]
+
+
+def test_the_sampler_thread_has_started_and_primed_when_enter_returns(tmp_path):
+    """The training clock starts right after `__enter__`: the thread's start-up must be done."""
+    sampler = TelemetrySampler(tmp_path / "telemetry.csv", interval_s=10.0)
+    primed: list[str] = []
+
+    class SlowPsutil:  # the priming call, slowed so that a race would lose it
+        def cpu_percent(self, interval: object) -> float:
+            time.sleep(0.3)
+            primed.append(threading.current_thread().name)
+            return 0.0
+
+    sampler.psutil = SlowPsutil()
+    with sampler:
+        assert primed == ["perfsuite-telemetry"]
+    assert sampler.rows == []  # no sample is due within 10 s

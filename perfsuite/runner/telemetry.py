@@ -72,6 +72,7 @@ class TelemetrySampler:
                 self.notes.append(why)
         self.rows: list[list[float | None]] = []
         self._stop = threading.Event()
+        self._primed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="perfsuite-telemetry", daemon=True)
 
     def __enter__(self) -> TelemetrySampler:
@@ -80,6 +81,9 @@ class TelemetrySampler:
         self._writer.writerow(COLUMNS)
         self._t0 = time.perf_counter()
         self._thread.start()
+        # The thread's start and first psutil call happen here, before the caller starts its
+        # clock, not in the clock's first milliseconds (capture parity: docs/seam.md).
+        self._primed.wait(timeout=5.0)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -90,7 +94,10 @@ class TelemetrySampler:
     def _loop(self) -> None:
         # Prime here, not in __enter__: psutil keeps cpu_percent(None)'s last reading per
         # thread, so a reading primed in the caller's thread left this one's first sample 0.0.
-        self.psutil.cpu_percent(None)
+        try:
+            self.psutil.cpu_percent(None)
+        finally:
+            self._primed.set()
         while not self._stop.wait(self.interval_s):
             self._take()
 
