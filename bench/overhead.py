@@ -16,6 +16,10 @@ process (bench/fresh.py), as a user's runs are. The ratios:
 - whole command wall time (the child process, its start included): adds the one-off capture
   work done outside the clock (FLOP count, profiler window, inference latency), which
   matters for short runs.
+- lockstep pairs (bench/lockstep.py): on and off at the same time, one core and one torch
+  thread each, every epoch started together, so the host's drift hits both alike; digits off
+  vs off beside them is the instrument's noise floor (PERFSUITE_BENCH_LOCKSTEP_PAIRS, default
+  9, the fewest whose median CI leaves out the extreme pairs; 0 leaves them out).
 Set PERFSUITE_BENCH_PAIRS to change the number of on/off pairs (default 3; cifar10 gets one
 fewer, or PERFSUITE_BENCH_CIFAR_PAIRS), PERFSUITE_BENCH_THREADS to fix torch's threads, and
 PERFSUITE_BENCH_DIGITS_ONLY=1 to leave cifar10 out. cifar10 evaluates only its last epoch:
@@ -26,6 +30,7 @@ PERFSUITE_BENCH_GPU_ONLY=1 runs that arm alone).
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import tempfile
@@ -61,17 +66,34 @@ def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
     from perfsuite.runner import RunOptions
 
     threads = os.environ.get("PERFSUITE_BENCH_THREADS")
+    kw.setdefault("threads", int(threads) if threads else None)
     opts = RunOptions(
-        workload=workload,
-        out=out,
-        capture=capture,
-        progress=False,
-        keep_going=True,
-        seed=0,
-        threads=int(threads) if threads else None,
-        **kw,
+        workload=workload, out=out, capture=capture, progress=False, keep_going=True, seed=0, **kw
     )
     return run_fresh(opts)
+
+
+def ratio_row(
+    label: str, what: str, off: list[float], on: list[float], digits: int = 4, unit: str = " s"
+) -> list[str]:
+    """A table row: both arms' medians, their ratio, and the paired ratios' median with CI.
+
+    Paired: each on run against the off run next to it (or beside it, in lockstep), so slow
+    drift of a shared machine cancels. The median of the pair ratios with its order-statistic
+    CI: one repeat slowed many times over by a neighbour would drag a mean (and its
+    bootstrap) far from every other pair."""
+    med = statistics.median
+    ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]  # faults can be 0
+    ci = median_ci(ratios)
+    ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pair ratios]"
+    return [
+        label,
+        what,
+        f"{med(off):.{digits}f}{unit}",
+        f"{med(on):.{digits}f}{unit}",
+        f"{med(on) / med(off):.3f}" if med(off) > 0 else "n/a",
+        f"{med(ratios):.3f} {ci_txt}" if ratios else "n/a",
+    ]
 
 
 def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
@@ -112,25 +134,7 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
     setup_txt = ", ".join(f"{k}={med(s.get(k, 0.0) for s in setups):.3f}s" for k in keys)
     print(f"{label}: capture-on setup (median): {setup_txt}")
 
-    def row(
-        what: str, off: list[float], on: list[float], digits: int = 4, unit: str = " s"
-    ) -> list[str]:
-        # Paired: each on run against the off run next to it (the order alternates), so slow
-        # drift of a shared machine cancels. The median of the pair ratios with its
-        # order-statistic CI: one repeat slowed many times over by a neighbour would drag a
-        # mean (and its bootstrap) far from every other pair.
-        ratios = [a / b for a, b in zip(on, off, strict=True) if b > 0]  # faults can be 0
-        ci = median_ci(ratios)
-        ci_txt = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a: < 6 pair ratios]"
-        return [
-            label,
-            what,
-            f"{med(off):.{digits}f}{unit}",
-            f"{med(on):.{digits}f}{unit}",
-            f"{med(on) / med(off):.3f}" if med(off) > 0 else "n/a",
-            f"{med(ratios):.3f} {ci_txt}" if ratios else "n/a",
-        ]
-
+    row = functools.partial(ratio_row, label)
     rows = [
         row("epoch 1, training clock", first[False], first[True]),
         row("steady epochs, training clock", steady[False], steady[True]),
@@ -151,6 +155,50 @@ def _compare(label: str, workload: str, pairs: int, **kw) -> list[list[str]]:
             row("steady, page faults / step", faults_steady[False], faults_steady[True], 0, ""),
         ]
     return [*rows, row("whole run (wall)", off_wall, on_wall, 3)]
+
+
+def _lockstep(label: str, workload: str, arms: tuple[str, str], pairs: int, kw: dict) -> list:
+    """Rows of lockstep pairs (bench/lockstep.py): arms[0] against arms[1], epoch 1 and
+    steady epochs, after one uncounted capture-on run that fills the caches (decoded data, the
+    ceilings) so that no pair's two runs write them at once."""
+    from bench.lockstep import lockstep_pairs
+
+    with tempfile.TemporaryDirectory() as out:
+        _one(workload, True, out, threads=1, **kw)
+    runs = lockstep_pairs(workload, arms, pairs, kw, label)
+    # by position, not by arm name: off vs off has two arms of one name
+    first = [[r[i][0] for r in runs] for i in (0, 1)]
+    steady = [[statistics.median(r[i][1:] or r[i]) for r in runs] for i in (0, 1)]
+    label = f"{label}, {arms[0]} vs {arms[1]}"
+    return [
+        ratio_row(label, "epoch 1, training clock", first[1], first[0]),
+        ratio_row(label, "steady epochs, training clock", steady[1], steady[0]),
+    ]
+
+
+def _lockstep_rows(data: Path | None) -> list[list[str]]:
+    """digits off vs off (the instrument's noise floor) and on vs off, cifar10 on vs off where
+    its data is extracted; PERFSUITE_BENCH_LOCKSTEP_PAIRS pairs each (default 9, 0: none)."""
+    pairs = int(os.environ.get("PERFSUITE_BENCH_LOCKSTEP_PAIRS", "9"))
+    if pairs <= 0:
+        print("lockstep pairs: left out (PERFSUITE_BENCH_LOCKSTEP_PAIRS=0)")
+        return []
+    from bench.lockstep import cores_for_pairs
+
+    if cores_for_pairs() is None:
+        print("lockstep pairs: skipped (they need two CPUs, this process may use one)")
+        return []
+    # only the clock is compared: a short window and no batch-1 latency keep the runs short
+    quick = {"profile_seconds": 0.0, "measure_peaks": False}
+    digits = {"epochs": 5, **quick}
+    label = "digits lockstep (5 epochs, 1 thread each)"
+    rows = _lockstep(label, "digits", ("off", "off"), pairs, digits)
+    rows += _lockstep(label, "digits", ("on", "off"), pairs, digits)
+    if data is not None:
+        cifar = {**diagnostic_cifar("cpu", data), **quick}
+        label = "cifar10 lockstep (3 epochs, 5,000 images, width 0.25, 1 thread each)"
+        rows += _lockstep(label, "cifar10", ("on", "off"), pairs, cifar)
+    return rows
 
 
 def gpu_visible() -> bool:
@@ -187,6 +235,8 @@ def main() -> None:
             inference_repeats=20,
             eval_from=3,
         )
+    if not gpu_only:
+        rows += _lockstep_rows(data)
     if gpu_visible():
         # The issue's GPU case: cifar10's own recipe on the GPU, 3 epochs, the last evaluated,
         # real data where it is extracted (else synthetic, said in the label).
@@ -214,5 +264,6 @@ def main() -> None:
     print(
         "on/off = median with instrumentation / median without; paired = median of the "
         "per-pair ratios with its distribution-free 95% CI (order statistics; needs 6 pairs); "
-        "target <= 1.02 on the training clock."
+        "target <= 1.02 on the training clock. Lockstep: the two arms at once, one core "
+        "each, every epoch started together (bench/lockstep.py); off vs off is its noise."
     )
