@@ -5,8 +5,8 @@ Why: on a shared VM a run's speed drifts 10-15% from one minute to the next (doc
 need many repeats to say anything. Two runs side by side, each pinned to a core of its own
 with one torch thread, that wait for each other at a barrier before and after every epoch,
 see the same host in the same seconds: the pair's ratio cancels the drift. What they share
-(memory bandwidth, the last-level cache) both see alike, and the cores swap every pair. An
-off/off pair measures the instrument's own noise floor.
+(memory bandwidth, the last-level cache) both see alike; the cores swap every pair and the
+launch order every second pair. Off/off pairs measure the instrument's own noise floor.
 
 What it measures: whether capture adds work to a one-thread training clock (capture's
 telemetry thread shares its run's core). It is not the default-thread epoch time of a user's
@@ -108,29 +108,29 @@ def lockstep_pairs(
         raise RuntimeError("lockstep pairs need two CPUs")
     results = []
     for i in range(pairs):
+        # cores swap every pair, the launch order every second pair: every arm runs on each
+        # core, launched first and second, equally often (in 4-pair cycles)
         placed = cores if i % 2 == 0 else cores[::-1]
         with tempfile.TemporaryDirectory() as folder:
-            errs = [Path(folder, "a.err"), Path(folder, "b.err")]  # files: a pipe could fill
-            procs = []
-            for arm, cpu, me, other, err in (
-                (arms[0], placed[0], "a", "b", errs[0]),
-                (arms[1], placed[1], "b", "a", errs[1]),
-            ):
+            sides = [(arms[0], placed[0], "a", "b"), (arms[1], placed[1], "b", "a")]
+            launch = sides if (i // 2) % 2 == 0 else sides[::-1]
+            procs, errs = {}, {}
+            for arm, cpu, me, other in launch:
                 argv = [arm, str(cpu), me, other, folder, workload, json.dumps(kw)]
-                with err.open("w") as fh:  # the child keeps its own copy of the handle
-                    procs.append(
-                        subprocess.Popen(
-                            [sys.executable, "-m", "bench.lockstep", *argv],
-                            stdout=subprocess.PIPE,
-                            stderr=fh,
-                            text=True,
-                        )
+                errs[me] = Path(folder, f"{me}.err")  # a file: a pipe could fill and block
+                with errs[me].open("w") as fh:  # the child keeps its own copy of the handle
+                    procs[me] = subprocess.Popen(
+                        [sys.executable, "-m", "bench.lockstep", *argv],
+                        stdout=subprocess.PIPE,
+                        stderr=fh,
+                        text=True,
                     )
-            outs = _wait_both(procs, errs)
+            outs = _wait_both([procs["a"], procs["b"]], [errs["a"], errs["b"]])
         a, b = (json.loads(out.strip().splitlines()[-1]) for out in outs)
         results.append((a, b))
         show = " / ".join(" ".join(f"{e:.3f}" for e in x) for x in (a, b))
-        print(f"{label}: pair {i + 1} ({arms[0]} on cpu {placed[0]}): epochs {show} s", flush=True)
+        where = f"{arms[0]} on cpu {placed[0]}, launched {'first' if launch is sides else 'second'}"
+        print(f"{label}: pair {i + 1} ({where}): epochs {show} s", flush=True)
     return results
 
 
