@@ -255,6 +255,32 @@ def test_xspace_conversion_of_a_hand_made_message(tmp_path):
     assert ops["Conv2D"].calls == 2
 
 
+def test_onednn_and_fused_kernels_are_named_by_the_graph_op_they_run():
+    """On x86 CPUs with AVX-512 VNNI, bf16 or AMX, TensorFlow's oneDNN rewrite runs
+    `_MklNativeConv2D` for the graph's `Conv2D`; the FLOP count names the graph op, so the
+    timeline must too or the per-op join finds nothing to divide."""
+    _tf()
+    from perfsuite.runner.xplane import to_chrome_trace, xplane_pb2
+
+    space = xplane_pb2().XSpace()
+    plane = space.planes.add(id=1, name="/host:CPU")
+    kernels = ["_MklNativeConv2D", "_MklNativeFusedMatMul", "_FusedConv2D", "_Send", "Relu"]
+    for mid, kernel in enumerate(kernels, start=1):
+        plane.event_metadata[mid].id = mid
+        plane.event_metadata[mid].name = f"model/op{mid}:{kernel}"
+    line = plane.lines.add(id=3, name="tf_Compute/3", timestamp_ns=1_000)
+    for mid in range(1, len(kernels) + 1):
+        line.events.add(metadata_id=mid, offset_ps=mid * 1_000_000, duration_ps=500_000)
+    trace = to_chrome_trace(space)
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert [e["name"] for e in xs] == ["Conv2D", "MatMul", "Conv2D", "_Send", "Relu"]
+    assert xs[0]["args"] == {"tf_op": "model/op1", "tf_kernel": "_MklNativeConv2D"}
+    assert "tf_kernel" not in xs[3]["args"] and "tf_kernel" not in xs[4]["args"]
+    (note,) = trace["notes"]
+    assert "_MklNativeConv2D as Conv2D" in note and "_MklNativeFusedMatMul as MatMul" in note
+    assert "fused kernel's time includes its fused bias or activation" in note
+
+
 def test_unreadable_xspace_is_one_line(tmp_path):
     _tf()
     from perfsuite.runner.xplane import read_xspace

@@ -3,7 +3,8 @@ timeline analyzer reads, plus per-op aggregates for the record's `timeline` sect
 
 The file is parsed with TensorFlow's own generated protobuf class (`xplane_pb2`), never
 unpickled. Kept from the host plane (`/host:CPU`): every TensorFlow op event (named
-`scope/name:OpType` by the executor) as a `cpu_op` range named by its op type, so per-op
+`scope/name:OpType` by the executor) as a `cpu_op` range named by its graph op type (a
+oneDNN or Grappler kernel such as `_MklNativeConv2D` by the op it runs, `Conv2D`), so per-op
 times join the `work` section's per-op FLOPs by name, and the step markers
 (`tf.profiler.experimental.Trace("train", step_num=N)`) as `ProfilerStep#N` annotations.
 Executor and thread-pool bookkeeping events are dropped. Device planes (`/device:GPU:N`) are
@@ -19,6 +20,29 @@ from typing import Any
 from perfsuite.runner.profile_window import cvs_per_step
 
 STEP_EVENT = "train"
+# oneDNN's kernel prefixes (TF_ENABLE_ONEDNN_OPTS, on by default on x86 CPUs with AVX-512
+# VNNI, bf16 or AMX): `_MklNativeConv2D` runs the graph's `Conv2D`. The FLOP count reads the
+# traced graph before any rewrite, so a timeline op is named by the graph op it runs.
+ONEDNN_PREFIXES = ("_MklNative", "_Mkl")
+# Fused kernels (oneDNN's, or Grappler's `_FusedMatMul` and kin) are named by their main op;
+# a fused bias or activation keeps its FLOPs under its own graph name, its time in this row.
+FUSED_MAIN_OP = {
+    "FusedConv2D": "Conv2D",
+    "FusedMatMul": "MatMul",
+    "FusedBatchNormEx": "FusedBatchNormV3",
+    "FusedDepthwiseConv2dNative": "DepthwiseConv2dNative",
+    "FusedBatchMatMulV2": "BatchMatMulV2",
+}
+
+
+def graph_op_type(kernel_op: str) -> str:
+    """The graph op type a rewritten kernel runs: `_MklNativeConv2D` -> `Conv2D`,
+    `_MklNativeFusedMatMul` and `_FusedMatMul` -> `MatMul`; other names (`_Send`) unchanged."""
+    for prefix in ONEDNN_PREFIXES:
+        if kernel_op.startswith(prefix) and len(kernel_op) > len(prefix):
+            base = kernel_op[len(prefix) :]
+            return FUSED_MAIN_OP.get(base, base)
+    return FUSED_MAIN_OP.get(kernel_op[1:], kernel_op) if kernel_op[:1] == "_" else kernel_op
 
 
 def xplane_pb2() -> Any:
@@ -59,6 +83,7 @@ def to_chrome_trace(space: Any) -> dict[str, Any]:
     """{"traceEvents": [...], "notes": [...]} from an XSpace message (times in microseconds)."""
     events: list[dict[str, Any]] = []
     notes: list[str] = []
+    renamed: dict[str, str] = {}
     tids: dict[int, int] = {}
     for plane in space.planes:
         if plane.name.startswith("/device:"):
@@ -81,13 +106,25 @@ def to_chrome_trace(space: Any) -> dict[str, Any]:
                     events.append({"ph": "X", "cat": "user_annotation", "pid": 0, "tid": tid,
                                    "name": mark, "ts": ts, "dur": dur})  # fmt: skip
                 elif ":" in name and "::" not in name:
-                    full, _, op_type = name.rpartition(":")
-                    if not op_type or " " in op_type:
+                    full, _, kernel_op = name.rpartition(":")
+                    if not kernel_op or " " in kernel_op:
                         continue
+                    op_type = graph_op_type(kernel_op)
+                    args = {"tf_op": full}
+                    if op_type != kernel_op:
+                        args["tf_kernel"] = kernel_op
+                        renamed[kernel_op] = op_type
                     events.append({"ph": "X", "cat": "cpu_op", "pid": 0, "tid": tid,
                                    "name": op_type, "ts": ts, "dur": dur,
-                                   "args": {"tf_op": full}})  # fmt: skip
+                                   "args": args})  # fmt: skip
     events.sort(key=lambda e: (e.get("ts", -1.0), -e.get("dur", 0.0)))
+    if renamed:
+        pairs = ", ".join(f"{k} as {v}" for k, v in sorted(renamed.items()))
+        fused = any("Fused" in k and "Fused" not in v for k, v in renamed.items())
+        notes.append(
+            f"rewritten kernels named by the graph op they run (oneDNN or Grappler): {pairs}"
+            + ("; a fused kernel's time includes its fused bias or activation" if fused else "")
+        )
     return {"traceEvents": events, "notes": notes, "displayTimeUnit": "ms"}
 
 
