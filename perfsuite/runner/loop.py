@@ -26,7 +26,7 @@ from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
-from perfsuite.runner.telemetry import TelemetrySampler
+from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler
 from perfsuite.workloads.switches import parse_switches
 
 
@@ -440,8 +440,8 @@ class _Run:
                     self.backend.device.gpu_index,
                 )
                 rec["sidecars"]["telemetry"] = "telemetry.csv"
-            with telemetry or _NullTelemetry():
-                self._epochs(telemetry or _NullTelemetry())
+            with telemetry or NullTelemetry():
+                self._epochs(telemetry or NullTelemetry())
             self._finish()
         except Diverged as exc:
             rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
@@ -476,19 +476,6 @@ class _Run:
             self.record["telemetry"] = telemetry.summary()
         self.record.setdefault("extra", {})["setup_s"] = self.setup_s
         self.rec.close()
-
-
-class _NullTelemetry:
-    """Stands in for the sampler when capture is off."""
-
-    def __enter__(self) -> _NullTelemetry:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def summary(self) -> None:
-        return None
 
 
 def run_workload(opts: RunOptions) -> Any:

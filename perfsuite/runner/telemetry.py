@@ -154,3 +154,16 @@ class TelemetrySampler:
         if not self.rows:
             out["notes"].append("run shorter than one sampling interval: no samples")
         return out
+
+
+class NullTelemetry:
+    """Stands in for the sampler when capture is off."""
+
+    def __enter__(self) -> NullTelemetry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def summary(self) -> None:
+        return None
