@@ -189,7 +189,7 @@ def _lockstep_rows(data: Path | None) -> list[list[str]]:
         print("lockstep pairs: skipped (they need two CPUs, this process may use one)")
         return []
     # only the clock is compared: a short window and no batch-1 latency keep the runs short
-    quick = {"profile_seconds": 0.0, "measure_peaks": False}
+    quick = {"profile_seconds": 0.0, "measure_peaks": False, "inference_repeats": 0}
     digits = {"epochs": 8, **quick}  # 7 steady epochs: a steadier median of 0.3 s epochs
     label = "digits lockstep (8 epochs, 1 thread each)"
     rows = _lockstep(label, "digits", ("off", "off"), pairs, digits)
