@@ -279,6 +279,14 @@ def test_onednn_and_fused_kernels_are_named_by_the_graph_op_they_run():
     (note,) = trace["notes"]
     assert "_MklNativeConv2D as Conv2D" in note and "_MklNativeFusedMatMul as MatMul" in note
     assert "fused kernel's time includes its fused bias or activation" in note
+    # a fused kernel whose main op's name says "Fused" too gets the clause as well
+    plane.event_metadata[1].name = "model/bn:_MklNativeFusedBatchNormEx"
+    del line.events[1:]
+    (note,) = to_chrome_trace(space)["notes"]
+    assert note.endswith(
+        "_MklNativeFusedBatchNormEx as FusedBatchNormV3; "
+        "a fused kernel's time includes its fused bias or activation"
+    )
 
 
 def test_unreadable_xspace_is_one_line(tmp_path):

@@ -35,14 +35,20 @@ FUSED_MAIN_OP = {
 }
 
 
+def _rewritten(kernel_op: str) -> str | None:
+    """The op a rewritten kernel's name carries (`_MklNativeFusedMatMul` -> `FusedMatMul`,
+    `_FusedConv2D` -> `FusedConv2D`), or None for a kernel named by its graph op."""
+    for prefix in ONEDNN_PREFIXES:
+        if kernel_op.startswith(prefix) and len(kernel_op) > len(prefix):
+            return kernel_op[len(prefix) :]
+    return kernel_op[1:] if kernel_op[:1] == "_" and kernel_op[1:] in FUSED_MAIN_OP else None
+
+
 def graph_op_type(kernel_op: str) -> str:
     """The graph op type a rewritten kernel runs: `_MklNativeConv2D` -> `Conv2D`,
     `_MklNativeFusedMatMul` and `_FusedMatMul` -> `MatMul`; other names (`_Send`) unchanged."""
-    for prefix in ONEDNN_PREFIXES:
-        if kernel_op.startswith(prefix) and len(kernel_op) > len(prefix):
-            base = kernel_op[len(prefix) :]
-            return FUSED_MAIN_OP.get(base, base)
-    return FUSED_MAIN_OP.get(kernel_op[1:], kernel_op) if kernel_op[:1] == "_" else kernel_op
+    base = _rewritten(kernel_op)
+    return kernel_op if base is None else FUSED_MAIN_OP.get(base, base)
 
 
 def xplane_pb2() -> Any:
@@ -120,7 +126,7 @@ def to_chrome_trace(space: Any) -> dict[str, Any]:
     events.sort(key=lambda e: (e.get("ts", -1.0), -e.get("dur", 0.0)))
     if renamed:
         pairs = ", ".join(f"{k} as {v}" for k, v in sorted(renamed.items()))
-        fused = any("Fused" in k and "Fused" not in v for k, v in renamed.items())
+        fused = any(_rewritten(k) in FUSED_MAIN_OP for k in renamed)
         notes.append(
             f"rewritten kernels named by the graph op they run (oneDNN or Grappler): {pairs}"
             + ("; a fused kernel's time includes its fused bias or activation" if fused else "")
