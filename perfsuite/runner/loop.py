@@ -440,8 +440,9 @@ class _Run:
                     self.backend.device.gpu_index,
                 )
                 rec["sidecars"]["telemetry"] = "telemetry.csv"
-            with telemetry or NullTelemetry():
-                self._epochs(telemetry or NullTelemetry())
+            sampler = telemetry or NullTelemetry()
+            with sampler:
+                self._epochs(sampler)
             self._finish()
         except Diverged as exc:
             rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
