@@ -16,11 +16,12 @@ CUPTI = "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz"
 CPU = "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 
 
-def _record_with(tmp_path, make_record, trace) -> dict:
+def _record_with(tmp_path, make_record, trace, **timeline) -> dict:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     shutil.copy(trace, run_dir / "trace.json.gz")
-    rec = make_record(timeline={"trace": "trace.json.gz", "tool": "torch.profiler", "steps": 1})
+    timeline = {"trace": "trace.json.gz", "tool": "torch.profiler", "steps": 1, **timeline}
+    rec = make_record(timeline=timeline)
     write_record(run_dir, rec)
     return load_record(run_dir)
 
@@ -46,6 +47,14 @@ def test_idle_rows_split_launch_call_from_queued(tmp_path, make_record):
     queued = "<td>  launched, waiting to start (queue, dependency)</td>"
     assert queued + '<td class="num">11 µs</td>' in html
     assert "work queued (launch latency)" not in html
+
+
+def test_the_records_own_trace_notes_are_shown(tmp_path, make_record):
+    """A converted TensorFlow trace says in `timeline.notes` which kernels it renamed."""
+    trace = write_trace(tmp_path / "t.json.gz", scenario(), gz=True)
+    note = "rewritten kernels named by the graph op they run (oneDNN or Grappler): x as y"
+    html = timeline_section(_record_with(tmp_path, make_record, trace, notes=[note]))
+    assert f"<li>{note}</li>" in html
 
 
 def test_arithmetic_error_in_analysis_is_a_note(tmp_path, make_record, monkeypatch):

@@ -150,6 +150,7 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
                 [False, True, True, True, True],
             )
         )
-    parts.append(h.notes(a.notes))
+    # the record's own notes on the trace (a TensorFlow XSpace: planes left out, kernels renamed)
+    parts.append(h.notes([*(rec.get("timeline") or {}).get("notes", []), *a.notes]))
     parts.append(_perfetto(path))
     return "".join(parts)
