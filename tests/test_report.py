@@ -172,15 +172,14 @@ def test_docs_name_the_roofline_fields_and_columns_the_code_prints():
     from analyzers.roofline import EXPLAIN
     from perfsuite.report.roofline_rows import OP_HEADERS
 
-    readme = _doc("README.md")
-    block = readme[readme.index("### Roofline: where the run sits") :]
+    doc = _doc("docs/roofline.md")
+    block = doc[doc.index("## Whole-run block") :]
     block = block[: block.index("\n\n", block.index("| field | meaning |"))]
     fields = re.findall(r"^\| `(\w+)` \| (.*) \|$", block, re.M)
     assert [f for f, _ in fields] == list(EXPLAIN)  # the block's rows, in the CLI's order
     meaning = dict(fields)
     assert meaning["frac_of_roof"].startswith("`roof_time / step_time`")
     assert meaning["peak_flops"].startswith("blended compute roof")
-    doc = _doc("docs/roofline.md")
     section = doc[doc.index("## Per-op table") : doc.index("## Hierarchical roofline")]
     listed = section[section.index("Columns, in order:") : section.index("`lost/step`.") + 12]
     names = re.findall(r"`([^`]+)`", re.sub(r"` \([^()]*\)", "`", listed))  # no glosses
