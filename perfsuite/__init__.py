@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__version__ = "0.1.0"
+from perfsuite.version import __version__ as __version__
 
 # Loaded from perfsuite.api on first access, so `import perfsuite` imports neither pandas nor
 # the analyzers.

@@ -12,8 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from perfsuite import __version__
 from perfsuite.cli.common import CLIError
+from perfsuite.version import __version__
 
 # (module, one-line summary); the order is the order of `perfsuite --help`.
 COMMANDS: list[str] = [

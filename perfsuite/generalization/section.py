@@ -7,8 +7,8 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any
 
-from perfsuite import __version__
 from perfsuite.record import write_record
+from perfsuite.version import __version__
 
 
 def provenance(command: str, data_dir: str | None, seed: int, device: str, record: dict) -> dict:

@@ -9,8 +9,8 @@ import socket
 import sys
 from typing import Any
 
-from perfsuite import __version__
 from perfsuite.hostinfo import cpu_model, usable_cpus
+from perfsuite.version import __version__
 
 # Environment variables that change how fast the same code runs (allocator, threading, math
 # libraries, CUDA): two runs that differ in one of these are not the same measurement.
