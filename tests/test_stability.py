@@ -251,7 +251,7 @@ def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, 
 
 
 def test_group_page_shows_the_spread_of_repeats(make_record):
-    """Issue 13: a multi-run page of repeats shows CoV, CI and the fraction reaching."""
+    """A multi-run page of repeats shows CoV, CI and the fraction reaching."""
     import json
     import re
 
