@@ -55,7 +55,7 @@ def measured_step_time(record: Mapping[str, Any]) -> tuple[float | None, str]:
 
 
 # Window and clock steps this far apart (either way) describe different machines: on the
-# 2-core VM a contended epoch ran its steps 25x slower than the window after it.
+# shared 2-vCPU VM a contended epoch ran its steps 25x slower than the window after it.
 APART = 1.5
 
 

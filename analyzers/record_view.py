@@ -94,7 +94,7 @@ def faults_per_step(record: Mapping[str, Any]) -> float | None:
 
     Why: the fault rate is the allocator's state, not the model's; two runs of one workload
     with different rates ran different memory traffic (docs/record.md). None when the record
-    lacks either field (records before stop 26, `perfsuite.track` runs).
+    lacks either field (records written without `epoch_minor_faults`, `perfsuite.track` runs).
     """
     faults = (record.get("throughput") or {}).get("epoch_minor_faults")
     steps = (record.get("extra") or {}).get("steps_per_epoch")

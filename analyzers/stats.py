@@ -29,7 +29,7 @@ def _finite(values: Sequence[float]) -> list[float]:
 def _scale(xs: Sequence[float]) -> float:
     """A power of two at or above the largest magnitude (1 for small values): sums of values
     divided by it cannot overflow, where a plain sum of finite times near 1e308 (or squares of
-    1e154) does (issue 13 fuzz). A power of two keeps the division exact, so ordinary inputs
+    1e154) does (found by fuzzing). A power of two keeps the division exact, so ordinary inputs
     give bit-identical results."""
     top = max((abs(x) for x in xs), default=0.0)
     return math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 1.0 else 1.0  # x/s in (-2, 2)

@@ -3,15 +3,15 @@
 `python -m bench capture_ablation` (not in the default `make bench` set: a diagnostic for
 docs/seam.md's capture-parity tables). Both modes run the same untimed warm-up (a few steps,
 then one at the size of the epoch's last, partial batch); capture on starts the NVML energy
-and telemetry readers before the first epoch, and since stop 34 takes the FLOP-count detour
-(two steps of the eager module, one under the op counter) after the last timed epoch. The
+and telemetry readers before the first epoch, and takes the FLOP-count detour (two steps of
+the eager module, one under the op counter) after the last timed epoch. The
 arms, each run a fresh process (`python -m bench.capture_ablation ARM DEVICE [DATA_DIR]`) in a
 rotating order, after one uncounted run that fills the caches:
 - `off`, `on`: the two modes as a user runs them;
-- `off+count`: capture off, with the FLOP-count detour before the clock, where capture on
-  took it until stop 34 (stop 34: this arm read like `on` did then, 4-7% slower, 2-3x the
-  page faults per epoch);
-- `off-notail`: the warm-up without its tail-size step (as before stop 29).
+- `off+count`: capture off, with the FLOP-count detour before the clock: whether the count's
+  allocations change the clocked epochs (on the 2-core CPU they did: 4-7% slower, 2-3x the
+  page faults per epoch, which is why capture counts after the last timed epoch);
+- `off-notail`: the warm-up without its tail-size step.
 cifar10 (3 epochs, the last evaluated), the cpu recipe at width 0.25 on 5,000 images here, the
 cuda recipe where torch sees a GPU (PERFSUITE_BENCH_GPU_ONLY=1: that alone). Rounds:
 PERFSUITE_BENCH_ROUNDS (default 3); PERFSUITE_BENCH_ARMS (comma-separated) picks arms.

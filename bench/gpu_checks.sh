@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU paths of issue 8, checked for real in one prepared script (no GPU in CI; tests use the
+# The GPU paths, checked for real in one prepared script (no GPU in CI; tests use the
 # real H100 files in ../shared/data/gpu instead). Each part fits a 10-minute command.
 #
 #   bash bench/gpu_checks.sh OUT_DIR PART [CIFAR10_TGZ]

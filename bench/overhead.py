@@ -8,7 +8,7 @@ process (bench/fresh.py), as a user's runs are. The ratios:
 - epoch 1 and steady state again in process CPU time on the same clock edges (all threads,
   telemetry's sampler included): time other guests of a shared host take is not in it (their
   cache and memory traffic still is), so it shows whether capture adds work to the clock
-  when wall-time noise hides a 2% difference (on the 2-core VM it was twice the wall time,
+  when wall-time noise hides a 2% difference (on a 2-vCPU VM it was twice the wall time,
   OpenMP threads spinning, and as noisy: docs/seam.md);
 - minor page faults per step in epoch 1 and steady state (`throughput.epoch_minor_faults`):
   not timing noise but the allocator's state; arms that differ here ran different memory
@@ -238,7 +238,7 @@ def main() -> None:
     if not gpu_only:
         rows += _lockstep_rows(data)
     if gpu_visible():
-        # The issue's GPU case: cifar10's own recipe on the GPU, 3 epochs, the last evaluated,
+        # The GPU case: cifar10's own recipe on the GPU, 3 epochs, the last evaluated,
         # real data where it is extracted (else synthetic, said in the label).
         gpu_pairs = int(os.environ.get("PERFSUITE_BENCH_GPU_PAIRS", str(max(6, pairs))))
         rows += _compare(

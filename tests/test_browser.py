@@ -1,4 +1,4 @@
-"""Every report kind in a real headless Chromium (issue 13, item 2), opened from file:// with
+"""Every report kind in a real headless Chromium, opened from file:// with
 the network blocked: no page errors, no console errors or warnings, no network or failed
 requests, no payload that runs, and every plot drew points.
 

@@ -1,4 +1,4 @@
-"""Input rules of the CLI (issue 13, item 3): fractions, record paths, broken pipes, complete
+"""Input rules of the CLI: fractions, record paths, broken pipes, complete
 --json, one duration/money/unit style, one --top default, deprecated spellings, help text."""
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_page_faults_per_step_come_from_the_steady_epochs(tmp_path, make_record,
     one["throughput"]["epoch_minor_faults"] = [1_000]
     assert faults_per_step(one) == 50.0  # one epoch: it is all there is
     del one["throughput"]["epoch_minor_faults"]
-    assert faults_per_step(one) is None  # records before stop 26
+    assert faults_per_step(one) is None  # a record without epoch_minor_faults
     for rec, name in ((a, "a"), (b, "b")):
         write_record(tmp_path / name, rec)
     main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])

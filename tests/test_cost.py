@@ -188,15 +188,15 @@ def _priced_at(make_record, hardware, itype, **fields):
 
 
 def test_an_mlperf_import_of_the_h100_run_is_not_priced_as_a_v100(tmp_path, capsys):
-    """The reviewer's repro: the run itself was refused at p3.2xlarge, its imported mllog.txt
-    (hardware = {"name": submission_platform} only) priced at V100 rates, 3.06 USD/h."""
+    """The run itself is refused at p3.2xlarge, and so is its imported mllog.txt (hardware =
+    {"name": submission_platform} only), which must not be priced at V100 rates, 3.06 USD/h."""
     run = extract_h100_run(tmp_path / "runs")
     out = tmp_path / "imported"
     args = ["import", "mlperf", str(run / "mllog.txt"), "--target", "0.5", "--out", str(out)]
     assert main(args) == 0
     (imported,) = out.glob("*/run.json")
     rec = json.loads(imported.read_text())
-    # the importer now says what it can tell: the run.json beside the log is the run's
+    # the importer says what it can tell: the run.json beside the log is the run's
     assert rec["hardware"] == {
         "name": "NVIDIA H100 80GB HBM3",
         "accelerator": "cuda",
@@ -280,9 +280,9 @@ def test_free_text_hardware_of_other_hardware_is_refused_saying_so(make_record):
 
 
 def test_a_data_parallel_gpu_run_is_priced_for_every_gpu_it_used(make_record):
-    """`--nproc 8` on 8 V100s: records made before hardware.count said so have count 1; the
-    run used world_size GPUs, so it is an 8-GPU p3.16xlarge run, not a 1-GPU p3.2xlarge one
-    (which priced it at 1/8 of its cost)."""
+    """`--nproc 8` on 8 V100s: a record whose hardware.count is 1 for the whole job still ran
+    on world_size GPUs, so it is an 8-GPU p3.16xlarge run, not a 1-GPU p3.2xlarge one (which
+    would price it at 1/8 of its cost)."""
     v100 = {"name": "Tesla V100-SXM2-16GB", "accelerator": "cuda", "count": 1}
     ddp = {"world_size": 8}
     c = _priced_at(make_record, v100, "p3.2xlarge", distributed=ddp)
@@ -293,11 +293,11 @@ def test_a_data_parallel_gpu_run_is_priced_for_every_gpu_it_used(make_record):
     )
     c = _priced_at(make_record, v100, "p3.16xlarge", distributed=ddp)
     assert c.training_cost_usd == pytest.approx(24.48)  # 1 h x 24.48 USD/h
-    new = {**v100, "count": 8}  # as the runner records it now
+    new = {**v100, "count": 8}  # count per job, as the runner records it
     assert _priced_at(make_record, new, "p3.16xlarge", distributed=ddp).training_cost_usd == (
         pytest.approx(24.48)
     )
-    # a data-parallel CPU run is one machine: priced as before
+    # a data-parallel CPU run is one machine: priced as one
     cpu = {"name": "AMD EPYC 7B13 (2 CPUs)", "accelerator": "cpu", "count": 1}
     c = _priced_at(make_record, cpu, "n2-standard-2", distributed={"world_size": 2})
     assert c.training_cost_usd == pytest.approx(0.097118)

@@ -1,4 +1,4 @@
-"""Faults (issue 13, item 7): interrupted runs, stale owners, run folders that appear with
+"""Faults: interrupted runs, stale owners, run folders that appear with
 their record, the writer lock, children that die with their parent, FIFOs given as options,
 and the profiler's chatter kept off the terminal."""
 

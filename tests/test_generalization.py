@@ -21,7 +21,7 @@ from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """digits past its threshold: threshold 0.9, all 5 epochs (--keep-going), so the last
+    """digits past its threshold: threshold 0.9, all 5 epochs (--all-epochs), so the last
     epoch's weights are not the threshold model's."""
     out = tmp_path_factory.mktemp("runs")
     opts = RunOptions(

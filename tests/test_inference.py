@@ -136,7 +136,7 @@ def test_timed_predictions_run_without_autograd(tiny):
     wl.configure(tiny[0].recipe)
     entry = inference.measure(wl, model, data, torch_backend("cpu"), limit=20, warmup=3)
     assert len(grad) == 3 + 20 and entry["examples"] == 20
-    assert grad == [False] * 23  # before the fix the 20 timed calls recorded autograd graphs
+    assert grad == [False] * 23  # none of the 20 timed calls records an autograd graph
     assert torch.is_grad_enabled()  # left as it was
 
 

@@ -269,7 +269,8 @@ def test_counted_work_that_measures_as_none_is_explained():
 
 def test_the_h100_cifar10_window_reads_per_op():
     """The whole real ncu window of an H100 cifar10 run (op ranges inside the start/end window)
-    against that run's own counted work: the figures docs/counters.md quotes."""
+    against that run's own counted work: the figures docs/counters.md and
+    docs/results/2026-11-26-counters-gpu.md quote."""
     import json
     from pathlib import Path
 

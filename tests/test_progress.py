@@ -1,4 +1,4 @@
-"""Run progress (issue 13, item 4): named setup phases, a step-level bar with samples/s, and
+"""Run progress: named setup phases, a step-level bar with samples/s, and
 nothing at all with progress off."""
 
 from __future__ import annotations

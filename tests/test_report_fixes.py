@@ -1,4 +1,4 @@
-"""Presentation fixes of the report found in a user trial: tables that scroll instead of
+"""Presentation rules of the report: tables that scroll instead of
 widening the page, kernel names shortened with the full name on hover, labels that say what the
 number is, --peaks on `perfsuite report`, colours keyed by item, flags in the headline."""
 

@@ -1,4 +1,4 @@
-"""The single-run report page (issue 13, item 1): overview first, roofline annotations on log
+"""The single-run report page: overview first, roofline annotations on log
 axes, SI ticks, labelled and flagged points, telemetry on separate axes, the trace timeline
 with a Perfetto pointer, and a smaller self-contained page."""
 
@@ -104,7 +104,7 @@ def test_telemetry_panels_have_their_own_axes_and_units():
     }
     fig = figures.telemetry_figure(cols).to_plotly_json()
     axes = {t["yaxis"] for t in fig["data"]}
-    assert axes == {"y", "y2"}  # CPU % and RSS bytes no longer share one axis
+    assert axes == {"y", "y2"}  # CPU % and RSS bytes on separate axes
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["CPU utilization, system-wide (% of all cores)", "resident memory (B)"]
     # plotted in MB with the prefix in the suffix: ticks read "200 MB", not plotly's "200M B"

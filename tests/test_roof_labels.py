@@ -117,7 +117,7 @@ def test_h100_roof_labels_apart(tmp_path):
 
 def test_h100_tf32_roof_shows_beside_the_blended_one(tmp_path):
     """tf32 (374 TFLOP/s) is 2% above the blend (366): drawn as a solid 2 px line under a solid
-    3 px black one it vanished. The blend is now dashed, thinner and on top, so the roof under
+    3 px black one it would vanish, so the blend is dashed, thinner and on top: the roof under
     it shows in the dash gaps and along both edges; its margin label is still there."""
     from perfsuite.ceilings.roofs import peaks_file_roofs
 

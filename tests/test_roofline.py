@@ -418,8 +418,8 @@ def test_an_older_record_without_counted_calls_keeps_its_joins(make_record):
 
 
 def test_no_bandwidth_roof_keeps_the_compute_roof(make_record):
-    """A record with a compute roof but no bandwidth still has its blended peak (the reviewer's
-    digits repro: peak_flops 73.1 GFLOP/s, frac_of_peak 8.0%); only roof time, ridge, bound go."""
+    """A record with a compute roof but no bandwidth still has its blended peak (a digits
+    record: peak_flops 73.1 GFLOP/s, frac_of_peak 8.0%); only roof time, ridge, bound go."""
     rec = build_record(make_record)
     rec["ceilings"]["memory_bandwidth"] = None
     res = roofline(rec)

@@ -117,7 +117,7 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     assert "Counted vs measured, per step" in text and "FLOP measured" in text
     assert "\n  - memory: bytes not modeled (ratio not shown)\n" in text
     assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in text
-    # the HTML report shows the same table and line (the issue asks both to)
+    # the HTML report shows the same table and line
     page = tmp_path / "r.html"
     assert main(["report", str(run_dir), "-o", str(page)]) == 0
     html_text = page.read_text()

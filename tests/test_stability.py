@@ -251,7 +251,7 @@ def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, 
 
 
 def test_group_page_shows_the_spread_of_repeats(make_record):
-    """Issue 13: a multi-run page of repeats shows CoV, CI and the fraction reaching."""
+    """A multi-run page of repeats shows CoV, CI and the fraction reaching."""
     import json
     import re
 
@@ -283,7 +283,7 @@ def test_single_runs_of_different_groups_get_no_stability_section(make_record):
 
 
 def test_statistics_of_huge_finite_times_do_not_overflow():
-    """Found by `make fuzz` (epoch_times_s = [0, 1.9e154]): squares overflowed in fsum."""
+    """epoch_times_s = [0, 1.9e154] (a `make fuzz` case): squares must not overflow in fsum."""
     from analyzers import stats
 
     big = 1.8961503816218355e154

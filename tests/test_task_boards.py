@@ -19,7 +19,7 @@ from perfsuite.record import new_record, quantity, write_record
 from perfsuite.workloads import get_workload
 
 ENTRIES = Path(__file__).parent / "fixtures" / "dawnbench" / "entries"
-SQUAD = ("squad", "f1", 0.75)  # the squad workload's task, metric and threshold (issue 10)
+SQUAD = ("squad", "f1", 0.75)  # the squad workload's task, metric and threshold
 
 
 def test_metric_and_target_text():

@@ -166,7 +166,7 @@ def test_thresholds_beyond_a_runs_own_stop_are_not_measured(make_record):
 
 
 def test_a_run_that_ran_out_of_epochs_is_dnc_and_can_swap(make_record):
-    # The reviewer's pair: "early" stops at 0.9 after epoch 4 of 8 (0.972); "single" reached
+    # A pair: "early" stops at 0.9 after epoch 4 of 8 (0.972); "single" reached
     # 0.9 only at its last epoch (2 of 2), so it really did not reach 0.95 within its budget.
     early = _stopping(
         make_record, "early", [(1, 5.0, 0.53), (2, 10.0, 0.87), (3, 15.0, 0.866), (4, 22.6, 0.972)]

@@ -1,10 +1,10 @@
-"""A reviewer's pass over the real H100 cifar10 run: its whole-run frac_of_roof (39.0%) is in
-doubt (aten::add, aten::threshold_backward and aten::relu sit above the memory roof it is made
-of), and only the roofline's field table and utilization lines said so. The Overview, the
+"""The real H100 cifar10 run: its whole-run frac_of_roof (39.0%) is in doubt (aten::add,
+aten::threshold_backward and aten::relu sit above the memory roof it is made of), and every
+view says so, not only the roofline's field table and utilization lines: the Overview, the
 Summary table, the roofline figure's hover, `perfsuite compare` (table, side by side, positions
-figure), the Python API and `report --json` showed a plain 39.0%. Also: `Run.ops` lacked the
-per-op table's own time and wrapper columns and its order, and an unmodeled child's own time
-(aten::cudnn_convolution, 1.97 ms own inside aten::convolution's 1.97 ms) read as more time."""
+figure), the Python API and `report --json`. Also: `Run.ops` has the per-op table's own time
+and wrapper columns and its order, and an unmodeled child's own time (aten::cudnn_convolution,
+1.97 ms own inside aten::convolution's 1.97 ms) does not read as more time."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 def require_tensorflow() -> Any:
     """The tensorflow module, or ValueError(MISSING) (one line) when it is not installed."""
     # TensorFlow's C++ start-up notices (CPU feature guard, oneDNN) are INFO lines printed
-    # on the user's terminal at import, before any run folder exists (issue 13: chatter is
+    # on the user's terminal at import, before any run folder exists (chatter is
     # not the terminal's); level 1 drops INFO and keeps warnings and errors. A level the
     # user set wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

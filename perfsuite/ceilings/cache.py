@@ -42,8 +42,8 @@ def device_key(host: str, device_name: str) -> str:
 def env_key(torch_version: str | None, threads: int | None, gpu: bool = False) -> str:
     """The on-disk key of a measurement's software environment. CPU peaks depend on the thread
     count; GPU peaks do not (the host threads only launch kernels), so GPU keys leave it out:
-    "torch <v>|gpu". GPU entries cached under a thread count before are no longer read (each
-    is measured once more). The "|" form must stay, or older CPU caches would not be found."""
+    "torch <v>|gpu". GPU entries keyed with a thread count (an older key form) are not read
+    (each is measured again). The "|" form must stay, or older CPU caches would not be found."""
     if gpu:
         return f"torch {torch_version or 'none'}|gpu"
     return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"

@@ -3,9 +3,9 @@ just before and just after the profile window.
 
 Why: on a shared machine (a cloud VM, a busy host) the speed the hardware delivers changes
 from minute to minute, and the load average does not always show it (other guests of the same
-host are not in it). On this project's 2-core VM a 1-thread matmul ran at 43-54 GFLOP/s one
-evening against a quiet 78.8, and the digits step went from 29 to 74 ms between two runs of
-the same command. An op's fraction of its roof then says as much about the neighbours as about
+host are not in it). On a shared 2-vCPU VM a 1-thread matmul ran at 43-54 GFLOP/s against
+a quiet 78.8, and the digits step went from 29 to 74 ms between two runs of the same
+command. An op's fraction of its roof then says as much about the neighbours as about
 the op. So the matmul and the copy that measured the roofs (same size, dtype and threads) run
 a few times next to the window, and analyzers.machine_speed compares them with the roofs.
 """

@@ -69,8 +69,8 @@ def why_unavailable() -> str:
 
 
 # Standalone Nsight Compute installs, newest first; a CUDA `bin/ncu` wrapper script on PATH can
-# start one of these, so the folder beside the wrapper need not hold the tool (on the H100 of
-# stop 34 ncu ran from PATH but neither place beside it held ncu_report).
+# start one of these, so the folder beside the wrapper need not hold the tool (a CUDA 13.0
+# toolkit's ncu on PATH, Nsight Compute 2025.3.1, had ncu_report in neither place beside it).
 INSTALL_GLOBS = ("/opt/nvidia/nsight-compute/*", "/usr/local/NVIDIA-Nsight-Compute*")
 
 

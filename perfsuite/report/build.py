@@ -396,7 +396,7 @@ def report_page(
         ("setup", "Data, switches and math", setup_section(records)),
         ("environment", "Environment and config", environment_section(records)),
     ]
-    if len(records) > 1:  # the comparison first, each run's details folded (issue 13)
+    if len(records) > 1:  # the comparison first, each run's details folded
         from perfsuite.report.compare_section import comparison_body, folded
 
         sections = [

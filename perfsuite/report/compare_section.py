@@ -1,7 +1,7 @@
 """The multi-run report page: the comparison first, per-run details folded away.
 
-Why: a page of N runs used to be N stacked copies of the single-run page (issue 13). Now it
-opens with what a comparison needs: every run's curve on one chart, the verdict when groups of
+Why: N stacked copies of the single-run page hide what a comparison needs. The page
+opens with it: every run's curve on one chart, the verdict when groups of
 repeats are given, the side-by-side table with ratios to the baseline, FLOP agreement and the
 roofline positions; the per-run sections follow, each folded in a <details> element. Single-run
 pages do not use this module. Numbers come from `analyzers.compare`; the rows are the CLI's

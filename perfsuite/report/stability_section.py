@@ -3,7 +3,7 @@ the target, time to accuracy with its CoV and bootstrap 95% CI, epochs to thresh
 per epoch (statistical vs hardware variance), the olympic mean and the analyzer's warnings.
 
 Why: DAWNBench's finding that time to accuracy is stable across runs is the reason a single
-run is worth anything; a page of 5 seeds must show that spread (issue 13). Numbers come from
+run is worth anything; a page of 5 seeds must show that spread. Numbers come from
 `analyzers.stability`; the rows are the CLI's (`perfsuite stability`), so the two agree.
 """
 

@@ -53,7 +53,7 @@ class BatchOneView:
         self.num_train = 0
         self.num_eval = data.num_eval if limit is None else min(limit, data.num_eval)
         # fewer examples than the set: evaluators that score against the whole set's answers
-        # (SQuAD's golds) must score only the examples asked (issue 10's --limit note)
+        # (SQuAD's golds) must score only the examples asked, or --limit would lower the score
         self.partial = self.num_eval < data.num_eval
         self.chunk = chunk
 

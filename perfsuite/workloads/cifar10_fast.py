@@ -205,7 +205,7 @@ def patch_moments(
     5,000 images never materialize their 4.8 M patches at once. The sums stay on the images'
     device and only the (D, D) result comes to the CPU (for eigh): with the float64 patches
     copied to the host, whitening took 347-365 ms and 112,627 minor page faults of the GPU
-    recipe's 0.8 s epoch 1 on an H200 (stop 29; not re-measured on a GPU since)."""
+    recipe's 0.8 s epoch 1 on an H200 (docs/results/2026-11-26-capture-parity-gpu.md)."""
     if images.ndim != 4:
         raise ValueError(f"images: expected N x C x H x W, got shape {tuple(images.shape)}")
     d = images.shape[1] * kernel * kernel
@@ -322,7 +322,7 @@ FAST_RECIPES: dict[str, Recipe] = {
 # The same method for a 2-core CPU (docs/recipes.md): fp32, channels_last (faster for every
 # width measured), the paper's widths and batch (per-image CPU time at 1024 was within 5% of 512
 # and better than 256), all 10 epochs: 90% on the JPEG copy needs about the paper's full budget.
-# Measured: 90% in 34.9 min on this project's 2-vCPU machine (README).
+# Measured: 90% in 34.9 min on a 2-vCPU AMD EPYC VM.
 FAST_RECIPES["cpu-fast"] = dataclasses.replace(
     FAST_RECIPES["airbench"],
     extra={**FAST_RECIPES["airbench"].extra, "tuned_precision": "fp32"},
