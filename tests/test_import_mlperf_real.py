@@ -293,3 +293,32 @@ def test_without_mlperf_logging_a_one_line_error_or_target(tmp_path, monkeypatch
     finally:
         for cached in (mlperf_rules.rulesets, mlperf_rules.official):
             cached.cache_clear()
+
+
+def test_leaderboard_and_compare_per_benchmark_and_round_with_accelerator_time(real, tmp_path):
+    """Imported MLPerf folders: one board per benchmark and round; time x accelerators beside
+    time; compare says another round is not comparable."""
+    from analyzers.compare import compare
+    from analyzers.leaderboard import leaderboard
+
+    pytest.importorskip("mlperf_logging")
+    result = ours([folder(real, "llama31_405b"), folder(real, "flux1")], tmp_path / "out")
+    records = [it.record for it in result.items]
+    boards = leaderboard(records, "training-time")
+    assert [(b.task, b.round) for b in boards] == [("flux1", "5.1"), ("llama31_405b", "5.1")]
+    row = boards[1].rows[0]
+    rec = next(r for r in records if r["run_id"] == row.run_id)
+    assert row.accelerator_s == rec["time_to_accuracy"]["time_s"] * 512
+    # the same benchmark in another round gets a board of its own
+    old = json.loads(json.dumps(rec))
+    old["run_id"] += "-old"
+    old["extra"]["mlperf"]["round"] = "5.0"
+    assert [b.round for b in leaderboard([*records, old], task="llama31_405b")] == ["5.0", "5.1"]
+    flux = [r for r in records if r["task"]["name"] == "flux1"]
+    c = compare([("a", flux[:5]), ("b", flux[5:])])
+    base = c.items[0]
+    assert base.accelerator_time_s == pytest.approx(base.time_to_accuracy_s * 72)
+    other = [dict(r, extra={"mlperf": {**r["extra"]["mlperf"], "round": "5.0"}}) for r in flux]
+    c2 = compare([("v5.1", flux), ("v5.0", other)])
+    (tta,) = [v for v in c2.verdicts if v.quantity == "time_to_accuracy"]
+    assert "different MLPerf rounds (5.0 vs 5.1)" in tta.reason

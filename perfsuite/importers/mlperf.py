@@ -344,14 +344,14 @@ def _round_label(ruleset: str | None) -> str | None:
     return f"{major}.{minor}"
 
 
-def _run_id(bench: Benchmark, pl: Place, path: Path) -> str:
+def _run_id(rnd: str | None, pl: Place, path: Path, name: str) -> str:
     """mlperf-v<round>-<submitter>-<system>-<benchmark>-<file stem> for a log in a submission
     layout: readable, stable, and unique within MLCommons' results; else the folder name."""
     stem = slug(path.stem)
     if pl.submitter and pl.system:
-        rnd = f"v{_round_label(bench.ruleset)}-" if bench.ruleset else ""
-        return f"mlperf-{rnd}{slug(pl.submitter)}-{slug(pl.system)}-{slug(bench.name)}-{stem}"
-    return f"mlperf-{slug(bench.name)}-{slug(path.parent.name or 'log')}-{stem}"
+        tag = f"v{rnd}-" if rnd else ""
+        return f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}"
+    return f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}"
 
 
 def load_result(path: str | Path, opts: Options | None = None) -> Imported:
@@ -420,7 +420,9 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
         flags.append(f"lower is better: {bench.metric} must be <= {first.target:g}")
 
     desc = system_description(pl, flags)
-    run_id = _run_id(bench, pl, path)
+    # the result's round: where the path or --round names it (not the newest rules guessed)
+    rnd = _round_label(bench.ruleset) if pl.ruleset or opts.round else None
+    run_id = _run_id(rnd, pl, path, bench.name)
     task = {
         "name": bench.name,
         "workload": bench.name,
@@ -479,7 +481,7 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
         "mlperf": {
             "rules": bench.rules,
             "usage": bench.usage,
-            "round": _round_label(bench.ruleset),
+            "round": rnd,
             "submitter": pl.submitter,
             "system": pl.system,
             "org": _value(events, "submission_org"),
@@ -500,7 +502,7 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
         "run_id": run_id,
         "file": str(path),
         "benchmark": bench.name,
-        "round": _round_label(bench.ruleset),
+        "round": rnd,
         "rules": bench.rules,
         "status": status,
         "run_stop_status": stop_status,
