@@ -322,3 +322,21 @@ def test_leaderboard_and_compare_per_benchmark_and_round_with_accelerator_time(r
     c2 = compare([("v5.1", flux), ("v5.0", other)])
     (tta,) = [v for v in c2.verdicts if v.quantity == "time_to_accuracy"]
     assert "different MLPerf rounds (5.0 vs 5.1)" in tta.reason
+
+
+def test_cli_round_and_targets_per_benchmark_in_one_command(tmp_path, capsys):
+    pytest.importorskip("mlperf_logging")
+    a = _log(tmp_path / "a" / "result_0.txt", "llama31_8b", [("eval_accuracy", 3.2)])
+    b = _log(tmp_path / "b" / "result_0.txt", "resnet", [("eval_accuracy", 0.76)])
+    args = ["import", "mlperf", str(a), str(b), "--out", str(tmp_path / "o"), "--json"]
+    assert main([*args, "--round", "v5.1", "--target", "resnet=0.8"]) == 0
+    got = {i["benchmark"]: i for i in json.loads(capsys.readouterr().out)["imported"]}
+    assert got["llama31_8b"]["rules"].startswith("MLPerf Training 5.1.0")
+    assert got["llama31_8b"]["round"] == "5.1" and got["llama31_8b"]["status"] == "reached"
+    assert got["resnet"]["target"] == 0.8 and got["resnet"]["status"] == "not_reached"
+    assert main([*args, "--round", "five"]) == 2
+    assert "--round five: expected a round like 5.1" in capsys.readouterr().err
+    # resnet is no benchmark of round 5.1: said in one line, naming what the round has
+    assert main([*args, "--round", "5.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no benchmark 'resnet' (that round has: " in err and "\n" not in err
