@@ -35,6 +35,7 @@ from analyzers.record_view import (
     crossing,
     faults_per_step,
     framework,
+    mlperf_round,
     unfinished,
 )
 from analyzers.roof_flags import roof_name
@@ -91,6 +92,8 @@ class RunValues:
     # fraction is an upper bound, shown "DOUBT"), and roof -> those ops (RunRoofline's own)
     doubts: dict[str, list[str]] = field(default_factory=dict)
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
+    accelerators: int | None = None  # hardware.count: time x accelerators compares sizes
+    mlperf_round: str | None = None  # an imported MLPerf result's round ("5.1")
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,9 @@ class ItemSummary:
     achieved_flops_ratio: float | None = None
     # frac_of_roof -> roofs ops are flagged above, over the runs: one run's doubt is the mean's
     doubts: dict[str, list[str]] = field(default_factory=dict)
+    # time to accuracy x accelerators (GPU-seconds), where all runs name one accelerator count
+    accelerator_time_s: float | None = None
+    accelerator_time_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,15 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         steps_per_epoch=(record.get("extra") or {}).get("steps_per_epoch"),
         doubts=dict(r.doubts) if r else {},
         doubted_roofs=dict(r.doubted_roofs) if r else {},
+        accelerators=_count(record),
+        mlperf_round=mlperf_round(record),
     )
+
+
+def _count(record: Mapping[str, Any]) -> int | None:
+    count = (record.get("hardware") or {}).get("count")
+    ok = isinstance(count, int) and not isinstance(count, bool) and count > 0
+    return count if ok else None
 
 
 def _ratio(x: float | None, base: float | None) -> float | None:
@@ -196,6 +210,9 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
     reached = [r for r in runs if r.reached and r.time_to_accuracy_s is not None]
     tta = [r.time_to_accuracy_s for r in reached if r.time_to_accuracy_s is not None]
     first = runs[0]
+    counts = {r.accelerators for r in runs}
+    count = counts.pop() if len(counts) == 1 else None
+    mean_tta = mean_or_none(tta)
     return ItemSummary(
         label=label,
         kind="run" if len(runs) == 1 else "group",
@@ -220,6 +237,7 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         frac_of_roof=mean_or_none([r.frac_of_roof for r in runs]),
         bounds=sorted({r.bound for r in runs if r.bound}),
         doubts=_doubts(runs, "frac_of_roof"),
+        accelerator_time_s=None if mean_tta is None or count is None else mean_tta * count,
     )
 
 
@@ -234,6 +252,7 @@ def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
     return replace(
         s,
         time_to_accuracy_ratio=_ratio(s.time_to_accuracy_s, base.time_to_accuracy_s),
+        accelerator_time_ratio=_ratio(s.accelerator_time_s, base.accelerator_time_s),
         time_per_epoch_ratio=_ratio(s.time_per_epoch_s, base.time_per_epoch_s),
         step_time_ratio=_ratio(s.step_time_s, base.step_time_s),
         faults_ratio=_ratio(s.faults_per_step, base.faults_per_step),
@@ -322,9 +341,11 @@ def not_comparable(base_runs: Sequence[RunValues], runs: Sequence[RunValues]) ->
     work = _differ({r.workload for r in both if r.workload}, "workloads")
     target = _differ({f"{r.metric} threshold {r.threshold:g}" for r in both}, "targets")
     steps = _differ({r.steps_per_epoch for r in both if r.steps_per_epoch}, "epoch sizes", " steps")
+    # another MLPerf round is other rules, data and reference code, even at the same target
+    rnd = _differ({r.mlperf_round for r in both if r.mlperf_round}, "MLPerf rounds")
     out = {}
-    if work or target:
-        out["time_to_accuracy"] = "; ".join(w for w in (work, target) if w)
+    if work or target or rnd:
+        out["time_to_accuracy"] = "; ".join(w for w in (work, target, rnd) if w)
     if work or steps:
         out["time_per_epoch"] = "; ".join(w for w in (work, steps) if w)
     return out

@@ -10,6 +10,11 @@ runs on a subset of the training or evaluation data (`record_view.partial_run`).
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
 threshold (`imagenet` top5 0.93, `squad` f1 0.75, `cifar10` top1 0.94).
 
+Imported MLPerf results get one board per benchmark and round (`extra.mlperf.round`: a round's
+rules, data and reference code are its own), and their rows carry time x accelerators
+(`Row.accelerator_s`, from the hardware count the import read from the submission's
+`systems/<system>.json`), so that systems of different sizes compare.
+
 Costs are priced by `analyzers.cost` (the record's own price, else the price table for its
 instance type, else `instance_type` for records that name none; not where the table says that
 instance is other hardware, nor `instance_type` where the record's hardware cannot be checked
@@ -28,7 +33,13 @@ from analyzers import stats
 from analyzers.cost import Cost, cost_of, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
-from analyzers.record_view import left_out, partial_run, reached_time
+from analyzers.record_view import (
+    accelerator_seconds,
+    left_out,
+    mlperf_round,
+    partial_run,
+    reached_time,
+)
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 from analyzers.tasks import items, metric_info, metric_text, target_text
 
@@ -62,6 +73,7 @@ class Row:
     note: str | None = None
     generalization: dict[str, Any] | None = None  # analyzers.generalization.headline
     energy_j: float | None = None  # energy to accuracy (training boards) or per 10,000 (inference)
+    accelerator_s: float | None = None  # ranked training time x accelerators (GPU-seconds)
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,7 @@ class Board:
     target: str = ""  # as the task states it: "top-5 >= 93%", "F1 >= 0.75"
     instance_type: str | None = None  # prices records that name none (cost rankings)
     duplicates: list[Duplicate] = field(default_factory=list)
+    round: str | None = None  # MLPerf round ("5.1") of an imported MLPerf board
 
 
 def _inference_qualifies(rec: Mapping[str, Any], metric: str, threshold: float) -> bool:
@@ -205,6 +218,7 @@ def _row(rec: Mapping[str, Any], entry: tuple, rank: int | None, by: str) -> Row
             if by.startswith("training")
             else inference_view(rec).energy_per_10k_j
         ),
+        accelerator_s=accelerator_seconds(rec, value) if by == "training-time" else None,
     )
 
 
@@ -291,7 +305,7 @@ def leaderboard(
         raise ValueError(f"unknown ranking {by!r}; expected one of {', '.join(BY)}")
     prices = prices or {}
     costed = instance_type if by.endswith("cost") else None
-    tasks: dict[tuple[str, str, float, str], list[Mapping[str, Any]]] = {}
+    tasks: dict[tuple[str, str, float, str, str], list[Mapping[str, Any]]] = {}
     for rec in records:
         t = rec.get("task") or {}
         if task is not None and t.get("name") != task:
@@ -301,12 +315,13 @@ def leaderboard(
             str(t.get("metric")),
             float(t.get("threshold")),
             task_direction(rec),
+            mlperf_round(rec) or "",
         )
         tasks.setdefault(key, []).append(rec)
     same = same_runs([r for recs in tasks.values() for r in recs])
 
     boards = []
-    for (name, metric, threshold, direction), recs in sorted(tasks.items()):
+    for (name, metric, threshold, direction, rnd), recs in sorted(tasks.items()):
         entries = [(r, e) for r in recs if (e := _entry(r, by, prices, costed)) is not None]
         if not entries:
             continue
@@ -338,6 +353,7 @@ def leaderboard(
                 target_text(metric, threshold, direction),
                 costed,
                 duplicates,
+                rnd or None,
             )
         )
     return boards

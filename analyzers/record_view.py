@@ -158,3 +158,20 @@ def batch_size_of(record: Mapping[str, Any]) -> Any:
         if value is not None:
             return value
     return None
+
+
+def mlperf_round(rec: Mapping[str, Any]) -> str | None:
+    """The MLPerf round ("5.1") an imported MLPerf record was scored by, else None."""
+    if (rec.get("source") or {}).get("kind") != "mlperf":
+        return None
+    info = (rec.get("extra") or {}).get("mlperf")
+    rnd = info.get("round") if isinstance(info, Mapping) else None
+    return rnd if isinstance(rnd, str) and rnd else None
+
+
+def accelerator_seconds(rec: Mapping[str, Any], seconds: float | None) -> float | None:
+    """`seconds` x the record's accelerator count (None where the count is unknown)."""
+    count = (rec.get("hardware") or {}).get("count")
+    if seconds is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        return None
+    return seconds * count

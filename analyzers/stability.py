@@ -212,7 +212,7 @@ def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
     """(benchmark, runs dropped at each end) of an imported MLPerf record, else None.
 
     The importer stores its benchmark's rule as `extra.mlperf.dropped_each_end`; a record
-    imported before it did gets the rule of its benchmark from the importer's rules table.
+    imported before it did gets the summarizer's rule for its benchmark (`max_dropped`).
     """
     if (record.get("source") or {}).get("kind") != "mlperf":
         return None
@@ -223,10 +223,9 @@ def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
     if "dropped_each_end" in info:
         dropped = info["dropped_each_end"]
     else:
-        from perfsuite.importers.mlperf_rules import BENCHMARKS
+        from perfsuite.importers.mlperf_rules import max_dropped
 
-        known = BENCHMARKS.get(name)
-        dropped = known.max_dropped if known else 1
+        dropped = max_dropped(name)
     if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 1:
         return None
     return name, dropped

@@ -192,7 +192,15 @@ def test_an_mlperf_import_of_the_h100_run_is_not_priced_as_a_v100(tmp_path, caps
     {"name": submission_platform} only), which must not be priced at V100 rates, 3.06 USD/h."""
     run = extract_h100_run(tmp_path / "runs")
     out = tmp_path / "imported"
-    args = ["import", "mlperf", str(run / "mllog.txt"), "--target", "0.5", "--out", str(out)]
+    args = [
+        "import",
+        "mlperf",
+        str(run / "mllog.txt"),
+        "--target",
+        "cifar10=0.5",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     (imported,) = out.glob("*/run.json")
     rec = json.loads(imported.read_text())

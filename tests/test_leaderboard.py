@@ -390,7 +390,9 @@ def test_same_run_whatever_the_target_came_from_but_not_a_copy_of_the_log(tmp_pa
     away.parent.mkdir()
     shutil.copy(run_a / "mllog.txt", away)
     assert main(["import", "mlperf", str(run_a), "--out", str(runs)]) == 0
-    assert main(["import", "mlperf", str(run_b), "--target", "0.759", "--out", str(runs)]) == 0
+    assert (
+        main(["import", "mlperf", str(run_b), "--target", "resnet=0.759", "--out", str(runs)]) == 0
+    )
     assert main(["import", "mlperf", str(away), "--out", str(runs)]) == 0
     capsys.readouterr()
     records = load_records([runs])
@@ -411,7 +413,7 @@ def test_import_against_another_target_stays_on_its_board_said_to_be_the_run(tmp
     """`--target 0.8` on a cifar10 run's log: eval_accuracy >= 0.8, another board."""
     runs = tmp_path / "runs"
     run = _run_with_log(runs, "cifar10-20260101T000000-aaaa", 100.0, (0.5, 0.8, 0.95))
-    assert main(["import", "mlperf", str(run), "--target", "0.8", "--out", str(runs)]) == 0
+    assert main(["import", "mlperf", str(run), "--target", "cifar10=0.8", "--out", str(runs)]) == 0
     capsys.readouterr()
     imported = f"mlperf-cifar10-{run.name}-mllog"
     boards = leaderboard(load_records([runs]), "training-time")

@@ -104,6 +104,14 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ),
         ("  CoV over runs", lambda s: fmt.pct(s.time_to_accuracy_cov)),
         (
+            "  x accelerators (accelerator-min)",
+            lambda s: (
+                "n/a"
+                if s.accelerator_time_s is None
+                else f"{s.accelerator_time_s / 60:,.0f}" + _x(s.accelerator_time_ratio)
+            ),
+        ),
+        (
             "epochs to threshold",
             lambda s: "n/a" if s.epochs_to_threshold is None else f"{s.epochs_to_threshold:.3g}",
         ),

@@ -55,12 +55,16 @@ def register(sub: Any) -> None:
     m = kinds.add_parser(
         "mlperf",
         help="MLPerf training result logs (:::MLLOG lines)",
-        description="Import MLPerf training logs. Time to train = run_stop - run_start "
-        "(includes evaluation). Converged = run_stop status success and an eval_accuracy at "
-        "the benchmark's target (MLPerf Training v4.0 targets) before run_stop. Each folder "
-        "of result_*.txt gets the MLPerf score: the runs' minutes sorted, a failed run "
-        "counting as the slowest, one dropped at each end (four for unet3d), the rest "
-        "averaged. A perfsuite run folder's mllog.txt is read with the target of its run.json.",
+        description="Import MLPerf Training (and HPC) logs. Time to train = run_stop - "
+        "run_start (includes evaluation). Converged = run_stop status success and an "
+        "evaluation before the run_stop line at the target of the round's rules, read from "
+        "the installed mlperf-logging package; the round, submitter and system come from the "
+        "results layout (training_results_vX.Y/<submitter>/results/<system>/<benchmark>/), "
+        "the hardware from <submitter>/systems/<system>.json. Each folder of result_*.txt "
+        "gets MLCommons' score: the runs' minutes sorted, a failed or unreadable run counting "
+        "as the slowest, one dropped at each end (four for unet3d), the rest averaged, times "
+        "scaling.json. A perfsuite run folder's mllog.txt is read with the target of its "
+        "run.json. See docs/importers.md.",
     )
     m.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders")
     m.add_argument(
@@ -68,15 +72,24 @@ def register(sub: Any) -> None:
     )
     m.add_argument(
         "--target",
-        type=float,
-        metavar="T",
-        help="quality target replacing the built-in one (eval_accuracy >= T); refused for "
+        action="append",
+        default=[],
+        metavar="BENCH=T",
+        help="quality target of one benchmark replacing its rules' one (evaluation >= T); "
+        "repeat for several benchmarks; needed without mlperf-logging installed; refused for "
         "maskrcnn and stable_diffusion, judged on two conditions",
     )
     m.add_argument(
         "--lower-is-better",
         action="store_true",
-        help="with --target: converged when eval_accuracy <= T (loss, WER, perplexity)",
+        help="with --target: converged when the evaluation <= T (loss, WER, perplexity), "
+        "for every --target given",
+    )
+    m.add_argument(
+        "--round",
+        metavar="X.Y",
+        help="score by the rules of this MLPerf round (e.g. 5.1) instead of the round named "
+        "by a *_results_vX.Y folder above the logs",
     )
     _common(m)
     m.set_defaults(func=run_mlperf)
@@ -153,13 +166,50 @@ def run_dawnbench(args: argparse.Namespace) -> int:
     return _report_failures(failed)
 
 
+def _targets(given: list[str], benchmark: str | None) -> dict[str, float]:
+    """`--target BENCH=T` values by benchmark; a bare T is the `--benchmark`'s."""
+    out: dict[str, float] = {}
+    for text in given:
+        name, sep, value = text.rpartition("=")
+        if not sep:
+            if benchmark is None:
+                raise CLIError(f"--target {text}: give it as BENCH=VALUE (one per benchmark)")
+            name = benchmark
+        try:
+            number = float(value)
+        except ValueError:
+            raise CLIError(f"--target {text}: {value!r} is not a number") from None
+        if not name or number != number or number in (float("inf"), float("-inf")):
+            raise CLIError(f"--target {text}: expected BENCH=VALUE with a finite VALUE")
+        if name in out and out[name] != number:
+            raise CLIError(f"--target: two targets for {name} ({out[name]:g}, {number:g})")
+        out[name] = number
+    return out
+
+
+def _round(text: str | None) -> str | None:
+    """ "5.1" or "v5.1" or "5.1.0" -> "5.1.0"."""
+    if text is None:
+        return None
+    parts = text.lstrip("vV").split(".")
+    if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
+        raise CLIError(f"--round {text}: expected a round like 5.1")
+    return ".".join(str(int(p)) for p in [*parts, "0"][:3])
+
+
 def run_mlperf(args: argparse.Namespace) -> int:
     from perfsuite.fmt import table
     from perfsuite.importers import mlperf
 
-    if args.lower_is_better and args.target is None:
+    if args.lower_is_better and not args.target:
         raise CLIError("--lower-is-better needs --target")
-    importer = mlperf.MLPerfImporter(args.benchmark, args.target, not args.lower_is_better)
+    options = mlperf.Options(
+        benchmark=args.benchmark,
+        targets=_targets(args.target, args.benchmark),
+        higher_is_better=not args.lower_is_better,
+        round=_round(args.round),
+    )
+    importer = mlperf.MLPerfImporter(options)
     result = _import(importer, args)
     items, failed, scores = result.items, result.failed, result.extra["scores"]
     if args.json:
@@ -191,18 +241,22 @@ def run_mlperf(args: argparse.Namespace) -> int:
         for sc in scores:
             score = "-" if sc["score_min"] is None else f"{sc['score_min']:.2f} min"
             note = sc["reason"] or "; ".join(sc["flags"]) or ""
+            acc = sc["accelerator_min"]
             srows.append(
                 [
                     sc["folder"],
                     sc["benchmark"] or "-",
+                    sc["round"] or "-",
                     f"{sc['converged']}/{sc['runs']}",
                     sc["required_runs"] or "-",
                     score,
+                    "-" if acc is None else f"{acc:.0f} ({sc['accelerators']})",
                     note,
                 ]
             )
         print()
-        print(table(srows, ["folder", "benchmark", "converged", "required", "score", "note"]))
+        head = ["folder", "benchmark", "round", "converged", "required", "score"]
+        print(table(srows, [*head, "accelerator-min (count)", "note"]))
     for line in _flags_text(items, skip=(mlperf.TIMING_FLAG,)):
         print(printable(line))
     status(

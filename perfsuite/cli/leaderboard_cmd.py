@@ -80,7 +80,8 @@ def render(boards: list[Any]) -> str:
 
     blocks = []
     for b in boards:
-        head = f"== {b.task}: {b.target}, ranked by {b.by} ({b.unit})"
+        task = f"{b.task} (MLPerf round {b.round})" if b.round else b.task
+        head = f"== {task}: {b.target}, ranked by {b.by} ({b.unit})"
         rows = [
             [
                 str(r.rank) if r.rank is not None else r.status,
@@ -112,6 +113,12 @@ def render(boards: list[Any]) -> str:
                 row.extend(_generalization_cells(r.generalization))
             headers += GENERALIZATION_HEADERS
             align += "r" * len(GENERALIZATION_HEADERS)
+        if any(r.accelerator_s is not None for r in b.rows):  # systems of different sizes
+            for row, r in zip(rows, b.rows, strict=True):
+                acc = r.accelerator_s
+                row.insert(2, "-" if acc is None else f"{acc / 60:,.0f}")
+            headers.insert(2, "accelerator-min")
+            align = align[:2] + "r" + align[2:]
         if any(r.energy_j is not None for r in b.rows):  # only where a counter measured it
             for row, r in zip(rows, b.rows, strict=True):
                 row.append(si(r.energy_j, "J"))

@@ -1,13 +1,15 @@
-"""MLPerf Training result logs (`:::MLLOG {json}` lines) -> run records, and folder scores.
+"""MLPerf Training and HPC result logs (`:::MLLOG {json}` lines) -> run records, folder scores.
 
 Time to train is MLPerf's: first `run_stop` minus first `run_start` (`time_ms`), which
 includes the evaluations done during the run (unlike DAWNBench's training-only clock). A run
-is converged when `run_stop` says `status: success` *and* an evaluation logged before
-`run_stop` meets the benchmark's target (`mlperf_rules`; which lines count: `mlperf_evals`).
-A folder of `result_*.txt` files for one benchmark gets MLPerf's score (`mlperf_score`).
-perfsuite's own `mllog.txt` is read with the target of the run.json beside it; whatever the
-target, a run.json beside the log that names it records that run (`perfsuite_run`).
-"""
+is converged when `run_stop` says `status: success` *and* an evaluation logged before the
+`run_stop` line meets the target of the round's rules, read from the installed mlperf-logging
+(`mlperf_rules`; which lines count: `mlperf_evals`). The round, submitter and system come from
+where the log sits in MLCommons' results layout (`mlperf_submission`); `--round` and
+`--target BENCH=VALUE` override. A folder of `result_*.txt` files for one benchmark gets
+MLPerf's score (`mlperf_score`). perfsuite's own `mllog.txt` is read with the target of the
+run.json beside it; whatever the target, a run.json beside the log that names it records that
+run (`perfsuite_run`)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +28,18 @@ from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
-    BENCHMARKS,
-    RULES_VERSION,
     Benchmark,
+    RulesUnavailable,
     component_metric,
     custom,
+    is_hpc,
+    newest_ruleset,
+    official,
 )
 from perfsuite.importers.mlperf_score import scaling_factor, score_folders
+from perfsuite.importers.mlperf_submission import Place, is_placeholder, place, system_description
+from perfsuite.importers.mlperf_submission import framework as submission_framework
+from perfsuite.importers.mlperf_submission import hardware as submission_hardware
 from perfsuite.record import new_record, quantity
 from perfsuite.safeio import load_json
 
@@ -57,6 +64,21 @@ TIMING_FLAG = (
 PERFSUITE_LOG = "mllog.txt"  # what perfsuite's runner writes beside run.json
 PATTERNS = ("result_*.txt", "*.log", PERFSUITE_LOG)
 RUN_JSON_BYTES = 32 * 1024 * 1024
+# key prefixes of MLPerf Inference's LoadGen logs (mlperf_log_detail.txt)
+INFERENCE_KEYS = ("loadgen_", "effective_scenario", "requested_scenario", "result_validity")
+# judged on several components at once: one scalar --target cannot stand for them
+JOINT = ("maskrcnn", "stable_diffusion")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to read logs: `targets` per benchmark (`--target BENCH=VALUE`) replace the rules'
+    ones; `round` ("5.1.0") overrides the round read from the path."""
+
+    benchmark: str | None = None
+    targets: dict[str, float] = field(default_factory=dict)
+    higher_is_better: bool = True
+    round: str | None = None
 
 
 def _run_folder_log(folder: Path, cache: dict[Path, Path | None]) -> Path | None:
@@ -76,24 +98,25 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Log files: given files as is; in folders, `result_*.txt`, `*.log` and perfsuite's
     `mllog.txt`, recursively. A perfsuite run folder (one with a run.json) gives only the log
     its record names as `sidecars.mllog`: its other logs (perfsuite.log, ...) are not MLPerf's.
+    A missing path or a folder without a log is yielded as is: loading it fails, so that
+    `--keep-going` lists it and imports the rest.
     """
     cache: dict[Path, Path | None] = {}
     for raw in paths:
         p = Path(raw)
         if not p.is_dir():
-            yield from find_files([p], PATTERNS)
+            yield p
             continue
+        try:
+            found = list(find_files([p], PATTERNS))
+        except ImportFailure:
+            found = []
         kept = [
             f
-            for f in find_files([p], PATTERNS)
+            for f in found
             if not (f.parent / "run.json").is_file() or f == _run_folder_log(f.parent, cache)
         ]
-        if not kept:
-            raise ImportFailure(
-                f"{p}: no MLPerf log in this folder (perfsuite run folders give only the "
-                "mllog their run.json names)"
-            )
-        yield from kept
+        yield from kept or [p]
 
 
 def parse_events(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
@@ -139,6 +162,10 @@ def _margin(bench: Benchmark, metrics: dict[str, float | None]) -> float | None:
     Lets the one time-to-accuracy rule (`first_crossing`, metric >= threshold) serve targets
     that are upper bounds (WER, perplexity) and joint targets (Mask R-CNN box and mask).
     """
+    for c in bench.limits:  # the rules' sanity bounds (e.g. value < 1): must hold too
+        v = metrics.get(component_metric(bench, c.component))
+        if v is not None and not c.met(v):
+            return -math.inf
     out = math.inf
     for c in bench.conditions:
         v = metrics.get(component_metric(bench, c.component))
@@ -191,40 +218,59 @@ def _perfsuite_target(rec: dict[str, Any], run_json: Path, name: str) -> Benchma
     return custom(name, threshold, direction == "higher", metric)
 
 
+def _ruleset(name: str, pl: Place, round_: str | None, flags: list[str]) -> tuple[str, str]:
+    """(usage, ruleset) whose rules score this log: `--round`, else the `*_results_vX.Y`
+    folder above it, else (flagged) the newest installed ruleset that has the benchmark."""
+    hpc = is_hpc(name)
+    usage = pl.usage or ("hpc" if hpc else "training")
+    if round_ is not None:
+        return usage, round_
+    if pl.ruleset is not None:
+        return usage, pl.ruleset
+    newest = newest_ruleset(usage, name)
+    if newest is None:
+        raise RulesUnavailable(
+            f"{name!r} is in no {usage} ruleset of the installed mlperf-logging; pass "
+            f"--target {name}=VALUE"
+        )
+    flags.append(
+        f"round unknown (no {usage}_results_vX.Y folder above the log, no --round): scored "
+        f"by the newest {usage} rules that have {name}, {newest}"
+    )
+    return usage, newest
+
+
 def _select_benchmark(
     path: Path,
     logged: Any,
-    benchmark: str | None,
-    target: float | None,
-    higher: bool,
+    opts: Options,
+    pl: Place,
     flags: list[str],
 ) -> tuple[Benchmark, tuple[dict[str, Any], Path] | None, bool]:
     """The benchmark and its target; the perfsuite run whose run.json beside the log names
     this log (`_own_run`), whatever the target came from; whether the target came from it.
     """
-    name = benchmark or (str(logged) if logged is not None else None)
+    name = opts.benchmark or (str(logged) if logged is not None else None)
     if name is None:
         raise ImportFailure(f"{path}: field submission_benchmark: missing (pass --benchmark)")
-    if benchmark and logged is not None and str(logged) != benchmark:
-        flags.append(f"log says submission_benchmark {logged!r}; imported as {benchmark!r}")
-    known = BENCHMARKS.get(name)
+    if opts.benchmark and logged is not None and str(logged) != opts.benchmark:
+        flags.append(f"log says submission_benchmark {logged!r}; imported as {opts.benchmark!r}")
+    target = opts.targets.get(name)
     if target is not None:
-        if known is not None and known.joint:
+        if name in JOINT:
             raise ImportFailure(
                 f"{path}: field submission_benchmark: {name!r} is judged on several "
-                f"conditions at once ({known.describe()}); --target sets one scalar target "
-                "and cannot replace them"
+                "conditions at once; --target sets one scalar target and cannot replace them"
             )
-        return custom(name, target, higher), _own_run(path, strict=False), False
-    if known is not None:
-        return known, _own_run(path, strict=False), False
-    run = _own_run(path, strict=True)
-    if run is not None:
-        return _perfsuite_target(*run, name), run, True
-    raise ImportFailure(
-        f"{path}: field submission_benchmark: no known target for {name!r} "
-        f"(known: {', '.join(sorted(BENCHMARKS))}); pass --target"
-    )
+        return custom(name, target, opts.higher_is_better), _own_run(path, False), False
+    try:
+        usage, version = _ruleset(name, pl, opts.round, flags)
+        return official(name, usage, version), _own_run(path, strict=False), False
+    except RulesUnavailable as exc:
+        run = _own_run(path, strict=True)
+        if run is not None:  # a perfsuite run's own log: the run's target
+            return _perfsuite_target(*run, name), run, True
+        raise RulesUnavailable(f"{path}: field submission_benchmark: {exc}") from None
 
 
 def _origin(
@@ -275,23 +321,63 @@ def _epoch_times(events: list[dict[str, Any]]) -> list[float]:
     return times
 
 
-def load_result(
-    path: str | Path,
-    benchmark: str | None = None,
-    target: float | None = None,
-    higher_is_better: bool = True,
-) -> Imported:
+def _what_else(path: Path, events: list[dict[str, Any]]) -> str | None:
+    """What a file is when it is no MLPerf training or HPC result log, in a few words."""
+    if not events:
+        head = read_text(path)[:4096]
+        if "MLPerf Results Summary" in head:
+            return "an MLPerf Inference result summary (LoadGen), not a training log"
+        return f"not an MLPerf log (no {MARKER} lines)"
+    keys = {e["key"] for e in events}
+    if any(k.startswith(INFERENCE_KEYS) for k in keys):
+        return "an MLPerf Inference log (LoadGen keys), not a training log"
+    if not keys & {"run_start", "submission_benchmark", "init_start"}:
+        return f"{MARKER} lines without run_start or submission_benchmark: no MLPerf result log"
+    return None
+
+
+def _round_label(ruleset: str | None) -> str | None:
+    """ "5.1" for ruleset "5.1.0": how MLCommons names a round."""
+    if ruleset is None:
+        return None
+    major, minor, *_ = ruleset.split(".")
+    return f"{major}.{minor}"
+
+
+def _run_id(rnd: str | None, pl: Place, path: Path, name: str) -> str:
+    """mlperf-v<round>-<submitter>-<system>-<benchmark>-<file stem> for a log in a submission
+    layout: readable, stable, and unique within MLCommons' results; else the folder name."""
+    stem = slug(path.stem)
+    if pl.submitter and pl.system:
+        tag = f"v{rnd}-" if rnd else ""
+        return f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}"
+    return f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}"
+
+
+def load_result(path: str | Path, opts: Options | None = None) -> Imported:
     """One MLPerf result log as a run record (see the module docstring for the rules)."""
     path = Path(path)
+    opts = opts or Options()
+    if path.is_dir():
+        raise ImportFailure(
+            f"{path}: no MLPerf log in this folder (result_*.txt, *.log or a perfsuite run "
+            "folder's mllog.txt)"
+        )
+    if not path.exists():
+        raise ImportFailure(f"{path}: no such file or folder")
     events, bad = parse_events(path)
-    if not events:
-        raise ImportFailure(f"{path}: field {MARKER}: no MLPerf log lines in this file")
+    other = _what_else(path, events)
+    if other:
+        raise ImportFailure(f"{path}: {other}")
     flags: list[str] = [TIMING_FLAG]
     if bad:
         flags.append(f"{len(bad)} unreadable :::MLLOG line(s) skipped (first: line {bad[0]})")
+    pl = place(path)
     bench, run, target_from_run = _select_benchmark(
-        path, _value(events, "submission_benchmark"), benchmark, target, higher_is_better, flags
+        path, _value(events, "submission_benchmark"), opts, pl, flags
     )
+    if bench.usage == "hpc":
+        flags.append(f"MLPerf HPC log ({bench.name}): time to train scored as for training")
     origin = _origin(run, target_from_run, flags)
     start = _first(events, "run_start")
     if start is None:
@@ -320,17 +406,23 @@ def load_result(
     else:
         status, error = "not_reached", None
         if stop_status != "success":
-            flags.append(f"run_stop status {stop_status or 'missing'!r}: not converged")
+            flags.append(
+                f"run_stop status {stop_status or 'missing'!r}: not converged (stricter than "
+                "MLCommons' checker, which does not read the status: a run that says it did "
+                "not succeed is not counted as one)"
+            )
         if not crossing.reached:
-            flags.append("no eval_accuracy meets the target: not converged")
+            flags.append(f"no {bench.eval_key} meets the target: not converged")
     if stop_status == "success" and not crossing.reached:
-        flags.append("run_stop says success but no eval_accuracy meets the target")
+        flags.append(f"run_stop says success but no {bench.eval_key} meets the target")
     first = bench.conditions[0]
     if not first.higher_is_better:
         flags.append(f"lower is better: {bench.metric} must be <= {first.target:g}")
 
-    folder = path.parent.name or "log"
-    run_id = f"mlperf-{slug(bench.name)}-{slug(folder)}-{slug(path.stem)}"
+    desc = system_description(pl, flags)
+    # the result's round: where the path or --round names it (not the newest rules guessed)
+    rnd = _round_label(bench.ruleset) if pl.ruleset or opts.round else None
+    run_id = _run_id(rnd, pl, path, bench.name)
     task = {
         "name": bench.name,
         "workload": bench.name,
@@ -362,7 +454,12 @@ def load_result(
     # the run.json is a source only when it set the target (and so the result)
     files = [str(path)] + ([origin["run_json"]] if origin and target_from_run else [])
     record["source"].update({"files": files, "entry_type": "training"})
-    record["hardware"] = _hardware(_value(events, "submission_platform"), run)
+    platform = _value(events, "submission_platform")
+    if desc is not None or is_placeholder(platform):
+        record["hardware"] = submission_hardware(desc, platform, flags)
+        record["framework"] = submission_framework(desc)
+    else:
+        record["hardware"] = _hardware(platform, run)
     record["model"] = bench.name
     record["evaluations"] = evaluations
     record["time_to_accuracy"] = {
@@ -382,7 +479,11 @@ def load_result(
     )
     record["extra"] = {
         "mlperf": {
-            "rules": RULES_VERSION,
+            "rules": bench.rules,
+            "usage": bench.usage,
+            "round": rnd,
+            "submitter": pl.submitter,
+            "system": pl.system,
             "org": _value(events, "submission_org"),
             "division": _value(events, "submission_division"),
             "submission_status": _value(events, "submission_status"),
@@ -401,6 +502,8 @@ def load_result(
         "run_id": run_id,
         "file": str(path),
         "benchmark": bench.name,
+        "round": rnd,
+        "rules": bench.rules,
         "status": status,
         "run_stop_status": stop_status,
         "converged": converged,
@@ -415,18 +518,23 @@ def load_result(
 
 @dataclass
 class MLPerfImporter:
-    """MLPerf training logs behind the common pipeline; finalize scores result folders."""
+    """MLPerf logs behind the common pipeline; finalize scores result folders, counting a
+    `result_*.txt` that could not be read as a run that did not converge, as MLCommons'
+    summarizer does."""
 
-    benchmark: str | None = None
-    target: float | None = None
-    higher_is_better: bool = True
+    options: Options = field(default_factory=Options)
+    failed: list[Path] = field(default_factory=list)
     kind = "MLPerf log (result_*.txt, *.log, mllog.txt)"
 
     def discover(self, paths: Iterable[str | Path]) -> Iterator[Path]:
         return discover(paths)
 
     def load(self, path: Path) -> Imported:
-        return load_result(path, self.benchmark, self.target, self.higher_is_better)
+        try:
+            return load_result(path, self.options)
+        except ImportFailure:
+            self.failed.append(path)
+            raise
 
     def finalize(self, items: list[Imported]) -> dict[str, Any]:
-        return {"scores": score_folders(items)}
+        return {"scores": score_folders(items, self.failed)}

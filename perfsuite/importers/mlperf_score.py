@@ -1,8 +1,9 @@
 """MLPerf folder scores: the result summarizer's olympic average over a folder's runs.
 
 Why here and not in analyzers.stats: MLPerf's summarizer drops a per-benchmark number of runs
-at each end (4 for unet3d, 1 otherwise) and tolerates that many runs that did not converge.
-With one dropped it is `analyzers.stats.olympic_mean`, reasons included (tested).
+at each end (4 for unet3d, 1 otherwise) and tolerates that many runs that did not converge; a
+`result_*.txt` it cannot read counts as one of those. With one dropped it is
+`analyzers.stats.olympic_mean`, reasons included (tested).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from analyzers.stats import olympic_mean
 from perfsuite.importers.common import Imported, ImportFailure, slug
-from perfsuite.importers.mlperf_rules import BENCHMARKS
+from perfsuite.importers.mlperf_rules import max_dropped
 from perfsuite.safeio import load_json
 
 
@@ -48,27 +49,54 @@ def _count_flag(name: str, runs: int, required: int) -> str | None:
     return f"{runs} runs; an MLPerf submission has exactly {required} for {name}"
 
 
-def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
+def _is_result(path: Path) -> bool:
+    return path.name.startswith("result_") and path.suffix == ".txt"
+
+
+def _group_id(first: Imported, names: list[str], folder: str) -> str:
+    """The folder's group id: its runs' id less the file stem (round, submitter, system)."""
+    run_id = str(first.record["run_id"])
+    stem = slug(Path(first.record["source"]["files"][0]).stem)
+    if (
+        len(names) == 1
+        and run_id.endswith("-" + stem)
+        and first.record["extra"]["mlperf"].get("submitter")
+    ):
+        return run_id[: -len(stem) - 1]
+    return f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
+
+
+def score_folders(items: list[Imported], failed: list[Path] | None = None) -> list[dict[str, Any]]:
     """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
 
-    Score = `analyzers.stats.olympic_mean` of the runs' time to train in minutes (a run that did not
-    converge counting as the slowest; 4 dropped at each end for unet3d, else 1), times the
-    folder's `scaling.json` factor as in MLPerf's result summarizer. A run count other than
-    the rules' is flagged.
+    Score = `analyzers.stats.olympic_mean` of the runs' time to train in minutes (a run that did
+    not converge, or a `result_*.txt` in `failed` that could not be read, counting as the
+    slowest; 4 dropped at each end for unet3d, else 1), times the folder's `scaling.json`
+    factor as in MLPerf's result summarizer. A run count other than the rules' is flagged.
     """
     groups: dict[str, list[Imported]] = {}
     for it in items:
         path = Path(it.record["source"]["files"][0])
-        if path.name.startswith("result_"):
+        if _is_result(path):
             groups.setdefault(str(path.parent), []).append(it)
+    unread: dict[str, list[Path]] = {}
+    for path in failed or []:
+        if _is_result(path) and str(path.parent) in groups:
+            unread.setdefault(str(path.parent), []).append(path)
     scores = []
     used_gids: set[str] = set()
     for folder, members in sorted(groups.items()):
         names = sorted({m.record["task"]["name"] for m in members})
         flags: list[str] = []
+        bad = sorted(unread.get(folder, []))
+        if bad:
+            flags.append(
+                f"{len(bad)} result file(s) not readable ({', '.join(p.name for p in bad)}): "
+                "counted as runs that did not converge, as MLCommons' summarizer does"
+            )
         if len(names) > 1:
             flags.append(f"mixed benchmarks {names}: no score")
-        gid = f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
+        gid = _group_id(members[0], names, folder)
         if gid in used_gids:  # two systems' resnet/ folders: never one group
             gid += "-" + hashlib.sha256(folder.encode()).hexdigest()[:6]
         used_gids.add(gid)
@@ -77,12 +105,15 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
             m.record["group"] = {"id": gid, "index": i, "size": len(members)}
             tta = m.record["time_to_accuracy"]
             minutes.append(tta["time_s"] / 60.0 if tta["reached"] else None)
-        required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
-        count = _count_flag(names[0], len(members), required)
-        if count:
-            flags.append(count)
-        known = BENCHMARKS.get(names[0])
-        dropped = known.max_dropped if known else 1
+        minutes += [None] * len(bad)
+        runs = len(members) + len(bad)
+        required = 0
+        if len(names) == 1:  # a mixed folder has no one count: each benchmark has its own
+            required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
+            count = _count_flag(names[0], runs, required)
+            if count:
+                flags.append(count)
+        dropped = max_dropped(names[0])
         om = olympic_mean(minutes, dropped) if len(names) == 1 else None
         factor, problem = scaling_factor(Path(folder))
         if problem:
@@ -91,17 +122,25 @@ def score_folders(items: list[Imported]) -> list[dict[str, Any]]:
         elif factor != 1.0:
             flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
         score = None if om is None or om.value is None else om.value * factor
+        count = members[0].record["hardware"].get("count")
         scores.append(
             {
                 "folder": folder,
                 "group_id": gid,
                 "benchmark": names[0] if len(names) == 1 else None,
-                "runs": len(members),
+                "runs": runs,
+                "unreadable": [str(p) for p in bad],
+                "round": members[0].record["extra"]["mlperf"].get("round"),
+                "submitter": members[0].record["extra"]["mlperf"].get("submitter"),
+                "system": members[0].record["extra"]["mlperf"].get("system"),
+                "accelerators": count,
                 "converged": sum(v is not None for v in minutes),
                 "required_runs": required or None,
                 "dropped_each_end": dropped,
                 "minutes": minutes,
                 "score_min": score,
+                # time x accelerators, so that systems of different sizes compare
+                "accelerator_min": None if score is None or not count else score * count,
                 "olympic_mean_min": None if om is None else om.value,
                 "scaling_factor": factor,
                 "kept_min": [] if om is None else list(om.kept),
