@@ -23,7 +23,7 @@ from pathlib import Path
 from perfsuite.importers.common import ImportFailure
 
 INSTALL_HINT = (
-    "pip install mlperf-logging (perfsuite's `test` extra has it), or pass --target BENCH=VALUE"
+    "pip install 'perfsuite[mlperf]' (MLCommons' mlperf-logging), or pass --target BENCH=VALUE"
 )
 USAGES = ("training", "hpc")
 _RULESET_DIR = re.compile(r"^(training|hpc)_(\d+)\.(\d+)\.(\d+)$")
