@@ -30,6 +30,7 @@ from analyzers.compare_work import (
     spread_within,
     workload_of,
 )
+from analyzers.mfu import mfu
 from analyzers.record_view import (
     batch_size_of,
     crossing,
@@ -91,6 +92,9 @@ class RunValues:
     # fraction is an upper bound, shown "DOUBT"), and roof -> those ops (RunRoofline's own)
     doubts: dict[str, list[str]] = field(default_factory=dict)
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
+    # transformer runs (a `model_flops` section, analyzers.mfu): tokens/s and MFU
+    tokens_per_s: float | None = None
+    mfu: float | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,9 @@ class ItemSummary:
     achieved_flops_ratio: float | None = None
     # frac_of_roof -> roofs ops are flagged above, over the runs: one run's doubt is the mean's
     doubts: dict[str, list[str]] = field(default_factory=dict)
+    tokens_per_s: float | None = None  # transformer runs only (analyzers.mfu)
+    mfu: float | None = None
+    tokens_per_s_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,7 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         missing = None
     except RooflineInputError as exc:
         r, missing = None, str(exc)
+    m = mfu(record)
     return RunValues(
         item=item,
         run_id=str(record.get("run_id")),
@@ -185,6 +193,8 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         steps_per_epoch=(record.get("extra") or {}).get("steps_per_epoch"),
         doubts=dict(r.doubts) if r else {},
         doubted_roofs=dict(r.doubted_roofs) if r else {},
+        tokens_per_s=m.tokens_per_s if m else None,
+        mfu=m.mfu if m else None,
     )
 
 
@@ -220,6 +230,8 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         frac_of_roof=mean_or_none([r.frac_of_roof for r in runs]),
         bounds=sorted({r.bound for r in runs if r.bound}),
         doubts=_doubts(runs, "frac_of_roof"),
+        tokens_per_s=mean_or_none([r.tokens_per_s for r in runs]),
+        mfu=mean_or_none([r.mfu for r in runs]),
     )
 
 
@@ -239,6 +251,7 @@ def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
         faults_ratio=_ratio(s.faults_per_step, base.faults_per_step),
         flops_ratio=_ratio(s.flops_per_step, base.flops_per_step),
         achieved_flops_ratio=_ratio(s.achieved_flop_per_s, base.achieved_flop_per_s),
+        tokens_per_s_ratio=_ratio(s.tokens_per_s, base.tokens_per_s),
     )
 
 

@@ -27,6 +27,7 @@ METRICS: dict[str, Metric] = {
         Metric("top5", "top-5", "percent"),
         Metric("f1", "F1", "score"),
         Metric("exact_match", "exact match", "percent"),
+        Metric("val_loss", "validation loss (nats/token)", "score"),  # lower is better
     )
 }
 

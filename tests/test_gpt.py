@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perfsuite.record import load_record  # noqa: E402
+from perfsuite.record import RecordError, load_record, validate_record  # noqa: E402
 from perfsuite.runner.loop import run_workload  # noqa: E402
 from perfsuite.runner.options import RunOptions  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
@@ -206,6 +206,7 @@ def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
         inference_limit=3,
         profile_seconds=0.0,
         profile_steps=1,
+        threads=1,  # tiny ops: one thread is not slowed by a busy machine's other processes
     )
     rec = load_record(run_workload(opts) / "run.json")
     mf = rec["model_flops"]
@@ -223,6 +224,10 @@ def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
     peak = mf["peak"]["value"]
     assert mf["mfu"]["value"] == pytest.approx(mf["per_token"]["value"] * rate * 16 / peak)
     assert 1.0 < mf["counted_over_model"] < 1.5
+    bad = json.loads(json.dumps({k: v for k, v in rec.items() if not k.startswith("_")}))
+    bad["model_flops"]["mfu"]["unit"] = "%"
+    with pytest.raises(RecordError, match=r"model_flops\.mfu\.unit"):
+        validate_record(bad)
     assert rec["task"]["direction"] == "lower" and rec["task"]["name"] == "gpt-synthetic"
     val = rec["evaluations"][0]["metrics"]["val_loss"]
     assert abs(val - math.log(65)) < 0.2  # random tokens: ln(vocab)
