@@ -236,3 +236,33 @@ def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
     gen = entry["generation"]
     assert gen["kv_cache"] and gen["prompt_tokens"] == 8 and gen["new_tokens"] == 3
     assert gen["time_to_first_token"]["value"] > 0 and gen["decode_per_token"]["value"] > 0
+
+
+def test_gpt_track_example_records_mfu(tmp_path):
+    """examples/gpt_track.py: a user's own GPT loop under perfsuite.track, model_flops given."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "examples"))
+    try:
+        import gpt_track
+    finally:
+        sys.path.pop(0)
+    run_dir = gpt_track.main(
+        None, str(tmp_path), epochs=2, steps=3, profile_steps=1, measure_peaks=True
+    )
+    rec = load_record(Path(run_dir) / "run.json")
+    assert rec["task"]["direction"] == "lower" and rec["evaluations"]
+    mf = rec["model_flops"]
+    c = mf["config"]
+    assert (c["n_layer"], c["n_embd"], c["block_size"], c["batch_size"]) == (2, 32, 32, 16)
+    n = mf["parameters"]["non_embedding"]
+    assert mf["per_token"]["value"] == 6 * n + 12 * 2 * 32 * 32
+    assert mf["tokens_per_s"]["value"] > 0
+    assert 0 < mf["mfu"]["value"] <= 1
+    assert mf["counted_per_token"]["value"] > mf["per_token"]["value"] * 0.9
+    with pytest.raises(ValueError, match="missing config field"):
+        gpt_track.perfsuite.track(
+            "x", threshold=1.0, model_flops={"n_layer": 2, "non_embedding_parameters": 9}
+        )
