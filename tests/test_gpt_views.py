@@ -100,3 +100,46 @@ def test_api_summary_and_study_columns(make_record):
     result = analyze_study(study, {"baseline": [rec]})
     assert headers(result)[-2:] == ["tokens/s", "MFU"]
     assert rows(result)[0][-2:] == ["20.5 ktoken/s", "20.48%"]
+
+
+def test_generation_and_loss_in_infer_and_report_rows(make_record):
+    from perfsuite.cli.infer_cmd import render
+    from perfsuite.report.inference_section import inference_rows
+
+    gen = {
+        "batch_size": 1,
+        "kv_cache": True,
+        "prompt_tokens": 32,
+        "new_tokens": 8,
+        "prompts": 5,
+        "time_to_first_token": quantity(0.004, "s", "measured"),
+        "decode_per_token": quantity(0.0015, "s", "measured"),
+    }
+    entry = {
+        "rule": "dawnbench",
+        "latency": quantity(0.002, "s", "measured", "mean"),
+        "latency_p50_s": 0.002,
+        "latency_p90_s": 0.003,
+        "latency_p99_s": 0.004,
+        "examples": 10,
+        "eval_size": 10,
+        "partial": False,
+        "warmup_examples": 2,
+        "mode": "eager",
+        "precision": "fp32",
+        "device": "cpu",
+        "hardware": {"name": "cpu"},
+        "host": "h",
+        "threads": 1,
+        "metrics": {"val_loss": 1.9366},
+        "energy": {"reason": "none"},
+        "generation": gen,
+    }
+    text = render(entry, None)
+    assert "val_loss 1.9366" in text  # a loss, not a percentage
+    assert "time to first token 4 ms, decode 1.5 ms per token" in text
+    rec = make_record()
+    rec["inference"] = entry
+    rows = dict(inference_rows(rec))
+    assert rows["accuracy of these predictions"] == "val_loss 1.9366"
+    assert rows["generation (batch 1, KV cache)"].startswith("time to first token 4 ms")
