@@ -266,3 +266,12 @@ def test_gpt_track_example_records_mfu(tmp_path):
         gpt_track.perfsuite.track(
             "x", threshold=1.0, model_flops={"n_layer": 2, "non_embedding_parameters": 9}
         )
+
+
+def test_tiny_shakespeare_split_and_vocabulary():
+    from tests.conftest import shared_path
+
+    tokens = load_tokens(str(shared_path("text", "tinyshakespeare.txt")))
+    assert tokens.vocab_size == 65  # nanoGPT's shakespeare_char vocabulary
+    assert (len(tokens.train), len(tokens.val)) == (1_003_854, 111_540)
+    assert tokens.chars[0] == "\n" and tokens.chars[-1] == "z"
