@@ -95,6 +95,7 @@ class RunValues:
     # transformer runs (a `model_flops` section, analyzers.mfu): tokens/s and MFU
     tokens_per_s: float | None = None
     mfu: float | None = None
+    direction: str = "higher"  # the task's: "lower" for a loss (reached at metric <= threshold)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class ItemSummary:
     tokens_per_s: float | None = None  # transformer runs only (analyzers.mfu)
     mfu: float | None = None
     tokens_per_s_ratio: float | None = None
+    direction: str = "higher"
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         doubted_roofs=dict(r.doubted_roofs) if r else {},
         tokens_per_s=m.tokens_per_s if m else None,
         mfu=m.mfu if m else None,
+        direction=str((record.get("task") or {}).get("direction") or "higher"),
     )
 
 
@@ -232,6 +235,7 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         doubts=_doubts(runs, "frac_of_roof"),
         tokens_per_s=mean_or_none([r.tokens_per_s for r in runs]),
         mfu=mean_or_none([r.mfu for r in runs]),
+        direction=first.direction,
     )
 
 

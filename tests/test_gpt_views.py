@@ -24,6 +24,7 @@ PER_TOKEN, MFU = 1e6, 0.2048
 def gpt_record(make_record, run_id="g1", step=0.1):
     rec = build_record(make_record)
     rec["run_id"] = run_id
+    rec["task"]["direction"] = "lower"
     rec["throughput"] = {"step_time": quantity(step, "s", "measured")}
     rec["model_flops"] = {
         "config": {
@@ -77,6 +78,7 @@ def test_compare_rows_only_for_transformer_runs(make_record):
     assert [s.mfu for s in c.items] == pytest.approx([MFU, MFU / 2])
     _, table = side_rows(c)
     got = {r[0]: r[1:] for r in table}
+    assert got["target"][0] == "top1 <= 0.9"  # the task's direction (a loss falls to it)
     assert got["tokens/s"][1] == "10.2 ktoken/s (x0.500)"
     x, y = build_record(make_record), build_record(make_record)
     y["run_id"] = "roof2"

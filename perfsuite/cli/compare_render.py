@@ -96,7 +96,10 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ("framework", lambda s: ", ".join(s.frameworks)),
         ("model", lambda s: s.model or "n/a"),
         ("batch size", lambda s: "n/a" if s.batch_size is None else str(s.batch_size)),
-        ("target", lambda s: f"{s.metric} >= {s.threshold:g}"),
+        (
+            "target",
+            lambda s: f"{s.metric} {'<=' if s.direction == 'lower' else '>='} {s.threshold:g}",
+        ),
         ("runs reached", _reached),
         (
             "time to accuracy (mean of reached)",
