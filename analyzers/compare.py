@@ -30,6 +30,7 @@ from analyzers.compare_work import (
     spread_within,
     workload_of,
 )
+from analyzers.mfu import mfu
 from analyzers.record_view import (
     batch_size_of,
     crossing,
@@ -94,6 +95,10 @@ class RunValues:
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
     accelerators: int | None = None  # hardware.count: time x accelerators compares sizes
     mlperf_round: str | None = None  # an imported MLPerf result's round ("5.1")
+    # transformer runs (a `model_flops` section, analyzers.mfu): tokens/s and MFU
+    tokens_per_s: float | None = None
+    mfu: float | None = None
+    direction: str = "higher"  # the task's: "lower" for a loss (reached at metric <= threshold)
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,10 @@ class ItemSummary:
     # time to accuracy x accelerators (GPU-seconds), where all runs name one accelerator count
     accelerator_time_s: float | None = None
     accelerator_time_ratio: float | None = None
+    tokens_per_s: float | None = None  # transformer runs only (analyzers.mfu)
+    mfu: float | None = None
+    tokens_per_s_ratio: float | None = None
+    direction: str = "higher"
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,7 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         missing = None
     except RooflineInputError as exc:
         r, missing = None, str(exc)
+    m = mfu(record)
     return RunValues(
         item=item,
         run_id=str(record.get("run_id")),
@@ -193,6 +203,9 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         doubted_roofs=dict(r.doubted_roofs) if r else {},
         accelerators=_count(record),
         mlperf_round=mlperf_round(record),
+        tokens_per_s=m.tokens_per_s if m else None,
+        mfu=m.mfu if m else None,
+        direction=str((record.get("task") or {}).get("direction") or "higher"),
     )
 
 
@@ -238,6 +251,9 @@ def _summary(label: str, runs: Sequence[RunValues]) -> ItemSummary:
         bounds=sorted({r.bound for r in runs if r.bound}),
         doubts=_doubts(runs, "frac_of_roof"),
         accelerator_time_s=None if mean_tta is None or count is None else mean_tta * count,
+        tokens_per_s=mean_or_none([r.tokens_per_s for r in runs]),
+        mfu=mean_or_none([r.mfu for r in runs]),
+        direction=first.direction,
     )
 
 
@@ -258,6 +274,7 @@ def _with_ratios(s: ItemSummary, base: ItemSummary) -> ItemSummary:
         faults_ratio=_ratio(s.faults_per_step, base.faults_per_step),
         flops_ratio=_ratio(s.flops_per_step, base.flops_per_step),
         achieved_flops_ratio=_ratio(s.achieved_flop_per_s, base.achieved_flop_per_s),
+        tokens_per_s_ratio=_ratio(s.tokens_per_s, base.tokens_per_s),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from analyzers.distributed import record_comm_share, world_size
 from analyzers.mathmode import converted_autocast, record_device
+from analyzers.mfu import mfu
 from analyzers.record_view import FINISHED
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
 
@@ -45,6 +46,8 @@ class RunPoint:
     nproc: int = 1  # data-parallel processes (record's distributed.world_size)
     comm_share: float | None = None  # collectives' in-flight time / step (profile window)
     corruption_accuracy: float | None = None  # threshold model, mean over corruption families
+    tokens_per_s: float | None = None  # transformer runs (analyzers.mfu)
+    mfu: float | None = None  # model FLOPs utilization, fraction of the matmul roof
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ class ConfigResult:
     # mean corruption accuracy minus the reference configuration's (fraction; negative: the
     # configuration's threshold models are less robust)
     corruption_delta: float | None = None
+    tokens_per_s: Summary = field(default_factory=lambda: summarize([]))  # transformer runs
+    mfu: Summary = field(default_factory=lambda: summarize([]))
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,7 @@ def run_point(rec: Mapping[str, Any]) -> RunPoint:
         rate: float | None = per_epoch / epoch_s
     else:
         rate = ((rec.get("throughput") or {}).get("samples_per_s") or {}).get("value")
+    model = mfu(rec)
     return RunPoint(
         run_id=str(rec.get("run_id")),
         seed=(rec.get("config") or {}).get("seed"),
@@ -144,6 +150,8 @@ def run_point(rec: Mapping[str, Any]) -> RunPoint:
         nproc=world_size(rec),
         comm_share=record_comm_share(rec),
         corruption_accuracy=_corruption_mean(rec),
+        tokens_per_s=model.tokens_per_s if model else None,
+        mfu=model.mfu if model else None,
     )
 
 
@@ -203,6 +211,8 @@ def analyze_config(config: Mapping[str, Any], records: Sequence[Mapping[str, Any
         corruption_accuracy=summarize(
             [r.corruption_accuracy for r in final if r.corruption_accuracy is not None]
         ),
+        tokens_per_s=summarize([r.tokens_per_s for r in final if r.tokens_per_s is not None]),
+        mfu=summarize([r.mfu for r in final if r.mfu is not None]),
     )
 
 

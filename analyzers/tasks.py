@@ -13,7 +13,8 @@ from perfsuite import fmt
 
 @dataclass(frozen=True)
 class Metric:
-    """`label` as shown ("top-5"); `scale`: "percent" (shown as 93%) or "score" (0.75)."""
+    """`label` as shown ("top-5"); `scale`: "percent" (shown as 93%), "score" (0.75) or
+    "loss" (a value that is no fraction, e.g. nats per token: 1.47)."""
 
     name: str
     label: str
@@ -27,6 +28,7 @@ METRICS: dict[str, Metric] = {
         Metric("top5", "top-5", "percent"),
         Metric("f1", "F1", "score"),
         Metric("exact_match", "exact match", "percent"),
+        Metric("val_loss", "validation loss (nats/token)", "loss"),  # lower is better
     )
 }
 
@@ -47,6 +49,14 @@ def metric_info(metric: str) -> Metric:
 def metric_text(metric: str, value: float | None) -> str:
     """A metric value as the task states it: top-5 0.93 -> "93%", F1 0.75 -> "0.75"."""
     return fmt.metric(value, metric_info(metric).scale)
+
+
+def value_text(metric: str, value: float | None) -> str:
+    """A metric value in a table of achieved figures: fractions as percentages with two
+    decimals (93.46%), a loss as its number (1.9366)."""
+    if metric_info(metric).scale == "loss":
+        return "n/a" if value is None else f"{value:.4f}"
+    return fmt.pct(value, 2)
 
 
 def target_text(metric: str, threshold: float, direction: str = "higher") -> str:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import sys
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any
 
 from perfsuite import tracking_parts as parts
 from perfsuite.backends import torch_backend
-from perfsuite.runner import capture
+from perfsuite.runner import capture, model_flops
 from perfsuite.runner.clock import ClockReading
 from perfsuite.runner.recorder import Recorder
 from perfsuite.tracking_capture import Detours, measured_step_time
@@ -61,6 +61,7 @@ class Tracker:
         measure_peaks: bool = False,
         telemetry_interval_s: float = 0.5,
         progress: bool = False,
+        model_flops: Mapping[str, Any] | None = None,
     ) -> None:
         if direction not in ("higher", "lower"):
             raise ValueError(
@@ -106,6 +107,14 @@ class Tracker:
             write_files=not self.inert,
         )
         self.run_dir, self.record = self.rec.run_dir, self.rec.record
+        if model_flops is not None:  # a transformer: MFU from 6N + 12·L·d·T (docs/gpt.md)
+            from perfsuite.workloads.gpt.mfu import transformer_section
+
+            fields = dict(model_flops)
+            n = fields.pop("non_embedding_parameters", None)
+            if n is None:
+                raise ValueError("perfsuite.track: model_flops needs non_embedding_parameters")
+            self.record["model_flops"] = transformer_section(fields, n, ", as given")
         if model is not None:
             self.record["model"] = type(model).__name__
             params = sum(p.numel() for p in model.parameters())
@@ -171,6 +180,7 @@ class Tracker:
         if exc is not None and rec["status"] == "running":
             rec["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
             rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        model_flops.complete(rec)
         self.rec.finish()
         rec.setdefault("extra", {})["setup_s"] = self.setup_s
         self.rec.close()

@@ -325,3 +325,12 @@ def test_integer_and_bool_work_costs_bytes_not_flops():
     assert estimate(OpCall("aten::eq", [logits, logits])).flops == 1024
     assert estimate(OpCall("aten::add_", [TensorMeta((4,), "long int"), 1])).flops == 0.0
     assert estimate(OpCall("aten::add_", [TensorMeta((4,), "mystery"), 1])).flops == 4
+
+
+def test_linalg_vector_norm_reads_dim_after_ord():
+    """linalg_vector_norm(self, ord, dim, keepdim): gradient clipping's total norm passes ord
+    as a float in argument 1, which is no dim."""
+    whole = est("aten::linalg_vector_norm", T(4, 5), 2.0, None, False)
+    assert (whole.flops, whole.bytes) == (40, 80 + 4)
+    rows = est("aten::linalg_vector_norm", T(4, 5), 2.0, [1], True)
+    assert (rows.flops, rows.bytes) == (40, 80 + 4 * 4)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from analyzers.mfu import mfu
 from analyzers.record_view import framework
 from analyzers.roof_flags import roof_name
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, RunRoofline, roofline
@@ -388,6 +389,17 @@ class Run:
                 "cpu_util_pct_mean": cpu.util_pct_mean if cpu else None,
                 "gpu_util_pct_mean": u.gpu_util_pct_mean,
                 "gpu_power_w_mean": u.gpu_power_w_mean,
+            }
+        )
+        m = mfu(rec)  # transformer runs (a model_flops section); None elsewhere
+        out.update(
+            {
+                "model_flops_per_token": m.model_flops_per_token if m else None,
+                "tokens_per_s": m.tokens_per_s if m else None,
+                "mfu": m.mfu if m else None,
+                "mfu_peak_math": m.peak_math if m else None,
+                "counted_flops_per_token": m.counted_flops_per_token if m else None,
+                "hfu": m.hfu if m else None,
                 "path": str(self.path) if self.path else None,
             }
         )

@@ -20,6 +20,8 @@ _STATS = (
     ("epochs_to_threshold", "epochs_to_threshold", ""),
     ("epoch_time", "epoch_time", "_s"),
     ("samples_per_s", "samples_per_s", ""),
+    ("tokens_per_s", "tokens_per_s", ""),  # transformer runs (analyzers.mfu); else NaN
+    ("mfu", "mfu", ""),
 )
 
 # Rows are analyzers.study.ConfigResult.
@@ -71,6 +73,8 @@ RUNS: Spec = [
             ("nproc", "nproc"),
             ("comm_share", "comm_share"),
             ("corruption_accuracy", "corruption_accuracy"),
+            ("tokens_per_s", "tokens_per_s"),
+            ("mfu", "mfu"),
         ]
     ),
 ]

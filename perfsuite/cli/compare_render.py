@@ -96,7 +96,10 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ("framework", lambda s: ", ".join(s.frameworks)),
         ("model", lambda s: s.model or "n/a"),
         ("batch size", lambda s: "n/a" if s.batch_size is None else str(s.batch_size)),
-        ("target", lambda s: f"{s.metric} >= {s.threshold:g}"),
+        (
+            "target",
+            lambda s: f"{s.metric} {'<=' if s.direction == 'lower' else '>='} {s.threshold:g}",
+        ),
         ("runs reached", _reached),
         (
             "time to accuracy (mean of reached)",
@@ -135,6 +138,11 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
         ("bound", lambda s: ", ".join(s.bounds) or "n/a"),
         ("of roof (time-weighted)", of_roof_cell),
     ]
+    if any(s.tokens_per_s is not None or s.mfu is not None for s in items):
+        spec += [  # transformer runs (analyzers.mfu)
+            ("tokens/s", lambda s: fmt.si(s.tokens_per_s, "token/s") + _x(s.tokens_per_s_ratio)),
+            ("MFU (6N + 12LdT, of the matmul roof)", lambda s: fmt.pct(s.mfu, 2)),
+        ]
     return headers, [[name] + [get(s) for s in items] for name, get in spec]
 
 

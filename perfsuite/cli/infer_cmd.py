@@ -73,7 +73,8 @@ def register(sub: Any) -> None:
 
 
 def render(entry: dict[str, Any], cost: Any) -> str:
-    from perfsuite.fmt import pct, si, usd
+    from analyzers.tasks import value_text
+    from perfsuite.fmt import si, usd
 
     lat = entry["latency"]
     threads = entry.get("threads")
@@ -88,13 +89,22 @@ def render(entry: dict[str, Any], cost: Any) -> str:
         f"measured on {entry['hardware']['name']} (host {entry['host']}, threads "
         f"{threads if threads is not None else 'framework default'})",
         "accuracy of these predictions: "
-        + ", ".join(f"{k} {pct(v, 2)}" for k, v in entry["metrics"].items()),
+        + ", ".join(f"{k} {value_text(k, v)}" for k, v in entry["metrics"].items()),
     ]
+    gen = entry.get("generation")
+    if gen:  # language models: KV-cache generation at batch 1
+        lines.append(
+            f"generation (batch 1, KV cache, {gen['prompt_tokens']}-token prompts): time to "
+            f"first token {si(gen['time_to_first_token']['value'], 's')}, decode "
+            f"{si((gen.get('decode_per_token') or {}).get('value'), 's')} per token "
+            f"({gen['prompts']} prompts x {gen['new_tokens']} tokens)"
+        )
     model = entry.get("model") or {}
     if model.get("value") is not None:
         lines.append(
             f"model: threshold checkpoint of epoch {model.get('epoch')} "
-            f"({model.get('metric')} {pct(model['value'], 2)} at the run's evaluation)"
+            f"({model.get('metric')} {value_text(str(model.get('metric')), model['value'])} "
+            "at the run's evaluation)"
         )
     if cost is not None and cost.inference_cost_per_10k_usd is not None and not entry["partial"]:
         lines.append(

@@ -93,13 +93,16 @@ def _text(
     util: Any,
     top: int,
     measured: Any = None,
+    mfu: Any = None,
 ) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
     from perfsuite.report.roofline_rows import (
+        MFU_HEADERS,
         OP_HEADERS,
         ROOF_HEADERS,
         TIME_HEADERS,
+        mfu_rows,
         op_caption,
         op_rows,
         roof_rows,
@@ -135,6 +138,15 @@ def _text(
             f"{fmt.pct(util.run.of_measured_bandwidth)} of measured, "
             f"{fmt.pct(util.run.of_spec_bandwidth)} of spec"
         )
+    if mfu is not None:
+        out += [
+            "",
+            "Model FLOPs utilization (transformer):",
+            fmt.table(mfu_rows(mfu), MFU_HEADERS, align="lrll"),
+        ]
+        from analyzers.mfu import why_counted_differs
+
+        out += [f"  - {n}" for n in [*mfu.notes, why_counted_differs(mfu)]]
     if res.machine_check:
         out.append(check_line(res.machine_check))
     if util.clock:
@@ -223,6 +235,9 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
+    from analyzers.mfu import mfu
+
+    model = mfu(rec)
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
@@ -234,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "roofline": res,
                 "utilization": util,
+                "mfu": model,
                 "counted_vs_measured": measured.by_class,
                 "counted_vs_measured_by_op": measured.by_op,
                 "counters_calibration": measured.calibration,
@@ -244,5 +260,5 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(_text(res, util, top, measured))
+        print(_text(res, util, top, measured, model))
     return 0

@@ -9,6 +9,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_deprecated,
     fraction,
+    metric_value,
     nonnegative_float,
     positive_int,
     status,
@@ -58,8 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
     p.add_argument(
         "--threshold",
-        type=fraction,
-        help="target metric as a fraction, e.g. 0.94, or in percent: 94%%",
+        help="target metric as a fraction, e.g. 0.94, or in percent: 94%%; for a "
+        "lower-is-better metric (a loss: gpt's val_loss) its value, e.g. 1.47",
     )
     p.add_argument(
         "--epochs", type=positive_int, help="upper bound on epochs (also the schedule length)"
@@ -255,6 +256,22 @@ def outcome_line(run_dir: Path) -> str:
     return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"
 
 
+def _threshold(text: str, direction: str) -> float:
+    """--threshold: a fraction for a higher-is-better metric (a bare 98 is refused, not read
+    as 98%); any finite value >= 0 for a lower-is-better one (a loss)."""
+    import math
+
+    try:
+        if direction != "lower":
+            return fraction(text)
+        value = metric_value(text)
+    except argparse.ArgumentTypeError as exc:
+        raise CLIError(f"argument --threshold: {exc}") from None
+    if not math.isfinite(value) or value < 0:
+        raise CLIError(f"argument --threshold: {text!r} is not a finite number >= 0")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
     from perfsuite.workloads import get_workload
 
@@ -264,6 +281,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(str(exc).strip('"')) from None
     except ValueError as exc:
         raise CLIError(str(exc)) from None
+    if args.threshold is not None:  # its range depends on the workload's metric
+        args.threshold = _threshold(args.threshold, getattr(wl, "direction", "higher"))
     if args.list_switches:
         from perfsuite.workloads.switches import describe
 

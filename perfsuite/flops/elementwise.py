@@ -103,15 +103,21 @@ def _reduced_shape(x: TensorMeta, dims: object, keepdim: bool) -> tuple[int, ...
     return tuple(1 if i in norm else s for i, s in enumerate(x.shape) if keepdim or i not in norm)
 
 
+# Reductions whose `dim` is not the second argument: linalg_vector_norm(self, ord, dim, keepdim)
+# (gradient clipping's total norm calls it).
+_DIM_ARG = {"linalg_vector_norm": 2}
+
+
 def _make_reduction(base: str, per: int):
     def formula(call: OpCall) -> Cost:
         x = call.tensor(0)
         if x is None:
             return Cost(0, call.io_bytes())
-        dims = call.arg(1)
+        at = _DIM_ARG.get(base, 1)
+        dims = call.arg(at)
         if isinstance(dims, TensorMeta):  # max.other / min.other: element-wise
             return pointwise_cost(call, 1)
-        keep = call.arg(2, False)
+        keep = call.arg(at + 1, False)
         out = TensorMeta(_reduced_shape(x, dims if not isinstance(dims, str) else None,
                                         bool(keep) if isinstance(keep, bool) else False),
                          x.dtype)  # fmt: skip

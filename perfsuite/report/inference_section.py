@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
+from analyzers.tasks import value_text
 from perfsuite import fmt
 from perfsuite.report import html as h
 
@@ -45,7 +46,18 @@ def inference_rows(rec: Mapping[str, Any]) -> list[list[str]]:
         rows.append(
             [
                 "accuracy of these predictions",
-                ", ".join(f"{k} {fmt.pct(x, 2)}" for k, x in v.metrics.items()),
+                ", ".join(f"{k} {value_text(k, x)}" for k, x in v.metrics.items()),
+            ]
+        )
+    gen = (rec.get("inference") or {}).get("generation")
+    if gen:  # language models: batch-1 generation with a KV cache (docs/gpt.md)
+        decode = (gen.get("decode_per_token") or {}).get("value")
+        rows.append(
+            [
+                "generation (batch 1, KV cache)",
+                f"time to first token {fmt.si(gen['time_to_first_token']['value'], 's')}, "
+                f"decode {fmt.si(decode, 's')} per token ({gen['prompts']} prompts of "
+                f"{gen['prompt_tokens']} tokens, {gen['new_tokens']} generated)",
             ]
         )
     if v.note and v.latency_s is not None:

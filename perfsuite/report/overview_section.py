@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.mfu import mfu
 from analyzers.record_view import partial_run, reached_time
 from analyzers.roofline import Roofline
 from perfsuite import fmt
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
-from perfsuite.report.roofline_rows import run_frac
+from perfsuite.report.roofline_rows import mfu_rows, run_frac
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
@@ -94,6 +95,9 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
         ],
         ["step time", fmt.si(_q(tput, "step_time"), "s"), _how(tput, "step_time")],
     ]
+    model = mfu(rec)  # transformer runs: model FLOPs, tokens/s, MFU beside the counted FLOPs
+    if model is not None:
+        rows += [[name, value, f"{prov}: {why}"] for name, value, prov, why in mfu_rows(model)]
     if res is not None:
         run = res.run
         rows += [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analyzers.mfu import MFU
 from analyzers.roofline import EXPLAIN, Roofline, RunRoofline
 from perfsuite import fmt
 
@@ -52,6 +53,31 @@ def run_rows(res: Roofline) -> list[list[str]]:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
     return rows
+
+
+MFU_HEADERS = ["field", "value", "provenance", "meaning"]
+
+
+def mfu_rows(m: MFU) -> list[list[str]]:
+    """A transformer run's model FLOPs block (analyzers.mfu), shared by the CLI and the report:
+    the model's FLOPs per token, tokens/s, MFU against the matmul roof, and the counted FLOPs
+    of the step beside them."""
+    peak = f"the {m.peak_math} peak"
+    if m.peak_flops is not None:
+        peak += f" ({fmt.si(m.peak_flops, 'FLOP/s')}, {m.peak_provenance})"
+    return [
+        ["model FLOPs/token", fmt.si(m.model_flops_per_token, "FLOP"), "modeled",
+         "6N + 12·L·d·T (PaLM app. B), N = non-embedding parameters"],
+        ["tokens/s", fmt.si(m.tokens_per_s, "token/s"), "derived",
+         "training tokens per second of the measured step time"],
+        ["model FLOP/s", fmt.si(m.model_flops_per_s, "FLOP/s"), "derived",
+         "model FLOPs/token x tokens/s"],
+        ["MFU", fmt.pct(m.mfu, 2), "derived", f"model FLOP/s / {peak}"],
+        ["counted FLOPs/token", fmt.si(m.counted_flops_per_token, "FLOP"), "counted",
+         "work.flops_per_step / tokens of the step: every executed op"
+         + (f" ({m.counted_over_model:.3f}x the model FLOPs)" if m.counted_over_model else "")],
+        ["HFU", fmt.pct(m.hfu, 2), "derived", f"counted FLOP/s / {peak}"],
+    ]  # fmt: skip
 
 
 def utilization_doubted(run: RunRoofline) -> tuple[bool, bool]:

@@ -51,6 +51,7 @@ def prepare_recipe(
         recipe.extra["data"] = switches.data
     if switches.progressive_resize is not None:
         recipe.extra["progressive_resize"] = switches.progressive_resize
+    recipe.extra.update(switches.recipe_flags)  # a workload technique turned on or off
     return recipe
 
 

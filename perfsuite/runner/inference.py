@@ -211,7 +211,7 @@ def measure(
             f"{workload.name}.evaluate called predict {n} times for {view.num_eval} examples: "
             "the batch-1 rule needs one call per example"
         )
-    return section(
+    entry = section(
         timer.times,
         view,
         data.num_eval,
@@ -225,6 +225,12 @@ def measure(
         by,
         predict_text(workload),
     )
+    generate = getattr(workload, "generation_latency", None)
+    if callable(generate):  # language models: time to first token and per-token decode
+        with backend.autocast(precision), backend.no_grad():
+            entry["generation"] = generate(runnable, data, backend)
+        backend.inference_model(model, "eager", precision)
+    return entry
 
 
 def predict_text(workload: Any) -> str:

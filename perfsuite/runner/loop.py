@@ -18,7 +18,7 @@ from typing import Any
 
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
-from perfsuite.runner import assemble, capture, inference
+from perfsuite.runner import assemble, capture, inference, model_flops
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.clock import ClockReading
 from perfsuite.runner.energy import EnergyClock, training_energy
@@ -139,6 +139,7 @@ class _Run:
         self._distribute()
         params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
+        model_flops.start(self.record, wl, self.state.module, self.recipe)
         seen, unhook = parts.watch_first_layer(self.state)
         tail = self.data.num_train % self.recipe.batch_size  # the epoch's last batch
         self.progress.phase(f"warm-up ({capture.WARMUP_STEPS + bool(tail)} steps, off the clock)")
@@ -399,6 +400,7 @@ class _Run:
             from perfsuite.runner.counters_step import collect_counters
 
             _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
+        model_flops.complete(self.record)
         self.rec.finish()
 
     def replay(self) -> None:

@@ -41,6 +41,7 @@ SCALING_HEADERS = [
     "throughput efficiency",
 ]
 ROBUSTNESS_HEADERS = ["corruption acc.", "vs reference"]
+MFU_HEADERS = ["tokens/s", "MFU"]  # transformer workloads (a model_flops section)
 
 
 def has_robustness(result: StudyResult) -> bool:
@@ -48,11 +49,20 @@ def has_robustness(result: StudyResult) -> bool:
     return any(c.corruption_accuracy.n for c in result.configs)
 
 
+def has_mfu(result: StudyResult) -> bool:
+    """Whether any configuration's runs carry tokens/s (transformer workloads)."""
+    return any(c.tokens_per_s.n for c in result.configs)
+
+
 def headers(result: StudyResult) -> list[str]:
     """The table's columns for the study's kind; the corruption columns only when the study
-    measured them."""
+    measured them, tokens/s and MFU only for transformer runs."""
     base = SCALING_HEADERS if result.kind == "scaling" else HEADERS
-    return base + (ROBUSTNESS_HEADERS if has_robustness(result) else [])
+    return (
+        base
+        + (ROBUSTNESS_HEADERS if has_robustness(result) else [])
+        + (MFU_HEADERS if has_mfu(result) else [])
+    )
 
 
 def align(result: StudyResult) -> str:
@@ -87,6 +97,10 @@ def _robustness(c: ConfigResult) -> list[str]:
     spread = f" ± {100 * s.std:.2f}" if s.std is not None else ""
     delta = "-" if c.corruption_delta is None else f"{100 * c.corruption_delta:+.2f} pts"
     return [f"{100 * s.mean:.2f}%{spread}", delta]
+
+
+def _mfu(c: ConfigResult) -> list[str]:
+    return [fmt.si(c.tokens_per_s.mean, "token/s"), fmt.pct(c.mfu.mean, 2)]
 
 
 def _outcome(c: ConfigResult) -> list[Any]:
@@ -144,8 +158,8 @@ def scaling_row(c: ConfigResult, robustness: bool = False) -> list[Any]:
 def rows(result: StudyResult) -> list[list[Any]]:
     """Every configuration's cells, in the columns of `headers(result)`."""
     one = scaling_row if result.kind == "scaling" else row
-    robust = has_robustness(result)
-    return [one(c, robust) for c in result.configs]
+    robust, model = has_robustness(result), has_mfu(result)
+    return [one(c, robust) + (_mfu(c) if model else []) for c in result.configs]
 
 
 def target(result: StudyResult) -> str:

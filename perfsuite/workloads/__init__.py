@@ -62,6 +62,7 @@ def _register_builtins() -> None:
         return
     from perfsuite.workloads.cifar10 import Cifar10Workload
     from perfsuite.workloads.digits import DigitsWorkload
+    from perfsuite.workloads.gpt import GPTWorkload
     from perfsuite.workloads.imagenet import ImageNetWorkload
     from perfsuite.workloads.squad import SquadWorkload
 
@@ -69,6 +70,7 @@ def _register_builtins() -> None:
     register_workload("cifar10", Cifar10Workload)
     register_workload("imagenet", ImageNetWorkload)
     register_workload("squad", SquadWorkload)
+    register_workload("gpt", GPTWorkload)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ class SwitchSpec:
     default_value: str | None = None  # the value a bare `--switch NAME` means
     number: bool = False
     text: bool = False  # a free value checked by the switch's own parser (a schedule)
+    recipe_flag: bool = False  # on/off sets the recipe's `extra[name]` (a workload technique)
 
 
 SPECS: dict[str, SwitchSpec] = {
@@ -65,6 +66,17 @@ SPECS: dict[str, SwitchSpec] = {
             default_value="on",
             text=True,
         ),
+        *(
+            SwitchSpec(name, help, ("on", "off"), "on", recipe_flag=True)
+            for name, help in (
+                ("muon", "GPT: Muon (orthogonalized momentum) for the hidden matrices (on/off)"),
+                ("rotary", "GPT: rotary position embedding instead of a learned table (on/off)"),
+                ("qk_norm", "GPT: RMS-normalize queries and keys before attention (on/off)"),
+                ("relu2", "GPT: ReLU squared instead of GELU in the MLP (on/off)"),
+                ("untied_head", "GPT: an output head of its own, zero-initialized (on/off)"),
+                ("softcap", "GPT: tanh soft-capping of the logits (on/off)"),
+            )
+        ),
     )
 }
 
@@ -86,6 +98,7 @@ class Switches:
     data: str | None = None
     layout: str | None = None  # TensorFlow: nhwc | nchw
     progressive_resize: str | None = None  # "on" (the recipe's schedule), "off" or a schedule
+    recipe_flags: dict[str, bool] = field(default_factory=dict)  # recipe_flag switches given
     given: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +114,7 @@ class Switches:
             "data": self.data,
             "layout": self.layout,
             "progressive_resize": self.progressive_resize,
+            "recipe_flags": dict(self.recipe_flags),
         }
 
 
@@ -178,6 +192,8 @@ def _apply(out: Switches, name: str, value: str | None) -> None:
         out.data = value
     elif name == "progressive_resize":
         out.progressive_resize = value
+    elif SPECS[name].recipe_flag:
+        out.recipe_flags[name] = value == "on"
 
 
 def scaled_lr(lr: float, base_batch: int, batch: int, rule: str) -> float:
