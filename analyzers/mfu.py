@@ -26,14 +26,6 @@ from typing import Any
 from analyzers.mathmode import from_policy, math_section, record_device
 from perfsuite.ceilings.roofs import record_roofs
 
-FORMULA = "6N + 12·L·d·T (PaLM, appendix B)"
-CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size", "batch_size")
-
-
-def model_flops_per_token(non_embedding: int, n_layer: int, n_embd: int, block_size: int) -> int:
-    """6N + 12·L·d·T: training FLOPs (forward + backward) per token of the model."""
-    return 6 * non_embedding + 12 * n_layer * n_embd * block_size
-
 
 @dataclass(frozen=True)
 class MFU:

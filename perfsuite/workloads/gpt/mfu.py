@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.mfu import CONFIG_KEYS, FORMULA, model_flops_per_token
+from perfsuite.flops.transformer import CONFIG_KEYS, FORMULA, model_flops_per_token
 from perfsuite.record import quantity
 
 
