@@ -174,6 +174,15 @@ def test_reductions():
     m = est("aten::mean", T(2, 3, 4, 4), [-1, -2], True)
     assert (m.flops, m.bytes) == (96, (96 + 6) * 4)
     assert est("aten::sum", T(7)).bytes == (7 + 1) * 4
+    # norms: (self, ord, dim, keepdim), the second argument is ord, not a dim
+    n = est("aten::linalg_vector_norm", T(2, 3), 2.0)
+    assert (n.flops, n.bytes) == (12, (6 + 1) * 4)
+    n = est("aten::linalg_vector_norm", T(2, 3), 2.0, [1], True)
+    assert n.bytes == (6 + 2) * 4
+    assert est("aten::norm", T(2, 3), 2.0, [0]).bytes == (6 + 3) * 4
+    # var.default (self, unbiased): a bool, not dim 1
+    assert est("aten::var", T(2, 3), True).bytes == (6 + 1) * 4
+    assert est("aten::var", T(2, 3), [1], None, True).bytes == (6 + 2) * 4
 
 
 # ---- pooling ----------------------------------------------------------------------------

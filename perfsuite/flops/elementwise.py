@@ -96,11 +96,48 @@ for _base, _per in PER_ELEMENT.items():
 
 
 def _reduced_shape(x: TensorMeta, dims: object, keepdim: bool) -> tuple[int, ...]:
+    """The output shape of reducing `x` over `dims` (an int, a list of ints, or None / [] for
+    every dim)."""
     if dims is None or dims == []:
         return (1,) * x.ndim if keepdim else ()
     dlist = [dims] if isinstance(dims, int) else list(dims)  # type: ignore[arg-type]
-    norm = {d % x.ndim for d in dlist} if x.ndim else set()
+    norm = {int(d) % x.ndim for d in dlist} if x.ndim else set()
     return tuple(1 if i in norm else s for i, s in enumerate(x.shape) if keepdim or i not in norm)
+
+
+def _dims(value: object) -> object:
+    """A `dim` argument as the formula reads it: an int or a list of ints; anything else (a
+    dimension name, a dtype string, absent) means every dimension."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(d, int) and not isinstance(d, bool) for d in value
+    ):
+        return list(value)
+    return None
+
+
+def _flag(value: object) -> bool:
+    return value if isinstance(value, bool) else False
+
+
+# Where `dim` and `keepdim` sit in each reduction's schema (all overloads of one op agree):
+# sum/mean/prod/amax/max.dim/argmax/logsumexp (self, dim, keepdim, ...); the norms (self,
+# ord, dim, keepdim, *, dtype); var/std[_mean] (self, dim, unbiased | correction, keepdim),
+# except var.default / std.default (self, unbiased), whose second argument is a bool.
+_ARG_POSITIONS: dict[str, tuple[int, int]] = {
+    "linalg_vector_norm": (2, 3),
+    "norm": (2, 3),
+    **dict.fromkeys(("var", "std", "var_mean", "std_mean"), (1, 3)),
+}
+
+
+def reduction_args(base: str, call: OpCall) -> tuple[object, bool]:
+    """(dims, keepdim) of a reduction call, read by its schema (None dims: every dim)."""
+    dim_at, keep_at = _ARG_POSITIONS.get(base, (1, 2))
+    return _dims(call.arg(dim_at)), _flag(call.arg(keep_at))
 
 
 def _make_reduction(base: str, per: int):
@@ -108,13 +145,10 @@ def _make_reduction(base: str, per: int):
         x = call.tensor(0)
         if x is None:
             return Cost(0, call.io_bytes())
-        dims = call.arg(1)
-        if isinstance(dims, TensorMeta):  # max.other / min.other: element-wise
+        if isinstance(call.arg(1), TensorMeta):  # max.other / min.other: element-wise
             return pointwise_cost(call, 1)
-        keep = call.arg(2, False)
-        out = TensorMeta(_reduced_shape(x, dims if not isinstance(dims, str) else None,
-                                        bool(keep) if isinstance(keep, bool) else False),
-                         x.dtype)  # fmt: skip
+        dims, keep = reduction_args(base, call)
+        out = TensorMeta(_reduced_shape(x, dims, keep), x.dtype)
         return Cost(per * x.numel, call.io_bytes([out]))
 
     formula.__doc__ = f"{base}: {per} FLOP per input element."
