@@ -7,11 +7,19 @@ alpha != 1 and addcmul/addcdiv with value != 1 add one multiply. Reductions cost
 input element (the adds plus the final divide of a mean). In-place (`add_`) and out= variants
 cost the same as the functional op. Bytes: every input tensor read once (broadcast operands
 at their own size), the output written once.
+
+Reductions, per input element, whatever `dim` (an int, a tuple, none: all), `keepdim` and
+`dtype`: sum, mean, prod, amax/amin, max/min, argmax/argmin, any/all 1 (the add or compare;
+a mean's divide is per output element, folded in); var/std (and _mean) 4 (mean 1, subtract,
+square, add); logsumexp 4 (max, subtract, exp, add); vector norms by their order: 2 for
+ord 2 (square, add), 1 (abs, add), +-inf (abs, max) and 0 (compare, add), 3 for any other
+p (abs, pow, add); the final root per output element is folded in too. Without the real
+output (a trace) its shape comes from `dim` and `keepdim` and its dtype from `dtype`.
 """
 
 from __future__ import annotations
 
-from perfsuite.flops.call import Cost, OpCall, TensorMeta, broadcast_shape, words
+from perfsuite.flops.call import DTYPE_BYTES, Cost, OpCall, TensorMeta, broadcast_shape, words
 from perfsuite.flops.registry import register
 
 PER_ELEMENT: dict[str, int] = {
@@ -49,14 +57,36 @@ PER_ELEMENT: dict[str, int] = {
 
 REDUCTIONS: dict[str, int] = {
     **dict.fromkeys(words("sum mean amax amin max min argmax argmin prod any all"), 1),
-    "linalg_vector_norm": 2,  # square and add
+    "linalg_vector_norm": 2,  # square and add (ord 2); see norm_per_element
     "norm": 2,
-    "var": 3,
-    "std": 3,
-    "var_mean": 3,
-    "std_mean": 3,
-    "logsumexp": 3,
+    **dict.fromkeys(("var", "std", "var_mean", "std_mean"), 4),  # mean, sub, square, add
+    "logsumexp": 4,  # max, sub, exp, add
 }
+_NORMS = ("linalg_vector_norm", "norm")
+
+
+def norm_per_element(ord_: object) -> int:
+    """FLOPs per input element of a vector norm of order `ord_` (None: 2)."""
+    if ord_ is None or isinstance(ord_, bool):
+        return 2
+    if isinstance(ord_, (int, float)) and float(ord_) in (
+        0.0,
+        1.0,
+        2.0,
+        float("inf"),
+        -float("inf"),
+    ):
+        return 2
+    return 3
+
+
+def _out_dtype(call: OpCall, x: TensorMeta) -> str:
+    """The `dtype=` argument of a reduction, where one is given (a dtype name), else x's."""
+    for a in call.args[1:]:
+        if isinstance(a, str) and (a.startswith("torch.") or a in DTYPE_BYTES):
+            return a.removeprefix("torch.")
+    return x.dtype
+
 
 _SCALED_ALPHA = {"add": 2, "sub": 2, "rsub": 2}  # position of alpha
 _SCALED_VALUE = {"addcmul": 3, "addcdiv": 3}  # position of value
@@ -148,10 +178,16 @@ def _make_reduction(base: str, per: int):
         if isinstance(call.arg(1), TensorMeta):  # max.other / min.other: element-wise
             return pointwise_cost(call, 1)
         dims, keep = reduction_args(base, call)
-        out = TensorMeta(_reduced_shape(x, dims, keep), x.dtype)
-        return Cost(per * x.numel, call.io_bytes([out]))
+        out = TensorMeta(_reduced_shape(x, dims, keep), _out_dtype(call, x))
+        cost = norm_per_element(call.arg(1)) if base in _NORMS else per
+        outs = [out]
+        if base.endswith("_mean"):  # var_mean, std_mean: (var or std, mean)
+            outs.append(out)
+        elif base in ("max", "min") and dims is not None:  # max.dim: (values, int64 indices)
+            outs.append(TensorMeta(out.shape, "int64"))
+        return Cost(cost * x.numel, call.io_bytes(outs))
 
-    formula.__doc__ = f"{base}: {per} FLOP per input element."
+    formula.__doc__ = f"{base}: {per} FLOP per input element (module docstring)."
     return formula
 
 
