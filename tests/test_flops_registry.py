@@ -185,7 +185,6 @@ def test_reductions():
     assert est("aten::var", T(2, 3), [1], None, True).bytes == (6 + 2) * 4
 
 
-
 @pytest.mark.parametrize(
     ("op", "args", "flops", "out_elements", "out_bytes"),
     [
