@@ -530,6 +530,11 @@ def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
     assert rec["timeline"]["batch"] == {
         "call": 5, "epoch": 2, "shapes": [[8, 4], [8]], "same_as_flop_count": True,
     }  # fmt: skip
+    # the CPU trace's roofline points: host self time, addmm at the counted batch's shapes
+    roof = perfsuite.trace(run.run_dir).roofline
+    addmm = roof[roof["op"] == "aten::addmm"]
+    assert set(roof["time_kind"]) == {"host"} and (roof["time_s"] > 0).all()
+    assert addmm["flops_per_call"].tolist() == [2 * 8 * 4 * 3 + 8 * 3]
     # reached in epoch 1 of 10, whose last batch is partial: the late window replays call 2
     model, opt = _tiny()
     step = _stepper(model, opt)
