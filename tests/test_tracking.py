@@ -535,6 +535,13 @@ def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
     addmm = roof[roof["op"] == "aten::addmm"]
     assert set(roof["time_kind"]) == {"host"} and (roof["time_s"] > 0).all()
     assert addmm["flops_per_call"].tolist() == [2 * 8 * 4 * 3 + 8 * 3]
+    # no peaks measured: no lost time, and each row says why instead of a bare NaN
+    ops = perfsuite.open(run.run_dir).ops
+    joined = ops[ops["status"] == "joined"]
+    assert len(joined) and joined["lost_time_s"].isna().all()
+    assert set(joined["lost_time_why"]) == {
+        "no roof: the record has no peak FLOP/s or bandwidth for this op's math"
+    }
     # reached in epoch 1 of 10, whose last batch is partial: the late window replays call 2
     model, opt = _tiny()
     step = _stepper(model, opt)

@@ -58,6 +58,7 @@ OPS: Spec = [
     ("over_roof", "placement.over_roof"),
     ("flag", "placement.flag"),
     ("lost_time_s", "lost_time_s"),
+    ("lost_time_why", "lost_time_why"),
 ]
 STEP: Spec = [
     ("op", "name"),
