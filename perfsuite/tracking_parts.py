@@ -112,9 +112,10 @@ def batch_shapes(args: tuple, kw: dict) -> tuple[tuple[tuple[int, ...], str], ..
 
 
 PHASE_NOTE = (
-    "optimizer = inside optimizer.step() of the optimizer given, and, without one, the ops "
-    "run with grad mode off after the step's backward (a hand-written update, gradient "
-    "clipping); backward = run by autograd; forward = the rest"
+    "optimizer = inside optimizer.step() of the optimizer given, and the ops after the "
+    "step's backward that autograd does not record (grad mode off, or no argument requiring "
+    "grad: a hand-written update, p.data.add_, gradient clipping); backward = run by "
+    "autograd; forward = the rest"
 )
 
 

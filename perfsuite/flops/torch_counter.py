@@ -70,6 +70,21 @@ def _outputs(result: Any) -> list[TensorMeta]:
     return []
 
 
+def _tracked(args: Any) -> bool:
+    """Autograd records this op: grad mode is on and a tensor argument requires grad (an
+    update through `p.data` or under no_grad is not recorded)."""
+    if not torch.is_grad_enabled():
+        return False
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            return True
+        if isinstance(a, (list, tuple)) and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in a
+        ):
+            return True
+    return False
+
+
 def _is_out(arg: Any) -> bool:
     """An out= argument (kwarg-only and written): the op's result, not an input."""
     if hasattr(arg, "is_out"):
@@ -104,8 +119,9 @@ class OpCounter(TorchDispatchMode):
 
     Label phases with `with counter.phase("forward"):`; outside an explicit phase, ops run by
     autograd are "backward" and the rest "forward". With `infer_update=True` (a user's step
-    counted whole), ops run with grad mode off after a backward are "optimizer": a
-    hand-written update, gradient clipping. With `track_modules=True` ops are also
+    counted whole), ops after a backward that autograd does not record (grad mode off, or
+    no argument requiring grad: `p.data.add_`) are "optimizer": a hand-written update,
+    gradient clipping. With `track_modules=True` ops are also
     attributed to the innermost nn.Module running them; that installs torch's ModuleTracker
     hooks, which make a counted CPU training step several times slower, so it is off by default.
     """
@@ -148,13 +164,13 @@ class OpCounter(TorchDispatchMode):
         super().__exit__(*exc)
         self._stack.close()
 
-    def _current_phase(self) -> str:
+    def _current_phase(self, args: Any = ()) -> str:
         if self._phase is not None:
             return self._phase
         if torch._C._current_graph_task_id() != -1:
             self._after_backward = True
             return "backward"
-        if self._infer_update and self._after_backward and not torch.is_grad_enabled():
+        if self._infer_update and self._after_backward and not _tracked(args):
             return "optimizer"
         return "forward"
 
@@ -194,7 +210,7 @@ class OpCounter(TorchDispatchMode):
         if not est.known:
             self._unknown[name] += 1
             return result
-        phase = self._current_phase()
+        phase = self._current_phase(args)
         row = self._rows.get((name, phase))
         if row is None:
             row = self._rows[(name, phase)] = OpRow(name, est.family, phase)
