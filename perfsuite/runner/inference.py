@@ -238,8 +238,8 @@ def predict_text(workload: Any) -> str:
         return f"workload.predict, test-time augmentation as the workload declares it: {declared}"
     if "tta_flip" not in extra:
         return (
-            "workload.predict as written: whatever it does (test-time augmentation included, "
-            "if any) is timed; neither its recipe (no tta_flip) nor a `tta` attribute says"
+            "workload.predict as written: whatever it does is timed, any test-time "
+            "augmentation too; neither its recipe (no tta_flip) nor a `tta` attribute says"
         )
     level = extra.get("tta_level")
     if not extra["tta_flip"] or (level is not None and int(level) == 0):
