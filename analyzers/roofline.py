@@ -129,6 +129,7 @@ class OpRoofline:
     step_cv: float | None = None  # the op's per-step time, stdev/mean over the window's steps
     own_time_s: float | None = None  # the part of time_s not in its children (self time)
     wrapper: bool = False  # no FLOP model and no time of its own (analyzers.roofline_ops)
+    lost_time_why: str | None = None  # why lost_time_s is None (no roof, no time, flagged...)
 
 
 @dataclass(frozen=True)

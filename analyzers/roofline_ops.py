@@ -92,7 +92,10 @@ def op_rooflines(
         share = _div(tsec, measured) if m and t else None
         cv = t.step_cv if t else None
         wrapper = status == "no_flop_model" and not mine
-        rows.append(OpRoofline(op, status, calls, tsec, kind, share, p, lost, cv, mine, wrapper))
+        why = None if lost is not None else _no_loss_why(status, tsec, p)
+        rows.append(
+            OpRoofline(op, status, calls, tsec, kind, share, p, lost, cv, mine, wrapper, why)
+        )
     differ = [f"{r.op} ({times[r.op].calls:.3g} vs {model[r.op]['calls']:.3g})"
               for r in rows if r.status == "calls_differ"]  # fmt: skip
     if differ:
@@ -133,3 +136,16 @@ def ranked_ops(ops: list[OpRoofline]) -> tuple[list[OpRoofline], list[OpRoofline
 
     ranked = by([o for o in ops if not o.wrapper], rank_time)
     return ranked, by([o for o in ops if o.wrapper], lambda o: o.time_s)
+
+
+def _no_loss_why(status: str, tsec: float | None, p: Any) -> str:
+    """Why an op has no lost time: the reason, not a bare missing value."""
+    if status == "no_flop_model":
+        return "no FLOP model for this op"
+    if tsec is None or status == "calls_differ":
+        return "no measured time for the counted calls"
+    if p.flag:
+        return "above its roof (flagged): the model or the roof is wrong, no loss is shown"
+    if p.attainable is None:
+        return "no roof: the record has no peak FLOP/s or bandwidth for this op's math"
+    return "no fraction of roof"

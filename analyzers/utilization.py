@@ -45,9 +45,11 @@ class Clock:
 
 @dataclass(frozen=True)
 class Cpu:
-    util_pct_mean: float | None
+    util_pct_mean: float | None  # machine-wide: every process, percent of all cores
     util_pct_max: float | None
     rss_bytes_max: float | None
+    process_util_pct_mean: float | None = None  # the run's process, percent of one core
+    process_util_pct_max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,8 @@ def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = Non
             _f(cpu_t.get("util_pct_mean")),
             _f(cpu_t.get("util_pct_max")),
             _f(cpu_t.get("rss_bytes_max")),
+            _f(cpu_t.get("process_util_pct_mean")),
+            _f(cpu_t.get("process_util_pct_max")),
         )
         if cpu_t
         else None

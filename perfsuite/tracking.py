@@ -74,7 +74,8 @@ class Tracker:
             raise ValueError(parts.device_error(exc)) from None
         # a track opened by a step that an outer track runs in a detour: it writes nothing
         self.inert = parts.in_detour()
-        complete = model is not None and optimizer is not None
+        restorable, why_not = parts.restorable_optimizer(optimizer)
+        complete = model is not None and restorable is not None
         self.capture_on = capture and complete and not self.inert
         self.profile_steps = profile_steps
         self.epochs_hint = epochs
@@ -120,13 +121,19 @@ class Tracker:
             params = sum(p.numel() for p in model.parameters())
             self.record["extra"] = {"parameters": params}
         self.model = model
+        self.optimizer = optimizer
         self.state = (
-            TrainState(model, model, optimizer, scheduler, None, self.backend, scaler=scaler)
+            TrainState(model, model, restorable, scheduler, None, self.backend, scaler=scaler)
             if complete
             else None
         )
-        if capture and not complete:
-            self.rec.flag("no model/optimizer given to perfsuite.track: no FLOP count or window")
+        if capture and model is None:
+            self.rec.flag(
+                "no model given to perfsuite.track: no FLOP count or window (detours restore "
+                "the model after their extra steps)"
+            )
+        elif capture and why_not:
+            self.rec.flag(why_not)
         self.telemetry_interval_s = telemetry_interval_s
         self.telemetry: Any = None
         self.reached = False
@@ -157,15 +164,13 @@ class Tracker:
 
     def __enter__(self) -> Tracker:
         if self.capture_on:
-            from perfsuite.runner.telemetry import TelemetrySampler
+            from perfsuite.runner.telemetry import open_sampler
 
-            self.telemetry = TelemetrySampler(
-                self.run_dir / "telemetry.csv",
-                self.telemetry_interval_s,
-                self.backend.device.gpu_index,
+            self.telemetry = open_sampler(
+                self.rec, self.telemetry_interval_s, self.backend.device.gpu_index
             )
-            self.record["sidecars"]["telemetry"] = "telemetry.csv"
-            self.telemetry.__enter__()
+            if self.telemetry is not None:
+                self.telemetry.__enter__()
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
@@ -259,6 +264,8 @@ class Tracker:
             if exhausted:
                 raise FloatingPointError(self.record["error"])
             return
+        if self._epoch_len is not None and self._epoch_items >= self._epoch_len:
+            exhausted = True  # left after its last item: the epoch was whole
         if not exhausted:
             self._early.append((self.epoch_number, n))
             self._note_early()
@@ -426,19 +433,21 @@ class Tracker:
         if self.inert:
             return
         from perfsuite.runner.checkpoint import save_threshold_model
+        from perfsuite.runner.contain import collector
 
         metric = self.rec.metric
-        section, self.setup_s["checkpoint_s"] = capture.timed(
-            save_threshold_model,
-            self.run_dir,
-            self.model,
-            epoch=epoch,
-            evaluation_index=len(self.record["evaluations"]) - 1,
-            metric=metric,
-            value=float(metrics.get(metric, float("nan"))),
-        )
-        self.record["checkpoint"] = section
-        self.record["sidecars"]["checkpoint"] = section["file"]
+        with collector(self.rec, "checkpoint", capture.LOST_CHECKPOINT):
+            section, self.setup_s["checkpoint_s"] = capture.timed(
+                save_threshold_model,
+                self.run_dir,
+                self.model,
+                epoch=epoch,
+                evaluation_index=len(self.record["evaluations"]) - 1,
+                metric=metric,
+                value=float(metrics.get(metric, float("nan"))),
+            )
+            self.record["checkpoint"] = section
+            self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
 
     def say(self, text: str) -> None:

@@ -1,15 +1,23 @@
 """The detours of `perfsuite.track` (perfsuite/tracking.py): the FLOP count and the profile
 window, each on calls of the user's own step, with the track's clock paused.
 
-Where the window goes: from the middle epoch of `epochs` (the first without it) on, at the first
-detour-safe `run.step` after the FLOP count, whatever the epoch's length. A run that reaches its
-threshold, or ends, before that gets it at that `evaluate()` or at exit, on the last
-detour-safe call, provided autocast and grad mode there are the step's (a window away from the
-loop would otherwise profile other math). A run without a window says why in its flags.
+Which step: the FLOP count takes the first detour-safe call after a step ran whose batch has
+the first call's shapes (a partial last batch is not a step's typical work), or, where shapes
+vary from call to call, the fourth such call. The window replays only calls with the counted
+call's shapes, so per-op times and per-op FLOPs describe the same work: from the middle epoch
+of `epochs` (the first without it) on, at the first such call after the count, whatever the
+epoch's length. A run that reaches its threshold, or ends, before that gets it at that
+`evaluate()` or at exit, on the last such call, provided autocast and grad mode there are the
+step's (a window away from the loop would otherwise profile other math). `timeline.batch`
+names the call and shapes replayed. A run without a window says why in its flags.
+
+Every detour is a collector (runner/contain.py): if it raises, the run goes on without it and
+the record says what was lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +25,8 @@ from perfsuite import tracking_parts as parts
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import capture
+from perfsuite.runner.chatter import LOG_NAME, stderr_to
+from perfsuite.runner.contain import collector, formula_error_flag
 from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.workloads.state import detour
 
@@ -32,31 +42,48 @@ class Detours:
         self.counted = False
         self.window_done = False
         self.no_window = ""  # why no window was taken, once known
-        self.pending: tuple[Any, ...] | None = None  # the last detour-safe call: a late window
+        self.pending: tuple[Any, ...] | None = None  # a late window's call (counted shapes)
         self.safe_calls = 0
+        self.first_shapes: tuple | None = None  # the first detour-safe call's batch
+        self.counted_shapes: tuple | None = None  # the batch the FLOPs were counted on
+        self.counted_call = 0  # which run.step call that was (1-based)
 
     def window_epoch(self) -> int:
         hint = self.run.epochs_hint
         return max(1, (hint + 1) // 2) if hint else 1
 
     def before_step(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
-        """FLOP count at the first detour-safe call after a step ran; the window at a later one
-        from the window's epoch on (any epoch length: it need not be the epoch's third step)."""
+        """FLOP count at a detour-safe call after a step ran (see the module docstring); the
+        window at a later one of the same shapes from the window's epoch on (any epoch length:
+        it need not be the epoch's third step)."""
         run = self.run
         self.safe_calls += 1
-        if not self.window_done and run.profile_steps > 0:
-            self.pending = (fn, args, kw, parts.step_context(run.backend.device.kind))
+        if self.counted and (self.window_done or run.profile_steps <= 0):
+            return  # nothing left to take: no shape reading on the clock
+        shapes = parts.batch_shapes(args, kw)
+        if self.first_shapes is None:
+            self.first_shapes = shapes
         if not self.counted:
-            if run.steps_total >= 1:
+            if run.steps_total >= 1 and (shapes == self.first_shapes or self.safe_calls >= 4):
                 self.counted = True
+                self.counted_shapes, self.counted_call = shapes, run.steps_total + 1
+                self._remember(fn, args, kw)
                 run.say("counting FLOPs of one step (off the clock)")
-                _, run.setup_s["flop_count_s"] = run.off_clock(self.count, fn, args, kw, size)
-        elif (
-            run.profile_steps > 0
-            and not self.window_done
-            and run.epoch_number >= self.window_epoch()
-        ):
+                with collector(run.rec, "FLOP count", capture.LOST_WORK):
+                    _, run.setup_s["flop_count_s"] = run.off_clock(self.count, fn, args, kw, size)
+            return
+        if shapes != self.counted_shapes:
+            return  # a partial or odd batch: never the one the window replays
+        self._remember(fn, args, kw)
+        if run.epoch_number >= self.window_epoch():
             self.take_window(fn, args, kw)
+
+    def _remember(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
+        """This call, with the counted shapes, is the one a late window would replay."""
+        run = self.run
+        if not self.window_done and run.profile_steps > 0:
+            context = parts.step_context(run.backend.device.kind)
+            self.pending = (fn, args, kw, context, run.steps_total + 1, run.epoch_number)
 
     def late_window(self, where: str) -> None:
         """The window away from the loop (`where`: at evaluate() or at exit), on the last
@@ -66,7 +93,7 @@ class Detours:
             return
         if self.pending is None or run.steps_total < 2:
             return
-        fn, args, kw, context = self.pending
+        fn, args, kw, context, call, epoch = self.pending
         if context != parts.step_context(run.backend.device.kind):
             self.window_done, self.pending = True, None
             self.no_window = (
@@ -74,14 +101,12 @@ class Detours:
                 "profile other math)"
             )
             return
-        try:
-            self.take_window(fn, args, kw)
-        except Exception as exc:  # off the loop, a window is not worth the user's run
-            self.window_done, self.pending = True, None
-            why = f"the step raised in the window: {type(exc).__name__}: {exc}"
-            self.no_window = why.splitlines()[0][:300]
+        self.take_window(fn, args, kw, call, epoch)
 
-    def take_window(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
+    def take_window(
+        self, fn: Callable[..., Any], args: tuple, kw: dict, call: int = 0, epoch: int = 0
+    ) -> None:
+        """The window, contained: if it raises, the run goes on and says why."""
         run = self.run
         self.window_done, self.pending = True, None
         if parts.profiler_active():
@@ -91,7 +116,16 @@ class Detours:
             )
             return
         run.say(f"profile window: {run.profile_steps} calls of your step (off the clock)")
-        _, run.setup_s["profile_window_s"] = run.off_clock(self.window, fn, args, kw)
+        where = (call or run.steps_total + 1, epoch or run.epoch_number)
+        log = run.run_dir / LOG_NAME if run.rec.write_files else None
+        # the profiler's start/stop lines go to the run's log, not the user's terminal
+        quiet = stderr_to(log) if log is not None else contextlib.nullcontext()
+        with collector(run.rec, "profile window", capture.LOST_WINDOW) as failed, quiet:
+            _, run.setup_s["profile_window_s"] = run.off_clock(self.window, fn, args, kw, where)
+        if log is not None and log.is_file() and log.stat().st_size:
+            run.record["sidecars"]["log"] = LOG_NAME
+        if failed:
+            self.no_window = f"the window raised: {failed[0]}"
 
     def missing(self) -> list[str]:
         """Flags for a FLOP count or profile window that capture asked for and did not get."""
@@ -100,11 +134,12 @@ class Detours:
             return []
         flags = []
         if "work" not in run.record and not self.counted:
-            why = (
-                "every run.step call was detour_safe=False"
-                if not self.safe_calls
-                else "only one detour-safe run.step call (the count takes the second)"
-            )
+            if not self.safe_calls:
+                why = "every run.step call was detour_safe=False"
+            elif self.safe_calls == 1:
+                why = "only one detour-safe run.step call (the count takes the second)"
+            else:
+                why = "no later run.step call had the first call's batch shapes"
             flags.append(f"no FLOP count: {why}")
         why = self._no_window_reason()
         if why:
@@ -121,6 +156,8 @@ class Detours:
             return "the profiler recorded no ops"
         if not self.safe_calls:
             return "every run.step call was detour_safe=False"
+        if self.counted and self.pending is None and run.steps_total >= 2:
+            return "no call to replay with the counted step's batch shapes"
         if run.epoch_number < self.window_epoch():
             return (
                 f"the run ended in epoch {run.epoch_number}, before epoch {self.window_epoch()} "
@@ -135,17 +172,25 @@ class Detours:
         run = self.run
         record, state = run.record, run.state
         assert state is not None
-        counter = OpCounter()
+        counter = OpCounter(infer_update=True)
         with parts.detour_scope(), detour(state):
             fn(*args, **kw)  # uncounted: optimizer state as in every later step
-            with counter:
+            with counter, parts.optimizer_phase(run.optimizer, counter):
                 fn(*args, **kw)
         work = counter.result().to_work_section()
         work["batch_size"] = size or None
+        work["counted_on"] = {
+            "call": self.counted_call,
+            "epoch": run.epoch_number,
+            "shapes": [list(s) for s, _ in self.counted_shapes or ()],
+            "note": "the whole step as written, FLOPs of every op it ran; phases: "
+            + parts.PHASE_NOTE,
+        }
         trained = [*state.module.parameters()]  # else the optimizer's (a module may hold none)
         trained += [p for g in state.optimizer.param_groups for p in g["params"]]
         work["dtype"] = capture.compute_dtype(parts.leaves((args, kw)), trained)
         record["work"] = work
+        formula_error_flag(run.rec, work)
         param = parts.trained_parameter(state.module, state.optimizer)
         param_dtype = str(param.dtype).replace("torch.", "") if param is not None else None
         # autocast entered inside the user's step is not visible from here; around it, it is
@@ -166,7 +211,7 @@ class Detours:
         if why:
             run.rec.flag(why)
 
-    def window(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
+    def window(self, fn: Callable[..., Any], args: tuple, kw: dict, where: tuple[int, int]) -> None:
         run = self.run
         assert run.state is not None
         window = ProfileWindow(run.run_dir, run.backend, wait=1, warmup=1, active=run.profile_steps)
@@ -181,6 +226,12 @@ class Detours:
         if timeline:
             timeline["epoch"] = run.epoch_number
             timeline["note"] = "profiled on repeated calls of the user's step on one batch"
+            timeline["batch"] = {
+                "call": where[0],
+                "epoch": where[1],
+                "shapes": [list(s) for s, _ in self.counted_shapes or ()],
+                "same_as_flop_count": self.counted_shapes is not None,
+            }
             run.record["timeline"] = timeline
             run.record["sidecars"]["trace"] = timeline["trace"]
             if not run.in_epoch:  # taken at evaluate() or exit: the epoch is over

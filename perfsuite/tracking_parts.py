@@ -51,6 +51,100 @@ def first_tensor(args: tuple, kw: dict, want: Callable[[Any], bool]) -> Any:
     return None
 
 
+class _NoOptimizer:
+    """Stands in for the optimizer of a step that updates parameters itself (by hand, with
+    torch.func): nothing to save or restore beyond the model, which detours restore."""
+
+    def __init__(self) -> None:
+        self.param_groups: list[dict[str, Any]] = []
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+class _OtherOptimizer:
+    """Another library's optimizer with `state_dict()` / `load_state_dict()`: detours save and
+    restore its state through them (its `param_groups`, if any, name what it trains)."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.inner = optimizer
+        self.param_groups = list(getattr(optimizer, "param_groups", None) or [])
+
+    def state_dict(self) -> Any:
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state: Any) -> None:
+        self.inner.load_state_dict(state)
+
+
+def restorable_optimizer(optimizer: Any) -> tuple[Any, str]:
+    """What detours save and restore for `optimizer`: a torch.optim optimizer itself, another
+    with state_dict()/load_state_dict() wrapped, None (no optimizer: the step updates the
+    model itself) a stand-in; (None, why) for one whose state cannot be restored."""
+    import torch
+
+    if optimizer is None:
+        return _NoOptimizer(), ""
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer, ""
+    if callable(getattr(optimizer, "state_dict", None)) and callable(
+        getattr(optimizer, "load_state_dict", None)
+    ):
+        return _OtherOptimizer(optimizer), ""
+    return None, (
+        f"optimizer {type(optimizer).__name__} has no state_dict()/load_state_dict(): detours "
+        "could not restore it after their extra steps, so no FLOP count or window (a "
+        "stateless update needs no optimizer=)"
+    )
+
+
+def batch_shapes(args: tuple, kw: dict) -> tuple[tuple[tuple[int, ...], str], ...]:
+    """(shape, dtype) of every tensor among the step's arguments, in order: two calls with
+    equal shapes do the same work (a partial last batch differs)."""
+    import torch
+
+    return tuple(
+        (tuple(v.shape), str(v.dtype)) for v in leaves((args, kw)) if isinstance(v, torch.Tensor)
+    )
+
+
+PHASE_NOTE = (
+    "optimizer = inside optimizer.step() of the optimizer given, and the ops after the "
+    "step's backward that autograd does not record (grad mode off, or no argument requiring "
+    "grad: a hand-written update, p.data.add_, gradient clipping); backward = run by "
+    "autograd; forward = the rest"
+)
+
+
+@contextlib.contextmanager
+def optimizer_phase(optimizer: Any, counter: Any) -> Iterator[None]:
+    """Label the ops inside `optimizer.step()` "optimizer" while counting (torch.optim's step
+    hooks); other optimizers are left to the counter's inference (OpCounter infer_update)."""
+    pre = getattr(optimizer, "register_step_pre_hook", None)
+    post = getattr(optimizer, "register_step_post_hook", None)
+    if pre is None or post is None:
+        yield
+        return
+    stack = contextlib.ExitStack()
+
+    def enter(*_: Any) -> None:
+        stack.enter_context(counter.phase("optimizer"))
+
+    def leave(*_: Any) -> None:
+        stack.close()
+
+    handles = [pre(enter), post(leave)]
+    try:
+        yield
+    finally:
+        stack.close()
+        for h in handles:
+            h.remove()
+
+
 def batch_size_of(args: tuple, kw: dict) -> int | None:
     """The leading dimension of the step's first tensor argument with one; None if none has."""
     tensor = first_tensor(args, kw, lambda t: t.ndim > 0)

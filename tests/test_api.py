@@ -47,6 +47,7 @@ OPS = {
     "share": "time_share",
     **PLACEMENT,
     "lost_time_s": "lost_time_s",
+    "lost_time_why": "lost_time_why",
 }
 LEVELS = {
     "name": "name",

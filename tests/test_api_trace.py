@@ -92,6 +92,8 @@ ROOFLINE = {
     "flops_per_call": "flops",
     "bytes_per_call": "bytes",
     "device_time_s": "device_time_s",
+    "time_s": "time_s",
+    "time_kind": "time_kind",
     "achieved_flop_per_s": "flops_per_s",
     "achieved_byte_per_s": "bytes_per_s",
     "intensity_flop_per_byte": "intensity",

@@ -173,6 +173,17 @@ def test_adam_adamw_per_element(impl):
     assert adamw == 14 * 15 + 2
 
 
+def test_gradient_clipping_is_counted():
+    """clip_grad_norm_ issues linalg_vector_norm(x, ord, dim, keepdim): ord is not a dim."""
+    m = nn.Linear(4, 3)
+    m(torch.randn(5, 4)).sum().backward()
+    res = run(lambda c: nn.utils.clip_grad_norm_(m.parameters(), 1.0))
+    got = rows(res)
+    assert got["aten::_foreach_norm"] == 2 * 15  # square and add over the 12 + 3 gradients
+    assert got["aten::linalg_vector_norm"] == 2 * 2  # the norm of the two norms
+    assert res.unknown_ops == []
+
+
 def test_unknown_ops_reported_and_custom_op_picked_up():
     x = torch.rand(7)
     res = run(lambda c: torch.special.bessel_j0(x))

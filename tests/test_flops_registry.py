@@ -174,6 +174,55 @@ def test_reductions():
     m = est("aten::mean", T(2, 3, 4, 4), [-1, -2], True)
     assert (m.flops, m.bytes) == (96, (96 + 6) * 4)
     assert est("aten::sum", T(7)).bytes == (7 + 1) * 4
+    # norms: (self, ord, dim, keepdim), the second argument is ord, not a dim
+    n = est("aten::linalg_vector_norm", T(2, 3), 2.0)
+    assert (n.flops, n.bytes) == (12, (6 + 1) * 4)
+    n = est("aten::linalg_vector_norm", T(2, 3), 2.0, [1], True)
+    assert n.bytes == (6 + 2) * 4
+    assert est("aten::norm", T(2, 3), 2.0, [0]).bytes == (6 + 3) * 4
+    # var.default (self, unbiased): a bool, not dim 1
+    assert est("aten::var", T(2, 3), True).bytes == (6 + 1) * 4
+    assert est("aten::var", T(2, 3), [1], None, True).bytes == (6 + 2) * 4
+
+
+@pytest.mark.parametrize(
+    ("op", "args", "flops", "out_elements", "out_bytes"),
+    [
+        # sum.default (self, *, dtype): the dtype sets the output's bytes, not a dim
+        ("aten::sum", ("torch.float64",), 24, 1, 8),
+        # sum.dim_IntList (self, dim, keepdim, *, dtype): dim tuples, negative dims, keepdim
+        ("aten::sum", ([0, -1], True, "torch.float64"), 24, 3, 8),
+        ("aten::mean", ([1], False), 24, 8, 4),
+        ("aten::amax", ([], False), 24, 1, 4),  # dim=[]: every dim
+        ("aten::amax", ([2], True), 24, 6, 4),
+        ("aten::prod", (1, False, "torch.float64"), 24, 8, 8),  # prod.dim_int
+        # var.correction (self, dim, *, correction, keepdim): mean, sub, square, add
+        ("aten::var", ([1, 2], 0, True), 4 * 24, 2, 4),
+        ("aten::std_mean", ([0], 1, False), 4 * 24, 12, 4),
+        ("aten::logsumexp", ([2], False), 4 * 24, 6, 4),
+        # vector norms (self, ord, dim, keepdim, *, dtype): the order sets the cost
+        ("aten::linalg_vector_norm", (2.0,), 2 * 24, 1, 4),
+        ("aten::linalg_vector_norm", (1, [2]), 2 * 24, 6, 4),
+        ("aten::linalg_vector_norm", (float("inf"), [0, 1], True), 2 * 24, 4, 4),
+        ("aten::linalg_vector_norm", (0.0,), 2 * 24, 1, 4),
+        ("aten::linalg_vector_norm", (3.0, None, False, "torch.float64"), 3 * 24, 1, 8),
+        ("aten::norm", (0.5, [1], True), 3 * 24, 8, 4),  # norm.ScalarOpt_dim
+        ("aten::norm", (2, "torch.float16"), 2 * 24, 1, 2),  # norm.ScalarOpt_dtype
+        ("aten::max", (1, True), 24, 8, 4 + 8),  # max.dim: values and int64 indices
+    ],
+)
+def test_reduction_argument_forms(op, args, flops, out_elements, out_bytes):
+    """Input [2, 3, 4] (24 float32 elements); outputs inferred as in a trace."""
+    e = est(op, T(2, 3, 4), *args)
+    assert e.flops == flops
+    outputs = 2 if op.endswith("_mean") else 1  # var_mean / std_mean: two outputs
+    assert e.bytes == 24 * 4 + outputs * out_elements * out_bytes
+    assert est(op, T(2, 3, 4), *args, outputs=[T(1)]).bytes == 24 * 4 + 4  # real outputs win
+
+
+def test_foreach_norm_by_order():
+    assert est("aten::_foreach_norm", [T(3, 4), T(3)], 2.0).flops == 2 * 15
+    assert est("aten::_foreach_norm", [T(3, 4), T(3)], 3.0).flops == 3 * 15
 
 
 # ---- pooling ----------------------------------------------------------------------------

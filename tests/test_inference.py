@@ -144,7 +144,14 @@ def test_the_source_says_what_predict_includes():
     """The latency source names test-time augmentation only where the run's recipe had it."""
     digits = DigitsWorkload()
     digits.configure(digits.default_recipe())
-    assert "no test-time augmentation setting" in inference.predict_text(digits)
+    assert "neither its recipe (no tta_flip) nor a `tta` attribute says" in (
+        inference.predict_text(digits)
+    )
+    digits.tta = "6 views: the image and its mirror, each at 3 translations"  # its own predict
+    assert inference.predict_text(digits) == (
+        "workload.predict, test-time augmentation as the workload declares it: 6 views: the "
+        "image and its mirror, each at 3 translations"
+    )
     wl = DigitsWorkload()
     wl.configure(wl.default_recipe())
     wl.recipe.extra["tta_flip"] = True

@@ -106,7 +106,10 @@ def test_telemetry_panels_have_their_own_axes_and_units():
     axes = {t["yaxis"] for t in fig["data"]}
     assert axes == {"y", "y2"}  # CPU % and RSS bytes on separate axes
     titles = [a["text"] for a in fig["layout"]["annotations"]]
-    assert titles == ["CPU utilization, system-wide (% of all cores)", "resident memory (B)"]
+    assert titles == [
+        "CPU utilization, machine-wide: every process (% of all cores)",
+        "resident memory (B)",
+    ]
     # plotted in MB with the prefix in the suffix: ticks read "200 MB", not plotly's "200M B"
     assert fig["layout"]["yaxis2"]["ticksuffix"] == " MB"
     assert fig["layout"]["yaxis2"]["exponentformat"] == "none"

@@ -349,3 +349,29 @@ def test_iter_events_bad_gzip_and_missing_file_are_trace_errors(tmp_path):
     assert "\n" not in str(err.value)
     with pytest.raises(TraceError, match=r"nope\.json: file not found"):
         list(iter_events(tmp_path / "nope.json"))
+
+
+def test_a_cpu_trace_has_roofline_points_from_host_self_time(tmp_path):
+    """No device events: an op's time is its own host time plus that of the ops inside it
+    without a formula; an op inside a modeled one (addmm in linear) keeps its own."""
+    addmm = {"Input Dims": [[16], [4, 8], [8, 16]], "Input type": ["float"] * 3,
+             "Concrete Inputs": ["", "", ""]}  # fmt: skip
+    linear = {"Input Dims": [[4, 8], [16, 8], [16]], "Input type": ["float"] * 3,
+              "Concrete Inputs": ["", "", ""]}  # fmt: skip
+    events = [
+        op("aten::linear", 0, 50, shapes=linear),  # self 50 - 40 = 10 µs
+        op("aten::addmm", 5, 40, shapes=addmm),  # self 40 - 6 = 34, + resolve_conj 6
+        op("aten::resolve_conj", 10, 6),  # no formula: its time is addmm's
+        op("aten::mm", 100, 20, shapes=MM_SHAPES),
+        op("aten::mm", 200, 30, shapes=MM_SHAPES),
+    ]
+    a = analyze_file(write_trace(tmp_path / "cpu.json", events))
+    points = {(p.op, p.calls): p for p in a.roofline}
+    assert set(points) == {("aten::mm", 2), ("aten::addmm", 1), ("aten::linear", 1)}
+    mm = points[("aten::mm", 2)]
+    assert mm.time_kind == "host" and mm.device_time_s is None
+    assert mm.time_s == pytest.approx(50e-6) and mm.flops == 2 * 4 * 8 * 16
+    assert mm.flops_per_s == pytest.approx(2 * mm.flops / 50e-6)
+    assert points[("aten::addmm", 1)].time_s == pytest.approx(40e-6)
+    assert points[("aten::linear", 1)].time_s == pytest.approx(10e-6)
+    assert [p.op for p in a.roofline] == ["aten::mm", "aten::addmm", "aten::linear"]

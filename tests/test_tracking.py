@@ -504,3 +504,206 @@ def test_small_things(tmp_path, capsys):
     assert f"[perfsuite] {run.rec.run_id}: reached: {run.run_dir}" in err
     with pytest.raises(ValueError, match=r"^perfsuite.track: device must be cpu or cuda\[:N\]"):
         _track(tmp_path, device="tpu")
+
+
+# -- the window's batch, loops without torch.optim, smaller things -----------------------------
+
+
+def _sized(sizes, seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, 4, generator=g), torch.randint(0, 3, (n,), generator=g)) for n in sizes]
+
+
+def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
+    """A partial batch is never the replayed one: not when the window is due (epoch 2 starts
+    with a 3-sample batch: the window waits for the next call), and not at evaluate()."""
+    model, opt = _tiny()
+    step = _stepper(model, opt)
+    with _track(tmp_path, model, opt, capture=True, epochs=4) as run:
+        for sizes in ([8, 8, 3], [3, 8, 8]):
+            for x, y in run.epoch(_sized(sizes)):
+                run.step(step, x, y)
+    rec = load_record(run.run_dir)
+    assert rec["work"]["batch_size"] == 8
+    assert rec["work"]["counted_on"]["call"] == 2
+    assert rec["work"]["counted_on"]["shapes"] == [[8, 4], [8]]
+    assert rec["timeline"]["batch"] == {
+        "call": 5, "epoch": 2, "shapes": [[8, 4], [8]], "same_as_flop_count": True,
+    }  # fmt: skip
+    # the CPU trace's roofline points: host self time, addmm at the counted batch's shapes
+    roof = perfsuite.trace(run.run_dir).roofline
+    addmm = roof[roof["op"] == "aten::addmm"]
+    assert set(roof["time_kind"]) == {"host"} and (roof["time_s"] > 0).all()
+    assert addmm["flops_per_call"].tolist() == [2 * 8 * 4 * 3 + 8 * 3]
+    # no peaks measured: no lost time, and each row says why instead of a bare NaN
+    ops = perfsuite.open(run.run_dir).ops
+    joined = ops[ops["status"] == "joined"]
+    assert len(joined) and joined["lost_time_s"].isna().all()
+    assert set(joined["lost_time_why"]) == {
+        "no roof: the record has no peak FLOP/s or bandwidth for this op's math"
+    }
+    # reached in epoch 1 of 10, whose last batch is partial: the late window replays call 2
+    model, opt = _tiny()
+    step = _stepper(model, opt)
+    with _track(tmp_path, model, opt, capture=True, epochs=10) as run:
+        for x, y in run.epoch(_sized([8, 8, 3])):
+            run.step(step, x, y)
+        run.evaluate(top1=1.0)
+    tl = load_record(run.run_dir)["timeline"]
+    assert (tl["batch"]["call"], tl["batch"]["shapes"]) == (2, [[8, 4], [8]])
+
+
+def _hand_sgd_run(tmp_path, capture: bool, with_optimizer: bool | str):
+    """Plain SGD written by hand (optimizer=None), or a momentum optimizer of "another
+    library" (not torch.optim; it has state_dict/load_state_dict)."""
+
+    class Momentum:
+        def __init__(self, params, lr=0.1, mu=0.9):
+            self.params, self.lr, self.mu = list(params), lr, mu
+            self.bufs = [torch.zeros_like(p) for p in self.params]
+
+        @torch.no_grad()
+        def step(self):
+            for p, b in zip(self.params, self.bufs, strict=True):
+                b.mul_(self.mu).add_(p.grad)
+                p.sub_(self.lr * b)
+
+        def state_dict(self):
+            return {"bufs": [b.clone() for b in self.bufs]}
+
+        def load_state_dict(self, state):
+            for b, saved in zip(self.bufs, state["bufs"], strict=True):
+                b.copy_(saved)
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = Momentum(model.parameters()) if with_optimizer is True else None
+
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        model.zero_grad()
+        loss.backward()
+        if opt is not None:
+            opt.step()
+        elif with_optimizer == "data":  # word_language_model's update: grad mode stays on
+            for p in model.parameters():
+                p.data.add_(p.grad, alpha=-0.1)
+        else:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.1 * p.grad
+        return loss
+
+    with _track(tmp_path, model, opt, capture=capture, epochs=2) as run:
+        for _ in range(2):
+            for x, y in run.epoch(_sized([8, 8, 8])):
+                run.step(step, x, y)
+    return load_record(run.run_dir), [p.detach().clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize(
+    "with_optimizer", [False, "data", True], ids=["by-hand", "p.data", "other-library"]
+)
+def test_a_step_without_a_torch_optimizer_is_counted_whole(tmp_path, with_optimizer):
+    rec, weights = _hand_sgd_run(tmp_path, True, with_optimizer)
+    _, plain = _hand_sgd_run(tmp_path, False, with_optimizer)
+    for a, b in zip(weights, plain, strict=True):
+        assert torch.equal(a, b)  # the detours restored the model and the optimizer's state
+    assert not [f for f in rec["flags"] if "no model" in f or f.startswith("no FLOP count")]
+    phases = {}
+    for r in rec["work"]["per_op"]:
+        phases.setdefault(r["phase"], {})[r["op"]] = r["flops"]
+    # the update, 15 parameter elements: by hand mul + sub = 2 each; momentum mul_, add_,
+    # mul (lr * b), sub_ = 4 each; grad mode is off there and it follows the backward
+    per = {False: 2, "data": 2, True: 4}[with_optimizer]  # add_ with alpha: 2
+    assert sum(phases["optimizer"].values()) == per * 15
+    # forward: addmm 2*8*4*3 + 8*3 bias adds, then the loss; none of the update in it
+    assert phases["forward"]["aten::addmm"] == 2 * 8 * 4 * 3 + 8 * 3
+    update_ops = set(phases["optimizer"])
+    assert not update_ops & set(phases["forward"]) and not update_ops & set(phases["backward"])
+    assert rec["timeline"]["ops"]
+
+
+def test_torch_optimizer_ops_are_labelled_optimizer(tmp_path):
+    """Inside optimizer.step(), wherever the step calls it (here first: the previous step's
+    gradients are applied before this one's backward)."""
+    model, opt = _tiny()
+
+    def step(x, y):
+        if model.weight.grad is not None:
+            opt.step()
+            opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss
+
+    with _track(tmp_path, model, opt, capture=True, epochs=1) as run:
+        for x, y in run.epoch(_batches(4)):
+            run.step(step, x, y)
+    per_op = load_record(run.run_dir)["work"]["per_op"]
+    update = {r["op"]: r["flops"] for r in per_op if r["phase"] == "optimizer"}
+    assert sum(update.values()) == 2 * 15  # SGD without momentum: p - lr * g per element
+    assert not [
+        r for r in per_op if r["phase"] == "forward" and r["op"].startswith("aten::_foreach")
+    ]
+
+
+def test_an_epoch_left_after_its_last_batch_is_whole(tmp_path):
+    model, opt = _tiny()
+    step = _stepper(model, opt)
+    with _track(tmp_path, model, opt) as run:
+        batches = _batches(3)
+        for i, (x, y) in enumerate(run.epoch(batches)):
+            run.step(step, x, y)
+            if i == len(batches) - 1:
+                break  # after the last batch: nothing was left out
+        for i, (x, y) in enumerate(run.epoch(batches)):
+            run.step(step, x, y)
+            if i == 1:
+                break
+    flags = load_record(run.run_dir)["flags"]
+    assert [f for f in flags if "ended early" in f] == [
+        "epoch 2 ended early after 2 steps: the loop left run.epoch() before its iterable ran "
+        "out (time and steps counted as run)"
+    ]
+
+
+QUIET = """
+import os, sys, torch, perfsuite
+from perfsuite.runner.profile_window import ProfileWindow
+
+real_step = ProfileWindow.step
+def chatty_step(self):  # stands in for Kineto's own lines, written by C++ to fd 2
+    os.write(2, b"USDT: profiler_step\\n")
+    real_step(self)
+ProfileWindow.step = chatty_step
+
+m = torch.nn.Linear(4, 3)
+o = torch.optim.SGD(m.parameters(), lr=0.1)
+def step(x, y):
+    loss = torch.nn.functional.cross_entropy(m(x), y)
+    o.zero_grad(); loss.backward(); o.step()
+    return loss
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+with perfsuite.track("q", threshold=0.9, model=m, optimizer=o, out=sys.argv[1]) as run:
+    for xb, yb in run.epoch([(x, y)] * 4):
+        run.step(step, xb, yb)
+    run.evaluate(top1=0.1)
+print(run.run_dir)
+"""
+
+
+def test_the_profilers_lines_go_to_the_runs_log_not_the_users_terminal(tmp_path):
+    script = tmp_path / "quiet.py"
+    script.write_text(QUIET)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "runs")],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "USDT" not in proc.stderr
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    rec = load_record(run_dir)
+    assert rec["timeline"]["ops"] and rec["sidecars"]["log"] == "perfsuite.log"
+    assert (run_dir / "perfsuite.log").read_text().count("USDT: profiler_step") == 5  # 1+1+3

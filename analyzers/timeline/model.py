@@ -127,7 +127,10 @@ class RooflinePoint:
     """One (operator, input shapes) group: FLOPs/bytes modeled from shapes, time measured.
 
     flops/bytes are per call (op registry, provenance "modeled"); device_time_s sums the kernel
-    time of `calls` operator instances (provenance "measured")."""
+    time of `calls` operator instances (provenance "measured"). A trace without device events
+    (a CPU run) has no kernel time: `time_s` is then the host self time of the op and of the
+    ops inside it that have no formula (`time_kind` "host"; device_time_s None), and the rates
+    use `time_s` either way."""
 
     op: str
     input_dims: Any
@@ -135,10 +138,12 @@ class RooflinePoint:
     calls: int
     flops: float
     bytes: float
-    device_time_s: float
+    device_time_s: float | None
     flops_per_s: float | None
     bytes_per_s: float | None
     intensity: float | None  # FLOP/byte
+    time_s: float = 0.0  # the time the rates use: device time, or host self time (CPU)
+    time_kind: str = "device"  # "device" or "host"
 
 
 @dataclass

@@ -125,6 +125,8 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
         return None  # shapes the formula cannot use (e.g. missing arguments in old traces)
     except ArithmeticError:  # OverflowError: dims so large the FLOP count is not a float
         return INVALID
+    except Exception:  # a formula's own bug (a user's): that op is not modeled, as live
+        return None
     if not est.known or (est.flops == 0 and est.bytes == 0):
         return None  # zero work from shapes means the shapes were not recorded (TensorList)
     flops, nbytes = est.flops, est.bytes
@@ -136,10 +138,13 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
 def roofline_points(
     data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray
 ) -> tuple[list[RooflinePoint], int]:
-    """Group device time by (operator, shapes) of the modeled operator that launched it.
-    Also returns how many (operator, shapes) groups were dropped as INVALID."""
+    """Group device time by (operator, shapes) of the modeled operator that launched it; in
+    a trace without device events (CPU), host self time by the innermost modeled operator
+    around each op, itself included. Also returns how many (operator, shapes) groups were
+    dropped as INVALID."""
     rg = data.ranges
-    if arrays.n == 0 or not len(data.shapes.values):
+    on_host = arrays.n == 0
+    if not len(data.shapes.values):
         return [], 0
     names = data.names.values
     work_cache: dict[tuple[int, int], tuple[float, float] | None] = {}
@@ -166,14 +171,22 @@ def roofline_points(
         return found
 
     time_of: dict[int, float] = defaultdict(float)
-    op, dur = arrays.op[mask], arrays.dur[mask]
-    keep = op >= 0
-    ops, inv = np.unique(op[keep], return_inverse=True)
-    per_op = np.bincount(inv, weights=dur[keep], minlength=len(ops))
-    for o, t in zip(ops.tolist(), per_op.tolist(), strict=True):
-        m = modeled(o)
-        if m >= 0:
-            time_of[m] += t
+    if on_host:  # each cpu_op's own time goes to the modeled op it runs in (or is)
+        kinds, self_time = rg.kind, host.self_time
+        for r in range(len(rg.ts)):
+            if kinds[r] == 0:
+                m = modeled(r)
+                if m >= 0:
+                    time_of[m] += float(self_time[r])
+    else:
+        op, dur = arrays.op[mask], arrays.dur[mask]
+        keep = op >= 0
+        ops, inv = np.unique(op[keep], return_inverse=True)
+        per_op = np.bincount(inv, weights=dur[keep], minlength=len(ops))
+        for o, t in zip(ops.tolist(), per_op.tolist(), strict=True):
+            m = modeled(o)
+            if m >= 0:
+                time_of[m] += t
     groups: dict[tuple[int, int], list[float]] = {}
     for r, t in time_of.items():
         g = groups.setdefault((rg.name[r], rg.shape[r]), [0, 0.0])
@@ -197,11 +210,13 @@ def roofline_points(
                 calls=int(calls),
                 flops=flops,
                 bytes=nbytes,
-                device_time_s=secs,
+                device_time_s=None if on_host else secs,
                 flops_per_s=tot_f / secs if secs > 0 else None,
                 bytes_per_s=tot_b / secs if secs > 0 else None,
                 intensity=flops / nbytes if nbytes > 0 else None,
+                time_s=secs,
+                time_kind="host" if on_host else "device",
             )
         )
-    points.sort(key=lambda p: (-p.device_time_s, p.op))
+    points.sort(key=lambda p: (-p.time_s, p.op))
     return points, dropped

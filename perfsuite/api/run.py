@@ -59,6 +59,7 @@ OPS: Spec = [
     ("over_roof", "placement.over_roof"),
     ("flag", "placement.flag"),
     ("lost_time_s", "lost_time_s"),
+    ("lost_time_why", "lost_time_why"),
 ]
 STEP: Spec = [
     ("op", "name"),
@@ -387,6 +388,7 @@ class Run:
                 "sm_clock_mean_of_max": clock.mean_of_max if clock else None,
                 "throttled": clock.throttled if clock else None,
                 "cpu_util_pct_mean": cpu.util_pct_mean if cpu else None,
+                "process_cpu_util_pct_mean": cpu.process_util_pct_mean if cpu else None,
                 "gpu_util_pct_mean": u.gpu_util_pct_mean,
                 "gpu_power_w_mean": u.gpu_power_w_mean,
             }

@@ -88,6 +88,8 @@ ROOFLINE: Spec = [
     ("flops_per_call", "flops"),
     ("bytes_per_call", "bytes"),
     ("device_time_s", "device_time_s"),
+    ("time_s", "time_s"),
+    ("time_kind", "time_kind"),
     ("achieved_flop_per_s", "flops_per_s"),
     ("achieved_byte_per_s", "bytes_per_s"),
     ("intensity_flop_per_byte", "intensity"),
@@ -183,7 +185,8 @@ class Trace:
 
     @cached_property
     def roofline(self) -> pd.DataFrame:
-        """Per (op, input shapes): FLOPs and bytes modeled from shapes, device time measured."""
+        """Per (op, input shapes): FLOPs and bytes modeled from shapes, time measured: the
+        kernels' device time, or in a CPU trace the op's host self time (`time_kind`)."""
         return frame(self.analysis.roofline, ROOFLINE)
 
     @cached_property

@@ -160,10 +160,17 @@ def _text(
     if util.cpu:
         mean, peak = util.cpu.util_pct_mean, util.cpu.util_pct_max
         out.append(
-            "CPU utilization (all cores): "
+            "CPU utilization, machine-wide (every process, % of all cores): "
             f"mean {fmt.pct(None if mean is None else mean / 100)}, "
             f"max {fmt.pct(None if peak is None else peak / 100)}"
         )
+        own, own_max = util.cpu.process_util_pct_mean, util.cpu.process_util_pct_max
+        if own is not None:
+            out.append(
+                "CPU utilization of the run's process (% of one core): "
+                f"mean {fmt.pct(own / 100)}, "
+                f"max {fmt.pct(None if own_max is None else own_max / 100)}"
+            )
     if res.ops:
         out += [
             "",

@@ -203,11 +203,12 @@ def render(a: Any) -> str:
     if a.roofline:
         rows = [
             [p.op, truncate(str(list(p.input_dims)), 40), p.calls, si(p.flops, "FLOP"),
-             si(p.device_time_s, "s"), si(p.flops_per_s, "FLOP/s"),
+             si(p.time_s, "s"), si(p.flops_per_s, "FLOP/s"),
              f"{p.intensity:.3g}" if p.intensity is not None else "n/a"]
             for p in a.roofline
         ]  # fmt: skip
-        headers = ["op", "input dims", "calls", "FLOP/call", "device time", "achieved",
+        headers = ["op", "input dims", "calls", "FLOP/call",
+                   "device time" if a.has_device else "host self time", "achieved",
                    "FLOP/byte"]  # fmt: skip
         out += [
             "",

@@ -16,7 +16,7 @@ Bytes: every TensorList read once; lists updated in place are also written once.
 from __future__ import annotations
 
 from perfsuite.flops.call import Cost, OpCall, TensorMeta
-from perfsuite.flops.elementwise import PER_ELEMENT
+from perfsuite.flops.elementwise import PER_ELEMENT, norm_per_element
 from perfsuite.flops.registry import register
 
 FOREACH_EXTRA = {"norm": 2, "copy": 0, "zero": 0, "add": 1, "sub": 1}
@@ -39,6 +39,8 @@ def _foreach_cost(call: OpCall, base: str, per: int) -> Cost:
     if not lists:
         return Cost(0, call.io_bytes())
     first = lists[0]
+    if base == "norm":  # (self, ord, dtype): as linalg_vector_norm of that order
+        per = norm_per_element(call.arg(1))
     if (
         base in ("add", "sub")
         and call.arg(2, 1) not in (1, 1.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from perfsuite.flops.call import OpCall, TensorMeta
 from perfsuite.flops.registry import IGNORED_NAMESPACES, estimate, is_ignored
 from perfsuite.flops.result import CountResult, ModuleRow, OpRow
+
+LOG = logging.getLogger("perfsuite.flops")
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -67,6 +70,21 @@ def _outputs(result: Any) -> list[TensorMeta]:
     return []
 
 
+def _tracked(args: Any) -> bool:
+    """Autograd records this op: grad mode is on and a tensor argument requires grad (an
+    update through `p.data` or under no_grad is not recorded)."""
+    if not torch.is_grad_enabled():
+        return False
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            return True
+        if isinstance(a, (list, tuple)) and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in a
+        ):
+            return True
+    return False
+
+
 def _is_out(arg: Any) -> bool:
     """An out= argument (kwarg-only and written): the op's result, not an input."""
     if hasattr(arg, "is_out"):
@@ -100,15 +118,22 @@ class OpCounter(TorchDispatchMode):
     """Count FLOPs and modeled bytes of every aten op run inside `with counter:`.
 
     Label phases with `with counter.phase("forward"):`; outside an explicit phase, ops run by
-    autograd are "backward" and the rest "forward". With `track_modules=True` ops are also
+    autograd are "backward" and the rest "forward". With `infer_update=True` (a user's step
+    counted whole), ops after a backward that autograd does not record (grad mode off, or
+    no argument requiring grad: `p.data.add_`) are "optimizer": a hand-written update,
+    gradient clipping. With `track_modules=True` ops are also
     attributed to the innermost nn.Module running them; that installs torch's ModuleTracker
     hooks, which make a counted CPU training step several times slower, so it is off by default.
     """
 
-    def __init__(self, track_modules: bool = False) -> None:
+    def __init__(self, track_modules: bool = False, infer_update: bool = False) -> None:
         super().__init__()
+        self._infer_update = infer_update
+        self._after_backward = False
         self._rows: dict[tuple[str, str], OpRow] = {}
         self._unknown: Counter[str] = Counter()
+        self._failed: Counter[str] = Counter()  # ops whose formula raised
+        self._errors: dict[str, str] = {}  # op -> its formula's first error, one line
         self._modules: dict[str, ModuleRow] = {}
         self._phase: str | None = None
         self._dtype: str | None = None
@@ -139,10 +164,15 @@ class OpCounter(TorchDispatchMode):
         super().__exit__(*exc)
         self._stack.close()
 
-    def _current_phase(self) -> str:
+    def _current_phase(self, args: Any = ()) -> str:
         if self._phase is not None:
             return self._phase
-        return "backward" if torch._C._current_graph_task_id() != -1 else "forward"
+        if torch._C._current_graph_task_id() != -1:
+            self._after_backward = True
+            return "backward"
+        if self._infer_update and self._after_backward and not _tracked(args):
+            return "optimizer"
+        return "forward"
 
     def _current_module(self) -> str:
         """Innermost running module. ModuleTracker can leave stale entries in backward (e.g.
@@ -172,11 +202,15 @@ class OpCounter(TorchDispatchMode):
         name = func._schema.name
         if name.startswith(IGNORED_NAMESPACES) or is_ignored(name):
             return result
-        est = estimate(describe_call(func, args, kwargs, result))
+        try:
+            est = estimate(describe_call(func, args, kwargs, result))
+        except Exception as exc:  # a formula's bug must not break the step being counted
+            self._formula_failed(name, exc)
+            return result
         if not est.known:
             self._unknown[name] += 1
             return result
-        phase = self._current_phase()
+        phase = self._current_phase(args)
         row = self._rows.get((name, phase))
         if row is None:
             row = self._rows[(name, phase)] = OpRow(name, est.family, phase)
@@ -194,10 +228,23 @@ class OpCounter(TorchDispatchMode):
             mrow.bytes += est.bytes
         return result
 
+    def _formula_failed(self, name: str, exc: Exception) -> None:
+        """The op is not modeled: listed with its error; the first traceback is logged."""
+        if name not in self._errors:
+            first = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            self._errors[name] = f"formula error: {first}"
+            LOG.error("FLOP formula of %s raised; the op is not modeled", name, exc_info=True)
+        self._failed[name] += 1
+
     def result(self) -> CountResult:
+        unknown = [{"op": op, "calls": n} for op, n in self._unknown.most_common()]
+        unknown += [
+            {"op": op, "calls": n, "error": self._errors[op]}
+            for op, n in self._failed.most_common()
+        ]
         return CountResult(
             per_op=[copy.copy(r) for r in self._rows.values()],
-            unknown_ops=[{"op": op, "calls": n} for op, n in self._unknown.most_common()],
+            unknown_ops=unknown,
             per_module=[copy.copy(m) for m in self._modules.values()],
             dtype=self._dtype,
         )

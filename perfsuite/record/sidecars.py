@@ -15,7 +15,8 @@ from perfsuite.record.checks import resolve_sidecar
 from perfsuite.record.io import RecordError
 
 # The telemetry CSV's columns, in order (written by perfsuite.runner.telemetry). GPU columns are
-# empty cells without an NVIDIA GPU.
+# empty cells without an NVIDIA GPU. cpu_util_pct is machine-wide (all processes, percent of all
+# cores), proc_cpu_util_pct this process's (percent of one core).
 TELEMETRY_COLUMNS = (
     "t_s",
     "cpu_util_pct",
@@ -24,6 +25,7 @@ TELEMETRY_COLUMNS = (
     "gpu_sm_clock_hz",
     "gpu_power_w",
     "gpu_mem_used_bytes",
+    "proc_cpu_util_pct",  # this process alone, percent of one core (absent in older files)
 )
 
 

@@ -428,7 +428,8 @@ def _bar_colour(frac: float | None, flag: Any) -> str:
 
 # Telemetry columns: (panel title with unit, value scale) in the order shown.
 _TELEMETRY = {
-    "cpu_util_pct": ("CPU utilization, system-wide (% of all cores)", "%"),
+    "cpu_util_pct": ("CPU utilization, machine-wide: every process (% of all cores)", "%"),
+    "proc_cpu_util_pct": ("CPU utilization of the run's process (% of one core)", "%"),
     "rss_bytes": ("resident memory (B)", "B"),
     "gpu_util_pct": ("GPU utilization (%)", "%"),
     "gpu_sm_clock_hz": ("SM clock (Hz)", "Hz"),

@@ -19,6 +19,11 @@ from perfsuite.workloads.state import TrainState, detour
 
 WARMUP_STEPS = 2
 
+# What a run loses when a collector fails (runner/contain.py says it in the record).
+LOST_WORK = "FLOPs and bytes per step (work), so the roofline and FLOP/s"
+LOST_WINDOW = "the profile window (per-op times, trace), so the per-op roofline"
+LOST_CHECKPOINT = "the threshold model's checkpoint, so the inference latency on it"
+
 
 def warm_up(
     workload: Any, state: TrainState, batches: Iterator[Batch], steps: int, tail: int = 0
@@ -92,10 +97,12 @@ def profile_window(
     """`window.total_steps` real steps under the profiler, on the warm model after the last
     timed epoch, off the clock, then the state is restored (the model stays the trained one)."""
     with detour(state):
-        for _ in range(window.total_steps):
-            workload.train_step(state, next(batches))
-            window.step()
-        window.close()
+        try:
+            for _ in range(window.total_steps):
+                workload.train_step(state, next(batches))
+                window.step()
+        finally:  # a step that raises must not leave the process-wide profiler running
+            window.close()
     return window.result()
 
 

@@ -234,11 +234,19 @@ def measure(
 
 
 def predict_text(workload: Any) -> str:
-    """What each timed `predict` call includes, as the workload's recipe says, so the source
-    never claims test-time augmentation that the run did not do (or hides one it did)."""
+    """What each timed `predict` call includes, as the workload's recipe says (`tta_flip`,
+    `tta_level`) or, for a workload's own `predict` (several views averaged, say), its `tta`
+    attribute, so the source never claims test-time augmentation that the run did not do,
+    and never denies one a recipe cannot describe."""
     extra = getattr(getattr(workload, "recipe", None), "extra", None) or {}
+    declared = getattr(workload, "tta", None)
+    if isinstance(declared, str) and declared.strip():
+        return f"workload.predict, test-time augmentation as the workload declares it: {declared}"
     if "tta_flip" not in extra:
-        return "workload.predict (its recipe has no test-time augmentation setting)"
+        return (
+            "workload.predict as written: whatever it does is timed, any test-time "
+            "augmentation too; neither its recipe (no tta_flip) nor a `tta` attribute says"
+        )
     level = extra.get("tta_level")
     if not extra["tta_flip"] or (level is not None and int(level) == 0):
         return "workload.predict, test-time augmentation off (tta)"

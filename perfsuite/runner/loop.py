@@ -21,12 +21,13 @@ from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference, model_flops
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.clock import ClockReading
+from perfsuite.runner.contain import collector, formula_error_flag
 from perfsuite.runner.energy import EnergyClock, training_energy
 from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
-from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler
+from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler, open_sampler
 from perfsuite.workloads.switches import parse_switches
 
 
@@ -190,13 +191,15 @@ class _Run:
 
     def _capture_work(self) -> None:
         batch = next(self._batches(10_007))
-        try:
-            work, self.setup_s["flop_count_s"] = capture.timed(
-                self.parts.count_step_work, self.workload, self.state, batch
-            )
-            self.record["work"] = work
-        except ImportError as exc:
-            self.rec.flag(f"FLOP counting unavailable: {exc}")
+        with collector(self.rec, "FLOP count", capture.LOST_WORK, passthrough=(Terminated,)):
+            try:
+                work, self.setup_s["flop_count_s"] = capture.timed(
+                    self.parts.count_step_work, self.workload, self.state, batch
+                )
+                self.record["work"] = work
+                formula_error_flag(self.rec, work)
+            except ImportError as exc:
+                self.rec.flag(f"FLOP counting unavailable: {exc}")
 
     def _capture_timeline(self, epoch: int, epoch_step_s: float) -> None:
         """The profile window, taken warm after the last timed epoch: steps in a detour."""
@@ -205,7 +208,10 @@ class _Run:
         self.progress.phase(f"profile window: {active} steps, off the clock")
         log = self.run_dir / LOG_NAME
         probe = capture.MachineCheck(opts.device, rec.get("ceilings"))
-        with stderr_to(log):  # the profiler's own lines go to the run's log, not the terminal
+        rec["timeline"] = None
+        lost = capture.LOST_WINDOW
+        # the profiler's own lines go to the run's log, not the terminal
+        with stderr_to(log), collector(self.rec, "profile window", lost, passthrough=(Terminated,)):
             probe.before()
             rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
                 self.parts.profile_window,
@@ -342,17 +348,18 @@ class _Run:
 
     def _save_threshold_model(self, epoch: int, value: float) -> None:
         """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
-        section, self.setup_s["checkpoint_s"] = capture.timed(
-            self.parts.save_threshold_model,
-            self.run_dir,
-            self.state.module,
-            epoch=epoch,
-            evaluation_index=len(self.record["evaluations"]) - 1,
-            metric=self.workload.metric,
-            value=value,
-        )
-        self.record["checkpoint"] = section
-        self.record["sidecars"]["checkpoint"] = section["file"]
+        with collector(self.rec, "checkpoint", capture.LOST_CHECKPOINT, passthrough=(Terminated,)):
+            section, self.setup_s["checkpoint_s"] = capture.timed(
+                self.parts.save_threshold_model,
+                self.run_dir,
+                self.state.module,
+                epoch=epoch,
+                evaluation_index=len(self.record["evaluations"]) - 1,
+                metric=self.workload.metric,
+                value=value,
+            )
+            self.record["checkpoint"] = section
+            self.record["sidecars"]["checkpoint"] = section["file"]
         self.rec.write()
 
     def _threshold_model(self) -> Any:
@@ -366,6 +373,8 @@ class _Run:
         rec, opts = self.record, self.opts
         if "checkpoint" not in rec:
             why = "the run did not reach its threshold: no threshold model, no DAWNBench latency"
+            if rec["time_to_accuracy"].get("reached"):
+                why = "the threshold model's checkpoint failed: no DAWNBench latency"
             rec["inference"] = inference.not_measured(why)
             self.rec.flag(why)
             return
@@ -436,12 +445,9 @@ class _Run:
         try:
             self._setup()
             if self.opts.capture:
-                telemetry = TelemetrySampler(
-                    self.run_dir / "telemetry.csv",
-                    self.opts.telemetry_interval_s,
-                    self.backend.device.gpu_index,
+                telemetry = open_sampler(
+                    self.rec, self.opts.telemetry_interval_s, self.backend.device.gpu_index
                 )
-                rec["sidecars"]["telemetry"] = "telemetry.csv"
             sampler = telemetry or NullTelemetry()
             with sampler:
                 self._epochs(sampler)

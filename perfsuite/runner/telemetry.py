@@ -1,12 +1,16 @@
 """Device telemetry sampled in a background thread, streamed to a CSV sidecar.
 
-CPU utilization and resident memory come from psutil. On NVIDIA GPUs, utilization, SM clock,
-power and memory come from NVML (nvidia-ml-py); without one, GPU columns stay empty and the
-summary says why. Sampling is cheap (one psutil call and a few NVML queries per interval).
+CPU utilization and resident memory come from psutil: the machine's utilization (every
+process, percent of all cores: on a shared machine mostly other jobs) and this process's own
+(percent of one core, so a process keeping 4 threads busy reads 400). On NVIDIA GPUs,
+utilization, SM clock, power and memory come from NVML (nvidia-ml-py); without one, GPU
+columns stay empty and the summary says why. Sampling is cheap (two psutil calls and a few
+NVML queries per interval). A sampler that fails stops; the run goes on (runner/contain.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import threading
 import time
@@ -14,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record.sidecars import TELEMETRY_COLUMNS as COLUMNS
+from perfsuite.runner.contain import LOGGER, collector, one_line, record_failure, run_log
+
+LOST = "telemetry (CPU/GPU utilization, memory, clocks, power over time)"
 
 
 class _Nvml:
@@ -55,7 +62,13 @@ class _Nvml:
 class TelemetrySampler:
     """Context manager: samples every `interval_s` until exit, then `summary()`."""
 
-    def __init__(self, csv_path: Path, interval_s: float = 0.5, gpu_index: int | None = None):
+    def __init__(
+        self,
+        csv_path: Path,
+        interval_s: float = 0.5,
+        gpu_index: int | None = None,
+        rec: Any = None,
+    ):
         import psutil
 
         self.path = Path(csv_path)
@@ -71,14 +84,26 @@ class TelemetrySampler:
             if why:
                 self.notes.append(why)
         self.rows: list[list[float | None]] = []
+        self.rec = rec  # the run's Recorder: a failure while sampling is recorded there
+        self.failed = ""  # the sampler's error, once it stopped on one
+        self._reported = False
+        self._log = contextlib.ExitStack()
         self._stop = threading.Event()
         self._primed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="perfsuite-telemetry", daemon=True)
 
     def __enter__(self) -> TelemetrySampler:
-        self._fh = self.path.open("w", newline="", encoding="utf-8")
-        self._writer = csv.writer(self._fh)
-        self._writer.writerow(COLUMNS)
+        if self.rec is not None:  # the thread's traceback, if it fails, goes to the run's log
+            self._log.enter_context(run_log(self.rec))
+        try:
+            self._fh = self.path.open("w", newline="", encoding="utf-8")
+            self._writer = csv.writer(self._fh)
+            self._writer.writerow(COLUMNS)
+        except Exception as exc:
+            if self.rec is None:
+                raise
+            self._fail(exc)  # no thread: the run goes on without telemetry
+            return self
         self._t0 = time.perf_counter()
         self._thread.start()
         # The thread's start and first psutil call happen here, before the caller starts its
@@ -88,18 +113,41 @@ class TelemetrySampler:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=5 * self.interval_s + 1)
-        self._fh.close()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5 * self.interval_s + 1)
+        if hasattr(self, "_fh"):
+            self._fh.close()
+        self._report()
+        self._log.close()
+
+    def _fail(self, exc: Exception) -> None:
+        self.failed = one_line(exc)
+        LOGGER.error("telemetry sampling stopped; the run went on without it", exc_info=True)
+
+    def _report(self) -> None:
+        """Record a sampler failure once, from the caller's thread (the record is not
+        written from the sampling thread)."""
+        if self.failed and self.rec is not None and not self._reported:
+            self._reported = True
+            record_failure(self.rec, "telemetry", self.failed, LOST)
 
     def _loop(self) -> None:
         # Prime here, not in __enter__: psutil keeps cpu_percent(None)'s last reading per
         # thread, so a reading primed in the caller's thread left this one's first sample 0.0.
         try:
             self.psutil.cpu_percent(None)
+            self.proc.cpu_percent(None)
+        except Exception as exc:
+            self._fail(exc)
+            return
         finally:
             self._primed.set()
         while not self._stop.wait(self.interval_s):
-            self._take()
+            try:
+                self._take()
+            except Exception as exc:  # contained: the training thread never sees it
+                self._fail(exc)
+                return
 
     def _take(self) -> None:
         row: list[float | None] = [
@@ -113,6 +161,7 @@ class TelemetrySampler:
             self.notes.append(f"GPU sampling stopped: {exc}")
             self.gpu = None
             row += [None] * 4
+        row.append(self.proc.cpu_percent(None))
         self.rows.append(row)
         self._writer.writerow(["" if v is None else v for v in row])
         self._fh.flush()
@@ -124,7 +173,7 @@ class TelemetrySampler:
         def mean(v: list[float]) -> float | None:
             return sum(v) / len(v) if v else None
 
-        cpu, rss = col(1), col(2)
+        cpu, rss, own = col(1), col(2), col(7)
         out: dict[str, Any] = {
             "sampler": "psutil" + (" + NVML" if self.gpu else ""),
             "interval_s": self.interval_s,
@@ -135,7 +184,13 @@ class TelemetrySampler:
                 "util_pct_max": max(cpu) if cpu else None,
                 "rss_bytes_mean": mean(rss),
                 "rss_bytes_max": max(rss) if rss else None,
-                "note": "system-wide CPU utilization, percent of all cores",
+                "process_util_pct_mean": mean(own),
+                "process_util_pct_max": max(own) if own else None,
+                "note": (
+                    "util_pct: machine-wide CPU utilization, every process, percent of all "
+                    f"{self.psutil.cpu_count() or '?'} cores; process_util_pct: this process "
+                    "alone, percent of one core"
+                ),
             },
             "gpu": None,
             "notes": list(self.notes),
@@ -151,9 +206,22 @@ class TelemetrySampler:
                 "power_w_mean": mean(col(5)),
                 "mem_used_bytes_max": max(col(6)) if col(6) else None,
             }
-        if not self.rows:
+        if self.failed:
+            out["notes"].append(f"telemetry sampling stopped: {self.failed}")
+        elif not self.rows:
             out["notes"].append("run shorter than one sampling interval: no samples")
+        self._report()
         return out
+
+
+def open_sampler(rec: Any, interval_s: float, gpu_index: int | None) -> TelemetrySampler | None:
+    """The run's sampler writing `telemetry.csv`, or None when it cannot be built (recorded
+    as lost): telemetry never stops a run (runner/contain.py)."""
+    sampler = None
+    with collector(rec, "telemetry", LOST):
+        sampler = TelemetrySampler(rec.run_dir / "telemetry.csv", interval_s, gpu_index, rec)
+        rec.record["sidecars"]["telemetry"] = "telemetry.csv"
+    return sampler
 
 
 class NullTelemetry:
