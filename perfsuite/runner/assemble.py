@@ -51,6 +51,10 @@ def prepare_recipe(
         recipe.extra["data"] = switches.data
     if switches.progressive_resize is not None:
         recipe.extra["progressive_resize"] = switches.progressive_resize
+    if switches.muon is not None:
+        recipe.extra["optimizer"] = "muon" if switches.muon else "sgd"
+    if switches.activation is not None:
+        recipe.extra["activation"] = switches.activation
     return recipe
 
 
