@@ -32,7 +32,7 @@ def test_gpu_resolution_of_airbench_is_bf16_channels_last():
     assert entry["precision"] == "bf16" and entry["channels_last"] is True
     s = _switches()
     resolve_preset(s, FAST_RECIPES["airbench_muon"].extra, "cuda")
-    assert (s.precision, s.channels_last, s.compile) == ("bf16", True, "max-autotune")
+    assert (s.precision, s.channels_last, s.compile) == ("bf16", True, "reduce-overhead")
 
 
 def test_cpu_resolution_falls_back_and_says_why():
@@ -40,7 +40,11 @@ def test_cpu_resolution_falls_back_and_says_why():
     entry = resolve_preset(s, FAST_RECIPES["airbench_muon"].extra, "cpu")
     assert s.precision is None and s.compile is None and s.channels_last is True
     assert entry["precision"] == "fp32" and entry["compile"] is None
-    assert entry["tuned"] == {"precision": "bf16", "compile": "max-autotune", "channels_last": True}
+    assert entry["tuned"] == {
+        "precision": "bf16",
+        "compile": "reduce-overhead",
+        "channels_last": True,
+    }
     why = " ".join(entry["why"])
     assert "fp32" in why and "for GPUs" in why and "compile off" in why
 

@@ -195,7 +195,13 @@ def on_epoch_start(state: Any, data: Any, epoch: int) -> None:
             whitening_images(data, int(ex.get("whiten_images", 5000))),
             float(ex.get("whiten_eps", 5e-4)),
         )
-    set_whitening_bias_trainable(state.module, epoch <= int(ex.get("whiten_bias_epochs", 3)))
+    trainable = epoch <= int(ex.get("whiten_bias_epochs", 3))
+    if state.model is state.module or trainable:
+        set_whitening_bias_trainable(state.module, trainable)
+    # Compiled: the freeze is skipped, because flipping requires_grad recompiles the step
+    # inside the training clock (the warm-up compiled only the trainable variant). The Muon
+    # schedule has taken the bias's rate to 0 by then, so only the saved backward is lost;
+    # an SGD recipe under `compile` keeps training the bias (docs/recipes.md).
     if isinstance(data, FastCifarSource):
         data.epoch = epoch
 
