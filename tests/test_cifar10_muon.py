@@ -181,3 +181,23 @@ def test_muon_needs_the_fast_family():
     r = prepare_recipe(wl, "cpu", "dawnbench", [], None, None, s)
     with pytest.raises(ValueError, match="fast family"):
         wl.configure(r)
+
+
+def test_compiled_run_keeps_the_whitening_bias_graph():
+    """Flipping requires_grad after epoch 3 would recompile a compiled step inside the clock:
+    compiled, the freeze is skipped (Muon's schedule has the bias's rate at 0 by then)."""
+    from types import SimpleNamespace
+
+    recipe = copy.deepcopy(FAST_RECIPES["airbench_muon"])
+    recipe.extra.update(width=0.125, whiten_images=8)
+    net = net_from_recipe(recipe)
+    data = torch.randn(8, 3, 32, 32)
+    source = SimpleNamespace(train_x=data)
+    eager = SimpleNamespace(module=net, model=net, recipe=recipe)
+    seam.on_epoch_start(eager, source, 4)
+    assert not net.whiten.bias.requires_grad
+    compiled = SimpleNamespace(module=net, model=object(), recipe=recipe)
+    seam.on_epoch_start(compiled, source, 1)
+    assert net.whiten.bias.requires_grad
+    seam.on_epoch_start(compiled, source, 4)
+    assert net.whiten.bias.requires_grad

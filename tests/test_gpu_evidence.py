@@ -122,3 +122,22 @@ def test_compile_cudagraphs_mode_is_gpu_only():
     with pytest.raises(InferenceError, match="compile-cudagraphs needs a CUDA device"):
         check_mode("compile-cudagraphs", "fp16", parse_device("cpu"))
     check_mode("compile", "fp16", parse_device("cpu"))
+
+
+def test_only_and_the_overall_budget(tmp_path):
+    """Sections not selected, and sections that find no time left, say so; none is faked."""
+    argv = ["--dry-run", "--device", "cpu", "--only", "ncu_counters,gpt"]
+    md = ge.main([*argv, "--out", str(tmp_path / "a")])
+    doc = json.loads(md.with_suffix(".json").read_text())
+    status = {s["name"]: s["status"] for s in doc["sections"]}
+    assert status["ncu_counters"] == "not measured"
+    assert status["cifar10_airbench"] == "skipped"
+    assert _section(doc, "cifar10_airbench")["reasons"] == ["not selected (--only)"]
+    # 14.9 s less the 10 s kept for writing leaves under 5 s: every selected section is skipped
+    doc = json.loads(
+        ge.main([*argv, "--budget", "14.9", "--out", str(tmp_path / "b")])
+        .with_suffix(".json")
+        .read_text()
+    )
+    ncu = _section(doc, "ncu_counters")
+    assert ncu["status"] == "skipped" and "no time left" in ncu["reasons"][0]
