@@ -109,9 +109,12 @@ def test_spread_and_gpt_lookup():
     assert (f["n"], f["mean"], f["min"], f["max"]) == (2, 3.0, 2.0, 4.0)
     assert f["cov"] == pytest.approx(2**0.5 / 3)
     assert ge.spread("t", [1.0], "s", "x")["cov"] is None
-    rec = {"throughput": {"tokens_per_s": {"value": 1e5}}, "utilization": {"mfu": 0.4}}
+    rec = {"model_flops": {"tokens_per_s": {"value": 1e5}, "mfu": {"value": 0.4}}}
     found = ge.gpt_figures(rec)
     assert found["tokens_per_s"]["value"] == 1e5 and found["mfu"]["value"] == 0.4
+    assert found["mfu"]["from"] == "model_flops.mfu" and found["missing"] == []
+    absent = {"model_flops": {"tokens_per_s": 3.0, "mfu": {"value": None, "source": "no peak"}}}
+    assert ge.gpt_figures(absent)["missing"] == ["mfu (no peak)"]
     assert ge.gpt_figures({})["missing"] == ["tokens_per_s", "mfu"]
 
 
