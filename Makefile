@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 # The CPU build of TensorFlow, so the TensorFlow tests run in CI (docs/tensorflow.md).
 TENSORFLOW ?= tensorflow-cpu==2.21.0
 
-.PHONY: setup demo test lint bench fuzz clean
+.PHONY: setup demo test lint bench fuzz gpu-evidence clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,13 @@ fuzz: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# The GPU figures in one command, about 12 minutes on one H100 (docs/gpu-evidence.md); writes
+# docs/results/<date>-<device>.md and .json. Runs with $(PY), not the venv: a GPU machine
+# brings its own CUDA build of PyTorch (setup pins the CPU one). GPU_EVIDENCE_ARGS=--dry-run
+# runs every section at toy size on a CPU.
+gpu-evidence:
+	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m bench gpu_evidence $(GPU_EVIDENCE_ARGS)
 
 clean:
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

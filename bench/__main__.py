@@ -1,6 +1,8 @@
 """`python -m bench [NAME...]`: run the project's benchmarks and print their ratios.
 
 Each benchmark is a module `bench/<name>.py` with `main() -> None` that prints its own table.
+`python -m bench NAME --option ...` hands the options to that one benchmark's `main(argv)`
+(gpu_evidence takes them; see its --help).
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ BENCHMARKS = [
 
 
 def main(argv: list[str]) -> int:
+    options = [a for a in argv if a.startswith("-")]
+    if options:  # NAME --opt ...: one benchmark, its options after its name
+        if not argv or argv[0].startswith("-"):
+            raise SystemExit("usage: python -m bench NAME [--option ...]")
+        importlib.import_module(f"bench.{argv[0]}").main(argv[1:])
+        return 0
     names = argv or BENCHMARKS
     for name in names:
         try:

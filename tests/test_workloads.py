@@ -145,7 +145,7 @@ def test_cifar10_presets_defaults_and_dawnbench_unchanged():
 
     wl = get_workload("cifar10")
     presets = wl.presets()
-    assert set(presets) == {"dawnbench", "cpu", "airbench", "cpu-fast"}
+    assert set(presets) == {"dawnbench", "cpu", "airbench", "airbench_muon", "cpu-fast"}
     assert presets["dawnbench"] == Recipe(
         epochs=24,
         batch_size=512,
@@ -166,8 +166,8 @@ def test_cifar10_presets_defaults_and_dawnbench_unchanged():
     )
     assert wl.default_recipe("cpu") == presets["cpu-fast"]
     assert wl.default_recipe("cuda:0") == presets["airbench"]
-    assert presets["cpu-fast"].extra["tuned_precision"] == "fp32"
-    assert presets["airbench"].extra["tuned_precision"] == "bf16"
+    assert presets["cpu-fast"].extra["precision"] == "fp32"
+    assert presets["airbench"].extra["precision"] == "bf16"
     wl.configure(presets["dawnbench"])
     assert wl.model_name(presets["dawnbench"]) == "ResNet-9 style, width x1.0"
     assert type(wl.build_model(presets["cpu"])).__name__ == "Sequential"  # the ResNet-9

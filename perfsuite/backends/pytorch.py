@@ -48,9 +48,12 @@ class TorchBackend:
         return torch.autocast(self.device.kind, dtype=AUTOCAST_DTYPES[precision])
 
     def inference_model(self, model: Any, mode: str, precision: str) -> Any:
-        """`model` in eval mode, compiled for `--mode compile` (precision: see `autocast`)."""
+        """`model` in eval mode, compiled for `--mode compile` and `compile-cudagraphs` (the
+        latter then captured in a CUDA graph by the caller; precision: see `autocast`)."""
         model.eval()
-        return torch.compile(model, dynamic=False) if mode == "compile" else model
+        if mode in ("compile", "compile-cudagraphs"):
+            return torch.compile(model, dynamic=False)
+        return model
 
     def no_grad(self) -> contextlib.AbstractContextManager[Any]:
         """No autograd recording around inference."""

@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
         "--mode",
         default="eager",
         help="eager (default), compile (PyTorch: torch.compile; TensorFlow: a tf.function "
-        "graph) or cudagraphs (PyTorch on a GPU)",
+        "graph), cudagraphs (PyTorch on a GPU: the eager predict replayed from one CUDA graph) "
+        "or compile-cudagraphs (both: the compiled predict in a CUDA graph)",
     )
     p.add_argument(
         "--precision",

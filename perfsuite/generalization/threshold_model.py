@@ -100,7 +100,7 @@ def rebuild(
     a workload whose model depends on the data (squad's vocabulary) needs it there."""
     from perfsuite.runner.checkpoint import load_threshold_model
     from perfsuite.workloads import get_workload
-    from perfsuite.workloads.switches import parse_switches
+    from perfsuite.workloads.switches import parse_switches, resolve_preset
 
     origin = record.get("_path", "<record>")
     config = record.get("config") or {}
@@ -131,6 +131,7 @@ def rebuild(
         recipe = Recipe(**values, extra=dict(extra))
     except TypeError as exc:
         raise RecordError(f"{origin}: field config.recipe_values: {exc}") from None
+    resolve_preset(switches, recipe.extra, str(config.get("device") or "cpu"))  # as the run did
     workload.configure(recipe)
     if before_model is not None:
         before_model(workload, switches)

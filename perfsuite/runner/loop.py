@@ -28,7 +28,7 @@ from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler, open_sampler
-from perfsuite.workloads.switches import parse_switches
+from perfsuite.workloads.switches import parse_switches, resolve_preset
 
 
 class Diverged(RuntimeError):
@@ -63,6 +63,8 @@ class _Run:
             opts.batch_size,
             self.switches,
         )
+        # the recipe's tuned precision and compile mode, for this device (the record says which)
+        self.preset = resolve_preset(self.switches, self.recipe.extra, opts.device)
         wl.configure(self.recipe)
         self.threshold = opts.threshold if opts.threshold is not None else wl.default_threshold
         if opts.inference_limit is not None and opts.inference_limit < 1:
@@ -152,6 +154,8 @@ class _Run:
             "requested": self.switches.to_dict(),
             "effect": parts.switch_effects(self.state, self.switches, seen),
         }
+        if self.preset:
+            self.record["switches"]["preset"] = self.preset
         self.record["math"] = parts.math_section(self.state, seen)
         policy = self.record["math"]
         slow = low_precision_note(policy["autocast_dtype"], policy["autocast_native"])

@@ -8,7 +8,8 @@ flip augmentation on the device, and test-time flip averaging. Presets: `dawnben
 thresholds such as 80%).
 
 A second family, the airbench-style fast net (cifar10_fast.py, wired in cifar10_fast_seam.py),
-has presets `airbench` (the paper's settings) and `cpu-fast` (sized for a 2-core CPU); the
+has presets `airbench` (the paper's settings), `airbench_muon` (the record method after it:
+Muon on the conv filters, cifar10_fast_muon.py) and `cpu-fast` (sized for a 2-core CPU); the
 recipe's `extra["family"]` ("fast"; absent means ResNet-9) picks model, optimizer, loss,
 augmentation, step and prediction. The default is `airbench` on GPUs and `cpu-fast` on CPU.
 """
@@ -109,7 +110,7 @@ class Cifar10Workload(Workload):
     dataset = "CIFAR-10 (50,000 train / 10,000 test, 32x32 RGB)"
     needs_data_dir = True
     train_size, eval_size = 50_000, 10_000
-    switches = COMMON | {"label_smoothing", "tta", "data"}
+    switches = COMMON | {"label_smoothing", "tta", "data", "muon", "activation"}
     image_stats = (MEAN, STD)  # to_images / from_images undo and apply this normalization
     class_names = (
         "airplane",

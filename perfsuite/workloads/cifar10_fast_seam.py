@@ -37,6 +37,7 @@ from perfsuite.workloads.cifar10_fast import (
     set_whitening_bias_trainable,
     tta_logits,
 )
+from perfsuite.workloads.cifar10_fast_muon import muon_from_recipe
 from perfsuite.workloads.data import Batch, InMemorySource
 
 LOOKAHEAD_KEY = "perfsuite.lookahead"
@@ -50,6 +51,16 @@ def check_family(recipe: Recipe) -> None:
     family = recipe.extra.get("family", "resnet9")
     if family not in ("resnet9", "fast"):
         raise ValueError(f"recipe field 'family': expected resnet9 or fast, got {family!r}")
+    if not isinstance(recipe.extra.get("muon", False), bool):
+        raise ValueError(
+            f"recipe field 'muon': expected true or false, got {recipe.extra['muon']!r}"
+        )
+    for key, default in (("muon", False), ("activation", "gelu")):
+        if family != "fast" and recipe.extra.get(key, default) != default:
+            raise ValueError(
+                f"recipe field {key!r}: {recipe.extra[key]} needs the fast family "
+                "(--recipe airbench or airbench_muon)"
+            )
 
 
 def wants_channels_last(recipe: Recipe) -> bool:
@@ -93,7 +104,15 @@ def attach_lookahead(opt: torch.optim.Optimizer, lookahead: Lookahead) -> None:
     opt.lookahead = lookahead  # type: ignore[attr-defined]
 
 
+def uses_muon(recipe: Recipe) -> bool:
+    return recipe.extra.get("muon") is True
+
+
 def make_optimizer(model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
+    """The recipe's optimizer: Muon on the filters (no Lookahead, as the record has none), or
+    the paper's Nesterov SGD with its Lookahead."""
+    if uses_muon(recipe):
+        return muon_from_recipe(model, recipe, steps_per_epoch)
     opt, sched = optimizer_from_recipe(model, recipe, steps_per_epoch)
     attach_lookahead(opt, lookahead_from_recipe(recipe, steps_per_epoch))
     return opt, sched
@@ -109,6 +128,8 @@ def lookahead_of(state: Any) -> Lookahead:
 
 def after_step(state: Any, phase: Any) -> None:
     """Lookahead bookkeeping after one optimizer step (counted as optimizer work)."""
+    if uses_muon(state.recipe):
+        return
     la = lookahead_of(state)
     la.steps += 1
     with phase("optimizer"):
@@ -175,13 +196,19 @@ def on_epoch_start(state: Any, data: Any, epoch: int) -> None:
             whitening_images(data, int(ex.get("whiten_images", 5000))),
             float(ex.get("whiten_eps", 5e-4)),
         )
-    set_whitening_bias_trainable(state.module, epoch <= int(ex.get("whiten_bias_epochs", 3)))
+    trainable = epoch <= int(ex.get("whiten_bias_epochs", 3))
+    if state.model is state.module or trainable:
+        set_whitening_bias_trainable(state.module, trainable)
+    # Compiled: the freeze is skipped, because flipping requires_grad recompiles the step
+    # inside the training clock (the warm-up compiled only the trainable variant). The Muon
+    # schedule has taken the bias's rate to 0 by then, so only the saved backward is lost;
+    # an SGD recipe under `compile` keeps training the bias (docs/recipes.md).
     if isinstance(data, FastCifarSource):
         data.epoch = epoch
 
 
 def on_epoch_end(state: Any, data: Any, epoch: int) -> None:
-    if epoch == state.recipe.epochs:
+    if epoch == state.recipe.epochs and not uses_muon(state.recipe):
         lookahead_of(state).sync(state.module)
 
 

@@ -21,7 +21,9 @@ class SwitchSpec:
     default_value: str | None = None  # the value a bare `--switch NAME` means
     number: bool = False
     text: bool = False  # a free value checked by the switch's own parser (a schedule)
-    recipe_flag: bool = False  # on/off sets the recipe's `extra[name]` (a workload technique)
+    # sets the recipe's `extra[name]` (a workload technique): True/False for on/off, else
+    # the value given
+    recipe_flag: bool = False
 
 
 SPECS: dict[str, SwitchSpec] = {
@@ -29,6 +31,7 @@ SPECS: dict[str, SwitchSpec] = {
     for s in (
         SwitchSpec("bf16", "autocast forward and loss to bfloat16 (parameters stay float32)"),
         SwitchSpec("fp16", "autocast to float16 with dynamic loss scaling (GradScaler)"),
+        SwitchSpec("fp32", "float32 math, no autocast (overrides the precision a preset carries)"),
         SwitchSpec(
             "tf32",
             "TensorFloat-32 for float32 convolutions and matmuls on NVIDIA GPUs (on/off)",
@@ -43,8 +46,9 @@ SPECS: dict[str, SwitchSpec] = {
         ),
         SwitchSpec(
             "compile",
-            "torch.compile the model (mode: default, reduce-overhead, max-autotune)",
-            ("default", "reduce-overhead", "max-autotune"),
+            "torch.compile the model (mode: default, reduce-overhead, max-autotune; the last two "
+            "replay CUDA graphs on GPUs; off: no compile, overriding a preset's)",
+            ("default", "reduce-overhead", "max-autotune", "off"),
             "default",
         ),
         SwitchSpec(
@@ -60,6 +64,12 @@ SPECS: dict[str, SwitchSpec] = {
             ("device", "workers"),
         ),
         SwitchSpec(
+            "activation",
+            "activation of the fast cifar10 net's conv groups: gelu (airbench) or silu",
+            ("gelu", "silu"),
+            recipe_flag=True,
+        ),
+        SwitchSpec(
             "progressive_resize",
             "training image size per epoch range, e.g. 1-5:128/6-8:192/9-:224 "
             "(bare: the recipe's schedule; off: fixed size)",
@@ -69,7 +79,11 @@ SPECS: dict[str, SwitchSpec] = {
         *(
             SwitchSpec(name, help, ("on", "off"), "on", recipe_flag=True)
             for name, help in (
-                ("muon", "GPT: Muon (orthogonalized momentum) for the hidden matrices (on/off)"),
+                (
+                    "muon",
+                    "Muon (orthogonalized momentum): GPT's hidden matrices; fast cifar10's conv "
+                    "filters, with SGD on the rest and no Lookahead (on/off)",
+                ),
                 ("rotary", "GPT: rotary position embedding instead of a learned table (on/off)"),
                 ("qk_norm", "GPT: RMS-normalize queries and keys before attention (on/off)"),
                 ("relu2", "GPT: ReLU squared instead of GELU in the MLP (on/off)"),
@@ -81,7 +95,10 @@ SPECS: dict[str, SwitchSpec] = {
 }
 
 # Switches every PyTorch workload gets from the shared training step.
-COMMON = frozenset({"bf16", "fp16", "tf32", "channels_last", "compile", "lr_rule"})
+COMMON = frozenset({"bf16", "fp16", "fp32", "tf32", "channels_last", "compile", "lr_rule"})
+# Switches a recipe may carry as its tuned defaults (recipe.extra keys of the same names); see
+# `resolve_preset`.
+PRESET_KEYS = ("precision", "compile", "channels_last")
 
 
 @dataclass
@@ -98,8 +115,12 @@ class Switches:
     data: str | None = None
     layout: str | None = None  # TensorFlow: nhwc | nchw
     progressive_resize: str | None = None  # "on" (the recipe's schedule), "off" or a schedule
-    recipe_flags: dict[str, bool] = field(default_factory=dict)  # recipe_flag switches given
+    # recipe_flag switches given: name -> True/False (on/off) or the chosen value
+    recipe_flags: dict[str, bool | str] = field(default_factory=dict)
     given: list[str] = field(default_factory=list)
+    # what the user fixed, so a preset's tuned value does not replace it: "precision" (fp32,
+    # bf16, fp16 given) and "compile" (any compile switch, off included)
+    pinned: set[str] = field(default_factory=set)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,10 +187,11 @@ def _value(spec: SwitchSpec, value: str | None) -> str | None:
 
 
 def _apply(out: Switches, name: str, value: str | None) -> None:
-    if name in ("bf16", "fp16"):
-        if out.precision not in (None, name):
-            raise ValueError("switches bf16 and fp16 exclude each other")
-        out.precision = name
+    if name in ("bf16", "fp16", "fp32"):
+        if "precision" in out.pinned and (out.precision or "fp32") != name:
+            raise ValueError(f"switches {out.precision or 'fp32'} and {name} exclude each other")
+        out.precision = None if name == "fp32" else name
+        out.pinned.add("precision")
     elif name == "tf32":
         out.tf32 = value == "on"
     elif name == "channels_last":
@@ -181,7 +203,8 @@ def _apply(out: Switches, name: str, value: str | None) -> None:
             raise ValueError("switches channels_last and layout=nchw exclude each other")
         out.layout = value
     elif name == "compile":
-        out.compile = value
+        out.compile = None if value == "off" else value
+        out.pinned.add("compile")
     elif name == "lr_rule":
         out.lr_rule = str(value)
     elif name == "label_smoothing":
@@ -193,7 +216,58 @@ def _apply(out: Switches, name: str, value: str | None) -> None:
     elif name == "progressive_resize":
         out.progressive_resize = value
     elif SPECS[name].recipe_flag:
-        out.recipe_flags[name] = value == "on"
+        on_off = SPECS[name].choices == ("on", "off")
+        out.recipe_flags[name] = value == "on" if on_off else str(value)
+
+
+def resolve_preset(switches: Switches, extra: dict[str, Any], device: str) -> dict[str, Any]:
+    """Apply what a recipe carries as tuned (`extra` keys `precision`, `compile`,
+    `channels_last`) to `switches` where the user fixed nothing, for `device`; returns the
+    record's `switches.preset` entry (empty when the recipe carries none of them).
+
+    A preset is timed as it was tuned: on a GPU its precision (bf16/fp16) and compile mode
+    apply. On a CPU both fall back (fp32, eager), because autocast to bf16/fp16 is emulated
+    or slow on most CPUs and torch.compile's minutes of compilation exceed the seconds it
+    could save there; the entry says which ran and why. A switch always wins."""
+    tuned = {k: extra.get(k) for k in PRESET_KEYS if extra.get(k) not in (None, "")}
+    if not tuned:
+        return {}
+    gpu = not str(device).startswith("cpu")
+    why: list[str] = []
+    want = str(tuned.get("precision", "fp32"))
+    if "precision" in switches.pinned:
+        why.append(f"precision {switches.precision or 'fp32'}: given by a switch")
+    elif want in ("bf16", "fp16") and gpu:
+        switches.precision = want
+        why.append(f"precision {want}: the recipe's, as tuned")
+    elif want in ("bf16", "fp16"):
+        why.append(
+            f"precision fp32: the recipe's {want} is for GPUs; on a CPU autocast to {want} "
+            "is emulated or slow, so it falls back to fp32 (--switch to force it)"
+        )
+    mode = tuned.get("compile")
+    if "compile" in switches.pinned:
+        why.append(f"compile {switches.compile or 'off'}: given by a switch")
+    elif mode and gpu:
+        switches.compile = str(mode)
+        why.append(f"compile {mode}: the recipe's, as tuned")
+    elif mode:
+        why.append(
+            f"compile off: the recipe's compile={mode} is for GPUs; on a CPU its compilation "
+            "takes longer than the training it would speed up (--switch compile=... to force it)"
+        )
+    if tuned.get("channels_last") and not switches.channels_last:
+        switches.channels_last = True
+        why.append("channels_last: the recipe's, as tuned")
+    return {
+        "tuned": tuned,
+        "device": str(device),
+        "precision": switches.precision or "fp32",
+        "compile": switches.compile,
+        "channels_last": switches.channels_last,
+        "why": why,
+        "source": "recipe defaults resolved for the device (switches.resolve_preset)",
+    }
 
 
 def scaled_lr(lr: float, base_batch: int, batch: int, rule: str) -> float:

@@ -1,0 +1,146 @@
+"""`python -m bench gpu_evidence --dry-run`: every section runs at toy size on a CPU, the results
+files have their structure, and what a CPU cannot measure says why instead of a number."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import gpu_evidence as ge
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = [
+    "setup",
+    "cifar10_airbench",
+    "cifar10_airbench_muon",
+    "resnet50_training",
+    "latency",
+    "energy",
+    "ncu_counters",
+    "gpt",
+]
+
+
+@pytest.fixture(scope="module")
+def dry(tmp_path_factory) -> tuple[dict, str]:
+    out = tmp_path_factory.mktemp("evidence")
+    argv = ["gpu_evidence", "--dry-run", "--device", "cpu", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (js,) = out.glob("*-dry-run.json")
+    (md,) = out.glob("*-dry-run.md")
+    return json.loads(js.read_text()), md.read_text()
+
+
+def _section(doc: dict, name: str) -> dict:
+    return next(s for s in doc["sections"] if s["name"] == name)
+
+
+def test_results_json_structure(dry):
+    doc, _ = dry
+    assert doc["schema"] == ge.SCHEMA and doc["dry_run"] is True
+    env = doc["environment"]
+    assert env["device"] == "cpu" and env["torch"] and "driver" in env and "cuda" in env
+    assert doc["source"]["commit"] and "gpu_evidence --dry-run" in doc["command"]
+    assert [s["name"] for s in doc["sections"]] == SECTIONS
+    for s in doc["sections"]:
+        assert s["status"] in ("measured", "partial", "not measured", "skipped", "failed"), s
+        assert s["status"] != "failed", s["reasons"]
+        if s["status"] in ("not measured", "skipped"):
+            assert s["reasons"], f"{s['name']} gives no reason"
+        for f in s["figures"]:
+            assert {"name", "unit", "n", "source"} <= set(f), f
+            if "values" in f:
+                assert f["n"] == len(f["values"])
+
+
+def test_sections_ran_at_toy_size(dry):
+    doc, _ = dry
+    for name in ("cifar10_airbench", "cifar10_airbench_muon"):
+        sec = _section(doc, name)
+        assert sec["status"] == "measured", sec["reasons"]
+        figs = {f["name"].split(" top-1")[0]: f for f in sec["figures"]}
+        assert figs["time to 0.0%"]["n"] == 1 and figs["time to 0.0%"]["mean"] > 0
+        assert figs["fraction reaching"]["value"] == 1.0
+        assert any("precision fp32" in n and "for GPUs" in n for n in sec["notes"])
+    resnet = _section(doc, "resnet50_training")
+    assert [f["name"] for f in resnet["figures"]] == ["ResNet-50 training, TF32 eager"]
+    assert all(f["mean"] > 0 for f in resnet["figures"])
+    assert any("TF32 applies to NVIDIA GPUs only" in r for r in resnet["reasons"])
+    assert any("+ compile: not run in the dry run" in r for r in resnet["reasons"])
+    rows = _section(doc, "latency")["table"]
+    assert {(r["mode"], r["precision"]) for r in rows} == {("eager", "fp32")}
+    assert {r["model"].split(" ")[0] for r in rows} == {"cifar10", "ResNet-50"}
+    assert all(r["partial"] and r["n"] == 3 and r["mean_s"] > 0 for r in rows)
+
+
+def test_unmeasurable_sections_say_why(dry):
+    doc, md = dry
+    lat = _section(doc, "latency")["reasons"]
+    assert any("cudagraphs" in r and "CUDA device" in r for r in lat)
+    ncu = _section(doc, "ncu_counters")
+    assert ncu["status"] == "not measured" and "NVIDIA GPUs only" in ncu["reasons"][0]
+    assert not ncu["table"]
+    energy = _section(doc, "energy")
+    if energy["status"] == "not measured":  # no RAPL here; where there is, it is measured
+        assert all("not measured:" in r for r in energy["reasons"])
+    gpt = _section(doc, "gpt")
+    from perfsuite.workloads import workload_names
+
+    if "gpt" not in workload_names():
+        assert gpt["status"] == "skipped" and "not registered" in gpt["reasons"][0]
+    assert "DRY RUN" in md and "not measured" in md
+    for s in doc["sections"]:
+        assert f"## {s['title']}" in md
+
+
+def test_spread_and_gpt_lookup():
+    f = ge.spread("t", [2.0, 4.0], "s", "x")
+    assert (f["n"], f["mean"], f["min"], f["max"]) == (2, 3.0, 2.0, 4.0)
+    assert f["cov"] == pytest.approx(2**0.5 / 3)
+    assert ge.spread("t", [1.0], "s", "x")["cov"] is None
+    rec = {"model_flops": {"tokens_per_s": {"value": 1e5}, "mfu": {"value": 0.4}}}
+    found = ge.gpt_figures(rec)
+    assert found["tokens_per_s"]["value"] == 1e5 and found["mfu"]["value"] == 0.4
+    assert found["mfu"]["from"] == "model_flops.mfu" and found["missing"] == []
+    absent = {"model_flops": {"tokens_per_s": 3.0, "mfu": {"value": None, "source": "no peak"}}}
+    assert ge.gpt_figures(absent)["missing"] == ["mfu (no peak)"]
+    assert ge.gpt_figures({})["missing"] == ["tokens_per_s", "mfu"]
+
+
+def test_compile_cudagraphs_mode_is_gpu_only():
+    from perfsuite.backends import parse_device
+    from perfsuite.runner.inference import InferenceError, check_mode
+
+    with pytest.raises(InferenceError, match="compile-cudagraphs needs a CUDA device"):
+        check_mode("compile-cudagraphs", "fp16", parse_device("cpu"))
+    check_mode("compile", "fp16", parse_device("cpu"))
+
+
+def test_only_and_the_overall_budget(tmp_path):
+    """Sections not selected, and sections that find no time left, say so; none is faked."""
+    argv = ["--dry-run", "--device", "cpu", "--only", "ncu_counters,gpt"]
+    md = ge.main([*argv, "--out", str(tmp_path / "a")])
+    doc = json.loads(md.with_suffix(".json").read_text())
+    status = {s["name"]: s["status"] for s in doc["sections"]}
+    assert status["ncu_counters"] == "not measured"
+    assert status["cifar10_airbench"] == "skipped"
+    assert _section(doc, "cifar10_airbench")["reasons"] == ["not selected (--only)"]
+    # 14.9 s less the 10 s kept for writing leaves under 5 s: every selected section is skipped
+    doc = json.loads(
+        ge.main([*argv, "--budget", "14.9", "--out", str(tmp_path / "b")])
+        .with_suffix(".json")
+        .read_text()
+    )
+    ncu = _section(doc, "ncu_counters")
+    assert ncu["status"] == "skipped" and "no time left" in ncu["reasons"][0]
