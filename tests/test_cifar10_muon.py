@@ -13,7 +13,8 @@ from perfsuite.study.spec import StudySpec
 from perfsuite.workloads import cifar10_fast_seam as seam
 from perfsuite.workloads import get_workload
 from perfsuite.workloads.cifar10_fast import FAST_RECIPES, fast_loss, net_from_recipe
-from perfsuite.workloads.cifar10_fast_muon import MuonSGD, muon_from_recipe, newton_schulz
+from perfsuite.workloads.cifar10_fast_muon import MuonSGD, muon_from_recipe
+from perfsuite.workloads.newton_schulz import newton_schulz
 from perfsuite.workloads.switches import parse_switches, resolve_preset
 
 
@@ -98,7 +99,7 @@ def test_newton_schulz_flattens_the_spectrum():
     assert s.max() < 1.3 and s.min() > 0.6  # all directions near 1, none dominant
     assert newton_schulz(g.T, steps=5).shape == (40, 16)
     with pytest.raises(ValueError, match="matrix"):
-        newton_schulz(torch.ones(3))
+        newton_schulz(torch.ones(3), steps=3)
 
 
 def test_muon_groups_and_step():

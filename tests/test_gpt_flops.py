@@ -13,7 +13,8 @@ from analyzers.mfu import mfu  # noqa: E402
 from perfsuite.flops import OpCall, OpCounter, TensorMeta, estimate  # noqa: E402
 from perfsuite.flops.transformer import model_flops_per_token  # noqa: E402
 from perfsuite.workloads.gpt.model import GPT, GPTConfig, count_parameters  # noqa: E402
-from perfsuite.workloads.gpt.muon import Muon, newton_schulz_flops  # noqa: E402
+from perfsuite.workloads.gpt.muon import NS_STEPS, Muon  # noqa: E402
+from perfsuite.workloads.newton_schulz import newton_schulz_flops  # noqa: E402
 
 CONFIGS = [
     GPTConfig(vocab_size=65, block_size=16, n_layer=2, n_head=2, n_embd=32),
@@ -158,9 +159,11 @@ def test_muon_newton_schulz_products_are_counted():
         opt.step()
     res = counter.result()
     matmul = family_flops(res, ("matmul",), ("optimizer",))
-    assert matmul == newton_schulz_flops(24, 40)
-    assert newton_schulz_flops(24, 40) == 5 * (4 * 24 * 24 * 40 + 2 * 24**3)
-    assert newton_schulz_flops(40, 24) == newton_schulz_flops(24, 40)  # tall: transposed
+    assert matmul == newton_schulz_flops(24, 40, NS_STEPS)
+    assert newton_schulz_flops(24, 40, NS_STEPS) == 5 * (4 * 24 * 24 * 40 + 2 * 24**3)
+    assert newton_schulz_flops(40, 24, NS_STEPS) == newton_schulz_flops(
+        24, 40, NS_STEPS
+    )  # tall: transposed
 
 
 def test_mfu_inputs_by_hand():

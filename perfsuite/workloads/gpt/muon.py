@@ -8,8 +8,9 @@ Newton-Schulz iterations, scaled by sqrt(max(1, rows / cols)), and applied with 
 rate. Embeddings, the head and 1-D parameters (norm scales, biases) stay with AdamW: Muon is
 for the matrices inside the blocks.
 
-The Newton-Schulz iterations are matrix products, so they are FLOPs of the optimizer phase;
-`newton_schulz_flops` is their analytic count, which the tests compare with the counter.
+The Newton-Schulz iterations (perfsuite/workloads/newton_schulz.py) are matrix products, so
+they are FLOPs of the optimizer phase; `newton_schulz_flops` there is their analytic count,
+which the tests compare with the counter.
 """
 
 from __future__ import annotations
@@ -18,31 +19,9 @@ from typing import Any
 
 import torch
 
-# Coefficients of the quintic iteration X <- a X + (b A + c A^2) X, A = X X^T, chosen in the
-# write-up to push singular values in (0, 1] quickly towards 1 (not exactly onto it).
-NS_COEFFS = (3.4445, -4.7750, 2.0315)
+from perfsuite.workloads.newton_schulz import newton_schulz
+
 NS_STEPS = 5
-
-
-def newton_schulz(g: torch.Tensor, steps: int = NS_STEPS, eps: float = 1e-7) -> torch.Tensor:
-    """An approximately semi-orthogonal matrix with `g`'s singular vectors. Works on the wide
-    orientation (rows <= cols), so A = X X^T is the smaller square."""
-    a, b, c = NS_COEFFS
-    x = g / (g.norm() + eps)  # spectral norm <= Frobenius norm <= 1: inside the basin
-    tall = x.shape[0] > x.shape[1]
-    if tall:
-        x = x.T
-    for _ in range(steps):
-        s = x @ x.T
-        x = a * x + (b * s + c * (s @ s)) @ x
-    return x.T if tall else x
-
-
-def newton_schulz_flops(rows: int, cols: int, steps: int = NS_STEPS) -> int:
-    """Matrix-product FLOPs of `newton_schulz` on a rows x cols matrix: with m = min, n = max,
-    each step does X X^T (2 m m n), A A (2 m m m) and (.) X (2 m m n)."""
-    m, n = min(rows, cols), max(rows, cols)
-    return steps * (4 * m * m * n + 2 * m * m * m)
 
 
 class Muon(torch.optim.Optimizer):
