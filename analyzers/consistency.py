@@ -47,6 +47,8 @@ FRACTION_METRICS = frozenset(
 )
 # A time beyond reason: 10^9 s is 31.7 years; no training run, epoch or step takes that long.
 MAX_SECONDS = 1e9
+# Training samples beyond reason: 10^18 is a million times the largest published runs.
+MAX_SAMPLES = 1e18
 # A price beyond reason, USD per hour of one machine.
 MAX_USD_PER_HOUR = 1e6
 # Relative tolerance when a stored time is compared with the evaluation it came from (the
@@ -118,6 +120,9 @@ def evaluation_problems(evaluations: Any, fractions: frozenset[str] = frozenset(
         if not _num(epoch) or not math.isfinite(epoch) or epoch < 0 or epoch > MAX_SECONDS:
             out.append(Problem(f"{where}.epoch", f"{_fmt(epoch)} is not an epoch count"))
             continue
+        samples = ev.get("samples")
+        if _num(samples) and not 0 <= samples <= MAX_SAMPLES:
+            out.append(Problem(f"{where}.samples", f"{_fmt(samples)} is beyond reason"))
         metrics = ev.get("metrics")
         if isinstance(metrics, Mapping):
             for m, v in metrics.items():
