@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -124,6 +125,21 @@ def metric_value(text: str) -> float:
         return float(raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+_INSTANCE_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def instance_type(text: str) -> str:
+    """A cloud instance type name (`p3.2xlarge`, `n2-standard-2`, `Standard_NC6`): letters,
+    digits, `.`, `_`, `-`, at most 64; a path (`../../etc/passwd`), spaces or control
+    characters are no instance type and are refused, never stored in a record."""
+    if not _INSTANCE_TYPE.fullmatch(text) or ".." in text:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not an instance type (letters, digits, '.', '_', '-'; at most 64)"
+        )
+    return text
 
 
 def positive_int(text: str) -> int:
