@@ -173,7 +173,9 @@ def batch_size_of(record: Mapping[str, Any]) -> Any:
     config = record.get("config") or {}
     for value in (
         (record.get("work") or {}).get("batch_size"),
-        (config.get("recipe_values") or {}).get("batch_size"),
+        (config.get("recipe_values") or {}).get("batch_size")
+        if isinstance(config.get("recipe_values"), Mapping)
+        else None,
         config.get("batch_size"),
         config.get("global_batch_size"),
     ):
