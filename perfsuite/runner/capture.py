@@ -95,6 +95,8 @@ def profile_window(
         for _ in range(window.total_steps):
             workload.train_step(state, next(batches))
             window.step()
+            if window.done:  # closed by its schedule or by a bound (time, memory)
+                break
         window.close()
     return window.result()
 
