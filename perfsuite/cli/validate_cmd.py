@@ -24,13 +24,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from analyzers.consistency import problems
+    from perfsuite.cli.common import status
     from perfsuite.record import RecordError, load_record
-    from perfsuite.record.io import find_records
+    from perfsuite.record.io import clean_stale_staging, find_records
     from perfsuite.record.mllog_check import mllog_problems
     from perfsuite.record.sidecar_check import sidecar_problems
 
     results = []
+    for arg in args.paths:  # hidden staging folders of runs killed before their folder appeared
+        for gone in clean_stale_staging(arg) if Path(arg).is_dir() else []:
+            status(f"removed {gone}: the staging folder of a run killed before its first record")
     for arg in args.paths:  # every bad file and path is reported, not just the first
         try:
             paths = list(find_records([arg]))
