@@ -94,3 +94,33 @@ def test_two_imports_at_once_into_one_out_keep_both_records(tmp_path, attempt):
     assert sorted(r["time_to_accuracy"]["time_s"] for r in recs) == [72.0, 108.0]
     assert len({r["run_id"] for r in recs}) == 2
     shutil.rmtree(out)
+
+
+def test_two_mlperf_imports_at_once_keep_both_records(tmp_path):
+    """Two results named `src/result_0.txt` in different folders want one run id."""
+    log = Path(__file__).parent / "fixtures" / "mlperf" / "single" / "rnnt_wer.log"
+    text = log.read_text()
+    srcs = []
+    for name, org in (("a b", "OrgOne"), ("a_b", "OrgTwo")):
+        folder = tmp_path / name / "src"
+        folder.mkdir(parents=True)
+        (folder / "result_0.txt").write_text(text.replace("ExampleOrg", org))
+        srcs.append(folder.parent)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "perfsuite", "import", "mlperf", str(s), "--out", str(out)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for s in srcs
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    recs = load_records([out])
+    assert len(recs) == 2 and len({r["run_id"] for r in recs}) == 2
+    orgs = sorted(r["extra"]["mlperf"]["org"] for r in recs)
+    assert orgs == ["OrgOne", "OrgTwo"]
