@@ -19,7 +19,12 @@ def runs(tmp_path, make_record):
 
 @pytest.mark.parametrize(
     ("content", "words"),
-    [(None, "file not found"), (b"\x00\x01\xff", "binary data"), (b"garbage{", "not valid JSON")],
+    [
+        (None, "file not found"),
+        (b"\x00\x01\xff", "binary data"),
+        (b"garbage{", "not valid JSON"),
+        (b'{"instances": {"x": {"usd_per_hour": ' + b"9" * 400 + b"}}}", "is out of range"),
+    ],
 )
 @pytest.mark.parametrize("by", ["training-cost", "training-time"])
 def test_a_bad_price_file_is_refused(runs, tmp_path, capsys, content, words, by):
