@@ -37,6 +37,7 @@ from analyzers.record_view import (
     faults_per_step,
     framework,
     mlperf_round,
+    trusted_outcome,
     unfinished,
 )
 from analyzers.roof_flags import roof_name
@@ -164,6 +165,8 @@ class Comparison:
 def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
     """The numbers of one run (roofline position from `analyzers.roofline`)."""
     c = crossing(record)
+    # an inconsistent record (claims its evaluations do not bear out) is left out like a crash
+    status, reached, time_s, _ = trusted_outcome(record, c.reached, c.time_s)
     times, _ = epoch_times(dict(record))
     try:
         r = roofline(record).run
@@ -180,12 +183,12 @@ def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
         model=record.get("model"),
         batch_size=batch_size_of(record),
         hardware=(record.get("hardware") or {}).get("name"),
-        status=str(record.get("status")),
+        status=status,
         metric=c.metric,
         threshold=c.threshold,
-        reached=c.reached,
-        time_to_accuracy_s=c.time_s,
-        epochs_to_threshold=None if c.epoch is None else float(c.epoch),
+        reached=reached,
+        time_to_accuracy_s=time_s,
+        epochs_to_threshold=None if c.epoch is None or not reached else float(c.epoch),
         time_per_epoch_s=stats.mean(times) if times else None,
         step_time_s=qvalue((record.get("throughput") or {}).get("step_time")),
         faults_per_step=faults_per_step(record),
@@ -458,8 +461,8 @@ def compare(
     if unfinished:
         left_out = "runs reached" + (" and the time-to-accuracy verdict" if verdicts else "")
         notes.append(
-            f"{len(unfinished)} run(s) crashed or unfinished without reaching, left out of "
-            f"{left_out}: {', '.join(unfinished)}"
+            f"{len(unfinished)} run(s) crashed or unfinished without reaching, "
+            f"left out of {left_out}: {', '.join(unfinished)}"
         )
     notes += fewer_reached(verdicts)
     if not verdicts:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers.consistency import untrusted
 from analyzers.hardware_match import instance_mismatch
 from analyzers.inference import energy_view, inference_view
 from analyzers.record_view import left_out, reached_time
@@ -151,11 +152,16 @@ def cost_of(
     task = record.get("task") or {}
     entry_type = (record.get("source") or {}).get("entry_type") or "training"
     reached, time_s = reached_time(record)
-    gone = left_out(record) if entry_type != "inference" else None
+    bad = untrusted(record)  # claims the evaluations do not bear out: priced nowhere
+    gone = bad or (left_out(record) if entry_type != "inference" else None)
+    if bad:
+        reached, time_s = False, None
 
     train_cost = train_prov = None
     if entry_type != "inference":
-        if gone:
+        if bad:
+            pass
+        elif gone:
             notes.append(
                 f"{gone} before reaching the threshold: no training cost (left out, not DNC: "
                 "it says nothing about converging)"
@@ -170,7 +176,9 @@ def cost_of(
     latency = qvalue(inf.get("latency"))
     per_item = qvalue(inf.get("cost_per_item"))
     inf_cost = inf_prov = None
-    if per_item is not None:
+    if bad:
+        notes.append(f"{bad}: no cost (left out)")
+    elif per_item is not None:
         inf_cost = per_item * ITEMS
         inf_prov = (inf.get("cost_per_item") or {}).get("provenance") or "imported"
     elif latency is not None and price.usd_per_hour is not None:

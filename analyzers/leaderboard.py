@@ -4,7 +4,8 @@ One board per task (name, metric, threshold: the task's own target), ranked by o
 quantities. Entries that finished without reaching the target are listed as DNC below the
 ranked ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or
 are unfinished without reaching it (`analyzers.record_view.left_out`: neither ranked nor DNC, as
-`stability` and `compare` leave them out), are listed unranked (n/a) with the reason.
+`stability` and `compare` leave them out), are listed unranked (n/a) with the reason; so are
+records whose claims do not follow from their evaluations (`analyzers.consistency`).
 Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
+from analyzers.consistency import untrusted
 from analyzers.cost import Cost, cost_of, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
@@ -126,6 +128,13 @@ def _entry(
     task = rec.get("task") or {}
     metric, threshold = str(task.get("metric")), float(task.get("threshold"))
     target = target_text(metric, threshold, task_direction(rec))
+    bad = untrusted(rec)
+    if bad:  # claims that do not follow from the record's evaluations: never ranked
+        if by.startswith("training") and is_inference_only(rec):
+            return None
+        if not by.startswith("training") and not (rec.get("inference") or {}).get("latency"):
+            return None
+        return "n/a", None, None, bad
     if (rec.get("data") or {}).get("kind") == "synthetic":
         return "n/a", None, None, "synthetic data: throughput only, accuracy is chance"
     partial = partial_run(rec)

@@ -167,7 +167,9 @@ def record_device(record: Mapping[str, Any]) -> str | None:
     else hardware.accelerator: "cuda"/"cpu"), else the ceilings' device name."""
     env = (record.get("environment") or {}).get("device")
     acc = (record.get("hardware") or {}).get("accelerator")
-    return env or acc or (record.get("ceilings") or {}).get("device")
+    dev = (record.get("ceilings") or {}).get("device")
+    # only strings say where: the schema refuses others, hand-built dicts may hold anything
+    return next((v for v in (env, acc, dev) if isinstance(v, str) and v), None)
 
 
 def converted_autocast(math: Mapping[str, Any], device: str | None) -> str | None:

@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.consistency import untrusted
 from analyzers.tta import Crossing, record_crossing
 
 
@@ -129,6 +130,23 @@ def unfinished(reached: bool, status: Any) -> bool:
     return not reached and status not in FINISHED
 
 
+# The status analyses give a record whose claims its evaluations do not bear out: not in
+# FINISHED, so it is left out like an unfinished run, with `untrusted`'s reason as its error.
+INCONSISTENT = "inconsistent"
+
+
+def trusted_outcome(
+    record: Mapping[str, Any], reached: bool, time_s: float | None
+) -> tuple[str, bool, float | None, str | None]:
+    """(status, reached, time, error) as analyses count a run: an inconsistent record is
+    `INCONSISTENT`, not reached, without time, its reason the error."""
+    bad = untrusted(record)
+    if bad:
+        return INCONSISTENT, False, None, bad
+    error = record.get("error")
+    return str(record.get("status")), reached, time_s, error if isinstance(error, str) else None
+
+
 LEFT_OUT = {"crashed": "crashed", "interrupted": "interrupted", "running": "still running"}
 
 
@@ -137,7 +155,11 @@ def left_out(record: Mapping[str, Any]) -> str | None:
     itself without reaching its target, else None. Such a run is neither ranked nor DNC: a
     crash says nothing about converging (`stability`, `compare` and `study` leave it out;
     `cost` and `leaderboard` name it). A run that reached before it ended keeps its measured
-    time."""
+    time. A record whose claims do not follow from its evaluations, or whose figures are out
+    of bounds (`analyzers.consistency`), is left out too, with the first problem."""
+    bad = untrusted(record)
+    if bad:
+        return bad
     status = record.get("status")
     if not unfinished(reached_time(record)[0], status):
         return None
@@ -151,7 +173,9 @@ def batch_size_of(record: Mapping[str, Any]) -> Any:
     config = record.get("config") or {}
     for value in (
         (record.get("work") or {}).get("batch_size"),
-        (config.get("recipe_values") or {}).get("batch_size"),
+        (config.get("recipe_values") or {}).get("batch_size")
+        if isinstance(config.get("recipe_values"), Mapping)
+        else None,
         config.get("batch_size"),
         config.get("global_batch_size"),
     ):

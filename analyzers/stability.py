@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers import stats
-from analyzers.record_view import FINISHED, batch_size_of, crossing, unfinished
+from analyzers.record_view import (
+    FINISHED,
+    INCONSISTENT,
+    batch_size_of,
+    crossing,
+    trusted_outcome,
+    unfinished,
+)
 from analyzers.record_view import framework as record_framework
 from analyzers.tta import Crossing, planned_epochs
 
@@ -348,24 +355,25 @@ class GroupStability:
 def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -> RunOutcome:
     c = run_crossing(rec, metric, threshold)
     times, origin = epoch_times(rec)
-    status = str(rec.get("status"))
+    # an inconsistent record (claims its evaluations do not bear out) is left out like a crash
+    status, reached, time_s, error = trusted_outcome(rec, c.reached, c.time_s)
     # A crash says nothing about whether the configuration converges (as in compare and
     # study); a run that reached before it ended keeps its measured time.
-    left_out = unfinished(c.reached, status)
+    left_out = unfinished(reached, status)
     return RunOutcome(
         run_id=str(rec.get("run_id")),
         path=rec.get("_path"),
         status=status,
         seed=(rec.get("config") or {}).get("seed"),
-        reached=c.reached,
-        time_s=c.time_s,
-        epochs=None if c.epoch is None else float(c.epoch),
+        reached=reached,
+        time_s=time_s,
+        epochs=None if c.epoch is None or not reached else float(c.epoch),
         time_per_epoch_s=stats.mean(times) if times else None,
         epoch_time_cov=stats.cov(times),
         epoch_times_from=origin,
         counted=c.measured and not left_out,
-        stopped_at=c.stopped_at,
-        error=rec.get("error") if isinstance(rec.get("error"), str) else None,
+        stopped_at=None if status == INCONSISTENT else c.stopped_at,
+        error=error,
     )
 
 

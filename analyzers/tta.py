@@ -79,7 +79,9 @@ def planned_epochs(record: Mapping[str, Any]) -> float | None:
     """The epochs the run was set to train (`config.recipe_values.epochs`, the value in force,
     else `config.epochs`), or None when the record does not say (imports, some user loops)."""
     config = record.get("config") or {}
-    for value in ((config.get("recipe_values") or {}).get("epochs"), config.get("epochs")):
+    recipe = config.get("recipe_values")
+    recipe = recipe if isinstance(recipe, Mapping) else {}  # the schema says object; be safe
+    for value in (recipe.get("epochs"), config.get("epochs")):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 BENCHMARKS = [
     "overhead",
@@ -21,6 +22,12 @@ BENCHMARKS = [
 ]
 
 
+def available() -> list[str]:
+    """Every benchmark module in bench/ (the default list and the ones run by name only)."""
+    here = Path(__file__).parent
+    return sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+
+
 def main(argv: list[str]) -> int:
     options = [a for a in argv if a.startswith("-")]
     if options:  # NAME --opt ...: one benchmark, its options after its name
@@ -29,14 +36,17 @@ def main(argv: list[str]) -> int:
         importlib.import_module(f"bench.{argv[0]}").main(argv[1:])
         return 0
     names = argv or BENCHMARKS
+    known = available()
+    unknown = [n for n in names if n not in known]
+    if unknown:  # checked before any runs: a typo must not pass for a skipped benchmark
+        print(
+            f"bench: error: no benchmark {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(known)})",
+            file=sys.stderr,
+        )
+        return 2
     for name in names:
-        try:
-            module = importlib.import_module(f"bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"bench.{name}":
-                print(f"[bench] {name}: not present, skipped", flush=True)
-                continue
-            raise
+        module = importlib.import_module(f"bench.{name}")
         print(f"\n=== bench: {name} ===", flush=True)
         module.main()
     return 0

@@ -115,6 +115,28 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
+class PrintableStream:
+    """A text stream that escapes, as `printable` does, every control or format character
+    written to it except newline and tab. The CLI writes its standard output through one, so
+    no run id, model name or path taken from a record (ESC, CR, U+202E) reaches the terminal
+    raw, whichever command prints it: the one place terminal output is made safe."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.isprintable():
+            text = "".join(c if c.isprintable() or c in " \n\t" else repr(c)[1:-1] for c in text)
+        return self._stream.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding...
+        return getattr(self._stream, name)
+
+
 def truncate(text: str, width: int) -> str:
     """`text` cut to at most `width` characters, ending in "..." when it was cut."""
     if len(text) <= width:

@@ -48,9 +48,22 @@ def make_record():
             {"epoch": e, "train_time_s": t, "metrics": {metric: m}} for e, t, m in curve
         ]
         rec.update(fields)
-        return rec
+        return settle(rec) if "time_to_accuracy" not in fields else rec
 
     return _make
+
+
+def settle(rec):
+    """Set a hand-built record's `time_to_accuracy` from its own evaluations by the one rule
+    (`analyzers.tta`), as the writers do, so that it is consistent (`analyzers.consistency`)."""
+    from analyzers.tta import crossing_dict, first_crossing
+
+    task = rec["task"]
+    c = first_crossing(
+        rec["evaluations"], task["metric"], task["threshold"], task.get("direction", "higher")
+    )
+    rec["time_to_accuracy"] = crossing_dict(c)
+    return rec
 
 
 @pytest.fixture

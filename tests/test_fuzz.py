@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import json
 import os
 from pathlib import Path
@@ -283,3 +284,129 @@ def test_ncu_csv_reader_on_arbitrary_tables(tmp_path, rows):
         read_ncu_csv(f)
     except CountersError as exc:
         assert "\n" not in str(exc)
+
+
+# ------------------------------------------------- the record's semantic rules (consistency)
+@st.composite
+def _curves(draw: Any) -> dict[str, Any]:
+    """A record whose claims follow from its curve by the one rule (`analyzers.tta`)."""
+    from analyzers.tta import crossing_dict, first_crossing
+
+    n = draw(st.integers(min_value=1, max_value=8))
+    epochs, times = [], []
+    epoch = time_s = 0.0
+    for _ in range(n):
+        epoch += draw(st.sampled_from([0.5, 1.0, 2.0]))
+        time_s += draw(st.floats(min_value=0.001, max_value=1e5))
+        epochs.append(epoch)
+        times.append(round(time_s, 6))
+    values = draw(st.lists(st.floats(min_value=0, max_value=1), min_size=n, max_size=n))
+    rec = copy.deepcopy(BASE)
+    rec["task"]["threshold"] = draw(st.floats(min_value=0, max_value=1))
+    rec["task"]["direction"] = draw(st.sampled_from(["higher", "lower"]))
+    rec["evaluations"] = [
+        {"epoch": e, "train_time_s": t, "metrics": {"top1": v}}
+        for e, t, v in zip(epochs, times, values, strict=True)
+    ]
+    task = rec["task"]
+    c = first_crossing(rec["evaluations"], "top1", task["threshold"], task["direction"])
+    rec["time_to_accuracy"] = crossing_dict(c)
+    rec["status"] = "reached" if c.reached else "not_reached"
+    rec["inference"]["metrics"] = {"top1": values[-1]}
+    return rec
+
+
+def _board_row(rec: dict[str, Any]) -> Any:
+    (board,) = leaderboard([rec])
+    (row,) = board.rows
+    return row
+
+
+@FUZZ
+@given(rec=_curves())
+def test_consistent_records_stay_consistent_through_every_analysis(tmp_path, rec):
+    from analyzers.consistency import problems
+
+    assert problems(rec) == []
+    from perfsuite.record import write_record
+
+    write_record(tmp_path / "r", rec)
+    loaded = load_record(tmp_path / "r")
+    assert problems(loaded) == []  # a write and a read change no claim
+    tta = loaded["time_to_accuracy"]
+    row = _board_row(loaded)
+    (group,) = stability([loaded])
+    if tta["reached"]:
+        assert (row.status, row.value) == ("ranked", tta["time_s"])
+        assert cost_of(loaded, {}).training_time_s == tta["time_s"]
+        assert group.n_reached == 1
+    else:
+        assert row.status == "DNC" and group.n_reached == 0
+
+
+_CLAIMS = ["reached", "time", "epoch", "status", "drop_evaluations"]
+
+
+@FUZZ
+@given(rec=_curves(), claim=st.sampled_from(_CLAIMS), shift=st.floats(0.5, 1e4))
+def test_inconsistent_claims_are_refused_everywhere(tmp_path, rec, claim, shift):
+    from analyzers.consistency import problems
+    from perfsuite.cli import main
+    from perfsuite.record import write_record
+
+    tta = rec["time_to_accuracy"]
+    if claim == "reached":
+        tta["reached"] = not tta["reached"]
+    elif claim == "time":
+        tta["time_s"] = (tta["time_s"] or 0.0) + shift
+        tta["reached"] = True
+    elif claim == "epoch":
+        tta.update(reached=True, epoch=(tta["epoch"] or 0) + shift, time_s=tta["time_s"] or 1.0)
+    elif claim == "status":
+        rec["status"] = "not_reached" if tta["reached"] else "reached"
+    else:
+        rec["evaluations"] = []
+        tta.update(reached=True, time_s=tta["time_s"] or 1.0)
+    assert problems(rec), claim
+    row = _board_row(rec)
+    assert row.status == "n/a" and row.note.startswith("inconsistent record: field ")
+    assert cost_of(rec, {}).training_time_s is None
+    (group,) = stability([rec])
+    assert group.n_reached == 0
+    write_record(tmp_path / "r", rec)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["validate", str(tmp_path / "r")]) == 1
+
+
+@FUZZ
+@given(n=st.integers(min_value=2, max_value=6), same_id=st.booleans())
+def test_concurrent_reservations_never_share_a_folder(tmp_path_factory, n, same_id):
+    """Writers reserving run folders at once (threads here; real processes in
+    test_import_integrity) get a folder each: the mkdir is the reservation."""
+    import threading
+
+    from perfsuite.importers.base import reserve
+    from perfsuite.importers.common import Imported
+
+    out = tmp_path_factory.mktemp("out")
+    items = [
+        Imported(
+            {"run_id": "x" if same_id else f"x{i}", "source": {"sha256": f"{i:08x}" + "0" * 56}}
+        )
+        for i in range(n)
+    ]
+    folders: list[Path] = []
+    gate = threading.Barrier(n)
+
+    def one(it: Imported) -> None:
+        gate.wait()
+        folders.append(reserve(out, it))
+
+    threads = [threading.Thread(target=one, args=(it,)) for it in items]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # one bare id, and a suffix of its own for every other content: a folder each
+    assert len(set(folders)) == len(folders) == n
+    assert sorted(it.record["run_id"] for it in items) == sorted(f.name for f in folders)

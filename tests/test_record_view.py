@@ -10,6 +10,7 @@ from analyzers.leaderboard import leaderboard
 from analyzers.record_view import crossing, reached_time
 from analyzers.stability import run_crossing, stability
 from analyzers.thresholds import analyze_thresholds
+from tests.conftest import settle
 
 LOWER_CURVE = [(1, 10.0, 0.30), (2, 20.0, 0.12), (3, 30.0, 0.05)]
 
@@ -17,7 +18,7 @@ LOWER_CURVE = [(1, 10.0, 0.30), (2, 20.0, 0.12), (3, 30.0, 0.05)]
 def _lower(make_record, run_id="w"):
     rec = make_record(LOWER_CURVE, metric="wer", threshold=0.10, run_id=run_id)
     rec["task"]["direction"] = "lower"
-    return rec
+    return settle(rec)
 
 
 def test_overrides_recompute_in_the_tasks_direction(make_record):
@@ -40,8 +41,10 @@ def test_reached_without_a_usable_time_is_not_reached(make_record, time_s):
     rec["status"] = "reached"
     assert reached_time(rec) == (False, None)
     assert cost_of(rec, {}).reached is False
+    # the claim disagrees with the evaluation (10 s): not ranked, not DNC, and the reason said
     (board,) = leaderboard([rec])
-    assert board.rows[0].status == "DNC"
+    assert board.rows[0].status == "n/a"
+    assert "inconsistent record: field time_to_accuracy.time_s" in board.rows[0].note
     (group,) = stability([rec])
     assert group.n_reached == 0
 

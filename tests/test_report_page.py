@@ -8,6 +8,8 @@ import json
 import math
 import re
 
+import pytest
+
 from analyzers.roofline import roofline
 from perfsuite.record import quantity, write_record
 from perfsuite.report import figures
@@ -168,3 +170,28 @@ def test_data_and_environment_cells_read_as_text_not_python(tmp_path, make_recor
     assert rows["environment.frameworks"] == "torch: 2.13.0+cpu, numpy: 2.4.6"
     for raw in ("None", "True", "False", "[]", "{"):
         assert not any(raw in v for v in rows.values()), raw
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"\x00\x01\x02binary", "is binary or not UTF-8 text"),
+        (b"a,b\n1,2\n", "has no t_s column"),
+        (b"t_s,cpu_util_pct\n", "holds no sample"),
+        (
+            b"t_s,cpu_util_pct\n" + b"0,1\n" * 2000 + b"1," + b"2" * 200_000 + b"\n",
+            "is damaged after",
+        ),
+    ],
+)
+def test_an_unreadable_telemetry_csv_gives_a_note_not_an_empty_chart(
+    tmp_path, make_record, content, words
+):
+    from perfsuite.report.telemetry_section import telemetry_section
+
+    (tmp_path / "telemetry.csv").write_bytes(content)
+    rec = make_record([(1, 1.0, 0.5)])
+    rec.update(telemetry={"file": "telemetry.csv", "cpu": {}}, _dir=str(tmp_path))
+    html = telemetry_section([rec])
+    assert f"Telemetry CSV: telemetry.csv {words}" in html
+    assert ("fig-tel-0" in html) == (words == "is damaged after")  # rows before the damage

@@ -13,6 +13,7 @@ from analyzers.stability import epoch_times, group_records, stability
 from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.record import write_record
+from tests.conftest import settle
 
 # ----------------------------------------------------------------------------- stats helpers
 SAMPLE = [10.0, 12.0, 14.0, 16.0, 18.0]
@@ -220,7 +221,7 @@ def test_cli_skips_inference_only_records(make_record, tmp_path, capsys):
 def _lower_record(make_record, run_id, curve, threshold=2.7):
     rec = make_record(curve, metric="log_perplexity", threshold=threshold, run_id=run_id)
     rec["task"]["direction"] = "lower"
-    return rec
+    return settle(rec)
 
 
 def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, capsys):

@@ -331,3 +331,18 @@ def test_deep_nesting_in_real_json_text_is_still_refused(tmp_path):
     path.write_text('{"traceEvents": [{"name": "é"}, ' + "[" * 65 + "]" * 65 + "]}")
     with pytest.raises(TraceError, match="JSON nested deeper than the 64-level limit"):
         read_trace(path)
+
+
+def test_negative_durations_and_far_timestamps_are_said_not_dropped_silently(tmp_path):
+    events = [
+        _kernel(),
+        _kernel(ts=20.0, dur=-3.0),
+        _kernel(ts=1e279 / 1e6, dur=1.0),  # 1e279 ps
+        _kernel(ts=30.0, dur=1e300),
+    ]
+    data = read_trace(_trace(tmp_path, events))
+    assert (data.negative_durations, data.beyond_reason) == (1, 2)
+    assert data.window == (10.0, 20.0)  # the far events do not stretch the window
+    notes = analyze_trace(data).notes
+    assert "1 event(s) with a negative duration, counted as zero length" in notes
+    assert any(n.startswith("2 event(s) skipped: a timestamp beyond 1e17 us") for n in notes)

@@ -212,6 +212,15 @@ def analyze_trace(
             f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
             "category or pid/tid belongs)"
         )
+    if data.negative_durations:
+        notes.append(
+            f"{data.negative_durations} event(s) with a negative duration, counted as zero length"
+        )
+    if data.beyond_reason:
+        notes.append(
+            f"{data.beyond_reason} event(s) skipped: a timestamp beyond 1e17 us or a duration "
+            "beyond 1e13 us (115 days), which no profiler clock gives"
+        )
     if data.backend != "yajl2_c":
         notes.append(f"ijson backend {data.backend} (slow); install ijson with its C extension")
     window = (data.window[1] - data.window[0]) * US if data.window else 0.0

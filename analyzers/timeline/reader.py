@@ -43,6 +43,10 @@ RUNTIME_CATS = {
 RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
 SYNC_CAT = "cuda_sync"
 PROFILER_RANGE_CAT = "cuda_profiler_range"
+# Timestamps are microseconds; 10^17 us is over 3,000 years from the clock's origin (Unix
+# time in us is about 1.8e15), and no event lasts 10^13 us (115 days). Beyond: not a clock.
+MAX_TS_US = 1e17
+MAX_DUR_US = 1e13
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 _BOM = b"\xef\xbb\xbf"
 # Ids kept in int64 arrays; a larger (or non-integer) id is read as the field's default.
@@ -132,6 +136,8 @@ class TraceData:
     backend: str = ""
     bare_list: bool = False
     malformed: int = 0  # events skipped: a list/object where a name, phase or id belongs
+    negative_durations: int = 0  # complete events with dur < 0, read as zero length
+    beyond_reason: int = 0  # events skipped: a timestamp or duration beyond MAX_TS_US/MAX_DUR_US
 
 
 def _open(path: Path) -> BinaryIO:
@@ -311,7 +317,7 @@ def _fill(
     shape_keys: dict[str, int] = {}
     phases: dict[str, int] = {}
     lo, hi = float("inf"), float("-inf")
-    n = bad = 0
+    n = bad = negative = far = 0
     nan = float("nan")
     with _open(p) as fh:
         try:
@@ -349,7 +355,12 @@ def _fill(
                     ts = nan
                 if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
                     continue
+                if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
+                    far += 1  # beyond any clock: skipped, and the analysis says how many
+                    continue
                 if not dur >= 0.0 or dur - dur != 0.0:
+                    if dur < 0.0:
+                        negative += 1  # counted as zero length, and said in the notes
                     dur = 0.0
                 if ts < lo:
                     lo = ts
@@ -425,5 +436,7 @@ def _fill(
             raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
     data.events_total = n
     data.malformed = bad
+    data.negative_durations = negative
+    data.beyond_reason = far
     data.events_by_phase = {str(k): v for k, v in phases.items()}
     data.window = (lo, hi) if n and lo <= hi else None

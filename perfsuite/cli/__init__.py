@@ -61,11 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from perfsuite.fmt import printable
+    from perfsuite.fmt import PrintableStream, printable
     from perfsuite.record import RecordError
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = PrintableStream(stdout)  # type: ignore[assignment]  # record text escaped
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
@@ -89,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perfsuite: interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout = stdout
 
 
 def _quiet_stdout() -> None:

@@ -6,7 +6,10 @@ import argparse
 import dataclasses
 import json
 import math
+import os
+import re
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,21 @@ def metric_value(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+_INSTANCE_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def instance_type(text: str) -> str:
+    """A cloud instance type name (`p3.2xlarge`, `n2-standard-2`, `Standard_NC6`): letters,
+    digits, `.`, `_`, `-`, at most 64; a path (`../../etc/passwd`), spaces or control
+    characters are no instance type and are refused, never stored in a record."""
+    if not _INSTANCE_TYPE.fullmatch(text) or ".." in text:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not an instance type (letters, digits, '.', '_', '-'; at most 64)"
+        )
+    return text
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (epochs, batch size, repeats)."""
     try:
@@ -222,3 +240,39 @@ def resolve_run(arg: str) -> Path:
         f"{arg}: holds {len(found)} runs; give one of them: {shown}{more} "
         "(report, stability and cost take the whole folder)"
     )
+
+
+def output_path(
+    output: str, records: Iterable[Mapping[str, Any]] = (), inputs: Iterable[str] = ()
+) -> Path:
+    """`output` as a file a page may be written to; CLIError (one line) when writing it would
+    replace a run record, a sidecar, a run folder's lock or an input of the command, or when
+    it is a folder. Why: an `-o` typo (`-o R/run.json`) must never destroy a record."""
+    from perfsuite.record.checks import sidecar_fields
+    from perfsuite.record.io import LOCK_NAME, RECORD_NAME
+
+    out = Path(output)
+    if out.is_dir():
+        raise CLIError(f"-o {output}: is a folder; give the page a file name")
+    if out.name == RECORD_NAME or out.name.startswith(f".{RECORD_NAME}"):
+        raise CLIError(f"-o {output}: would replace a run record; give the page another name")
+    target = out.resolve()
+    kept: dict[Path, str] = {}
+    for rec in records:
+        run = rec.get("run_id")
+        if rec.get("_path"):
+            kept[Path(rec["_path"]).resolve()] = f"the run record of {run}"
+        folder = rec.get("_dir")
+        if folder:
+            kept[(Path(folder) / LOCK_NAME).resolve()] = f"the writer lock of {run}"
+            for field, rel in sidecar_fields(rec):
+                if isinstance(rel, str) and rel:
+                    kept[(Path(folder) / rel).resolve()] = f"{run}'s sidecar ({field})"
+    for arg in inputs:
+        kept.setdefault(Path(arg).resolve(), "an input of this command")
+    what = kept.get(target)
+    if what is None and out.exists():  # a hard link or another name of a kept file
+        what = next((w for p, w in kept.items() if p.exists() and os.path.samefile(p, out)), None)
+    if what:
+        raise CLIError(f"-o {output}: would replace {what}; give the page another name")
+    return out

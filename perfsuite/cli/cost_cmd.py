@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json
+from perfsuite.cli.common import CLIError, add_json_flag, instance_type, print_json
 
 
 def add_prices_flag(p: argparse.ArgumentParser) -> None:
@@ -25,6 +25,7 @@ def add_instance_type_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--instance-type",
         metavar="TYPE",
+        type=instance_type,
         help=(
             "instance type to price records that record none (e.g. n2-standard-2); not used "
             "for a record whose hardware differs from the price table's for TYPE, or whose "

@@ -140,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
             "--instance-type prices the cost rankings (--by training-cost or inference-cost), "
             f"not --by {args.by}"
         )
+    if args.prices and "cost" not in args.by:
+        raise CLIError(
+            f"--prices prices the cost rankings (--by training-cost or inference-cost), not "
+            f"--by {args.by}"
+        )
     prices = load_price_table(args.prices) if "cost" in args.by else {}
     check_instance_type(prices, args.instance_type)
     records = load_runs(args.paths)

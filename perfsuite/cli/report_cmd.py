@@ -11,6 +11,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_top_flag,
     html_builder,
+    output_path,
     print_json,
     status,
     top_rows,
@@ -98,11 +99,12 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
+    inputs = [*args.runs, *([args.peaks] if args.peaks else [])]
+    out = output_path(str(args.output or default_output(records)), records, inputs)
     try:
         peaks = peaks_file_roofs(args.peaks) if args.peaks else None
     except PeaksFileError as exc:
         raise CLIError(str(exc)) from None
-    out = Path(args.output) if args.output else default_output(records)
     status(f"building report for {len(records)} run(s)")
     page = build.report_page(records, top_rows(args.top), _study_sections(args.runs), peaks)
     write_text_atomic(out, page.html)  # unguessable temp name, exclusive create, rename

@@ -11,6 +11,7 @@ from perfsuite.cli.common import (
     add_json_flag,
     add_top_flag,
     html_builder,
+    output_path,
     print_json,
     resolve_run,
     status,
@@ -233,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
 
     rec = load_record(resolve_run(args.run))
+    if args.output:  # refused before any work: never onto the record, a sidecar or an input
+        output_path(args.output, [rec], [args.run, *([args.peaks] if args.peaks else [])])
     try:
         peaks = peaks_file_roofs(args.peaks) if args.peaks else None
         res = roofline(rec, peaks)

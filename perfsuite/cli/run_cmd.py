@@ -9,6 +9,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_deprecated,
     fraction,
+    instance_type,
     metric_value,
     nonnegative_float,
     positive_int,
@@ -161,7 +162,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(recorded as partial, never the DAWNBench figure; default: the whole set)",
     )
     p.add_argument("--threads", type=positive_int, help="torch intra-op threads")
-    p.add_argument("--instance-type", help="cloud instance type, for cost analysis")
+    p.add_argument(
+        "--instance-type", type=instance_type, help="cloud instance type, for cost analysis"
+    )
     p.add_argument(
         "--price",
         dest="price_per_hour",

@@ -12,6 +12,7 @@ from perfsuite.cli.common import (
     add_deprecated,
     add_json_flag,
     fraction,
+    output_path,
     positive_int,
     print_json,
     status,
@@ -319,15 +320,19 @@ def _print(folder: Path, as_json: bool) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
+    if args.output:  # never onto a record, a sidecar or the study file
+        from perfsuite.record import load_records
+
+        folder = Path(args.folder)
+        records = load_records([folder]) if folder.is_dir() else []
+        output_path(args.output, records, [str(folder / "study.json"), args.folder])
     _print(Path(args.folder), args.json)
     if args.output:
         from perfsuite.report.study_section import study_html
 
         result, records = analysis(args.folder)
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(study_html(result, records), encoding="utf-8")
-        tmp.replace(out)
+        from perfsuite.record.io import write_text_atomic
+
+        out = write_text_atomic(args.output, study_html(result, records))
         status(f"report: {out}")
     return 0

@@ -8,14 +8,18 @@ the number of records reported written is the number on disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from analyzers.consistency import problems
 from perfsuite.importers.common import Imported, ImportFailure
 from perfsuite.record import RecordError, write_record
+from perfsuite.record.io import LOCK_NAME
 from perfsuite.safeio import InputError, load_json, read_bytes
 
 MAX_SOURCE_BYTES = 256 * 1024 * 1024
@@ -134,6 +138,59 @@ def _choose_id(
     return run_id, None
 
 
+# How long a writer waits for the record of a run folder another import has just reserved,
+# to tell the same result imported twice at once from a different one.
+RESERVED_WAIT_S = 5.0
+
+
+def _settled_digest(out: Path, run_id: str) -> str | None:
+    """The digest on disk under out/run_id once its record is there; None when the folder
+    stays without a record (reserved by a writer still writing, or left by one killed)."""
+    deadline = time.monotonic() + RESERVED_WAIT_S
+    while True:
+        digest = _on_disk_digest(out, run_id)
+        if digest is not None or time.monotonic() >= deadline:
+            return digest
+        time.sleep(0.05)
+
+
+def reserve(out: Path, it: Imported) -> Path:
+    """Reserve the run folder for `it` by creating it exclusively (mkdir fails when it exists),
+    so that two imports running at the same time into one `--out` never write one folder.
+
+    A folder that exists already holds the same result (a re-import: rewritten) or another:
+    then `<id>-<8 hex of the content digest>` is reserved the same way, else refused.
+    `unique_ids` has chosen the id against what was on disk before; this closes the window
+    between that choice and the write.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    run_id = it.record["run_id"]
+    digest = it.record["source"]["sha256"]
+    suffixed = run_id if run_id.endswith(f"-{digest[:8]}") else f"{run_id}-{digest[:8]}"
+    for candidate in dict.fromkeys((run_id, suffixed)):
+        folder = out / candidate
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            if _settled_digest(out, candidate) == digest:
+                _rename(it, candidate)
+                return folder  # the same result: rewriting it loses nothing
+            continue
+        _rename(it, candidate)
+        return folder
+    raise ImportFailure(
+        f"{it.summary.get('file')}: run id {run_id} and {suffixed} are taken under {out} by "
+        "other content; refusing to overwrite them"
+    )
+
+
+def _unreserve(folder: Path) -> None:
+    """Remove a reserved folder whose record could not be written (nothing else in it)."""
+    (folder / LOCK_NAME).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # fails, and keeps it, when anything else is in it
+
+
 def _rename(it: Imported, run_id: str) -> None:
     it.record["run_id"] = run_id
     it.summary["run_id"] = run_id
@@ -159,6 +216,9 @@ def run_import(
     for f in progress(files):
         try:
             it = importer.load(f)
+            found = problems(it.record)  # the claims and bounds `perfsuite validate` checks
+            if found:
+                raise ImportFailure(f"{f}: {found[0]}")
             it.record["source"]["sha256"] = content_digest(it.record["source"].get("files") or [])
             items.append(it)
         except (ImportFailure, RecordError) as exc:
@@ -173,8 +233,19 @@ def run_import(
     extra = importer.finalize(items)
     for it in items:
         try:
-            it.path = write_record(Path(out) / it.record["run_id"], it.record)
-        except RecordError as exc:
+            wanted = it.record["run_id"]
+            folder = reserve(Path(out), it)
+            if it.record["run_id"] != wanted:
+                notes.append(
+                    f"{it.summary.get('file')}: run id {wanted} taken meanwhile (another "
+                    f"import?); imported as {it.record['run_id']}"
+                )
+            try:
+                it.path = write_record(folder, it.record)
+            except RecordError:
+                _unreserve(folder)
+                raise
+        except (ImportFailure, RecordError) as exc:
             if not keep_going:
                 raise
             failed.append({"file": str(it.summary.get("file", "?")), "error": str(exc)})

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from analyzers.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
 from analyzers.cost import training_cost_usd
 from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.importers.common import (
@@ -57,13 +58,26 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
     return find_files(paths, ("*.json", "*.json.gz"))
 
 
-def _number(value: Any, where: str) -> float:
+def _shown(value: Any) -> str:
+    """A value as an error line shows it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _number(value: Any, where: str, limit: float | None = None) -> float:
+    """A finite number (a JSON number or numeric text; `true` is no number), at most `limit`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ImportFailure(f"{where}: {_shown(value)} is not a number")
     try:
         out = float(value)
     except (TypeError, ValueError):
-        raise ImportFailure(f"{where}: {value!r} is not a number") from None
+        raise ImportFailure(f"{where}: {_shown(value)} is not a number") from None
+    except OverflowError:  # an integer of hundreds of digits
+        raise ImportFailure(f"{where}: {_shown(value)} is not a finite number") from None
     if not math.isfinite(out):
-        raise ImportFailure(f"{where}: {value!r} is not a finite number")
+        raise ImportFailure(f"{where}: {_shown(value)} is not a finite number")
+    if limit is not None and abs(out) > limit:
+        raise ImportFailure(f"{where}: {out:g} is beyond reason (more than {limit:g})")
     return out
 
 
@@ -141,6 +155,11 @@ def _curve(rows: list[dict[str, float]], task: Task, tsv: Path) -> tuple[list[di
         prev_hours = max(prev_hours, r["hours"])
         if r["epoch"] < 0 or r["hours"] < 0:
             raise ImportFailure(f"{tsv}: row {i + 1}: field epoch/hours: negative value")
+        if r["hours"] * 3600.0 > MAX_SECONDS or r["epoch"] > MAX_SECONDS:
+            raise ImportFailure(
+                f"{tsv}: row {i + 1}: field epoch/hours: {r['epoch']:g} epochs, "
+                f"{r['hours']:g} h is beyond reason"
+            )
         # rounding removes float noise of the unit conversion (93.9 / 100 -> 0.939)
         metrics = {m: round(r[col] / divisors[col], 12) for col, m in task.columns.items()}
         for m, v in metrics.items():
@@ -256,9 +275,9 @@ def load_entry(path: str | Path) -> Imported:
     )
     record["source"]["files"] = [str(path)] + ([] if inference else [str(tsv)])
     record["source"]["entry_type"] = "inference" if inference else "training"
-    record["model"] = None if entry.get("model") is None else str(entry["model"])
-    record["framework"] = None if entry.get("framework") is None else str(entry["framework"])
-    record["hardware"] = hardware(entry.get("hardware"))
+    record["model"] = _text(entry, "model", path)
+    record["framework"] = _text(entry, "framework", path)
+    record["hardware"] = hardware(_text(entry, "hardware", path))
     date, note = parse_date(entry.get("timestamp"))
     if note:
         flags.append(f"{path.name}: {note}")
@@ -317,6 +336,15 @@ def load_entry(path: str | Path) -> Imported:
     return Imported(record, summary)
 
 
+def _text(entry: dict[str, Any], field: str, path: Path) -> str | None:
+    """A text field (model, framework): a string or null; an object or number is refused
+    rather than stored as its repr."""
+    value = entry.get(field)
+    if value is None or isinstance(value, str):
+        return value
+    raise ImportFailure(f"{path}: field {field}: {_shown(value)} is not a string")
+
+
 def _cost(entry: dict[str, Any], path: Path, inference: bool, flags: list[str]) -> Any:
     if "costPerHour" not in entry:
         if not inference:
@@ -326,7 +354,7 @@ def _cost(entry: dict[str, Any], path: Path, inference: bool, flags: list[str]) 
     if raw is None:
         flags.append(f"{path.name}: costPerHour is null; no training cost")
         return None
-    value = _number(raw, f"{path}: field costPerHour")
+    value = _number(raw, f"{path}: field costPerHour", MAX_USD_PER_HOUR)
     if value < 0:
         raise ImportFailure(f"{path}: field costPerHour: negative ({value:g})")
     return {"usd_per_hour": quantity(value, "USD/h", "imported", f"DAWNBench entry {path.name}")}
@@ -346,7 +374,8 @@ def _fill_inference(
     stays a quantity with value None (and `not_measured` says why), so that the entry is
     ranked on the inference-cost board and shown as n/a on the latency board.
     """
-    latency_ms, cost = (_per_item(entry, f, path) for f in ("latency", "cost"))
+    latency_ms = _per_item(entry, "latency", path, MAX_SECONDS * 1e3)
+    cost = _per_item(entry, "cost", path, MAX_USD_PER_HOUR)
     if latency_ms is None and cost is None:
         raise ImportFailure(
             f"{path}: field latency/cost: an inference entry needs latency (ms) or cost (USD "
@@ -369,6 +398,8 @@ def _fill_inference(
         div, note = _scale_accuracy([value], col, col in task.percent, path.name)
         if note:
             flags.append(note)
+        if not 0.0 <= value / div <= 1.0:
+            raise ImportFailure(f"{path}: field {col}: {value:g} is outside [0, 1] (or 0-100%)")
         inf["metrics"][metric] = round(value / div, 12)
     if task.metric not in inf["metrics"]:
         flags.append(f"{path.name}: no {task.metric} accuracy reported")
@@ -391,11 +422,11 @@ def _absent(entry: dict[str, Any], field: str) -> str:
     return "null" if field in entry else "missing"
 
 
-def _per_item(entry: dict[str, Any], field: str, path: Path) -> float | None:
+def _per_item(entry: dict[str, Any], field: str, path: Path, limit: float) -> float | None:
     """A per-item figure (`latency` ms, `cost` USD): None when missing or null."""
     if entry.get(field) is None:
         return None
-    value = _number(entry[field], f"{path}: field {field}")
+    value = _number(entry[field], f"{path}: field {field}", limit)
     if value < 0:
         raise ImportFailure(f"{path}: field {field}: negative ({value:g})")
     return value

@@ -19,6 +19,7 @@ from perfsuite.safeio import InputError, decode_utf8, first_line, json_depth_exc
 
 ENV_VAR = "PERFSUITE_PRICES"
 BUILTIN = "prices.json"
+MAX_PRICE_INT = 10**300  # a JSON integer beyond this has no float value to check
 
 
 class PriceError(InputError):
@@ -46,6 +47,8 @@ def _read(text: str, origin: str) -> dict[str, dict[str, Any]]:
         price = entry["usd_per_hour"]
         if isinstance(price, bool) or not isinstance(price, (int, float)):
             raise PriceError(f"{origin}: field {field}: expected a number, got {price!r}")
+        if isinstance(price, int) and abs(price) > MAX_PRICE_INT:  # beyond float range
+            raise PriceError(f"{origin}: field {field}: {str(price)[:20]}... is out of range")
         if not math.isfinite(price) or price < 0:
             raise PriceError(f"{origin}: field {field}: must be finite and >= 0, got {price}")
         page = entry.get("source")

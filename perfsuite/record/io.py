@@ -205,7 +205,81 @@ def _keep_attached(target: Path, record: dict[str, Any]) -> None:
                 record[key] = on_disk[key]
 
 
+def _remove_temps(run_dir: Path) -> None:
+    """Remove the temp files of record writes that never reached their rename (a writer
+    killed mid-write); called only while no writer can be writing (the lock is held)."""
+    try:
+        temps = list(run_dir.glob(f".{RECORD_NAME}.*.tmp"))
+    except OSError:
+        return
+    for tmp in temps:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def clean_stale_temps(run_dir: str | os.PathLike[str]) -> None:
+    """On opening a record: remove stale `.run.json.*.tmp` files when no writer holds the
+    folder's lock (taken without waiting, and only when the lock file exists: a reader never
+    creates it)."""
+    folder = Path(run_dir)
+    lock = folder / LOCK_NAME
+    try:
+        fd = os.open(lock, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return  # a writer is writing: its temp file is not stale
+    try:
+        _remove_temps(folder)
+    finally:
+        os.close(fd)
+
+
+# A hidden staging folder (`Recorder` writes a run's first record in one, then renames it into
+# place) older than this without a readable record is a writer's that was killed.
+STAGING_GRACE_S = 60.0
+
+
+def clean_stale_staging(parent: str | os.PathLike[str]) -> list[Path]:
+    """Remove the hidden staging folders under `parent` (`.<run id>.<random>`, holding only
+    a first record, its lock and temp files) whose writer is gone: the record's owner process
+    ended, or, with no readable record, the folder is older than STAGING_GRACE_S. A run killed
+    before its folder appeared thus leaves nothing, and nothing hidden either, once the next
+    run into the same folder (or `perfsuite validate` on it) has looked. Returns the removed."""
+    import shutil
+    import time
+
+    removed = []
+    try:
+        candidates = [p for p in Path(parent).iterdir() if p.name.startswith(".") and p.is_dir()]
+    except OSError:
+        return []
+    for folder in candidates:
+        try:
+            names = {p.name for p in folder.iterdir()}
+        except OSError:
+            continue
+        own = {RECORD_NAME, LOCK_NAME}
+        if not names or any(n not in own and not n.startswith(f".{RECORD_NAME}.") for n in names):
+            continue  # not a staging folder: something else lives there
+        gone = False
+        try:
+            record = load_json(folder / RECORD_NAME, RecordError, MAX_RECORD_BYTES)
+            gone = isinstance(record, dict) and stale_reason(record) is not None
+        except RecordError:
+            with contextlib.suppress(OSError):
+                gone = time.time() - folder.stat().st_mtime > STAGING_GRACE_S
+        if gone:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def _write_unlocked(run_dir: str | os.PathLike[str], record: dict[str, Any]) -> Path:
+    _remove_temps(Path(run_dir))  # the lock is held: any temp file is a killed writer's
     target = Path(run_dir) / RECORD_NAME
     _keep_attached(target, record)
     record["updated_at"] = utc_now()
@@ -252,8 +326,17 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = _resolve(path)
     record = load_json(p, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
     validate_record(record, str(p))
+    clean_stale_temps(p.parent)
     stale = stale_reason(record)
-    if stale:  # killed without a chance to write its end: shown (and rewritten) as such
+    ended = (record.get("extra") or {}).get("training_ended_at")
+    if stale and ended:  # killed after training, in the work after it: training's outcome
+        reached = bool((record.get("time_to_accuracy") or {}).get("reached"))
+        record["status"] = "reached" if reached else "not_reached"
+        record["error"] = record.get("error") or (
+            f"interrupted after training ended ({ended}): {stale}; the work after training "
+            "(threshold checkpoint, profile window, inference latency) did not finish"
+        )
+    elif stale:  # killed without a chance to write its end: shown (and rewritten) as such
         record["status"] = "interrupted"
         record["error"] = record.get("error") or f"interrupted: {stale}"
     record["_path"] = str(p)

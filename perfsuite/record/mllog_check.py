@@ -28,8 +28,10 @@ def _same(a: Any, b: Any) -> bool:
 def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     """Differences between the record and its `sidecars.mllog`, one short line each.
 
-    Empty when they agree or when the record names no log. A running record may trail its log
-    by one evaluation (the log line is written just before the record), which is not flagged.
+    Empty when they agree or when the record names no log. A running or interrupted record
+    may lead its log by one evaluation (the record is written just before the log line; older
+    writers wrote the log first, so a running one may trail it), and a killed run has no
+    `run_stop`: neither is flagged.
     """
     name = (record.get("sidecars") or {}).get("mllog")
     base = record.get("_dir")
@@ -54,8 +56,11 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     logged = [e.get("value") for e in events if e["key"] == "eval_accuracy"]
     recorded = [(ev.get("metrics") or {}).get(metric) for ev in record.get("evaluations") or []]
     status = record.get("status")
+    # a writer killed between the two writes: the record is written first, then the log line
+    # (older writers: the other way round, while running)
+    pending = status in ("running", "interrupted") and len(recorded) == len(logged) + 1
     trailing = status == "running" and len(logged) == len(recorded) + 1
-    if len(logged) != len(recorded) and not trailing:
+    if len(logged) != len(recorded) and not (trailing or pending):
         out.append(
             f"sidecars.mllog: {len(logged)} eval_accuracy line(s), the record has "
             f"{len(recorded)} evaluation(s)"
@@ -67,7 +72,8 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     stops = [e for e in events if e["key"] == "run_stop"]
     if status in FINAL:
         if not stops:
-            out.append(f"sidecars.mllog: no run_stop, the record's status is {status}")
+            if status != "interrupted":  # a killed run never logs its end
+                out.append(f"sidecars.mllog: no run_stop, the record's status is {status}")
         else:
             success = str(stops[0]["metadata"].get("status", "")).lower() == "success"
             # run_stop is logged when training stops: a run that reached its target and

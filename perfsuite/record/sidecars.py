@@ -65,15 +65,35 @@ def _num(text: str) -> float | None:
 
 def read_telemetry(path: Path) -> dict[str, list[float | None]]:
     """Columns by name; empty cells (e.g. GPU columns on a CPU run) become None."""
+    return load_telemetry(path)[0]
+
+
+def load_telemetry(path: Path) -> tuple[dict[str, list[float | None]], str | None]:
+    """The columns (as `read_telemetry`) and, when the file cannot be read as the telemetry
+    CSV (unreadable, binary, no `t_s` column, no sample, damaged part way), why, in one line,
+    so that a reader shows that note rather than an empty chart."""
     cols: dict[str, list[float | None]] = {}
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        reader = csv.DictReader(fh)
-        try:
-            cols = {name: [] for name in reader.fieldnames or []}
-            for row in reader:
-                for name in cols:
-                    cols[name].append(_num(row.get(name) or ""))
-        except csv.Error:  # a damaged sidecar: plot the rows read so far
-            n = min((len(v) for v in cols.values()), default=0)
-            cols = {k: v[:n] for k, v in cols.items()}
-    return cols
+    note = None
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            head = fh.read(4096)
+            if "\x00" in head or "\ufffd" in head:
+                return {}, f"{path.name} is binary or not UTF-8 text, not the telemetry CSV"
+            fh.seek(0)
+            reader = csv.DictReader(fh)
+            try:
+                cols = {name: [] for name in reader.fieldnames or []}
+                for row in reader:
+                    for name in cols:
+                        cols[name].append(_num(row.get(name) or ""))
+            except csv.Error as exc:  # a damaged sidecar: plot the rows read so far
+                n = min((len(v) for v in cols.values()), default=0)
+                cols = {k: v[:n] for k, v in cols.items()}
+                note = f"{path.name} is damaged after {n} row(s) ({exc}); the rows before shown"
+    except (OSError, UnicodeError) as exc:
+        return {}, f"{path.name} cannot be read ({exc.__class__.__name__}: {exc})"
+    if "t_s" not in cols:
+        return {}, f"{path.name} has no t_s column: not the telemetry CSV"
+    if not any(v is not None for name, vs in cols.items() if name != "t_s" for v in vs):
+        return cols, note or f"{path.name} holds no sample"
+    return cols, note

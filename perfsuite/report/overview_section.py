@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.consistency import untrusted
 from analyzers.mfu import mfu
 from analyzers.record_view import partial_run, reached_time
 from analyzers.roofline import Roofline
@@ -44,6 +45,9 @@ def _headline(rec: Mapping[str, Any]) -> str:
     reached, time_s = reached_time(rec)
     tta = rec.get("time_to_accuracy") or {}
     hw = (rec.get("hardware") or {}).get("name") or "unknown hardware"
+    bad = untrusted(rec)
+    if bad:  # the stored claim is not shown as a result: the evaluations do not bear it out
+        return f"Claims not shown: {bad} (perfsuite validate lists every problem) on {hw}."
     if reached:
         return (
             f"Reached {goal} in {fmt.duration(time_s)} of training "

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite import fmt
-from perfsuite.record.sidecars import read_telemetry, telemetry_path
+from perfsuite.record.sidecars import load_telemetry, telemetry_path
 from perfsuite.report import figures
 from perfsuite.report import html as h
 
@@ -22,7 +22,11 @@ def telemetry_section(records: Sequence[Mapping[str, Any]]) -> str:
             continue
         path = telemetry_path(rec)
         if path:
-            parts.append(h.figure(figures.telemetry_figure(read_telemetry(path)), f"fig-tel-{i}"))
+            columns, note = load_telemetry(path)
+            if note:  # never an empty chart without a word
+                parts.append(f'<p class="note">Telemetry CSV: {h.esc(note)}.</p>')
+            if any(v is not None for k, vs in columns.items() if k != "t_s" for v in vs):
+                parts.append(h.figure(figures.telemetry_figure(columns), f"fig-tel-{i}"))
         else:
             parts.append('<p class="note">Telemetry CSV sidecar not found; summary only.</p>')
         rows = [

@@ -101,6 +101,8 @@ def profile_window(
             for _ in range(window.total_steps):
                 workload.train_step(state, next(batches))
                 window.step()
+                if window.done:  # closed by its schedule or by a bound (time, memory)
+                    break
         finally:  # a step that raises must not leave the process-wide profiler running
             window.close()
     return window.result()

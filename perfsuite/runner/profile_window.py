@@ -20,6 +20,24 @@ from typing import Any
 from perfsuite.record import quantity
 
 TRACE_NAME = "trace.json.gz"
+# Bounds of one window, whatever --profile-steps asks: the profiler keeps every event of the
+# window in memory until it closes (100,000 digits steps grew past 3 GiB), and a window is a
+# sample, not a run. The window closes at the first bound it meets and says which.
+MAX_WINDOW_STEPS = 1000
+MAX_WINDOW_S = 120.0
+MAX_WINDOW_BYTES = 2 * 1024**3  # growth of the process's peak resident memory
+
+
+def _peak_rss_bytes() -> int:
+    """The process's peak resident memory so far (bytes; 0 where unknown)."""
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak) * (1 if sys.platform == "darwin" else 1024)
+    except (ImportError, OSError):
+        return 0
 
 
 def _us(event: Any, name: str) -> float:
@@ -104,7 +122,16 @@ class ProfileWindow:
         self.run_dir = run_dir
         self.trace_name = trace_name
         self.backend = backend
+        self.cap_note: str | None = None
+        if active > MAX_WINDOW_STEPS:
+            self.cap_note = (
+                f"profile window capped at {MAX_WINDOW_STEPS} steps ({active} asked): the "
+                "step bound (perfsuite.runner.profile_window.MAX_WINDOW_STEPS)"
+            )
+            active = MAX_WINDOW_STEPS
         self.wait, self.warmup, self.active = wait, warmup, active
+        self._started = time.perf_counter()
+        self._rss0 = _peak_rss_bytes()
         activities = [torch.profiler.ProfilerActivity.CPU]
         if backend.device.is_gpu:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -136,9 +163,34 @@ class ProfileWindow:
             self.backend.sync()
             self.stamps.append(time.perf_counter())
         self.steps_seen += 1
-        self.prof.step()
         if self.steps_seen >= self.total_steps:
+            self.prof.step()
             self.close()
+            return
+        recorded = len(self.stamps) - 1  # active steps recorded so far
+        bound = self._bound() if recorded >= 1 else None
+        if bound:  # stop inside the active phase: the trace holds the steps recorded so far
+            self.cap_note = (
+                f"profile window cut at {recorded} of {self.active} steps: {bound} "
+                "(perfsuite.runner.profile_window)"
+            )
+            self.active = recorded
+            self.close()
+            return
+        self.prof.step()
+
+    def _bound(self) -> str | None:
+        """The time or memory bound the window has met, in words, or None."""
+        elapsed = time.perf_counter() - self._started
+        if elapsed > MAX_WINDOW_S:
+            return f"the time bound ({elapsed:.0f} s > MAX_WINDOW_S {MAX_WINDOW_S:.0f} s)"
+        grown = _peak_rss_bytes() - self._rss0
+        if grown > MAX_WINDOW_BYTES:
+            return (
+                f"the memory bound (peak resident memory grew {grown / 2**30:.1f} GiB > "
+                f"MAX_WINDOW_BYTES {MAX_WINDOW_BYTES / 2**30:.0f} GiB)"
+            )
+        return None
 
     def close(self) -> None:
         if not self.done:
@@ -182,7 +234,7 @@ class ProfileWindow:
             return None
         deltas = [b - a for a, b in zip(self.stamps, self.stamps[1:], strict=False)]
         step_s = sum(deltas) / len(deltas) if deltas else None
-        return {
+        out = {
             "trace": self.trace_name,
             "tool": "torch.profiler",
             "steps": self.active,
@@ -194,3 +246,6 @@ class ProfileWindow:
             ),
             "ops": self.ops,
         }
+        if self.cap_note:
+            out["notes"] = [self.cap_note]
+        return out

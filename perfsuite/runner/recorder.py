@@ -16,6 +16,8 @@ from typing import Any
 
 from analyzers.tta import crossing_dict, record_crossing
 from perfsuite.record import new_record, new_run_id, quantity, write_record
+from perfsuite.record.io import clean_stale_staging
+from perfsuite.record.model import utc_now
 from perfsuite.record.owner import owner_section
 from perfsuite.runner.environment import collect_environment, hardware_section
 
@@ -65,6 +67,7 @@ class Recorder:
         written in a hidden sibling folder that is then renamed into place (one rename), so a
         signal at any moment leaves either no run folder or one with a valid record."""
         self.run_dir.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_staging(self.run_dir.parent)  # what runs killed before this point left
         tmp = Path(tempfile.mkdtemp(prefix=f".{self.run_id}.", dir=self.run_dir.parent))
         try:
             umask = os.umask(0)
@@ -148,9 +151,9 @@ class Recorder:
         rec["evaluations"].append(entry)
         crossing = record_crossing(rec)  # the task's direction, as every analyzer reads it
         rec["time_to_accuracy"] = crossing_dict(crossing, "measured")
+        self.write()  # the record first: a kill between the two never loses the evaluation
         if self.mllog:
             self.mllog.eval(epoch, metrics[self.metric], samples or 0)
-        self.write()
         return bool(crossing.reached)
 
     def set_throughput(
@@ -273,9 +276,17 @@ class Recorder:
         checkpoint, profile window, inference latency, counters), so the log's time to train
         is the run's; success = the target was reached. Idempotent: `close` logs it for a run
         that ends otherwise (crashed, diverged, interrupted)."""
+        if "training_ended_at" not in self.record.setdefault("extra", {}):
+            # a reader of a run killed from here on shows training's outcome, saying that
+            # the work after it was interrupted (perfsuite.record.io.load_record)
+            self.record["extra"]["training_ended_at"] = utc_now()
+            self.write()
+        self._log_stop()
+
+    def _log_stop(self) -> None:
         if self.mllog:
             self.mllog.stop(success=bool(self.record["time_to_accuracy"]["reached"]))
 
     def close(self) -> None:
-        self.stop_mllog()
+        self._log_stop()  # a run ending otherwise (crashed, interrupted) logs its stop too
         self.write()
