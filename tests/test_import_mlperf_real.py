@@ -340,3 +340,29 @@ def test_cli_round_and_targets_per_benchmark_in_one_command(tmp_path, capsys):
     assert main([*args, "--round", "5.1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "no benchmark 'resnet' (that round has: " in err and "\n" not in err
+
+
+def test_a_negative_epoch_is_refused_by_field(tmp_path):
+    pytest.importorskip("mlperf_logging")
+    path = _log(tmp_path / "r.log", "llama31_8b", [("eval_accuracy", 3.2)])
+    path.write_text(path.read_text().replace('"epoch_num": 1', '"epoch_num": -5'))
+    with pytest.raises(ImportFailure) as err:
+        load_result(path)
+    assert "eval_accuracy.metadata.epoch_num: -5" in str(err.value)
+
+
+def test_an_offline_evaluation_is_marked_and_its_record_is_consistent(tmp_path):
+    """Written before run_stop, timed after it: counted, marked `offline`, and the stored time
+    to train (run_stop - run_start) is not held to the evaluation's later clock."""
+    pytest.importorskip("mlperf_logging")
+    from analyzers.consistency import problems
+
+    path = _log(tmp_path / "r.log", "llama31_8b", [("eval_accuracy", 3.2)])
+    text = path.read_text().replace('"time_ms": 1700000000002', '"time_ms": 1700000900000')
+    path.write_text(text)
+    rec = load_result(path).record
+    assert rec["evaluations"][0]["offline"] is True
+    assert rec["evaluations"][0]["train_time_s"] > rec["time_to_accuracy"]["time_s"] == 599.999
+    assert problems(rec) == []
+    rec["evaluations"][0].pop("offline")
+    assert [p.field for p in problems(rec)] == ["time_to_accuracy.time_s"]

@@ -82,6 +82,8 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("perfsuite.counters.cupti_trace", "analyzers.timeline.reader"),
     ("perfsuite.generalization.probe", "analyzers.generalization"),
     ("perfsuite.generalization.shift", "analyzers.generalization"),
+    ("perfsuite.importers.base", "analyzers.consistency"),
+    ("perfsuite.importers.dawnbench", "analyzers.consistency"),
     ("perfsuite.importers.dawnbench", "analyzers.cost"),
     ("perfsuite.importers.dawnbench", "analyzers.tta"),
     ("perfsuite.importers.mlperf", "analyzers.hardware_match"),

@@ -45,6 +45,7 @@ class _Eval:
     samples: float | None
     late: bool = False  # some line of it is after run_stop
     names: list[str] = field(default_factory=list)  # metadata.metric of merged lines
+    offline: bool = False  # written before run_stop but timed after it
 
 
 def _line_metrics(
@@ -101,8 +102,14 @@ def evaluations(
         metrics, name = _line_metrics(path, ev, bench)
         meta = ev["metadata"]
         late = stop is not None and ev["lineno"] > stop["lineno"]
-        if not late and stop is not None and ev["time_ms"] > stop["time_ms"]:
-            offline += 1
+        is_offline = not late and stop is not None and ev["time_ms"] > stop["time_ms"]
+        offline += is_offline
+        epoch_num = number(meta.get("epoch_num"))
+        if epoch_num is not None and not 0 <= epoch_num < 1e12:
+            raise ImportFailure(
+                f"{path}: line {ev['lineno']}: field {bench.eval_key}.metadata.epoch_num: "
+                f"{epoch_num:g} is not an epoch (0 or more)"
+            )
         key = _merge_key(meta) if bench.joint and name is not None else None
         if not bench.joint and name is not None:
             scalar_names.add(name)
@@ -112,6 +119,7 @@ def evaluations(
             merged.metrics.update(metrics)
             merged.time_ms = max(merged.time_ms, ev["time_ms"])
             merged.late = merged.late or late
+            merged.offline = merged.offline or is_offline
             merged.epoch = (
                 merged.epoch if merged.epoch is not None else number(meta.get("epoch_num"))
             )
@@ -128,6 +136,7 @@ def evaluations(
             number(meta.get("samples_count")),
             late,
             [] if name is None else [name],
+            is_offline,
         )
         found.append(item)
         if key is not None:
@@ -178,14 +187,15 @@ def _as_records(
         if epoch is None:
             epoch = float(len(out) + 1)
             ordinal_used += 1
-        out.append(
-            {
-                "epoch": max(epoch, 0.0),
-                "train_time_s": round((e.time_ms - start_ms) / 1000.0, 6),
-                "metrics": e.metrics,
-                "samples": None if e.samples is None else int(e.samples),
-            }
-        )
+        entry = {
+            "epoch": epoch,
+            "train_time_s": round((e.time_ms - start_ms) / 1000.0, 6),
+            "metrics": e.metrics,
+            "samples": None if e.samples is None else int(e.samples),
+        }
+        if e.offline:  # timed after run_stop: its clock is not the time to train's
+            entry["offline"] = True
+        out.append(entry)
     if ordinal_used:
         flags.append(
             f"{ordinal_used} evaluation(s) without epoch_num (and samples_count/train_samples): "
