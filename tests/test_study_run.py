@@ -132,7 +132,7 @@ def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "perfsuite: error: configuration 'full': workload digits does not support switch "
-        "'tta' (bf16, channels_last, compile, fp16, label_smoothing, lr_rule, tf32)"
+        "'tta' (bf16, channels_last, compile, fp16, fp32, label_smoothing, lr_rule, tf32)"
     )
     assert not out.exists()
 
