@@ -390,3 +390,20 @@ def test_a_track_record_gets_roofs_as_a_run_does(env, tmp_path):
     assert ceil["peak_flops"]["value"] == 4.0e10
     assert ceil["memory_bandwidth"]["value"] == 1.0e10
     assert ceil["roofs"]["fp32"]["peak_flops"]["measured_under"]["kernel"] == "matmul"
+
+
+def test_the_machine_check_of_a_conv_roof_is_judged_against_it():
+    from analyzers.machine_speed import window_speeds
+    from perfsuite.ceilings.probe import check_section
+
+    plan = {"conv": {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}}
+    section = check_section(plan, {"conv": 3.0e10}, {"conv": 5.0e10})
+    assert section["conv"]["before"]["value"] == 3.0e10
+    assert "conv2d 128->128 3x3 on 8x32x32" in section["conv"]["after"]["source"]
+    roof = {"value": 6.0e10, "provenance": "measured", "measured_under": {"size": 8}}
+    (speed,) = window_speeds(
+        {"timeline": {"machine_check": section}}, {"fp32": {"peak_flops": roof}}
+    )
+    assert (speed.kind, speed.roof, speed.same_benchmark) == ("conv", "fp32", True)
+    assert speed.ratio == pytest.approx(4.0e10 / 6.0e10)
+    assert speed.text().startswith("67% of the fp32 roof")
