@@ -140,7 +140,7 @@ class _Run:
         self._distribute()
         self.schedule = SchedulerSteps(wl, self.state)
         if parts.framework == "pytorch":  # what a detour restores beyond the train state
-            self.state.owners = (wl, self.data)
+            self.state.owners = (getattr(wl, "__wrapped__", wl), self.data)
         params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         self.record["extra"].update(self.schedule.section())

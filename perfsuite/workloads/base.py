@@ -341,6 +341,7 @@ def scheduler_interval(workload: Workload, scheduler: Any) -> str | None:
     StepLR(step_size=1, gamma=0.7) is at 0.7**steps after one epoch)."""
     if scheduler is None:
         return None
+    workload = getattr(workload, "__wrapped__", workload)  # a proxy's (a data-parallel rank's)
     cls = type(workload)
     label = f"workload {workload.name or cls.__name__}"
     value = getattr(workload, "scheduler_interval", None)
