@@ -22,7 +22,7 @@ FAST = 1.05  # above this the roof is too low (a median of 3 beat the best of se
 class WindowSpeed:
     """One benchmark of the check against its roof."""
 
-    kind: str  # "matmul" | "copy"
+    kind: str  # "matmul" | "conv" | "copy"
     roof: str  # the roof it measures: a math ("fp32") or "memory"
     before: float  # FLOP/s or byte/s
     after: float
@@ -31,7 +31,7 @@ class WindowSpeed:
     ratio: float  # mean of both sides over the roof: the machine's speed during the window
 
     def text(self) -> str:
-        what = f"{self.roof} roof" if self.kind == "matmul" else "memory roof"
+        what = "memory roof" if self.kind == "copy" else f"{self.roof} roof"
         rough = "" if self.same_benchmark else " (the roof was measured at another size)"
         return (
             f"{self.ratio:.0%} of the {what}{rough} (before {self.before / self.roof_value:.0%}, "
@@ -52,10 +52,12 @@ def window_speeds(record: Mapping[str, Any], roofs: Mapping[str, Any]) -> list[W
 
     check = (record.get("timeline") or {}).get("machine_check") or {}
     out = []
-    mm = check.get("matmul") or {}
-    math = DTYPE_MATH.get(str(mm.get("dtype") or "").lower())
-    peak = ((roofs.get(math or "") or {}).get("peak_flops")) or {}
-    out.append(_speed("matmul", math or "", mm, peak, mm.get("n")))
+    for kind in ("matmul", "conv"):  # the compute roof's own benchmark (a CPU's may be a conv)
+        mm = check.get(kind) or {}
+        math = DTYPE_MATH.get(str(mm.get("dtype") or "").lower())
+        peak = ((roofs.get(math or "") or {}).get("peak_flops")) or {}
+        size = mm.get("n") if kind == "matmul" else (mm.get("shape") or [None])[0]
+        out.append(_speed(kind, math or "", mm, peak, size))
     cp = check.get("copy") or {}
     bw = (roofs.get("memory") or {}).get("bandwidth") or {}
     out.append(_speed("copy", "memory", cp, bw, cp.get("bytes")))

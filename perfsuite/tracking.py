@@ -58,7 +58,7 @@ class Tracker:
         batch_size: int | None = None,
         capture: bool = True,
         profile_steps: int = 3,
-        measure_peaks: bool = False,
+        measure_peaks: bool = True,  # as `perfsuite run`: roofs measured unless cached
         telemetry_interval_s: float = 0.5,
         progress: bool = False,
         model_flops: Mapping[str, Any] | None = None,

@@ -134,7 +134,17 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys):
+@pytest.fixture
+def no_cpu_spec(monkeypatch):
+    """A CPU whose flags give no spec: the roofs are the cache's and the user's alone."""
+    from perfsuite.ceilings import resolve
+    from perfsuite.ceilings.cpuspec import cpu_spec
+
+    unknown = cpu_spec("cpu", set(), None, 1)
+    monkeypatch.setattr(resolve, "this_cpu_spec", lambda name, threads: unknown)
+
+
+def test_set_round_trip_and_ceilings_without_measuring(cache_dir, capsys, no_cpu_spec):
     assert ceilings_for("cpu", "float32", measure=False)["peak_flops"]["value"] is None
     assert main(["peaks", "--set", "float32=1.2e12", "--set", "bandwidth=4e10", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -199,7 +209,11 @@ def test_quick_measure_is_positive_finite_and_cached(cache_dir, monkeypatch):
         q = c[key]
         assert q["provenance"] == "measured" and q["unit"] == unit
         assert math.isfinite(q["value"]) and q["value"] > 0
-    assert "2n^3/t" in c["peak_flops"]["source"]
+    # the best of a matmul and a convolution, the other named beside it
+    kernel = c["peak_flops"]["measured_under"]["kernel"]
+    assert kernel in ("matmul", "conv")
+    assert ("2n^3/t" if kernel == "matmul" else "2NKHWCr^2/t") in c["peak_flops"]["source"]
+    assert ("conv " if kernel == "matmul" else "matmul ") in c["peak_flops"]["source"]
     assert "2*size/t" in c["memory_bandwidth"]["source"]
     # second call reads the cache: the very same numbers come back
     again = ceilings_for("cpu", "float32", measure=True, quick=True)
@@ -305,7 +319,9 @@ NO_PEAKS_FLAG = (
 )
 
 
-def test_an_empty_cache_gives_absent_roofs_and_says_how_to_get_them(cache_dir, make_record):
+def test_an_empty_cache_gives_absent_roofs_and_says_how_to_get_them(
+    cache_dir, make_record, no_cpu_spec
+):
     from perfsuite.record import validate_record
     from perfsuite.runner.capture import resolve_ceilings
 

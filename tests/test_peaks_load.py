@@ -1,6 +1,7 @@
-"""CPU peaks and the machine's load: busy measurements are not cached, old caches still read,
-peaks are per thread count. No real benchmark runs: the measurement and os.getloadavg are
-replaced, and the cache lives in a temporary directory."""
+"""CPU peaks and the machine's load: the best reading per thread count is kept (a busy one
+raises it, never lowers it), convolutions and matmuls both measure the compute roof, old caches
+still read, the spec from the CPU flags stands beside them. No real benchmark runs: the
+measurements and os.getloadavg are replaced, and the cache lives in a temporary directory."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from perfsuite.ceilings import ceilings_for, load_cache, measure_device
 from perfsuite.ceilings import measure as measure_mod
 from perfsuite.ceilings import resolve as resolve_mod
+from perfsuite.ceilings.cpuspec import cpu_spec
 from perfsuite.ceilings.load import judge, load_text
 from perfsuite.ceilings.measure import Measurement
 from perfsuite.cli import main
@@ -24,11 +26,18 @@ class Bench:
 
     def __init__(self) -> None:
         self.flops = 4.0e10
-        self.calls = 0
+        self.conv_flops = 3.0e10  # below the matmul unless a test raises it
+        self.calls = 0  # matmuls and copies
+        self.conv_calls = 0
 
     def matmul(self, device: str, dtype: str, mode: str = "quick") -> Measurement:
         self.calls += 1
         return Measurement("matmul", dtype, self.flops, "FLOP/s", 512, 5, 0.05, mode)
+
+    def conv(self, device: str, dtype: str, mode: str = "quick") -> Measurement:
+        self.conv_calls += 1
+        shape = (8, 128, 32, 32, 128, 3)
+        return Measurement("conv", dtype, self.conv_flops, "FLOP/s", 8, 5, 0.05, mode, 1, shape)
 
     def copy(self, device: str, mode: str = "quick") -> Measurement:
         self.calls += 1
@@ -44,11 +53,14 @@ def env(tmp_path, monkeypatch):
     bench.load = 0.1  # type: ignore[attr-defined]
     bench.threads = 2  # type: ignore[attr-defined]
     monkeypatch.setattr(measure_mod, "measure_matmul", bench.matmul)
+    monkeypatch.setattr(measure_mod, "measure_conv", bench.conv)
     monkeypatch.setattr(measure_mod, "measure_bandwidth", bench.copy)
     monkeypatch.setattr(os, "getloadavg", lambda: (bench.load, 0.0, 0.0))  # type: ignore[attr-defined]
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(resolve_mod, "_env", lambda: ("2.5.0", bench.threads))  # type: ignore[attr-defined]
     monkeypatch.setattr(resolve_mod, "device_name", lambda device: NAME)
+    unknown = cpu_spec(NAME, set(), None, 1)  # this machine's flags play no part here
+    monkeypatch.setattr(resolve_mod, "this_cpu_spec", lambda name, threads: unknown)
     return bench
 
 
@@ -70,38 +82,119 @@ def test_rule_subtracts_what_the_benchmark_itself_adds():
     assert judge(None, None, 2, 2, 1.0)["busy"] is None  # no load average: unknown
 
 
-def test_busy_peak_is_used_labeled_but_not_cached_then_quiet_one_is(env, capsys):
+def test_a_busy_peak_is_kept_as_the_best_seen_and_measured_again_later(env, capsys):
     env.load = 3.0
     c = ceilings_for("cpu", "float32")
     q = c["peak_flops"]
     assert q["value"] == 4.0e10 and q["provenance"] == "measured"
-    assert "load 3.00" in q["source"] and "not cached" in q["source"]
-    assert q["measured_under"]["busy"] is True and q["measured_under"]["cached"] is False
+    assert "load 3.00" in q["source"] and "busy: above 0.5" in q["source"]
+    assert q["measured_under"]["busy"] is True and q["measured_under"]["cached"] is True
     assert q["measured_under"]["cpus"] == 2 and q["measured_under"]["threads"] == 2
     assert c["roofs"]["fp32"]["peak_flops"] == q
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all("busy machine" in e and "not cached" in e for e in err)
-    assert "float32" not in _cached_env()["flops"] and _cached_env()["bandwidth"] is None
-    # quiet now: measured again and cached ...
+    assert len(err) == 3 and all("busy machine" in e and "a new best" in e for e in err)
+    assert _cached_env()["flops"]["float32"]["value"] == 4.0e10  # stored, not thrown away
+    assert _cached_env()["bandwidth"]["value"] == 1.0e10
+    # a best taken busy is measured again by the next run; a higher reading replaces it ...
     env.load, env.flops = 0.1, 4.2e10
     q = ceilings_for("cpu", "float32")["peak_flops"]
     assert env.calls == 4 and q["value"] == 4.2e10 and q["measured_under"]["busy"] is False
     assert "load 0.10" in q["source"] and "quiet" in q["source"]
-    assert _cached_env()["flops"]["float32"]["load_before"] == 0.1
-    # ... and reused, even when the machine is busy again
+    assert q["measured_under"]["tries"] == 2 and "the best of 2 measurements" in q["source"]
+    # ... and a quiet best is reused, even when the machine is busy again
     env.load, env.flops = 5.0, 1.0e9
     assert ceilings_for("cpu", "float32")["peak_flops"]["value"] == 4.2e10
     assert env.calls == 4
 
 
-def test_refresh_on_a_busy_machine_keeps_the_quiet_entry(env):
+def test_the_best_per_thread_count_is_kept_across_calls(env):
     measure_device("cpu", ["float32"], bandwidth=False)
-    env.load, env.flops = 2.0, 1.0e10
+    env.flops = 5.0e10
+    measure_device("cpu", ["float32"], bandwidth=False, refresh=True)
+    env.flops = 3.0e10  # a slower quiet reading: the best stays
     got = measure_device("cpu", ["float32"], bandwidth=False, refresh=True)
-    assert got["measured"]["flops"]["float32"]["value"] == 1.0e10  # this call's reading
-    assert got["measured"]["flops"]["float32"]["cached"] is False
-    assert _cached_env()["flops"]["float32"]["value"] == 4.0e10  # the quiet one stays
-    assert len(got["warnings"]) == 1 and "load 2.00" in got["warnings"][0]
+    item = got["measured"]["flops"]["float32"]
+    assert item["value"] == 5.0e10 and item["tries"] == 3
+    assert item["latest"]["value"] == 3.0e10
+    assert _cached_env()["flops"]["float32"]["value"] == 5.0e10
+    assert _cached_env()["kernels"]["float32"]["matmul"]["value"] == 5.0e10
+    env.threads = 1  # another thread count: a best of its own
+    env.flops, env.conv_flops = 2.0e10, 1.0e10
+    assert ceilings_for("cpu", "float32")["peak_flops"]["value"] == 2.0e10
+    assert _cached_env(threads=2)["flops"]["float32"]["value"] == 5.0e10
+
+
+def test_a_busy_reading_updates_the_best_but_never_lowers_it(env):
+    env.load, env.flops = 2.0, 1.0e10
+    measure_device("cpu", ["float32"], bandwidth=False)
+    assert _cached_env()["flops"]["float32"]["value"] == 3.0e10  # the conv beat a slow matmul
+    env.flops = 6.0e10  # busy, but faster than anything seen: it raises the best
+    measure_device("cpu", ["float32"], bandwidth=False)
+    assert _cached_env()["flops"]["float32"]["value"] == 6.0e10
+    env.flops = 2.0e10  # busy and slower: kept as the latest reading only
+    got = measure_device("cpu", ["float32"], bandwidth=False, refresh=True)
+    assert got["measured"]["flops"]["float32"]["value"] == 6.0e10
+    assert _cached_env()["flops"]["float32"]["value"] == 6.0e10
+    assert _cached_env()["kernels"]["float32"]["matmul"]["latest"]["value"] == 2.0e10
+    assert any("load 2.00" in w and "below the best seen, kept" in w for w in got["warnings"])
+
+
+def test_a_convolution_above_the_matmul_sets_the_compute_roof(env):
+    from perfsuite.ceilings.probe import probe_plan
+
+    env.conv_flops = 6.0e10
+    c = ceilings_for("cpu", "float32")
+    q = c["peak_flops"]
+    assert q["value"] == 6.0e10 and q["measured_under"]["kernel"] == "conv"
+    assert q["measured_under"]["shape"] == [8, 128, 32, 32, 128, 3]
+    assert q["source"].startswith("conv2d 128->128 3x3 on 8x32x32")
+    assert "; matmul 40 GFLOP/s" in q["source"]  # the other benchmark, beside it
+    assert c["roofs"]["fp32"]["peak_flops"] == q
+    kernels = _cached_env()["kernels"]["float32"]
+    assert (kernels["matmul"]["value"], kernels["conv"]["value"]) == (4.0e10, 6.0e10)
+    plan, _ = probe_plan(c)  # the machine check repeats the benchmark that set the roof
+    assert plan["conv"] == {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}
+    assert "matmul" not in plan
+    env.conv_flops = 1.0e10  # float64 has no conv benchmark: the matmul alone
+    assert ceilings_for("cpu", "float64")["peak_flops"]["measured_under"]["kernel"] == "matmul"
+    assert env.conv_calls == 1
+
+
+def test_the_cpu_spec_is_computed_from_its_flags_and_clock():
+    from perfsuite.ceilings.cpuspec import clock
+
+    avx512 = cpu_spec("X", {"avx512f", "avx2", "fma"}, (2.0e9, "given"), 2)
+    assert avx512["flops"]["float32"] == 2 * 2.0e9 * 2 * 16 * 2  # cores x Hz x units x lanes x 2
+    assert avx512["flops"]["float64"] == avx512["flops"]["float32"] / 2
+    assert avx512["flops"]["bfloat16"] == avx512["flops"]["float32"]  # converted: no faster
+    assert "2 FMA units (assumed" in avx512["source"] and "x 2 cores" in avx512["source"]
+    avx2 = cpu_spec("X", {"avx2", "fma"}, (2.0e9, "given"), 1)
+    assert avx2["flops"]["float32"] == 1 * 2.0e9 * 2 * 8 * 2
+    amx = cpu_spec("X", {"avx512f", "amx_bf16"}, (2.0e9, "given"), 1)
+    assert amx["flops"]["bfloat16"] == 2.0e9 * 1024
+    unknown = cpu_spec("X", {"sse2"}, (2.0e9, "given"), 1)
+    assert unknown["flops"] == {}
+    assert unknown["source"] == "spec unknown: no FMA vector width in the CPU flags"
+    assert cpu_spec("X", {"avx512f"}, None, 1)["source"] == "spec unknown: no clock read"
+    assert clock("model name : Foo CPU @ 2.50GHz\ncpu MHz : 1200.0\n")[0] == 2.5e9
+    assert clock("cpu MHz : 2100.000\n")[0] == 2.1e9
+    assert clock("cpu MHz : 2100.000\n", "3500000\n") == (3.5e9, "cpufreq maximum")
+    assert clock("nothing") is None
+
+
+def test_the_spec_stands_beside_the_measured_roof_and_fills_in_without_one(env, monkeypatch):
+    monkeypatch.setattr(
+        resolve_mod,
+        "this_cpu_spec",
+        lambda name, threads: cpu_spec(name, {"avx512f"}, (2.0e9, "given"), threads or 1),
+    )
+    c = ceilings_for("cpu", "float32", measure=False)  # nothing measured: the spec, labeled
+    assert c["peak_flops"]["provenance"] == "spec" and c["peak_flops"]["value"] == 256e9
+    assert "from the CPU flags" in c["peak_flops"]["source"]
+    assert c["spec"]["id"] == "cpu-flags" and c["spec"]["cores"] == 2
+    c = ceilings_for("cpu", "float32")
+    assert c["peak_flops"]["provenance"] == "measured"
+    assert c["spec"]["flops"]["float32"] == 256e9
 
 
 def _write_old_cache(tmp_path, threads: int = 2, value: float = 3.54e10) -> None:
@@ -150,9 +243,10 @@ def test_peaks_json_shows_load_per_value(env, capsys):
     assert main(["peaks", "--dtype", "float32", "--quick", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     row = next(r for r in out["rows"] if r["quantity"] == "peak float32")
-    assert row["load_before"] == 1.7 and row["busy"] is True and row["cached"] is False
+    assert row["load_before"] == 1.7 and row["busy"] is True and row["cached"] is True
     assert row["cpus"] == 2 and row["threads"] == 2 and "load 1.70" in row["load"]
-    assert len(out["warnings"]) == 2
+    assert row["kernel"] == "matmul" and row["other_kernels"] == {"conv": 3.0e10}
+    assert len(out["warnings"]) == 3  # matmul, conv, copy
 
 
 def test_one_thread_run_never_takes_the_two_thread_peak(env, tmp_path):
@@ -160,7 +254,7 @@ def test_one_thread_run_never_takes_the_two_thread_peak(env, tmp_path):
     env.threads = 1
     c = ceilings_for("cpu", "float32", measure=False)
     assert c["peak_flops"]["value"] is None and "fp32" not in c["roofs"]
-    env.flops = 2.1e10
+    env.flops, env.conv_flops = 2.1e10, 1.0e10
     c = ceilings_for("cpu", "float32")
     assert c["peak_flops"]["value"] == 2.1e10
     assert c["peak_flops"]["measured_under"]["threads"] == 1
@@ -215,8 +309,10 @@ def test_a_run_on_a_busy_machine_is_flagged(env):
     env.load = 3.0
     ceil, why = resolve_ceilings("cpu", "float32", True)
     assert ceil["peak_flops"]["value"] == 4.0e10
-    assert why.startswith("device ceilings fp32, memory measured on a busy machine")
-    env.load = 0.1
+    assert why.startswith(
+        "device ceilings fp32, memory: the best measured so far was taken on a busy machine"
+    )
+    env.load = 0.1  # measured again: as fast and quiet now
     assert resolve_ceilings("cpu", "float32", True)[1] == ""
 
 
@@ -263,3 +359,51 @@ def test_gpu_peaks_are_cached_for_any_thread_count(env, monkeypatch):
     measure_device("cpu", ["float32"])  # the CPU keeps its thread count in the key
     assert env.calls == 4
     assert "torch 2.5.0|threads 2" in next(iter(load_cache()["devices"].values()))["measured"]
+
+
+def test_a_track_record_gets_roofs_as_a_run_does(env, tmp_path):
+    """perfsuite.track measures (or reads) the roofs by default, like `perfsuite run`."""
+    torch = pytest.importorskip("torch")
+    import perfsuite
+    from perfsuite.record import load_record
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 4), torch.tensor([0, 1] * 4)
+
+    def step(xb, yb):
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with perfsuite.track(
+        "tiny", threshold=2.0, model=model, optimizer=opt, out=tmp_path / "runs", profile_steps=0
+    ) as run:
+        for _ in range(2):
+            for xb, yb in run.epoch([(x[:4], y[:4]), (x[4:], y[4:])]):
+                run.step(step, xb, yb)
+            run.evaluate(top1=0.5)
+    ceil = load_record(run.run_dir)["ceilings"]
+    assert ceil["peak_flops"]["provenance"] == "measured"
+    assert ceil["peak_flops"]["value"] == 4.0e10
+    assert ceil["memory_bandwidth"]["value"] == 1.0e10
+    assert ceil["roofs"]["fp32"]["peak_flops"]["measured_under"]["kernel"] == "matmul"
+
+
+def test_the_machine_check_of_a_conv_roof_is_judged_against_it():
+    from analyzers.machine_speed import window_speeds
+    from perfsuite.ceilings.probe import check_section
+
+    plan = {"conv": {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}}
+    section = check_section(plan, {"conv": 3.0e10}, {"conv": 5.0e10})
+    assert section["conv"]["before"]["value"] == 3.0e10
+    assert "conv2d 128->128 3x3 on 8x32x32" in section["conv"]["after"]["source"]
+    roof = {"value": 6.0e10, "provenance": "measured", "measured_under": {"size": 8}}
+    (speed,) = window_speeds(
+        {"timeline": {"machine_check": section}}, {"fp32": {"peak_flops": roof}}
+    )
+    assert (speed.kind, speed.roof, speed.same_benchmark) == ("conv", "fp32", True)
+    assert speed.ratio == pytest.approx(4.0e10 / 6.0e10)
+    assert speed.text().startswith("67% of the fp32 roof")

@@ -2,7 +2,9 @@
 
 Layout: {"version": 1, "devices": {"<host>|<device name>": {"host", "device_name",
 "user": {key: value, "set_at"}, "measured": {"torch <v>|threads <n>" (CPU) or "torch <v>|gpu":
-{"flops": {dtype: {...}}, "bandwidth": {...}}}}}}. CPU measurements are keyed by torch version
+{"flops": {dtype: {...}}, "kernels": {dtype: {"matmul": {...}, "conv": {...}}}, "bandwidth":
+{...}}}}}}. `kernels` holds the best reading of each compute benchmark and `flops` the best of
+those (the compute roof, naming its kernel). CPU measurements are keyed by torch version
 and thread count because both change what a matrix product reaches; GPU ones by torch version
 only; user-set values describe the device itself and are not keyed.
 """
@@ -78,4 +80,5 @@ def measured_for(entry: dict[str, Any], env: str) -> dict[str, Any]:
     m = entry["measured"].setdefault(env, {})
     m.setdefault("flops", {})
     m.setdefault("bandwidth", None)
+    m.setdefault("kernels", {})
     return m

@@ -1,6 +1,9 @@
 """Measured ceilings: what this machine and software stack actually reach.
 
-Peak FLOP/s = 2*M*N*K / t of a large square matrix product (a multiply-add is 2 FLOP);
+Peak FLOP/s = 2*M*N*K / t of a large square matrix product (a multiply-add is 2 FLOP), and
+on CPUs also 2*N*K*H*W*C*r*r / t of 3x3 convolutions (`CONV_SHAPES`): oneDNN's direct
+convolutions reach more than its matrix products on some CPUs (a user's 1-thread float32 runs
+on one Xeon: 106-115 GFLOP/s against 61-97), so the compute roof is the best of both;
 memory bandwidth = 2 x size / t of a large tensor copy (read + write bytes; write-allocate
 traffic is not counted, so this is the usable copy rate, a slight underestimate of raw DRAM
 traffic). Both take the best of several timed repeats after a warm-up, since interference
@@ -33,7 +36,7 @@ CUDA_DTYPES = ("float32", "tf32", "float16", "bfloat16", "float64")
 class Measurement:
     """One measured ceiling with the details needed to judge it."""
 
-    kind: str  # "matmul" or "copy"
+    kind: str  # "matmul", "conv" or "copy"
     dtype: str | None
     value: float  # FLOP/s or byte/s
     unit: str
@@ -42,6 +45,7 @@ class Measurement:
     best_s: float  # per call
     mode: str
     batch: int = 1  # calls timed back to back per sample (GPU), best_s = sample / batch
+    shape: tuple[int, ...] | None = None  # conv: (N, C, H, W, K, r)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,6 +54,12 @@ class Measurement:
         batched = f", {self.batch} calls per timing" if self.batch > 1 else ""
         if self.kind == "matmul":
             return f"matmul n={self.size}, 2n^3/t, best of {self.repeats}{batched} ({self.mode})"
+        if self.kind == "conv" and self.shape:
+            n, c, h, w, k, r = self.shape
+            return (
+                f"conv2d {c}->{k} {r}x{r} on {n}x{h}x{w}, 2NKHWCr^2/t, best of "
+                f"{self.repeats}{batched} ({self.mode})"
+            )
         return (
             f"copy {self.size / 2**20:.0f} MiB, 2*size/t, best of {self.repeats}{batched} "
             f"({self.mode})"
@@ -209,6 +219,69 @@ def measure_bandwidth(device: str, mode: str = "quick") -> Measurement:
     )
     best = min(times)
     return Measurement("copy", None, moved / best, "byte/s", size, len(times), best, mode, batch)
+
+
+# (C, H, W, K, r) of the timed convolutions: 3x3, stride 1, same padding, the ResNet/airbench
+# kind; the batch N grows until one call takes the mode's target time.
+CONV_SHAPES = ((128, 32, 32, 128, 3), (256, 16, 16, 256, 3))
+CONV_DTYPES = ("float32", "bfloat16")
+
+
+def conv_benchmark(
+    device: str, dtype: str, shape: tuple[int, ...]
+) -> tuple[Callable[[], Any], float]:
+    """(one conv2d of `shape` (N, C, H, W, K, r), its FLOPs 2*N*K*H*W*C*r*r)."""
+    import torch
+
+    n, c, h, w, k, r = shape
+    tdt = _torch_dtype(dtype)
+    x = torch.randn(n, c, h, w, device=device).to(tdt)
+    weight = torch.randn(k, c, r, r, device=device).to(tdt)
+    conv = torch.nn.functional.conv2d
+
+    def call() -> Any:
+        with torch.no_grad():
+            return conv(x, weight, padding=r // 2)
+
+    return call, 2.0 * n * k * h * w * c * r * r
+
+
+def measure_conv(device: str, dtype: str, mode: str = "quick") -> Measurement:
+    """Best FLOP/s over `CONV_SHAPES`, each at a batch that makes one call ~target_s."""
+    dtype = normalize_dtype(dtype)
+    if dtype not in CONV_DTYPES:
+        raise ValueError(f"cannot measure a convolution peak for dtype {dtype!r}")
+    cfg = _MODES[mode]
+    sync = device_sync(device)
+    best: Measurement | None = None
+    for c, h, w, k, r in CONV_SHAPES:
+        n = 1
+        while True:
+            call, flops = conv_benchmark(device, dtype, (n, c, h, w, k, r))
+            t = min(timed_calls(call, sync, 1))
+            if t >= cfg["target_s"] or n >= 256:
+                break
+            n *= 2
+        times, batch = timed_batches(
+            call, sync, cfg["repeats"], cfg["budget_s"] / len(CONV_SHAPES), batch_seconds(device)
+        )
+        del call
+        m = Measurement("conv", dtype, flops / min(times), "FLOP/s", n, len(times),
+                        min(times), mode, batch, (n, c, h, w, k, r))  # fmt: skip
+        if best is None or m.value > best.value:
+            best = m
+    assert best is not None
+    return best
+
+
+def flop_kernels(device: str, dtype: str) -> tuple[str, ...]:
+    """The benchmarks whose best is `dtype`'s compute roof on `device`."""
+    conv = not device.startswith("cuda") and normalize_dtype(dtype) in CONV_DTYPES
+    return ("matmul", "conv") if conv else ("matmul",)
+
+
+def measure_flops(device: str, dtype: str, kernel: str, mode: str = "quick") -> Measurement:
+    return (measure_conv if kernel == "conv" else measure_matmul)(device, dtype, mode)
 
 
 def measurable_dtypes(device: str) -> tuple[str, ...]:

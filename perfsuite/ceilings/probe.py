@@ -18,6 +18,7 @@ from typing import Any
 
 from perfsuite.ceilings.measure import (
     batch_seconds,
+    conv_benchmark,
     copy_benchmark,
     device_sync,
     matmul_benchmark,
@@ -36,9 +37,14 @@ def probe_plan(ceilings: Mapping[str, Any] | None) -> tuple[dict[str, Any] | Non
     ceil = ceilings or {}
     plan: dict[str, Any] = {}
     peak = ceil.get("peak_flops") or {}
-    n = (peak.get("measured_under") or {}).get("size")
+    under = peak.get("measured_under") or {}
+    n, shape = under.get("size"), under.get("shape")
     dtype = normalize_dtype(ceil.get("dtype"))
-    if peak.get("provenance") == "measured" and isinstance(n, int) and n > 0:
+    if peak.get("provenance") != "measured":
+        pass
+    elif under.get("kernel") == "conv" and isinstance(shape, list) and len(shape) == 6:
+        plan["conv"] = {"dtype": dtype, "shape": [int(v) for v in shape]}
+    elif isinstance(n, int) and n > 0:
         plan["matmul"] = {"dtype": dtype, "n": n}
     bw = ceil.get("memory_bandwidth") or {}
     size = (bw.get("measured_under") or {}).get("size")
@@ -50,7 +56,7 @@ def probe_plan(ceilings: Mapping[str, Any] | None) -> tuple[dict[str, Any] | Non
 
 
 def run_probe(device: str, plan: Mapping[str, Any], repeats: int = REPEATS) -> dict[str, float]:
-    """One side of the check: {"matmul": FLOP/s, "copy": byte/s} for what `plan` names, by
+    """One side of the check: {"matmul" or "conv": FLOP/s, "copy": byte/s} for what `plan` names, by
     perfsuite.ceilings.measure's own benchmarks.
 
     Median, not best: the window's ops run at the machine's typical speed of the moment, and
@@ -63,6 +69,10 @@ def run_probe(device: str, plan: Mapping[str, Any], repeats: int = REPEATS) -> d
             call, flops = matmul_benchmark(device, dtype, int(plan["matmul"]["n"]))
             times = timed_calls(call, sync, repeats, batch_s=batch_s)
             out["matmul"] = flops / statistics.median(times)
+        del call
+    if "conv" in plan:
+        call, flops = conv_benchmark(device, str(plan["conv"]["dtype"]), plan["conv"]["shape"])
+        out["conv"] = flops / statistics.median(timed_calls(call, sync, repeats, batch_s=batch_s))
         del call
     if "copy" in plan:
         call, moved = copy_benchmark(device, int(plan["copy"]["bytes"]))
@@ -90,6 +100,18 @@ def check_section(
             "n": n,
             **{
                 side: quantity(vals.get("matmul"), "FLOP/s", "measured", f"{src}, {side}")
+                for side, vals in (("before", before), ("after", after))
+            },
+        }
+    if "conv" in plan:
+        shape, dtype = plan["conv"]["shape"], plan["conv"]["dtype"]
+        n, c, h, w, k, r = shape
+        src = f"{dtype} conv2d {c}->{k} {r}x{r} on {n}x{h}x{w}, 2NKHWCr^2 / median time"
+        out["conv"] = {
+            "dtype": dtype,
+            "shape": shape,
+            **{
+                side: quantity(vals.get("conv"), "FLOP/s", "measured", f"{src}, {side}")
                 for side, vals in (("before", before), ("after", after))
             },
         }

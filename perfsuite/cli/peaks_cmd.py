@@ -13,12 +13,15 @@ def register(subparsers: Any) -> None:
         "peaks",
         help="measure and cache peak FLOP/s and memory bandwidth (roofline ceilings)",
         description=(
-            "Measure peak FLOP/s (large matrix product per dtype, 2*M*N*K/t) and memory "
-            "bandwidth (large copy, read+write bytes / t), cache them per host, device, torch "
-            "version and (CPU) thread count, and print them next to the vendor spec where one "
-            "exists. CPUs have no spec table: name yours with --set. A CPU peak measured on a "
-            "busy machine (1-minute load before or after > cpus - threads + 0.5) is shown but "
-            "not cached; the load at measurement is shown for each value."
+            "Measure peak FLOP/s per dtype (the best of a large matrix product, 2*M*N*K/t, and "
+            "on CPUs 3x3 convolutions, 2*N*K*H*W*C*r*r/t) and memory bandwidth (large copy, "
+            "read+write bytes / t), keep the best reading of each per host, device, torch "
+            "version and (CPU) thread count, and print them next to the spec: the vendor's "
+            "table for GPUs, and for CPUs FMA width x clock x cores from the CPU flags (an "
+            "upper bound, its assumptions printed; or why it is unknown). A reading on a busy "
+            "machine (1-minute load before or after > cpus - threads + 0.5) raises the best "
+            "when higher and never lowers it; the load at measurement is shown for each value, "
+            "and a best taken busy is measured again next time."
         ),
     )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
@@ -44,8 +47,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--refresh",
         action="store_true",
-        help="re-measure even if cached (the new value replaces the cached one unless the "
-        "machine is busy)",
+        help="re-measure even if cached (the higher of the new and the cached value is kept)",
     )
     p.add_argument(
         "--set",
@@ -68,8 +70,10 @@ def _measured_fields(item: dict[str, Any] | None, cpu: bool) -> dict[str, Any]:
     from perfsuite.ceilings.load import load_text
 
     item = item or {}
-    out = {k: item.get(k) for k in ("value", "mode", "detail")}
+    out = {k: item.get(k) for k in ("value", "mode", "detail", "kernel")}
     out["measured"] = out.pop("value")
+    out["tries"] = item.get("tries", 1) if item else 0
+    out["other_kernels"] = item.get("other_kernels") or {}
     out["cached"] = bool(item) and item.get("cached", True)
     if cpu:
         out.update({k: item.get(k) for k in _STATE_KEYS})
@@ -174,7 +178,10 @@ def run(args: argparse.Namespace) -> int:
 
         mode = "quick" if args.quick else "thorough"
         # One session: the load is read once before the first benchmark (see ceilings.load).
-        bar = tqdm(total=len(dtypes) + 1, desc="peaks", unit="test", leave=False)
+        from perfsuite.ceilings.measure import flop_kernels
+
+        tests = sum(len(flop_kernels(device, d)) for d in dtypes) + 1
+        bar = tqdm(total=tests, desc="peaks", unit="test", leave=False)
 
         def step(what: str) -> None:
             bar.set_postfix_str(what)
@@ -183,10 +190,10 @@ def run(args: argparse.Namespace) -> int:
         result = measure_device(device, dtypes, mode=mode, refresh=args.refresh, progress=step)
         bar.close()
     name = result["device_name"]
-    spec = device_spec(device, name)
+    cpu = not device.startswith("cuda")
+    spec = _cpu_spec(name) if cpu else device_spec(device, name)
     shown = [d for d in dtypes if d in measurable_dtypes(device)]
     shown += [k for k in result["user"] if k in DTYPES and k not in shown]
-    cpu = not device.startswith("cuda")
     rows = _rows(result, spec, shown, cpu)
     if args.json:
         print_json(
@@ -208,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         [
             r["quantity"] + (" (software)" if r.get("software") else ""),
             fmt.si(r["measured"], r["unit"]),
+            _by_cell(r),
             r["mode"] or "",
             _state_cell(r),
             fmt.si(r["spec"], r["unit"]) if r["spec"] else "",
@@ -221,31 +229,34 @@ def run(args: argparse.Namespace) -> int:
             table_rows,
             [
                 "ceiling",
-                "measured",
+                "measured (best)",
+                "by",
                 "mode",
                 "load at measurement",
                 "spec",
                 "user-set",
                 "measured/ref",
             ],
-            align="llllrrr",
+            align="lllllrrr",
         )
     )
     for r in rows:
         if r.get("software"):
             print(f"{r['quantity']}: {r['software']}")
-    if spec:
+    if spec and cpu:
+        print(f"spec: {spec['source']}")
+    elif spec:
         print(f"spec: {spec['source']} (entry {spec['id']}; dense, no sparsity)")
-    elif device == "cpu":
-        print("spec: none for CPUs; name yours with --set DTYPE=FLOP/s --set bandwidth=byte/s")
     else:
         print("spec: this device is not in the spec table")
+    if cpu:
+        print("your own values: --set DTYPE=FLOP/s --set bandwidth=byte/s (the user-set column)")
     print(f"cache: {cache_path()}")
     return 0
 
 
 def _state_cell(row: dict[str, Any]) -> str:
-    """Short: '0.12->0.31 /2 CPUs, 2 thr' (before->after), ', BUSY, not cached' when busy."""
+    """Short: '0.12->0.31 /2 CPUs, 2 thr' (before->after), ', BUSY' when busy."""
     if row.get("measured") is None or "load" not in row:
         return ""
     if row.get("load_before") is None:
@@ -253,4 +264,32 @@ def _state_cell(row: dict[str, Any]) -> str:
     after = row.get("load_after")
     text = f"{row['load_before']:.2f}" + (f"->{after:.2f}" if after is not None else "")
     text += f" /{row['cpus']} CPUs, {row['threads']} thr"
-    return text + (", BUSY, not cached" if row.get("busy") else ", quiet")
+    return text + (", BUSY" if row.get("busy") else ", quiet")
+
+
+def _cpu_spec(name: str) -> dict[str, Any]:
+    """The CPU's spec at the thread count the peaks were measured with."""
+    from perfsuite.ceilings.cpuspec import this_cpu_spec
+
+    try:
+        import torch
+
+        threads: int | None = torch.get_num_threads()
+    except ImportError:
+        threads = None
+    return this_cpu_spec(name, threads)
+
+
+def _by_cell(row: dict[str, Any]) -> str:
+    """What measured the row's best ("conv", "matmul"), the other benchmarks' values, and how
+    many readings it is the best of."""
+    if not row.get("measured"):
+        return ""
+    from perfsuite import fmt
+
+    others = ", ".join(
+        f"{k} {fmt.si(v, row['unit'])}" for k, v in (row.get("other_kernels") or {}).items()
+    )
+    tries = f"best of {row['tries']}" if row.get("tries", 1) > 1 else ""
+    parts = [p for p in (others and f"vs {others}", tries) if p]
+    return f"{row.get('kernel') or 'copy'}{' (' + '; '.join(parts) + ')' if parts else ''}"

@@ -158,8 +158,9 @@ def resolve_ceilings(
     )
     if busy:
         return ceil, (
-            f"device ceilings {', '.join(busy)} measured on a busy machine (see their "
-            "source): likely too low, used for this run only, not cached"
+            f"device ceilings {', '.join(busy)}: the best measured so far was taken on a busy "
+            "machine (see their source), so it may be too low; each later run measures again "
+            "and keeps the best"
         )
     return ceil, absent_roofs_flag(ceil, measure)
 

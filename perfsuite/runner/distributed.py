@@ -53,6 +53,7 @@ class _RankWorkload:
 
     def __init__(self, inner: Any, run: DistributedRun) -> None:
         self._inner, self._run = inner, run
+        self.__wrapped__ = inner  # what it stands for (the scheduler declaration is read there)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -27,6 +27,7 @@ from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
+from perfsuite.runner.scheduling import SchedulerSteps
 from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler, open_sampler
 from perfsuite.workloads.switches import parse_switches, resolve_preset
 
@@ -140,9 +141,13 @@ class _Run:
             wl, self.recipe, model, self.steps_per_epoch, backend, self.switches
         )
         self._distribute()
+        self.schedule = SchedulerSteps(wl, self.state)
+        if parts.framework == "pytorch":  # what a detour restores beyond the train state
+            self.state.owners = (getattr(wl, "__wrapped__", wl), self.data)
         params = parts.parameter_count(model)
         self.record["extra"] = {"parameters": params, "steps_per_epoch": self.steps_per_epoch}
         model_flops.start(self.record, wl, self.state.module, self.recipe)
+        self.record["extra"].update(self.schedule.section())
         seen, unhook = parts.watch_first_layer(self.state)
         tail = self.data.num_train % self.recipe.batch_size  # the epoch's last batch
         self.progress.phase(f"warm-up ({capture.WARMUP_STEPS + bool(tail)} steps, off the clock)")
@@ -254,6 +259,7 @@ class _Run:
         loss_sum = parts.zero_loss(backend)
         steps = samples = 0
         stall = 0.0
+        self.schedule.epoch_start()
         wl.on_epoch_start(state, self.data, epoch)
         batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
         tick = self.progress.step if self.progress.bar is not None else None
@@ -264,6 +270,7 @@ class _Run:
             if batch is None:
                 break
             loss_sum = parts.add_loss(loss_sum, wl.train_step(state, batch))
+            self.schedule.after_step()
             steps += 1
             samples += batch.size
             if tick is not None:
@@ -271,6 +278,7 @@ class _Run:
             if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
                 raise Diverged(f"non-finite training loss at step {steps} of the epoch")
         wl.on_epoch_end(state, self.data, epoch)
+        self.schedule.epoch_end(epoch, steps)
         backend.sync()
         used = ClockReading.now() - start
         seconds = used.wall

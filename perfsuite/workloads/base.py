@@ -88,6 +88,7 @@ def _convert(raw: str, kind: type, key: str) -> Any:
 
 
 LR_SCHEDULES = ("onecycle", "cosine")
+SCHEDULER_INTERVALS = ("step", "epoch")
 
 
 def lr_factor(step: int, total: int, warm: int, schedule: str = "onecycle") -> float:
@@ -115,7 +116,30 @@ def decay_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
 
 
 class Workload:
-    """Base class. Subclasses set the class attributes and implement the data and model."""
+    """Base class. Subclasses set the class attributes and implement the data and model.
+
+    The contract with the runner (docs/workloads.md has the long form and an example):
+
+    - `make_optimizer` returns (optimizer, scheduler or None). The runner steps the scheduler,
+      never `train_step`: after every training step when `scheduler_interval` is "step" (the
+      default, what the base class's one-cycle schedule expects), after each epoch's
+      `on_epoch_end` when it is "epoch" (PyTorch's StepLR(step_size=1) as written for an
+      epoch loop). A class that overrides `make_optimizer` and returns a scheduler must
+      declare `scheduler_interval` itself: the run refuses to start otherwise. The record
+      keeps the learning rate each epoch started with (`extra.lr_at_epoch_start`).
+    - `train_step` is called by the timed epochs and also, off the clock, by the untimed
+      warm-up (2 steps, plus one at the epoch's partial-batch size), the FLOP count and the
+      profile window, on batches of `DataSource.train_batches` drawn from generators of their
+      own. Those calls run in a detour (`perfsuite.workloads.state.detour`) that puts back, on
+      exit: the model, optimizer, scheduler, scaler, gradients, the torch, Python and NumPy
+      RNGs, `state.extras`, and the attributes of the workload and of its data source (values
+      rebound, tensors, lists, dicts and objects with `state_dict` restored in place). An
+      attribute holding an iterator (a loader's position) cannot be put back: the detour
+      refuses it with an error naming the attribute; create iterators inside
+      `train_batches`.
+    - `on_epoch_start` and `on_epoch_end` run inside the training clock: what they do counts
+      as training time. Evaluation (`evaluate`) runs off the clock.
+    """
 
     name: str = ""
     task: str = ""  # task name in records, e.g. "cifar10"
@@ -129,6 +153,9 @@ class Workload:
     train_size: int = 0  # examples per epoch (sizes the synthetic data)
     eval_size: int = 0
     switches: frozenset[str] = COMMON  # the optimization switches this workload supports
+    # When the runner steps make_optimizer's scheduler: "step" (after every train_step) or
+    # "epoch" (after each epoch). Declare it in any class that overrides make_optimizer.
+    scheduler_interval: str = "step"
     recipe: Recipe | None = None
     class_names: tuple[str, ...] = ()  # label order; image folders name their classes so
     # per-channel input normalization (mean, std) on the 0-255 scale, for image workloads
@@ -212,7 +239,8 @@ class Workload:
         """One optimization step on `batch`; returns the detached loss (not synchronised).
 
         `phase(name)` marks forward/backward/optimizer for the FLOP counter; it is a no-op
-        while training."""
+        while training. It does not step the scheduler: the runner does, as
+        `scheduler_interval` says (an override must not step it either)."""
         with phase("forward"), state.autocast():
             loss = self.loss(state.model(*state.inputs(batch.inputs)), batch.target, state.recipe)
         state.optimizer.zero_grad(set_to_none=True)
@@ -224,8 +252,6 @@ class Workload:
                 state.scaler.update()
             else:
                 state.optimizer.step()
-        if state.scheduler is not None:
-            state.scheduler.step()
         return loss.detach()
 
     def on_epoch_start(self, state: TrainState, data: DataSource, epoch: int) -> None:
@@ -306,3 +332,54 @@ class Workload:
         finally:
             handle.remove()
         return caught[-1].detach().flatten(1)
+
+
+def scheduler_interval(workload: Workload, scheduler: Any) -> str | None:
+    """When the runner steps `scheduler` ("step" or "epoch"; None without one). A one-line
+    ValueError when the class that wrote `make_optimizer` (or one below it) does not declare
+    `scheduler_interval`: a per-epoch schedule stepped per step trains silently wrong (a
+    StepLR(step_size=1, gamma=0.7) is at 0.7**steps after one epoch)."""
+    if scheduler is None:
+        return None
+    workload = getattr(workload, "__wrapped__", workload)  # a proxy's (a data-parallel rank's)
+    cls = type(workload)
+    label = f"workload {workload.name or cls.__name__}"
+    value = getattr(workload, "scheduler_interval", None)
+    if value not in SCHEDULER_INTERVALS:
+        raise ValueError(f"{label}: scheduler_interval must be 'step' or 'epoch', got {value!r}")
+    mro = cls.__mro__
+    wrote = next(i for i, c in enumerate(mro) if "make_optimizer" in vars(c))
+    declared = "scheduler_interval" in vars(workload) or any(
+        "scheduler_interval" in vars(c) for c in mro[: wrote + 1]
+    )
+    if not declared:
+        raise ValueError(
+            f"{label}: {mro[wrote].__name__}.make_optimizer returns a scheduler "
+            f"({type(scheduler).__name__}) but the class does not declare scheduler_interval: "
+            "set scheduler_interval = 'epoch' (stepped after each epoch) or 'step' (after "
+            "every train_step)"
+        )
+    step = getattr(scheduler, "step", None)
+    if not callable(step) or _required_args(step):
+        raise ValueError(
+            f"{label}: the runner calls scheduler.step() with no arguments; "
+            f"{type(scheduler).__name__}.step needs {_required_args(step) or 'to exist'} "
+            "(a schedule driven by a metric is not supported: return None and set the "
+            "learning rate in on_epoch_start)"
+        )
+    return str(value)
+
+
+def _required_args(fn: Any) -> str:
+    """Names of `fn`'s parameters that have no default ("" when it takes none)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ""
+    return ", ".join(
+        p.name
+        for p in params
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )

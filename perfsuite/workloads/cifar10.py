@@ -111,6 +111,7 @@ class Cifar10Workload(Workload):
     needs_data_dir = True
     train_size, eval_size = 50_000, 10_000
     switches = COMMON | {"label_smoothing", "tta", "data", "muon", "activation"}
+    scheduler_interval = "step"  # both recipes' LambdaLR factors are per optimizer step
     image_stats = (MEAN, STD)  # to_images / from_images undo and apply this normalization
     class_names = (
         "airplane",

@@ -54,6 +54,7 @@ class SquadWorkload(Workload):
     dataset = "SQuAD v1.1 (train-v1.1.json trains; the 10,570 questions of dev-v1.1.json judge)"
     needs_data_dir = True
     switches = COMMON - {"channels_last"}  # no 4-D tensors: the switch would do nothing
+    scheduler_interval = "step"  # one_cycle_schedule is per optimizer step
     vocab_size: int | None = None
 
     def default_recipe(self, device: str = "cpu") -> Recipe:

@@ -7,7 +7,8 @@ model and then puts every weight, buffer, gradient, optimizer moment, schedule p
 state back, including tensors the optimizer trains outside the module (a user's loop may pass
 `perfsuite.track` a backbone while its optimizer also trains a head): the run continues exactly
 where it was, while caches that only make later steps faster (cuDNN autotuning, compiled
-graphs, the allocator's pool) stay warm, as they would anyway.
+graphs, the allocator's pool) stay warm, as they would anyway. The workload's and its data
+source's attributes, `extras` and the Python and NumPy RNGs are put back too (keep.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from perfsuite.workloads import keep
 
 
 @dataclass
@@ -34,6 +37,8 @@ class TrainState:
     scaler: Any | None = None  # loss scaling for fp16
     channels_last: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    # objects whose attributes a detour puts back too (the runner's: workload, data source)
+    owners: tuple[Any, ...] = ()
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         return self.backend.autocast(self.precision)
@@ -112,13 +117,22 @@ class TrainState:
 
 @contextlib.contextmanager
 def detour(state: TrainState) -> Iterator[TrainState]:
-    """Run steps that must not count: on exit the state is exactly as on entry."""
+    """Run steps that must not count: on exit the state is exactly as on entry, and so are
+    `state.extras`, the attributes of `state.owners` and the Python and NumPy RNGs
+    (perfsuite/workloads/keep.py; an iterator held there is refused on entry)."""
+    restored = ("model", "module", "optimizer", "scheduler", "scaler", "backend")
+    put_back = keep.save(
+        getattr(state, "owners", ()),
+        getattr(state, "extras", None),
+        [getattr(state, name, None) for name in restored],
+    )
     snap = state.snapshot()
     try:
         yield state
     finally:
         state.backend.sync()
         state.restore(snap)
+        put_back()
 
 
 @contextlib.contextmanager
