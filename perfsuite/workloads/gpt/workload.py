@@ -31,6 +31,7 @@ class GPTWorkload(Workload):
     default_threshold = 1.47
     dataset = "character-level text or uint16 token shards (--data-dir), or --synthetic"
     switches = frozenset(SWITCHES)
+    scheduler_interval = "step"  # warm-up then cosine, per optimizer step
 
     def __init__(self) -> None:
         self.download = False
@@ -172,7 +173,7 @@ class GPTWorkload(Workload):
 
     def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
         """Forward, loss, backward, gradient clipping to `grad_clip` (global norm; 0: off),
-        optimizer step, schedule step."""
+        optimizer step (the runner steps the schedule: `scheduler_interval`)."""
         import torch
 
         with phase("forward"), state.autocast():
@@ -185,8 +186,6 @@ class GPTWorkload(Workload):
             if clip > 0:
                 torch.nn.utils.clip_grad_norm_(state.module.parameters(), clip)
             state.optimizer.step()
-        if state.scheduler is not None:
-            state.scheduler.step()
         return loss.detach()
 
     # -- evaluation ------------------------------------------------------------------------
