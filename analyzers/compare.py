@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from analyzers import stats
 from analyzers.compare_work import (
     DEFAULT_FLOP_TOLERANCE,
     FlopCheck,
@@ -52,6 +51,7 @@ from analyzers.verdict import (
     Verdict,
     decide,
 )
+from perfsuite import stats
 from perfsuite.record import qvalue
 
 QUANTITIES = ("time_to_accuracy", "time_per_epoch")

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers import stats
 from analyzers.reconcile import OTHER, reconcile_timeline
 from analyzers.record_view import batch_size_of
+from perfsuite import stats
 from perfsuite.record import qvalue
 
 DEFAULT_FLOP_TOLERANCE = 1e-3  # relative; counts of one network should agree exactly

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.consistency import untrusted
 from analyzers.hardware_match import instance_mismatch
 from analyzers.inference import energy_view, inference_view
 from analyzers.record_view import left_out, reached_time
 from analyzers.stability import task_direction
 from analyzers.tasks import items, target_text
 from perfsuite.record import qvalue
+from perfsuite.record.consistency import untrusted
 
 ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
 TAIL = 2.0  # a latency mean this many times its median is said: a heavy tail

@@ -1,6 +1,6 @@
 """Generalization results of the threshold model: bootstrap intervals and record summaries.
 
-Pure (numpy only). The intervals are the percentile bootstrap of `analyzers.stats.bootstrap_ci`
+Pure (numpy only). The intervals are the percentile bootstrap of `perfsuite.stats.bootstrap_ci`
 (same confidence, resample count and seed conventions), drawn differently: `stats.bootstrap_ci`
 materializes a resamples x n index matrix, 800 MB for 10,000 test images. Resampling n values
 with replacement only changes how often each distinct value is drawn, and those counts are
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from perfsuite.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 _MULTINOMIAL_MAX_LEVELS = 256
 _CHUNK = 256

@@ -5,7 +5,7 @@ quantities. Entries that finished without reaching the target are listed as DNC 
 ranked ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or
 are unfinished without reaching it (`analyzers.record_view.left_out`: neither ranked nor DNC, as
 `stability` and `compare` leave them out), are listed unranked (n/a) with the reason; so are
-records whose claims do not follow from their evaluations (`analyzers.consistency`).
+records whose claims do not follow from their evaluations (`perfsuite.record.consistency`).
 Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
@@ -30,8 +30,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers import stats
-from analyzers.consistency import untrusted
 from analyzers.cost import Cost, cost_of, measured_elsewhere
 from analyzers.generalization import headline
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
@@ -44,6 +42,8 @@ from analyzers.record_view import (
 )
 from analyzers.stability import hardware_label, is_inference_only, task_direction
 from analyzers.tasks import items, metric_info, metric_text, target_text
+from perfsuite import stats
+from perfsuite.record.consistency import untrusted
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
 UNITS = {

@@ -1,8 +1,9 @@
 """Derived values of a run record, computed in one place so every analyzer reads a record the
 same way: where it crossed its threshold, and whether and when it reached it.
 
-The crossing rule itself is `analyzers.tta` (first evaluation at or past the threshold, in the
-task's direction); this module decides which curve and threshold it applies to.
+The crossing rule itself is `perfsuite.record.tta` (first evaluation at or past the
+threshold, in the task's direction); this module decides which curve and threshold it applies
+to.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.consistency import untrusted
-from analyzers.tta import Crossing, record_crossing
+from perfsuite.record.consistency import untrusted
+from perfsuite.record.tta import Crossing, record_crossing
 
 
 def _finite_time(value: Any) -> float | None:
@@ -41,7 +42,7 @@ def crossing(
 
     Without overrides: the record's own `time_to_accuracy` (imported records may have no
     curve behind it, and MLPerf's time includes evaluation). With `metric` or `threshold`:
-    recomputed from the curve by `analyzers.tta.record_crossing`, in the task's direction.
+    recomputed from the curve by `perfsuite.record.tta.record_crossing`, in the task's direction.
     """
     if metric is not None or threshold is not None:
         return record_crossing(dict(record), threshold=threshold, metric=metric)
@@ -156,7 +157,7 @@ def left_out(record: Mapping[str, Any]) -> str | None:
     crash says nothing about converging (`stability`, `compare` and `study` leave it out;
     `cost` and `leaderboard` name it). A run that reached before it ended keeps its measured
     time. A record whose claims do not follow from its evaluations, or whose figures are out
-    of bounds (`analyzers.consistency`), is left out too, with the first problem."""
+    of bounds (`perfsuite.record.consistency`), is left out too, with the first problem."""
     bad = untrusted(record)
     if bad:
         return bad

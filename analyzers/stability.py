@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers import stats
 from analyzers.record_view import (
     FINISHED,
     INCONSISTENT,
@@ -24,7 +23,8 @@ from analyzers.record_view import (
     unfinished,
 )
 from analyzers.record_view import framework as record_framework
-from analyzers.tta import Crossing, planned_epochs
+from perfsuite import stats
+from perfsuite.record.tta import Crossing, planned_epochs
 
 DEFAULT_MAX_COV = 0.05
 DEFAULT_MAX_CI_REL = 0.05

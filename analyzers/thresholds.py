@@ -2,7 +2,7 @@
 
 A system that is fastest to 90% is not necessarily fastest to 93% (DAWNBench and MLPerf
 threshold choices matter). From the recorded curves we compute the time to each threshold
-with the one DAWNBench rule (`analyzers.tta.record_crossing`, in the task's direction), rank
+with the one DAWNBench rule (`perfsuite.record.tta.record_crossing`, in the task's direction), rank
 the entries at every threshold, and list the pairs whose order swaps between consecutive
 thresholds. A run that stopped on meeting its own target has no time to a stricter
 threshold: it is "not measured" there (not DNC) and takes no part in ranking changes. A run
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers import stats
 from analyzers.compare_work import workload_of
 from analyzers.stability import (
     group_records,
@@ -25,7 +24,8 @@ from analyzers.stability import (
     threshold_problem,
     training_records,
 )
-from analyzers.tta import record_crossing
+from perfsuite import stats
+from perfsuite.record.tta import record_crossing
 
 
 @dataclass(frozen=True)

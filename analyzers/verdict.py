@@ -3,7 +3,7 @@
 Why two tests: a CI pipeline must fail on a real regression and not on noise. The rank test
 (Mann-Whitney U, `analyzers.ranktest`) decides whether the two groups differ at all, without
 assuming a distribution and with runs that never reached the target ranked slowest; the
-bootstrap interval of the ratio of means (`analyzers.stats.bootstrap_ratio_ci`) says by how
+bootstrap interval of the ratio of means (`perfsuite.stats.bootstrap_ratio_ci`) says by how
 much. A difference is called only when both agree, and when its size reaches `min_effect`.
 Rules, with examples: docs/compare.md.
 """
@@ -14,8 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analyzers import stats
 from analyzers.ranktest import RankTest, mann_whitney
+from perfsuite import stats
 
 FASTER = "faster"
 SLOWER = "slower"

@@ -36,8 +36,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from analyzers.stats import median_ci
 from perfsuite.fmt import table
+from perfsuite.stats import median_ci
 
 CIFAR_DIRS = [Path("../shared/data/cifar10"), Path("/tmp/perfsuite-bench-cifar10")]
 # cifar10 sized for the 2-core CPU (the benches' CPU arms): the cpu recipe at width 0.25 on

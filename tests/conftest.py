@@ -55,8 +55,9 @@ def make_record():
 
 def settle(rec):
     """Set a hand-built record's `time_to_accuracy` from its own evaluations by the one rule
-    (`analyzers.tta`), as the writers do, so that it is consistent (`analyzers.consistency`)."""
-    from analyzers.tta import crossing_dict, first_crossing
+    (`perfsuite.record.tta`), as the writers do, so that it is consistent
+    (`perfsuite.record.consistency`)."""
+    from perfsuite.record.tta import crossing_dict, first_crossing
 
     task = rec["task"]
     c = first_crossing(

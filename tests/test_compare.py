@@ -13,9 +13,9 @@ import pytest
 from analyzers.compare import compare, items_from_records
 from analyzers.compare_work import flop_check
 from analyzers.record_view import framework
-from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
+from perfsuite.record.tta import crossing_dict, first_crossing
 from tests.test_roofline import build_record
 
 

@@ -9,12 +9,12 @@ import copy
 import pytest
 
 from analyzers.compare import compare
-from analyzers.consistency import problems, untrusted
 from analyzers.cost import cost_of
 from analyzers.leaderboard import leaderboard
 from analyzers.stability import stability
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
+from perfsuite.record.consistency import problems, untrusted
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pytest
 
 from analyzers.cost import cost_of
 from analyzers.hardware_match import devices_used
-from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.pricing import PriceError, builtin_prices, load_prices
 from perfsuite.record import quantity, write_record
+from perfsuite.record.tta import crossing_dict, first_crossing
 from tests.conftest import extract_h100_run
 
 TABLE = {"box.large": {"usd_per_hour": 3.6, "source": "test table: box.large"}}

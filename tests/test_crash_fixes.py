@@ -11,9 +11,9 @@ import pytest
 
 from analyzers.mathmode import record_device
 from analyzers.stability import stability
-from analyzers.tta import planned_epochs
 from perfsuite.cli import main
 from perfsuite.record import RecordError, validate_record, write_record
+from perfsuite.record.tta import planned_epochs
 from tests.test_roofline import build_record
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -289,8 +289,8 @@ def test_ncu_csv_reader_on_arbitrary_tables(tmp_path, rows):
 # ------------------------------------------------- the record's semantic rules (consistency)
 @st.composite
 def _curves(draw: Any) -> dict[str, Any]:
-    """A record whose claims follow from its curve by the one rule (`analyzers.tta`)."""
-    from analyzers.tta import crossing_dict, first_crossing
+    """A record whose claims follow from its curve by the one rule (`perfsuite.record.tta`)."""
+    from perfsuite.record.tta import crossing_dict, first_crossing
 
     n = draw(st.integers(min_value=1, max_value=8))
     epochs, times = [], []
@@ -325,7 +325,7 @@ def _board_row(rec: dict[str, Any]) -> Any:
 @FUZZ
 @given(rec=_curves())
 def test_consistent_records_stay_consistent_through_every_analysis(tmp_path, rec):
-    from analyzers.consistency import problems
+    from perfsuite.record.consistency import problems
 
     assert problems(rec) == []
     from perfsuite.record import write_record
@@ -350,9 +350,9 @@ _CLAIMS = ["reached", "time", "epoch", "status", "drop_evaluations"]
 @FUZZ
 @given(rec=_curves(), claim=st.sampled_from(_CLAIMS), shift=st.floats(0.5, 1e4))
 def test_inconsistent_claims_are_refused_everywhere(tmp_path, rec, claim, shift):
-    from analyzers.consistency import problems
     from perfsuite.cli import main
     from perfsuite.record import write_record
+    from perfsuite.record.consistency import problems
 
     tta = rec["time_to_accuracy"]
     if claim == "reached":

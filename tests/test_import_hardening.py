@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.stats import olympic_mean
 from perfsuite.cli import main
 from perfsuite.importers.base import run_import
 from perfsuite.importers.common import ImportFailure
 from perfsuite.importers.dawnbench import DawnBenchImporter, load_entry
 from perfsuite.importers.mlperf import MLPerfImporter, load_result
+from perfsuite.stats import olympic_mean
 from tests.conftest import shared_path
 
 FIX = Path(__file__).parent / "fixtures"

@@ -355,7 +355,7 @@ def test_an_offline_evaluation_is_marked_and_its_record_is_consistent(tmp_path):
     """Written before run_stop, timed after it: counted, marked `offline`, and the stored time
     to train (run_stop - run_start) is not held to the evaluation's later clock."""
     pytest.importorskip("mlperf_logging")
-    from analyzers.consistency import problems
+    from perfsuite.record.consistency import problems
 
     path = _log(tmp_path / "r.log", "llama31_8b", [("eval_accuracy", 3.2)])
     text = path.read_text().replace('"time_ms": 1700000000002', '"time_ms": 1700000900000')

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.stats import olympic_mean
 from perfsuite.cli import main
 from perfsuite.importers import ImportFailure
 from perfsuite.importers.base import run_import
@@ -21,6 +20,7 @@ from perfsuite.importers.mlperf import (
     score_folders,
 )
 from perfsuite.record import new_record, validate_record, write_record
+from perfsuite.stats import olympic_mean
 from tests.conftest import extract_h100_run
 from tests.test_mllog import FakeClock, write_run
 

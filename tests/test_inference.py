@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 from analyzers.cost import cost_of  # noqa: E402
 from analyzers.inference import OLDER_RULE, inference_view  # noqa: E402
 from analyzers.leaderboard import leaderboard  # noqa: E402
-from analyzers.stats import percentile  # noqa: E402
 from perfsuite.backends import torch_backend  # noqa: E402
 from perfsuite.record import quantity  # noqa: E402
 from perfsuite.runner import inference  # noqa: E402
@@ -24,6 +23,7 @@ from perfsuite.runner.energy import (  # noqa: E402
     RaplEnergy,
     training_energy,
 )
+from perfsuite.stats import percentile  # noqa: E402
 from perfsuite.workloads.digits import DigitsWorkload  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.consistency import problems
 from perfsuite.record import load_record, write_record
+from perfsuite.record.consistency import problems
 from perfsuite.record.io import STAGING_GRACE_S, clean_stale_staging
 from perfsuite.record.mllog_check import mllog_problems
 

@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     # the record contract and shared utilities
     "perfsuite.safeio": 0,
     "perfsuite.version": 0,
+    "perfsuite.stats": 1,
     "perfsuite.cachefiles": 1,
     "perfsuite.fmt": 1,
     "perfsuite.hostinfo": 1,
@@ -82,14 +83,8 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("perfsuite.counters.cupti_trace", "analyzers.timeline.reader"),
     ("perfsuite.generalization.probe", "analyzers.generalization"),
     ("perfsuite.generalization.shift", "analyzers.generalization"),
-    ("perfsuite.importers.base", "analyzers.consistency"),
-    ("perfsuite.importers.dawnbench", "analyzers.consistency"),
     ("perfsuite.importers.dawnbench", "analyzers.cost"),
-    ("perfsuite.importers.dawnbench", "analyzers.tta"),
     ("perfsuite.importers.mlperf", "analyzers.hardware_match"),
-    ("perfsuite.importers.mlperf", "analyzers.tta"),
-    ("perfsuite.importers.mlperf_score", "analyzers.stats"),
-    ("perfsuite.record.mllog_check", "analyzers.tta"),
     ("perfsuite.record.mllog_check", "perfsuite.importers.common"),
     ("perfsuite.record.mllog_check", "perfsuite.importers.mlperf"),
     ("perfsuite.report.compare_section", "perfsuite.cli.compare_render"),
@@ -97,10 +92,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("perfsuite.runner.distributed", "analyzers.distributed"),
     ("perfsuite.runner.distributed", "analyzers.hardware_match"),
     ("perfsuite.runner.executor", "analyzers.tasks"),
-    ("perfsuite.runner.inference", "analyzers.stats"),
     ("perfsuite.runner.model_flops", "analyzers.mfu"),
-    ("perfsuite.runner.recorder", "analyzers.tta"),
-    ("perfsuite.workloads.gpt.generate", "analyzers.stats"),
 }
 
 

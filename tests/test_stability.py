@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from analyzers import stats
 from analyzers.stability import epoch_times, group_records, stability
-from analyzers.tta import crossing_dict, first_crossing
+from perfsuite import stats
 from perfsuite.cli import main
 from perfsuite.record import write_record
+from perfsuite.record.tta import crossing_dict, first_crossing
 from tests.conftest import settle
 
 # ----------------------------------------------------------------------------- stats helpers
@@ -285,7 +285,7 @@ def test_single_runs_of_different_groups_get_no_stability_section(make_record):
 
 def test_statistics_of_huge_finite_times_do_not_overflow():
     """epoch_times_s = [0, 1.9e154] (a `make fuzz` case): squares must not overflow in fsum."""
-    from analyzers import stats
+    from perfsuite import stats
 
     big = 1.8961503816218355e154
     assert stats.mean([0.0, big]) == big / 2

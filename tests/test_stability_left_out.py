@@ -12,9 +12,9 @@ import re
 import pytest
 
 from analyzers.stability import group_records, stability
-from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.cli import main
 from perfsuite.record import write_record
+from perfsuite.record.tta import crossing_dict, first_crossing
 
 
 def _run(make_record, run_id, curve, status=None, error=None, seed=0, config=None, **fields):

@@ -1,6 +1,6 @@
 """The DAWNBench time-to-accuracy rule: first evaluation with metric >= threshold."""
 
-from analyzers.tta import crossing_dict, first_crossing
+from perfsuite.record.tta import crossing_dict, first_crossing
 
 
 def _evals(points):
@@ -42,7 +42,7 @@ def test_missing_or_null_metric_is_not_reached():
 
 
 def test_lower_is_better_direction_and_record_helper(make_record):
-    from analyzers.tta import record_crossing
+    from perfsuite.record.tta import record_crossing
 
     evals = _evals([(1, 5.0, 0.30), (2, 9.0, 0.058), (3, 14.0, 0.05)])
     c = first_crossing(evals, "top1", 0.058, direction="lower")
@@ -61,7 +61,7 @@ def _stopped(make_record, curve, **config):
 
 
 def test_a_run_that_stopped_at_its_target_is_not_measured_beyond_it(make_record):
-    from analyzers.tta import record_crossing, stopped_at_target
+    from perfsuite.record.tta import record_crossing, stopped_at_target
 
     rec = _stopped(make_record, [(1, 5.0, 0.5), (2, 9.0, 0.92)])  # epoch 2 of 5: stopped
     assert stopped_at_target(rec) == 0.9
@@ -77,7 +77,7 @@ def test_a_run_that_stopped_at_its_target_is_not_measured_beyond_it(make_record)
 
 
 def test_a_run_that_trained_every_epoch_really_did_not_reach(make_record):
-    from analyzers.tta import record_crossing, stopped_at_target
+    from perfsuite.record.tta import record_crossing, stopped_at_target
 
     curve = [(e, 5.0 * e, 0.85 + 0.01 * e) for e in range(1, 6)]  # 0.9 first at epoch 5 of 5
     ran_out = _stopped(make_record, curve)
@@ -96,7 +96,7 @@ def test_a_run_that_trained_every_epoch_really_did_not_reach(make_record):
 
 
 def test_stopped_at_target_in_the_lower_direction(make_record):
-    from analyzers.tta import record_crossing
+    from perfsuite.record.tta import record_crossing
 
     rec = _stopped(make_record, [(1, 5.0, 0.3), (2, 9.0, 0.08)])
     rec["task"].update(metric="top1", threshold=0.1, direction="lower")

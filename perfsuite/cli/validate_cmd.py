@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="check run records against the run-record schema",
         description="Load every run.json under the given files/folders and report problems; "
         "check that its claims follow from its evaluations (time to accuracy, status, by "
-        "analyzers/tta.py) and its figures are within physical bounds (an error naming the "
+        "perfsuite/record/tta.py) and its figures are within physical bounds (an error naming the "
         "field and both values); warn about sidecars (trace, telemetry, log) that are "
         "missing, truncated or disagree.",
     )
@@ -26,9 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from analyzers.consistency import problems
     from perfsuite.cli.common import status
     from perfsuite.record import RecordError, load_record
+    from perfsuite.record.consistency import problems
     from perfsuite.record.io import clean_stale_staging, find_records
     from perfsuite.record.mllog_check import mllog_problems
     from perfsuite.record.sidecar_check import sidecar_problems

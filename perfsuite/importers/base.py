@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from analyzers.consistency import problems
 from perfsuite.importers.common import Imported, ImportFailure
 from perfsuite.record import RecordError, write_record
+from perfsuite.record.consistency import problems
 from perfsuite.record.io import LOCK_NAME
 from perfsuite.safeio import InputError, load_json, read_bytes
 

@@ -9,7 +9,7 @@ dawn-bench-entries repository, and from the fields where those say nothing or ar
 contradicted (`dawnbench_detect`).
 
 Time to accuracy is DAWNBench's: the hours of the first TSV row, in file order, at or above
-the threshold, computed by `analyzers.tta.first_crossing` on the converted curve.
+the threshold, computed by `perfsuite.record.tta.first_crossing` on the converted curve.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from analyzers.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
 from analyzers.cost import training_cost_usd
-from analyzers.tta import crossing_dict, first_crossing
 from perfsuite.importers.common import (
     MAX_RESULT_BYTES,
     Imported,
@@ -38,6 +36,8 @@ from perfsuite.importers.common import (
 )
 from perfsuite.importers.dawnbench_detect import TASKS, Task, detect_task, entry_kind, hardware
 from perfsuite.record import new_record, quantity
+from perfsuite.record.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
+from perfsuite.record.tta import crossing_dict, first_crossing
 from perfsuite.safeio import (
     HEAD_BYTES,
     MAX_JSON_DEPTH,

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.hardware_match import devices_used
-from analyzers.tta import first_crossing
 from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
 from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
@@ -41,6 +40,7 @@ from perfsuite.importers.mlperf_submission import Place, is_placeholder, place, 
 from perfsuite.importers.mlperf_submission import framework as submission_framework
 from perfsuite.importers.mlperf_submission import hardware as submission_hardware
 from perfsuite.record import new_record, quantity
+from perfsuite.record.tta import first_crossing
 from perfsuite.safeio import load_json
 
 __all__ = ["discover", "load_result", "parse_events", "scaling_factor", "score_folders"]

@@ -1,9 +1,9 @@
 """MLPerf folder scores: the result summarizer's olympic average over a folder's runs.
 
-Why here and not in analyzers.stats: MLPerf's summarizer drops a per-benchmark number of runs
+Why here and not in perfsuite.stats: MLPerf's summarizer drops a per-benchmark number of runs
 at each end (4 for unet3d, 1 otherwise) and tolerates that many runs that did not converge; a
 `result_*.txt` it cannot read counts as one of those. With one dropped it is
-`analyzers.stats.olympic_mean`, reasons included (tested).
+`perfsuite.stats.olympic_mean`, reasons included (tested).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analyzers.stats import olympic_mean
 from perfsuite.importers.common import Imported, ImportFailure, slug
 from perfsuite.importers.mlperf_rules import max_dropped
 from perfsuite.safeio import load_json
+from perfsuite.stats import olympic_mean
 
 
 def scaling_factor(folder: Path) -> tuple[float, str | None]:
@@ -69,7 +69,7 @@ def _group_id(first: Imported, names: list[str], folder: str) -> str:
 def score_folders(items: list[Imported], failed: list[Path] | None = None) -> list[dict[str, Any]]:
     """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
 
-    Score = `analyzers.stats.olympic_mean` of the runs' time to train in minutes (a run that did
+    Score = `perfsuite.stats.olympic_mean` of the runs' time to train in minutes (a run that did
     not converge, or a `result_*.txt` in `failed` that could not be read, counting as the
     slowest; 4 dropped at each end for unet3d, else 1), times the folder's `scaling.json`
     factor as in MLPerf's result summarizer. A run count other than the rules' is flagged.

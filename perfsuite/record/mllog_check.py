@@ -37,9 +37,9 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     base = record.get("_dir")
     if not name or not base:
         return []
-    from analyzers.tta import record_crossing
     from perfsuite.importers.common import ImportFailure
     from perfsuite.importers.mlperf import parse_events
+    from perfsuite.record.tta import record_crossing
 
     try:
         path = resolve_sidecar(base, name)

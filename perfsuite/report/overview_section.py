@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.consistency import untrusted
 from analyzers.mfu import mfu
 from analyzers.record_view import partial_run, reached_time
 from analyzers.roofline import Roofline
 from perfsuite import fmt
+from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
 from perfsuite.report.roofline_rows import mfu_rows, run_frac

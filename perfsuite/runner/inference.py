@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from analyzers.stats import percentile
 from perfsuite.record import quantity
 from perfsuite.runner.energy import EnergyClock
+from perfsuite.stats import percentile
 from perfsuite.workloads.data import Batch, DataSource
 
 MODES = ("eager", "compile", "cudagraphs", "compile-cudagraphs")

@@ -14,11 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analyzers.tta import crossing_dict, record_crossing
 from perfsuite.record import new_record, new_run_id, quantity, write_record
 from perfsuite.record.io import clean_stale_staging
 from perfsuite.record.model import utc_now
 from perfsuite.record.owner import owner_section
+from perfsuite.record.tta import crossing_dict, record_crossing
 from perfsuite.runner.environment import collect_environment, hardware_section
 
 

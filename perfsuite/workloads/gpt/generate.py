@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from analyzers.stats import percentile
 from perfsuite.record import quantity
+from perfsuite.stats import percentile
 
 
 def _timed(fn: Any, sync: Any) -> tuple[Any, float]:

@@ -1,8 +1,8 @@
 """Whether a record's claims follow from its own evidence, and its figures lie within physical
 bounds: the checks the schema cannot express.
 
-The claims are recomputed by the one time-to-accuracy rule (`analyzers.tta`) from the record's
-evaluations and compared with what it stores: `time_to_accuracy` (reached, time, epoch,
+The claims are recomputed by the one time-to-accuracy rule (`perfsuite.record.tta`) from the
+record's evaluations and compared with what it stores: `time_to_accuracy` (reached, time, epoch,
 evaluation index) and the `status` that follows from it. A stored claim that disagrees is a
 problem naming the field and both values; `perfsuite validate` reports it as an error and the
 analyses leave the record out of their rankings with that reason (`analyzers.record_view`).
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.tta import first_crossing
+from perfsuite.record.tta import first_crossing
 
 # Metrics that are fractions in [0, 1] (docs/record.md, "Conventions"); others (perplexity,
 # loss, FID, CLIP score) only have to be finite.
