@@ -415,3 +415,14 @@ def test_bf16_peak_on_a_cpu_without_bf16_is_labeled_software(
     out = capsys.readouterr().out
     assert ("peak bfloat16 (software)" in out) is software
     assert (f"peak bfloat16: {note}" in out) is software
+
+
+def test_benchmark_operands_never_draw_from_the_global_rng():
+    torch = pytest.importorskip("torch")
+    from perfsuite.ceilings.measure import conv_benchmark, matmul_benchmark
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    matmul_benchmark("cpu", "float32", 64)
+    conv_benchmark("cpu", "float32", (1, 3, 8, 8, 4, 3))
+    assert torch.equal(torch.get_rng_state(), before)

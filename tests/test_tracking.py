@@ -707,3 +707,30 @@ def test_the_profilers_lines_go_to_the_runs_log_not_the_users_terminal(tmp_path)
     rec = load_record(run_dir)
     assert rec["timeline"]["ops"] and rec["sidecars"]["log"] == "perfsuite.log"
     assert (run_dir / "perfsuite.log").read_text().count("USDT: profiler_step") == 5  # 1+1+3
+
+
+def _draws(tmp_path, **kw) -> list[float]:
+    """What a loop that draws from the global RNG (a dropout mask in the step, a shuffle
+    after it) draws, under `perfsuite.track` with `kw`."""
+    model, opt = _tiny()
+    draws: list[float] = []
+
+    def step():  # replayed by the FLOP count and the window, which restore the RNG after
+        torch.rand(1)
+        opt.step()
+
+    with _track(tmp_path, model, opt, threshold=1.0, epochs=2, **kw) as run:
+        for _ in range(2):
+            for _ in run.epoch(range(3)):
+                run.step(step)
+                draws.append(float(torch.rand(1)))
+            run.evaluate(top1=0.0)
+    return draws
+
+
+def test_roofs_measured_mid_run_leave_the_users_random_draws_alone(tmp_path, private_cache):
+    """track measures roofs during epoch 1: its benchmarks' random operands come from a
+    generator of their own, so the loop draws exactly what it draws without perfsuite."""
+    off = _draws(tmp_path / "off", capture=False)
+    on = _draws(tmp_path / "on", capture=True, measure_peaks=True)
+    assert on == off and len(on) == 6

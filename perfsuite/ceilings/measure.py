@@ -132,6 +132,16 @@ def timed_calls(
     return timed_batches(fn, sync, repeats, budget_s, batch_s)[0]
 
 
+def _operand(*shape: int, device: str) -> Any:
+    """A random benchmark operand from a generator of its own: the benchmarks run beside the
+    user's training (`perfsuite.track` measures roofs mid-run), so they must never draw from
+    the global RNG that the training's dropout, shuffling and augmentation read."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(0)
+    return torch.randn(*shape, device=device, generator=gen)
+
+
 def _torch_dtype(dtype: str) -> Any:
     import torch
 
@@ -163,8 +173,8 @@ def matmul_benchmark(device: str, dtype: str, n: int) -> tuple[Callable[[], Any]
     import torch
 
     tdt = _torch_dtype(dtype)
-    a = torch.randn(n, n, device=device).to(tdt)
-    b = torch.randn(n, n, device=device).to(tdt)
+    a = _operand(n, n, device=device).to(tdt)
+    b = _operand(n, n, device=device).to(tdt)
     out = torch.empty(n, n, device=device, dtype=tdt)
     return (lambda: torch.matmul(a, b, out=out)), 2.0 * n**3
 
@@ -180,7 +190,6 @@ def copy_benchmark(device: str, size: int) -> tuple[Callable[[], Any], float]:
 
 def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
     """Best FLOP/s of an n x n x n matrix product, n chosen so one product takes ~target_s."""
-    import torch
 
     dtype = normalize_dtype(dtype)
     if dtype not in ("float32", "tf32", "float16", "bfloat16", "float64"):
@@ -195,7 +204,7 @@ def measure_matmul(device: str, dtype: str, mode: str = "quick") -> Measurement:
         n_max = 16384 if device.startswith("cuda") else 4096
         n = 256
         while True:
-            a = torch.randn(n, n, device=device).to(_torch_dtype(dtype))
+            a = _operand(n, n, device=device).to(_torch_dtype(dtype))
             t = min(timed_calls(lambda a=a: a @ a, sync, 1))
             if t >= cfg["target_s"] or n >= n_max:
                 break
@@ -235,8 +244,8 @@ def conv_benchmark(
 
     n, c, h, w, k, r = shape
     tdt = _torch_dtype(dtype)
-    x = torch.randn(n, c, h, w, device=device).to(tdt)
-    weight = torch.randn(k, c, r, r, device=device).to(tdt)
+    x = _operand(n, c, h, w, device=device).to(tdt)
+    weight = _operand(k, c, r, r, device=device).to(tdt)
     conv = torch.nn.functional.conv2d
 
     def call() -> Any:
