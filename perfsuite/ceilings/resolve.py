@@ -246,12 +246,13 @@ def measure_device(
 
     def taken(what: str, old: dict[str, Any] | None, m: _measure.Measurement) -> dict:
         """The cache item after this reading (`kept_best`); a busy one is warned about."""
-        item = kept_best(old, _stored(m, tv, threads, session.state()))
+        reading = _stored(m, tv, threads, session.state())
+        item = kept_best(old, reading)
         latest = item["latest"]
         if latest.get("busy"):
             kept = "a new best" if item["value"] == m.value else "below the best seen, kept"
             warnings.append(
-                f"{what} on {name} measured on a busy machine, {_load.load_text(item)}: "
+                f"{what} on {name} measured on a busy machine, {_load.load_text(reading)}: "
                 f"{m.value:.4g} {m.unit}, {kept}"
             )
             _warn(warnings[-1])
