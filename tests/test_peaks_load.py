@@ -183,6 +183,19 @@ def test_the_cpu_spec_is_computed_from_its_flags_and_clock():
     assert clock("nothing") is None
 
 
+def test_a_spec_below_a_measured_rate_is_no_spec():
+    """A spec is an upper bound or nothing: a clock read below the turbo clock gives a spec a
+    benchmark beats, and then the flags' spec is dropped with the reason."""
+    from perfsuite.ceilings.cpuspec import below_measured
+
+    spec = cpu_spec("X", {"avx512f"}, (2.1e9, "cpu MHz"), 1)  # 134.4 GFLOP/s float32
+    assert below_measured(spec, {"float32": 1.0e11}) is spec
+    dropped = below_measured(spec, {"float32": 1.5e11, "bfloat16": 1.0e9})
+    assert dropped["flops"] == {} and dropped["source"].startswith(
+        "spec unknown: the measured float32 rate 1.5e+11 FLOP/s exceeds the 1.344e+11 FLOP/s"
+    )
+
+
 def test_the_spec_stands_beside_the_measured_roof_and_fills_in_without_one(env, monkeypatch):
     monkeypatch.setattr(
         resolve_mod,

@@ -82,6 +82,28 @@ def cpu_spec(
     return entry
 
 
+def below_measured(entry: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
+    """`entry` unchanged, or, where a measured rate (dtype -> FLOP/s) exceeds the spec of its
+    dtype, an entry with no spec values saying so: a spec is an upper bound or nothing (the
+    clock read may be a base clock below the turbo clock the benchmark ran at)."""
+    over = [
+        (dt, v, entry["flops"][dt])
+        for dt, v in sorted(measured.items())
+        if v and entry.get("flops", {}).get(dt) and v > entry["flops"][dt]
+    ]
+    if not over:
+        return entry
+    dt, v, sp = over[0]
+    return {
+        **entry,
+        "flops": {},
+        "source": (
+            f"spec unknown: the measured {dt} rate {v:.4g} FLOP/s exceeds the {sp:.4g} FLOP/s "
+            f"the CPU flags and clock give ({entry['source']}), so that is no upper bound"
+        ),
+    }
+
+
 def this_cpu_spec(name: str, threads: int | None) -> dict[str, Any]:
     """`cpu_spec` of this machine for a run of `threads` threads (Linux; elsewhere unknown)."""
     from perfsuite.hostinfo import cpu_flags, usable_cpus

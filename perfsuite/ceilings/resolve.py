@@ -18,7 +18,7 @@ from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import load as _load
 from perfsuite.ceilings import measure as _measure
 from perfsuite.ceilings import roofs as _roofs_mod
-from perfsuite.ceilings.cpuspec import this_cpu_spec
+from perfsuite.ceilings.cpuspec import below_measured, this_cpu_spec
 from perfsuite.ceilings.table import (
     DTYPES,
     match_spec,
@@ -397,6 +397,11 @@ def ceilings_for(
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     cpu = _is_cpu(device)
     table = this_cpu_spec(name, threads) if cpu else device_spec(device, name)
+    if cpu:
+        rates = {dt: (it or {}).get("value") for dt, it in measured["flops"].items()}
+        table = below_measured(
+            table, {dt: float(v) for dt, v in rates.items() if isinstance(v, (int, float))}
+        )
     mine = user_spec(name, user)  # a CPU's user values outrank what its flags suggest
     spec = (mine or _public_spec(table)) if cpu else (_public_spec(table) or mine)
 
