@@ -316,6 +316,15 @@ class Tracker:
                 "perfsuite.track: run.step() outside a run.epoch() loop (off the clock)"
             )
         size = batch_size if batch_size is not None else parts.batch_size_of(args, kw)
+        first = batch_size is None and self.steps_total == 0
+        if first and None not in (size, self.batch_size) and size != self.batch_size:
+            self.rec.flag(  # e.g. a sequence-first (T, B) input: not silent
+                f"run.step: the first tensor's leading dimension ({size}) is not "
+                f"track(batch_size={self.batch_size}); samples are counted from the leading "
+                "dimension: pass batch_size= to run.step where it is not the batch "
+                "(sequence-first inputs)",
+                key="batch dimension",
+            )
         size = self.batch_size if size is None else size
         if detour_safe and self.capture_on:
             self.detours.before_step(fn, args, kw, size)

@@ -734,3 +734,29 @@ def test_roofs_measured_mid_run_leave_the_users_random_draws_alone(tmp_path, pri
     off = _draws(tmp_path / "off", capture=False)
     on = _draws(tmp_path / "on", capture=True, measure_peaks=True)
     assert on == off and len(on) == 6
+
+
+def test_a_leading_dimension_that_is_not_the_declared_batch_is_flagged(tmp_path):
+    """A sequence-first (T, B) input: the declared batch size and the counted samples differ,
+    and the record says so instead of counting sequence positions silently."""
+    model, opt = _tiny()
+    x, y = torch.randn(5, 2, 4), torch.randint(0, 3, (5, 2))  # T=5, B=2
+
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with _track(tmp_path / "a", model, opt, batch_size=2) as run:
+        for x_, y_ in run.epoch([(x, y)] * 3):
+            run.step(step, x_, y_)
+        run.evaluate(top1=1.0)
+    flags = load_record(run.run_dir)["flags"]
+    assert any("leading dimension (5) is not track(batch_size=2)" in f for f in flags)
+    with _track(tmp_path / "b", model, opt, batch_size=2) as run:
+        for x_, y_ in run.epoch([(x, y)] * 3):
+            run.step(step, x_, y_, batch_size=2)
+        run.evaluate(top1=1.0)
+    assert not any("leading dimension" in f for f in load_record(run.run_dir)["flags"])
