@@ -230,6 +230,8 @@ def test_the_from_scratch_example_runs_through_the_cli(tmp_path, cli_roofs_cache
         "--keep-going",
         "--inference-limit",
         "64",
+        "--profile-seconds",  # a 3-step window: 1 s of these tiny steps is 1,000 profiled steps
+        "0",
         cache=cli_roofs_cache,
     )
     rec = load_record(Path(stdout.strip().splitlines()[-1]))
