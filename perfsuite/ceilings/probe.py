@@ -81,6 +81,16 @@ def run_probe(device: str, plan: Mapping[str, Any], repeats: int = REPEATS) -> d
     return out
 
 
+def _sides(
+    key: str, unit: str, src: str, before: Mapping[str, float], after: Mapping[str, float]
+) -> dict[str, Any]:
+    """`before` and `after` of one benchmark as measured quantities."""
+    return {
+        side: quantity(vals.get(key), unit, "measured", f"{src}, {side}")
+        for side, vals in (("before", before), ("after", after))
+    }
+
+
 def check_section(
     plan: Mapping[str, Any], before: Mapping[str, float], after: Mapping[str, float]
 ) -> dict[str, Any]:
@@ -95,14 +105,7 @@ def check_section(
     if "matmul" in plan:
         n, dtype = plan["matmul"]["n"], plan["matmul"]["dtype"]
         src = f"{dtype} matmul n={n}, 2n^3 / median time"
-        out["matmul"] = {
-            "dtype": dtype,
-            "n": n,
-            **{
-                side: quantity(vals.get("matmul"), "FLOP/s", "measured", f"{src}, {side}")
-                for side, vals in (("before", before), ("after", after))
-            },
-        }
+        out["matmul"] = {"dtype": dtype, "n": n, **_sides("matmul", "FLOP/s", src, before, after)}
     if "conv" in plan:
         shape, dtype = plan["conv"]["shape"], plan["conv"]["dtype"]
         n, c, h, w, k, r = shape
@@ -110,19 +113,10 @@ def check_section(
         out["conv"] = {
             "dtype": dtype,
             "shape": shape,
-            **{
-                side: quantity(vals.get("conv"), "FLOP/s", "measured", f"{src}, {side}")
-                for side, vals in (("before", before), ("after", after))
-            },
+            **_sides("conv", "FLOP/s", src, before, after),
         }
     if "copy" in plan:
         size = plan["copy"]["bytes"]
         src = f"copy {size / 2**20:.0f} MiB, 2*size / median time"
-        out["copy"] = {
-            "bytes": size,
-            **{
-                side: quantity(vals.get("copy"), "byte/s", "measured", f"{src}, {side}")
-                for side, vals in (("before", before), ("after", after))
-            },
-        }
+        out["copy"] = {"bytes": size, **_sides("copy", "byte/s", src, before, after)}
     return out
