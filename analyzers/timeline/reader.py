@@ -42,6 +42,10 @@ RUNTIME_CATS = {
 # Host ranges: 0 = operator (cpu_op), 1 = annotation (record_function, ProfilerStep#N, nccl:...).
 RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
 SYNC_CAT = "cuda_sync"
+# PyTorch's allocator records (profile_memory=True): instant events named "[memory]" whose
+# args carry Bytes (negative for a free), Total Allocated/Reserved, Device Type/Id and Addr.
+MEMORY_NAME = "[memory]"
+MEMORY_PHASES = ("i", "I")
 PROFILER_RANGE_CAT = "cuda_profiler_range"
 # Timestamps are microseconds; 10^17 us is over 3,000 years from the clock's origin (Unix
 # time in us is about 1.8e15), and no event lasts 10^13 us (115 days). Beyond: not a clock.
@@ -117,6 +121,25 @@ class RangeEvents:
 
 
 @dataclass
+class MemoryEvents:
+    """The allocator's memory instant events, in trace order. `thread` indexes `threads`, the
+    (pid, tid) keys of these events (their own interner: TraceData.threads keeps the ids of
+    the threads that run ranges, which the analysis reports). Integer fields that are absent
+    or not integers read as -1 (0 for bytes); device_type is c10's DeviceType code (0 CPU,
+    1 CUDA)."""
+
+    ts: array = field(default_factory=lambda: array("d"))
+    bytes: array = field(default_factory=lambda: array("q"))  # signed: frees are negative
+    total_allocated: array = field(default_factory=lambda: array("q"))
+    total_reserved: array = field(default_factory=lambda: array("q"))
+    device_type: array = field(default_factory=lambda: array("q"))
+    device: array = field(default_factory=lambda: array("q"))  # Device Id; -1 for the CPU
+    addr: array = field(default_factory=lambda: array("q"))
+    thread: array = field(default_factory=lambda: array("l"))
+    threads: Interner = field(default_factory=Interner)
+
+
+@dataclass
 class TraceData:
     """Everything the analysis needs from one trace file, compactly."""
 
@@ -130,6 +153,7 @@ class TraceData:
     ranges: RangeEvents
     syncs: list[tuple[int, int, float, float]]  # (device, stream, ts, dur) of cuda_sync records
     profiler_ranges: list[tuple[str, int, float, float, dict[str, Any]]]
+    memory: MemoryEvents = field(default_factory=MemoryEvents)
     events_total: int = 0
     events_by_phase: dict[str, int] = field(default_factory=dict)
     window: tuple[float, float] | None = None  # earliest ts, latest end over X events
@@ -255,6 +279,40 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def _memory_event(data: TraceData, ev: dict[str, Any]) -> None:
+    """One allocator record into data.memory; one without a usable timestamp, or whose
+    args or thread key are not plain values, is skipped (the phase count still has it)."""
+    ts, pid, tid, args = ev.get("ts"), ev.get("pid"), ev.get("tid"), ev.get("args")
+    if type(args) is not dict or isinstance(pid, (list, dict)) or isinstance(tid, (list, dict)):
+        return
+    if type(ts) is not float and type(ts) is not int:
+        ts = _num(ts, float("nan"))
+    try:
+        ts = float(ts)
+    except OverflowError:
+        return
+    if ts - ts != 0.0 or not -MAX_TS_US <= ts <= MAX_TS_US:
+        return
+    mem = data.memory
+    g = args.get
+    values = (
+        _int(g("Bytes"), 0),
+        _int(g("Total Allocated")),
+        _int(g("Total Reserved")),
+        _int(g("Device Type")),
+        _int(g("Device Id")),
+        _int(g("Addr")),
+    )
+    mem.ts.append(ts)
+    for column, value in zip(
+        (mem.bytes, mem.total_allocated, mem.total_reserved, mem.device_type, mem.device, mem.addr),
+        values,
+        strict=True,
+    ):
+        column.append(value)
+    mem.thread.append(mem.threads((pid, tid)))
+
+
 def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Every raw event of a trace, streamed (for tools that want the dicts themselves).
 
@@ -333,6 +391,8 @@ def _fill(
                     continue
                 phases[ph] = phases.get(ph, 0) + 1
                 if ph != "X":
+                    if ev.get("name") == MEMORY_NAME and ph in MEMORY_PHASES:
+                        _memory_event(data, ev)
                     continue
                 cat = ev.get("cat")
                 pid, tid = ev.get("pid"), ev.get("tid")
