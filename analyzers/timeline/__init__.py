@@ -1,5 +1,6 @@
 """Analysis of PyTorch profiler (Kineto) Chrome traces: device temporal breakdown, idle-time
-attribution, kernel categories, operator -> kernel mapping, per-op roofline points.
+attribution, kernel categories, operator -> kernel mapping, per-op roofline points, kernel
+launch statistics, queue length per stream and the allocator's memory timeline.
 
 Torch-free: a trace from any machine (CUDA, ROCm, CPU-only) can be analyzed anywhere.
 """
@@ -9,8 +10,14 @@ from analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
     IdleBreakdown,
+    KernelLaunchStat,
     KernelStat,
+    LaunchGroup,
+    LaunchStats,
+    MemoryStat,
     OpStat,
+    PeakHolder,
+    QueueStat,
     RankRow,
     RooflinePoint,
     StreamStats,
@@ -22,8 +29,14 @@ __all__ = [
     "CategoryTime",
     "DeviceTimeline",
     "IdleBreakdown",
+    "KernelLaunchStat",
     "KernelStat",
+    "LaunchGroup",
+    "LaunchStats",
+    "MemoryStat",
     "OpStat",
+    "PeakHolder",
+    "QueueStat",
     "RankRow",
     "RooflinePoint",
     "StreamStats",

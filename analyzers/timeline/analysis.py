@@ -10,16 +10,22 @@ import numpy as np
 from analyzers.timeline.categories import CATEGORIES, is_comm_range, is_step_annotation
 from analyzers.timeline.device import US, DeviceArrays, combine, device_timelines
 from analyzers.timeline.hostmap import HostMap, build_host_map
+from analyzers.timeline.launch import launch_pairs, launch_stats
+from analyzers.timeline.memory import memory_stats
 from analyzers.timeline.model import (
     KernelStat,
+    LaunchStats,
+    MemoryStat,
     OpStat,
     ProfilerRanges,
+    QueueStat,
     RangeStat,
     RankRow,
     Steps,
     ThreadStat,
     TimelineAnalysis,
 )
+from analyzers.timeline.queues import queue_series, queue_stats
 from analyzers.timeline.reader import TraceData, TraceError, read_trace
 from analyzers.timeline.roofline import roofline_points
 from perfsuite.fmt import si
@@ -157,6 +163,26 @@ def _profiler_ranges(data: TraceData, top: int | None) -> ProfilerRanges | None:
     return ProfilerRanges(len(data.profiler_ranges), sorted(metrics), _top(stats, top))
 
 
+def _launches_queues_memory(
+    data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray, top: int | None
+) -> tuple[LaunchStats | None, list[QueueStat], list[MemoryStat], list[str]]:
+    """Launch statistics and queue lengths of the kept devices, the memory timeline (all
+    devices: allocator events are not filtered by --device), and their notes."""
+    pairs = launch_pairs(data, arrays, mask)
+    launches = launch_stats(data, pairs)
+    if launches is not None:
+        launches.kernels = _top(launches.kernels, top)
+    queues = queue_stats(queue_series(pairs), pairs)
+    memory = memory_stats(data, host, top)
+    notes = [
+        f"memory on {m.device_type} {m.device}: no Total Allocated in the [memory] events; "
+        "allocated bytes are the running sum of Bytes from the first event"
+        for m in memory
+        if m.from_running_sum
+    ]
+    return launches, queues, memory, notes
+
+
 def _rank(meta: dict) -> int | None:
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), (int, float)):
@@ -179,7 +205,7 @@ def analyze_trace(
     devices = device_timelines(data, arrays, device)
     ops, anns, threads, steps, mapped, unmapped = _host_stats(data, host, arrays, mask)
     roofline, dropped = roofline_points(data, host, arrays, mask)
-    notes: list[str] = []
+    launches, queues, memory, notes = _launches_queues_memory(data, host, arrays, mask, top)
     has_device = bool(mask.any())
     if not has_device:
         if device is not None and arrays.n:
@@ -244,6 +270,9 @@ def analyze_trace(
         roofline=_top(roofline, top),
         profiler_ranges=_profiler_ranges(data, top),
         notes=notes,
+        launches=launches,
+        queues=queues,
+        memory=memory,
     )
 
 

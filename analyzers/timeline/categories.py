@@ -35,6 +35,25 @@ _SYNC_CALL = re.compile(
 )
 # Host calls that submit device work.
 _LAUNCH_CALL = re.compile(r"Launch|Memcpy|Memset", re.I)
+# The runtime calls that put one kernel, copy or memset on a stream's queue: HTA 0.5's list
+# for its queue length (TraceSymbolTable.get_runtime_launch_events_query), so the launch
+# statistics and queue lengths count the same launches HTA does. A synchronous cudaMemcpy or
+# a graph launch is not one launch of one device event, and is not here.
+QUEUE_LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+        "runFunction - job_prep_and_submit_for_execution",  # MTIA
+    }
+)
 
 
 def device_category(name: str, cat_code: int) -> str:

@@ -163,6 +163,118 @@ class ProfilerRanges:
     top: list[KernelStat]
 
 
+# Launch statistics, queue length and memory timeline: definitions in analyzers.timeline.launch,
+# .queues and .memory.
+
+
+@dataclass
+class Distribution:
+    """Summary of one quantity over launches, seconds (None: no launches)."""
+
+    mean_s: float | None = None
+    p50_s: float | None = None
+    p90_s: float | None = None
+    p99_s: float | None = None
+    max_s: float | None = None
+
+
+@dataclass
+class LaunchGroup:
+    """Launches of one stream of one device (stream -1 and device -1: all of them)."""
+
+    device: int
+    stream: int
+    launches: int
+    cpu: Distribution
+    gpu: Distribution
+    delay: Distribution
+    gpu_total_s: float
+    short: int
+    runtime_outliers: int
+    delay_outliers: int
+
+
+@dataclass
+class KernelLaunchStat:
+    """Launches of one device event name (a kernel, or Memcpy HtoD...)."""
+
+    name: str
+    category: str
+    launches: int
+    gpu_total_s: float
+    cpu_mean_s: float
+    cpu_max_s: float
+    delay_mean_s: float
+    delay_p90_s: float
+    delay_max_s: float
+    short: int
+    runtime_outliers: int
+    delay_outliers: int
+
+
+@dataclass
+class LaunchStats:
+    """Launch statistics of a trace (see the module docstring for every definition)."""
+
+    runtime_cutoff_s: float
+    delay_cutoff_s: float
+    launches: int
+    unmatched_calls: int
+    gpu_total_s: float  # device time of the launched events
+    short: int
+    short_gpu_s: float
+    short_share: float | None  # short_gpu_s / gpu_total_s
+    runtime_outliers: int
+    delay_outliers: int
+    overall: LaunchGroup
+    streams: list[LaunchGroup] = field(default_factory=list)
+    kernels: list[KernelLaunchStat] = field(default_factory=list)
+
+
+@dataclass
+class QueueStat:
+    """Queue length of one stream (analyzers.timeline.queues)."""
+
+    device: int
+    stream: int
+    launches: int
+    max_length: int
+    mean_length: float  # time-weighted over first to last point
+    time_at_max_s: float
+    span_s: float  # first to last point of the series
+
+
+@dataclass
+class PeakHolder:
+    """Allocations live at the peak, grouped by the operator that made them."""
+
+    op: str
+    allocations: int
+    bytes: int
+
+
+@dataclass
+class MemoryStat:
+    """Memory timeline summary of one device (analyzers.timeline.memory); bytes."""
+
+    device_type: str
+    device: int
+    events: int
+    allocations: int
+    frees: int
+    bytes_allocated: int  # sum of allocation sizes
+    bytes_freed: int  # sum of free sizes (positive)
+    allocated_at_start_bytes: int  # before the first event
+    final_allocated_bytes: int
+    peak_allocated_bytes: int
+    peak_t_s: float  # first time the peak is reached, seconds from the trace start
+    peak_reserved_bytes: int | None
+    from_running_sum: bool  # True: no Total Allocated in the trace; running sum of Bytes
+    frees_of_earlier_blocks: int  # frees whose allocation is not in the trace
+    peak_holders: list[PeakHolder] = field(default_factory=list)
+    peak_unattributed_bytes: int = 0
+
+
 @dataclass
 class TimelineAnalysis:
     path: str
@@ -184,6 +296,9 @@ class TimelineAnalysis:
     roofline: list[RooflinePoint]
     profiler_ranges: ProfilerRanges | None
     notes: list[str]
+    launches: LaunchStats | None = None
+    queues: list[QueueStat] = field(default_factory=list)
+    memory: list[MemoryStat] = field(default_factory=list)
 
 
 @dataclass
