@@ -21,10 +21,12 @@ def register(sub: Any) -> None:
             "CPU-only): per device the temporal breakdown (compute, non-compute, idle, with "
             "kernels on several streams counted once), idle time attributed to host waits, "
             "kernel time by category (compute, memcpy, memset, NCCL/RCCL communication), top "
-            "kernels, CPU operators with the device time of the kernels they launched, and "
-            "per-op roofline points when shapes were recorded. A RUN folder or run.json "
-            "analyzes the record's timeline.trace sidecar. Times are seconds, in --json too "
-            "(which lists every row, whatever --top says)."
+            "kernels, CPU operators with the device time of the kernels they launched, "
+            "per-op roofline points when shapes were recorded, kernel launch statistics (launch "
+            "call, device time, launch delay, short kernels, outliers), queue length per stream "
+            "and, for traces recorded with profile_memory=True, the memory timeline. A RUN "
+            "folder or run.json analyzes the record's timeline.trace sidecar. Times are "
+            "seconds, in --json too (which lists every row, whatever --top says)."
         ),
     )
     p.add_argument(
@@ -215,8 +217,16 @@ def render(a: Any) -> str:
             "roofline points (FLOP, bytes modeled from shapes; time measured)",
             table(rows, headers, "llrrrrr"),
         ]
+    out += _analyses(a)
     out += [f"note: {n}" for n in a.notes]
     return "\n".join(out)
+
+
+def _analyses(a: Any) -> list[str]:
+    """Launch statistics, queue length per stream and memory timeline sections."""
+    from perfsuite.cli.timeline_analyses import analyses_lines
+
+    return analyses_lines(a)
 
 
 def render_ranks(results: list[Any]) -> str:
