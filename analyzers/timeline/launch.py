@@ -134,21 +134,28 @@ def distribution(values_us: np.ndarray) -> Distribution:
 
 
 @dataclass
-class _Flags:
+class LaunchFlags:
+    """Per launch of a LaunchPairs: short kernel, runtime outlier, delay outlier."""
+
     short: np.ndarray
     runtime: np.ndarray
     delay: np.ndarray
 
 
-def _flags(p: LaunchPairs, runtime_cutoff_us: float, delay_cutoff_us: float) -> _Flags:
-    return _Flags(
+def launch_flags(
+    p: LaunchPairs,
+    runtime_cutoff_us: float = RUNTIME_CUTOFF_US,
+    delay_cutoff_us: float = DELAY_CUTOFF_US,
+) -> LaunchFlags:
+    """The short-kernel and outlier rules of the module docstring, per launch."""
+    return LaunchFlags(
         short=(p.gpu_dur < p.cpu_dur) & (p.cpu_dur <= runtime_cutoff_us),
         runtime=p.cpu_dur > runtime_cutoff_us,
         delay=p.delay > delay_cutoff_us,
     )
 
 
-def _group(p: LaunchPairs, f: _Flags, m: np.ndarray, device: int, stream: int) -> LaunchGroup:
+def _group(p: LaunchPairs, f: LaunchFlags, m: np.ndarray, device: int, stream: int) -> LaunchGroup:
     return LaunchGroup(
         device=device,
         stream=stream,
@@ -163,7 +170,7 @@ def _group(p: LaunchPairs, f: _Flags, m: np.ndarray, device: int, stream: int) -
     )
 
 
-def _kernels(p: LaunchPairs, f: _Flags, names: list[str]) -> list[KernelLaunchStat]:
+def _kernels(p: LaunchPairs, f: LaunchFlags, names: list[str]) -> list[KernelLaunchStat]:
     out = []
     order = np.argsort(p.name, kind="stable")
     uniq, starts = np.unique(p.name[order], return_index=True)
@@ -201,7 +208,7 @@ def launch_stats(
     """Summaries of `pairs`; None when the trace has no launch joined to a device event."""
     if not len(pairs):
         return None
-    f = _flags(pairs, runtime_cutoff_us, delay_cutoff_us)
+    f = launch_flags(pairs, runtime_cutoff_us, delay_cutoff_us)
     every = np.ones(len(pairs), bool)
     overall = _group(pairs, f, every, -1, -1)
     streams = []

@@ -25,10 +25,12 @@ Spec = Sequence[tuple[str, str | Callable[[Any], Any]]]
 # other column holds numbers (or flags: bool), and a missing number is NaN (docs/api.md).
 TEXT_COLUMNS = frozenset(
     {
-        "bound", "bytes_provenance", "category", "config", "description", "direction", "doubt",
+        "bound", "bytes_provenance", "category", "config", "description", "device_type",
+        "direction", "doubt",
         "energy_source", "entry_type", "epoch_times_from", "field", "flag", "group",
         "inference_cost_provenance", "inference_rule", "input_dims", "input_types",
-        "instance_type", "key", "level", "lost_time_why", "math", "math_evidence", "meaning",
+        "instance_type", "key", "launch_call", "level", "lost_time_why", "math",
+        "math_evidence", "meaning",
         "metric", "name",
         "notes", "olympic_mean_reason", "op", "path", "price_origin", "price_provenance",
         "price_source", "provenance", "roof", "run_id", "scope", "source", "statistic",
@@ -79,6 +81,13 @@ def frame(items: Iterable[Any], spec: Spec) -> pd.DataFrame:
     getters = [(name, _getter(path)) for name, path in spec]
     rows = [{name: get(item) for name, get in getters} for item in items]
     return numeric(pd.DataFrame(rows, columns=[name for name, _ in spec]).infer_objects())
+
+
+def column_frame(obj: Any, spec: Spec, rows: int) -> pd.DataFrame:
+    """A table stored by column (an analyzer's per-event arrays): each spec getter returns a
+    whole column of `rows` values, so a million-row table is not built cell by cell."""
+    columns = {name: _getter(path)(obj) for name, path in spec}
+    return numeric(pd.DataFrame(columns, index=pd.RangeIndex(rows), columns=list(columns)))
 
 
 def series(values: Mapping[str, Any], name: str) -> pd.Series:

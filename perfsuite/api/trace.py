@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzers.timeline import TimelineAnalysis, analyze_file
-from perfsuite.api.frames import Spec, frame, of_child, series
+from analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
+from perfsuite.api.frames import Spec, column_frame, frame, of_child, series
 
 TEMPORAL: Spec = [
     ("device", "device"),
@@ -97,6 +97,78 @@ ROOFLINE: Spec = [
 RANGES: Spec = [("name", "name"), ("count", "count"), ("total_s", "total_s")]
 
 
+# Launch statistics, queue length and memory timeline (analyzers.timeline.launch, .queues,
+# .memory). Per-event tables are read by column; `*_start_s` and `t_s` are seconds from the
+# trace's first event.
+def _dist_columns(prefix: str) -> Spec:
+    return [(f"{prefix}_{q}_s", f"{prefix}.{q}_s") for q in ("mean", "p50", "p90", "p99", "max")]
+
+
+LAUNCH_GROUPS: Spec = [
+    ("device", "device"),
+    ("stream", "stream"),
+    ("launches", "launches"),
+    *_dist_columns("cpu"),
+    *_dist_columns("gpu"),
+    *_dist_columns("delay"),
+    ("gpu_total_s", "gpu_total_s"),
+    ("short", "short"),
+    ("runtime_outliers", "runtime_outliers"),
+    ("delay_outliers", "delay_outliers"),
+]
+LAUNCH_KERNELS: Spec = [
+    (c, c)
+    for c in (
+        "name", "category", "launches", "gpu_total_s", "cpu_mean_s", "cpu_max_s",
+        "delay_mean_s", "delay_p90_s", "delay_max_s", "short", "runtime_outliers",
+        "delay_outliers",
+    )
+]  # fmt: skip
+QUEUES: Spec = [
+    (c, c)
+    for c in (
+        "device", "stream", "launches", "max_length", "mean_length", "time_at_max_s", "span_s"
+    )
+]  # fmt: skip
+MEMORY: Spec = [
+    (c, c)
+    for c in (
+        "device_type", "device", "events", "allocations", "frees", "bytes_allocated",
+        "bytes_freed", "allocated_at_start_bytes", "final_allocated_bytes",
+        "peak_allocated_bytes", "peak_t_s", "peak_reserved_bytes", "from_running_sum",
+        "frees_of_earlier_blocks", "peak_unattributed_bytes",
+    )
+]  # fmt: skip
+QUEUE_SERIES: Spec = [
+    ("device", "device"),
+    ("stream", "stream"),
+    ("t_s", lambda q: q.t * US),
+    ("length", "length"),
+]
+MEMORY_SERIES: Spec = [
+    ("device_type", "device_type"),
+    ("device", "device"),
+    ("t_s", lambda m: m.t * US),
+    ("allocated_bytes", "allocated"),
+    ("reserved_bytes", "reserved"),
+]
+PEAK_HOLDERS: Spec = [
+    ("device_type", lambda pair: pair[0].device_type),
+    ("device", lambda pair: pair[0].device),
+    *of_child([("op", "op"), ("allocations", "allocations"), ("bytes", "bytes")]),
+]
+
+
+US = 1e-6  # the analyzers' per-event arrays are in the trace's unit, µs
+
+
+def _stacked(items: list[Any], spec: Spec) -> pd.DataFrame:
+    """Per-series column tables (a time series per stream or device) one under the other;
+    a series' scalar fields (its device, stream) repeat down its rows."""
+    parts = [column_frame(item, spec, len(item.t)) for item in items]
+    return pd.concat(parts, ignore_index=True) if parts else frame([], spec)
+
+
 class Trace:
     """One analyzed trace. `device` keeps only that device id (the CLI's `--device`).
 
@@ -107,7 +179,8 @@ class Trace:
     def __init__(self, path: str | os.PathLike[str], device: int | None = None):
         self.path = Path(path)
         self.device = device
-        self.analysis: TimelineAnalysis = analyze_file(self.path, top=None, device=device)
+        self._data = read_trace(self.path)
+        self.analysis: TimelineAnalysis = analyze_trace(self._data, top=None, device=device)
 
     def __repr__(self) -> str:
         return f"<perfsuite.Trace {self.path}>"
@@ -194,6 +267,92 @@ class Trace:
         """CUPTI profiler-mode ranges (counter replay: durations are not kernel time)."""
         pr = self.analysis.profiler_ranges
         return frame(pr.top if pr else [], RANGES)
+
+    @cached_property
+    def _launch_pairs(self) -> Any:
+        from analyzers.timeline.device import DeviceArrays
+        from analyzers.timeline.hostmap import build_host_map
+        from analyzers.timeline.launch import launch_pairs
+
+        arrays = DeviceArrays(self._data, build_host_map(self._data))
+        keep = None if self.device is None else arrays.device == self.device
+        return launch_pairs(self._data, arrays, keep)
+
+    @cached_property
+    def launches(self) -> pd.DataFrame:
+        """One row per kernel/memcpy/memset launch: the launch call joined to its device
+        event by correlation id, with the call's duration (`cpu_s`), the device event's
+        (`gpu_s`) and the launch delay (`delay_s`: device start minus call end, clipped at 0,
+        as HTA's get_cuda_kernel_launch_stats), and the short / outlier flags of
+        `launch_kernels` (HTA's cutoffs: 50 µs call, 100 µs delay)."""
+        from analyzers.timeline.launch import launch_flags
+
+        p = self._launch_pairs
+        names = self._data.names.values
+        f = launch_flags(p)
+        spec: Spec = [
+            ("correlation", "correlation"),
+            ("device", "device"),
+            ("stream", "stream"),
+            ("name", lambda p: [names[i] for i in p.name.tolist()]),
+            ("launch_call", lambda p: [names[i] for i in p.call_name.tolist()]),
+            ("cpu_start_s", lambda p: p.cpu_ts * US),
+            ("cpu_s", lambda p: p.cpu_dur * US),
+            ("gpu_start_s", lambda p: p.gpu_ts * US),
+            ("gpu_s", lambda p: p.gpu_dur * US),
+            ("delay_s", lambda p: p.delay * US),
+            ("short", lambda _: f.short),
+            ("runtime_outlier", lambda _: f.runtime),
+            ("delay_outlier", lambda _: f.delay),
+        ]
+        return column_frame(p, spec, len(p))
+
+    @cached_property
+    def launch_streams(self) -> pd.DataFrame:
+        """Launch statistics per (device, stream), then all launches (device and stream -1):
+        count, mean/p50/p90/p99/max of the launch call, the device event and the launch
+        delay, device time, short kernels and outliers."""
+        s = self.analysis.launches
+        return frame([*s.streams, s.overall] if s else [], LAUNCH_GROUPS)
+
+    @cached_property
+    def launch_kernels(self) -> pd.DataFrame:
+        """Launch statistics per kernel name, the kernels with most outliers first."""
+        s = self.analysis.launches
+        return frame(s.kernels if s else [], LAUNCH_KERNELS)
+
+    @cached_property
+    def queue_length(self) -> pd.DataFrame:
+        """Queue length per stream over time (launched, not yet started; HTA's definition):
+        a step series, one row per change (`t_s`, seconds from the trace start), the value
+        holding until the stream's next row."""
+        from analyzers.timeline.queues import queue_series
+
+        return _stacked(queue_series(self._launch_pairs), QUEUE_SERIES)
+
+    @cached_property
+    def queues(self) -> pd.DataFrame:
+        """Queue length summary per stream: launches, max, time-weighted mean, time at max."""
+        return frame(self.analysis.queues, QUEUES)
+
+    @cached_property
+    def memory_timeline(self) -> pd.DataFrame:
+        """Allocated and reserved bytes after each allocator event, per device (`t_s`:
+        seconds from the trace start; reserved -1 where the trace does not say)."""
+        from analyzers.timeline.memory import memory_series
+
+        return _stacked(memory_series(self._data), MEMORY_SERIES)
+
+    @cached_property
+    def memory(self) -> pd.DataFrame:
+        """Memory summary per device: allocations, frees, peak and when, final bytes."""
+        return frame(self.analysis.memory, MEMORY)
+
+    @cached_property
+    def memory_peak_holders(self) -> pd.DataFrame:
+        """Per device, the operators whose allocations were live at the peak, and bytes."""
+        pairs = [(m, h) for m in self.analysis.memory for h in m.peak_holders]
+        return frame(pairs, PEAK_HOLDERS)
 
     @property
     def notes(self) -> list[str]:
