@@ -66,7 +66,7 @@ def test_arithmetic_error_in_analysis_is_a_note(tmp_path, make_record, monkeypat
     def boom(*_a, **_k):
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(analyzers.timeline, "analyze_file", boom)
+    monkeypatch.setattr(analyzers.timeline, "analyze_trace", boom)
     html = timeline_section(rec)
     assert "Trace analysis failed:" in html and "OverflowError" in html
     assert "trace.json.gz" in html and "ui.perfetto.dev" in html

@@ -1,6 +1,7 @@
 """The single-run report's timeline section: the saved trace's temporal breakdown (busy,
-compute, idle and why), kernel time by category, the busiest CPU operators, and how to open
-the trace in Perfetto. The numbers are `analyzers.timeline`'s, as `perfsuite timeline` shows."""
+compute, idle and why), kernel time by category, the busiest CPU operators, kernel launch
+statistics, queue length per stream, the memory timeline, and how to open the trace in
+Perfetto. The numbers are `analyzers.timeline`'s, as `perfsuite timeline` shows."""
 
 from __future__ import annotations
 
@@ -80,16 +81,24 @@ def _no_device_note(a: Any) -> str:
     )
 
 
+def _analyses(a: Any, data: Any, top: int) -> str:
+    """Kernel launch statistics, queue length per stream and the memory timeline."""
+    from perfsuite.report.timeline_analyses import analyses_html
+
+    return analyses_html(a, data, top, kernel_cell)
+
+
 def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
     """HTML for one run's saved profiler trace, or a note saying why there is none."""
-    from analyzers.timeline import TraceError, analyze_file
+    from analyzers.timeline import TraceError, analyze_trace, read_trace
 
     try:
         path = trace_path(rec)
     except RecordError as exc:
         return f'<p class="note">No trace: {h.esc(exc)}</p>'
     try:
-        a = analyze_file(path, top=top)
+        data = read_trace(path)
+        a = analyze_trace(data, top=top)
     except (TraceError, OSError) as exc:
         return f'<p class="note">Trace not readable: {h.esc(exc)}</p>' + _perfetto(path)
     except ArithmeticError as exc:  # a shape no guard foresaw: the rest of the page still shows
@@ -150,6 +159,7 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
                 [False, True, True, True, True],
             )
         )
+    parts.append(_analyses(a, data, top))
     # the record's own notes on the trace (a TensorFlow XSpace: planes left out, kernels renamed)
     parts.append(h.notes([*(rec.get("timeline") or {}).get("notes", []), *a.notes]))
     parts.append(_perfetto(path))
