@@ -119,6 +119,15 @@ def trace_files(folder: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
+def is_rank_folder(path: str | os.PathLike[str]) -> bool:
+    """A folder without a run.json of its own that holds trace files directly (a run folder
+    holds run.json and its trace sidecar)."""
+    p = Path(path)
+    if not p.is_dir() or (p / "run.json").exists():
+        return False
+    return any(f.name.endswith(TRACE_SUFFIXES) and not f.name.startswith(".") for f in p.iterdir())
+
+
 def rank_of(a: TimelineAnalysis, path: Path) -> tuple[int, str]:
     """(rank, where it came from); TraceError naming the file and field when neither the
     metadata nor the file name gives one."""

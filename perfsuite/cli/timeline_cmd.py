@@ -93,7 +93,9 @@ def run(args: Any) -> int:
         return timeline_ranks.run_diff(args)
     if not args.paths:
         raise CLIError("give a TRACE (file, run, or folder of rank traces), or --diff A B")
-    if any(timeline_ranks.is_rank_folder(p) for p in args.paths):
+    from analyzers.timeline.ranks import is_rank_folder
+
+    if any(is_rank_folder(p) for p in args.paths):
         if len(args.paths) > 1:
             raise CLIError("a folder of rank traces is analyzed alone: give it as the only TRACE")
         return timeline_ranks.run_folder(args, args.paths[0])

@@ -39,16 +39,6 @@ def add_flags(p: Any) -> None:
     )
 
 
-def is_rank_folder(path: str) -> bool:
-    """A folder without a run.json of its own, holding trace files directly."""
-    from analyzers.timeline.ranks import TRACE_SUFFIXES
-
-    p = Path(path)
-    if not p.is_dir() or (p / "run.json").exists():
-        return False
-    return any(f.name.endswith(TRACE_SUFFIXES) and not f.name.startswith(".") for f in p.iterdir())
-
-
 def _progress(n: int) -> Any:
     if n < PROGRESS_FILES:
         return None
@@ -124,7 +114,9 @@ def diff_side(path: str) -> str:
     p = Path(path)
     if not p.exists():
         raise CLIError(f"{p}: no such file or folder")
-    if p.is_dir() and is_rank_folder(path):
+    from analyzers.timeline.ranks import is_rank_folder
+
+    if is_rank_folder(p):
         return path
     from perfsuite.cli.timeline_cmd import resolve_trace
 
