@@ -99,6 +99,8 @@ def run(args: Any) -> int:
         if len(args.paths) > 1:
             raise CLIError("a folder of rank traces is analyzed alone: give it as the only TRACE")
         return timeline_ranks.run_folder(args, args.paths[0])
+    if args.html:
+        raise CLIError("--html goes with a folder of rank traces or --diff A B")
     traces = [resolve_trace(p) for p in args.paths]
     results = []
     for path in traces:

@@ -24,6 +24,12 @@ def add_flags(p: Any) -> None:
         "absolute change first",
     )
     p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="with a rank folder or --diff: also write the table and its figure as one "
+        "self-contained HTML page (no network needed to view it)",
+    )
+    p.add_argument(
         "--keep-going",
         action="store_true",
         help="in a rank folder, skip a file that is not a readable trace (or repeats a rank) "
@@ -37,6 +43,16 @@ def add_flags(p: Any) -> None:
         help="a rank whose compute or mean step time is above the median by more than this "
         "fraction is a straggler (default 0.10)",
     )
+
+
+def _write_page(output: str, page: str, inputs: list[str]) -> None:
+    """Atomically, never over a record or an input (`output_path`'s guard)."""
+    from perfsuite.cli.common import output_path
+    from perfsuite.record.io import write_text_atomic
+
+    out = output_path(output, inputs=inputs)
+    write_text_atomic(out, page)
+    status(f"wrote {out}")
 
 
 def _progress(n: int) -> Any:
@@ -60,6 +76,11 @@ def run_folder(args: Any, folder: str) -> int:
         raise CLIError(str(exc)) from None
     for s in scan.skipped:
         status(f"skipped {s['error']}")
+    if args.html:
+        from perfsuite.cli.common import html_builder
+
+        inputs = [folder, *map(str, trace_files(folder))]
+        _write_page(args.html, html_builder().ranks_page(scan), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(scan)})
     else:
@@ -134,6 +155,11 @@ def run_diff(args: Any) -> int:
         d = diff_paths(a, b, (lambda _i, path: status(f"reading {path}")) if many else None)
     except (TraceError, RecordError) as exc:
         raise CLIError(str(exc)) from None
+    if args.html:
+        from perfsuite.cli.common import html_builder
+
+        inputs = [*args.diff, a, b, *(str(f) for x in (a, b) for f in side_files(x))]
+        _write_page(args.html, html_builder().diff_page(d, args.top or 20), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(d)})
     else:
