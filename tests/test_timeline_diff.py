@@ -195,3 +195,30 @@ def test_diff_bad_input_is_one_line(tmp_path, capsys):
         cap = capsys.readouterr()
         err = cap.err.strip()
         assert cap.out == "" and "\n" not in err and msg in err, err
+
+
+def test_docs_list_the_json_fields_the_code_writes():
+    """docs/timeline.md names exactly the fields of the rank folder's and the diff's JSON."""
+    import re
+    from dataclasses import fields
+
+    from analyzers.timeline.diff import DiffRow, TraceDiff
+    from analyzers.timeline.ranks import FolderScan, RankSummary, StragglerRank, Stragglers
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "timeline.md").read_text("utf-8")
+    text = " ".join(doc[doc.index("## Folders of rank traces") : doc.index("## Limits")].split())
+
+    def listed(pattern: str) -> list[str]:
+        body = re.search(pattern, text)
+        assert body, pattern
+        return [f.strip().strip('"').split(":")[0] for f in body.group(1).split(",")]
+
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    assert listed(r'"ranks": \[\{([^}]*)\}\]') == names(RankSummary)
+    assert listed(r"ranks: \[\{(rank, metric[^}]*)\}\]") == names(StragglerRank)
+    assert listed(r'"stragglers": \{(rule, margin, ranks)') == names(Stragglers)[:3]
+    assert listed(r"rows: \[\{([^}]*)\}\]") == names(DiffRow)
+    assert listed(r'"time_unit": "s", (a, b, ranks_a, ranks_b)') == names(TraceDiff)[:4]
+    assert listed(r'"time_unit": "s", ("folder")') == names(FolderScan)[:1]
