@@ -273,3 +273,24 @@ def test_folder_is_given_alone(tmp_path, capsys):
     small_rank(folder / "a.json", 0)
     err = _error(["timeline", str(folder), str(folder / "a.json")], capsys)
     assert "give it as the only TRACE" in err
+
+
+def _row(rank: int, compute: float | None, step: float | None, comm: float | None = None):
+    from analyzers.timeline.ranks import RankSummary
+
+    return RankSummary(f"r{rank}", f"r{rank}", rank, 1.0, compute, None, comm, None, None, None,
+                       step_mean_s=step)  # fmt: skip
+
+
+def test_straggler_rule_on_step_time_and_at_the_margin():
+    rows = [_row(0, 1.0, 2.0), _row(1, 1.0, 2.0), _row(2, 1.1, 2.0), _row(3, 1.0, 2.5)]
+    st = stragglers(rows, margin=0.10)
+    # rank 2 is exactly 10% above the median compute time: not more than the margin
+    assert [(s.rank, s.metric) for s in st.ranks] == [(3, "step_mean_s")]
+    assert st.ranks[0].excess_s == pytest.approx(0.5) and st.medians["step_mean_s"] == 2.0
+    assert [s.rank for s in stragglers(rows, margin=0.09).ranks] == [2, 3]
+    # ranks without device kernels stay out of the compute median; comm wait needs comm times
+    rows = [_row(0, 1.0, None, 0.5), _row(1, 2.0, None, 0.2), _row(2, None, None)]
+    (s,) = stragglers(rows).ranks
+    assert (s.rank, s.median_s, s.comm_wait_caused_s) == (1, 1.5, pytest.approx(0.3))
+    assert stragglers(rows[:1]).notes == ["one rank: no straggler can be told"]
