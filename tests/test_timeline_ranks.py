@@ -193,6 +193,24 @@ def test_cli_folder_text_json_and_progress(tmp_path, capsys):
     assert doc["skipped"] == []
 
 
+def test_visitors_see_each_rank_in_the_same_pass(tmp_path):
+    """Per-rank analyses join the single pass as visitors: each sees the rank's columns and
+    analysis before they are dropped; a refused file is not visited."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    small_rank(folder / "a.json", 4, kernel_us=10)
+    small_rank(folder / "b.json", 2, kernel_us=30)
+    small_rank(folder / "c.json", 2)  # rank 2 again: skipped with keep_going
+    seen = []
+
+    def visit(rank, data, a):
+        seen.append((rank, len(data.device.ts), a.overall.busy_compute_s))
+
+    scan = scan_folder(folder, keep_going=True, visitors=[visit])
+    assert seen == [(4, 2, pytest.approx(10e-6)), (2, 2, pytest.approx(30e-6))]
+    assert [r.rank for r in scan.ranks] == [2, 4] and len(scan.skipped) == 1
+
+
 def test_rank_from_file_name_when_metadata_lacks_it(tmp_path, capsys):
     folder = tmp_path / "job"
     folder.mkdir()

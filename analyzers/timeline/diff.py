@@ -58,7 +58,7 @@ def side_totals(paths: list[Path], on_file: Callable[[int, Path], None] | None =
     if len(paths) == 1 and paths[0].is_file():
         totals.add(analyze_trace(read_trace(paths[0]), top=None))
         return totals
-    for _ in scan_files(paths, on_file=on_file, totals=totals):
+    for _ in scan_files(paths, on_file=on_file, visitors=[totals]):
         pass
     return totals
 

@@ -11,20 +11,23 @@ from __future__ import annotations
 import os
 import re
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzers.timeline.analysis import analyze_trace, rank_table
 from analyzers.timeline.categories import COMMUNICATION
 from analyzers.timeline.model import RankRow, TimelineAnalysis
-from analyzers.timeline.reader import TraceError, read_trace
+from analyzers.timeline.reader import TraceData, TraceError, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
 FROM_METADATA = "distributedInfo.rank"
 FROM_NAME = "file name"
 STRAGGLER_MARGIN = 0.10  # a rank 10% above the median is a straggler
+# Called once per rank while its columns are still held: (rank, trace columns, analysis). The
+# way any per-rank analysis joins the single pass (the trace diff's op totals are one).
+RankVisitor = Callable[[int, TraceData, TimelineAnalysis], None]
 
 
 @dataclass
@@ -50,6 +53,9 @@ class OpTotals:
 
     ranks: int = 0
     totals: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def __call__(self, _rank: int, _data: TraceData, a: TimelineAnalysis) -> None:
+        self.add(a)
 
     def add(self, a: TimelineAnalysis) -> None:
         """Add one analysis made with top=None (every op and kernel)."""
@@ -162,12 +168,12 @@ def scan_files(
     files: list[Path],
     keep_going: bool = False,
     on_file: Callable[[int, Path], None] | None = None,
-    totals: OpTotals | None = None,
+    visitors: Sequence[RankVisitor] = (),
 ) -> Iterator[RankSummary | dict[str, str]]:
     """Each file read, analyzed and reduced in turn; yields its RankSummary, or with
     `keep_going` a {"file", "error"} dict for a file that failed (else the TraceError). The
-    trace's columns and its analysis are dropped before the next file is read. `totals`, when
-    given, receives every rank's op and kernel totals (for the trace diff)."""
+    trace's columns and its analysis are dropped before the next file is read; each of
+    `visitors` sees them first (an OpTotals collects the trace diff's op and kernel totals)."""
     seen: dict[int, Path] = {}
     for i, path in enumerate(files):
         if on_file is not None:
@@ -175,7 +181,6 @@ def scan_files(
         try:
             data = read_trace(path)
             a = analyze_trace(data, top=None)
-            del data
             rank, source = rank_of(a, path)
             if rank in seen:
                 where = f"field {source}" if source == FROM_METADATA else source
@@ -183,13 +188,14 @@ def scan_files(
         except TraceError as exc:
             if not keep_going:
                 raise
+            data = a = None  # a rank refused after reading: not held while the next is read
             yield {"file": str(path), "error": str(exc)}
             continue
         seen[rank] = path
-        if totals is not None:
-            totals.add(a)
+        for visit in visitors:
+            visit(rank, data, a)
         summary = summarize(a, rank, source)
-        del a
+        del data, a  # before the next file is read: the peak stays that of one trace
         yield summary
 
 
@@ -241,12 +247,12 @@ def scan_folder(
     keep_going: bool = False,
     margin: float = STRAGGLER_MARGIN,
     on_file: Callable[[int, Path], None] | None = None,
-    totals: OpTotals | None = None,
+    visitors: Sequence[RankVisitor] = (),
 ) -> FolderScan:
     """The rank table (sorted by rank) and stragglers of a folder of per-rank traces."""
     rows: list[RankSummary] = []
     skipped: list[dict[str, str]] = []
-    for item in scan_files(trace_files(folder), keep_going, on_file, totals):
+    for item in scan_files(trace_files(folder), keep_going, on_file, visitors):
         if isinstance(item, dict):
             skipped.append(item)
         else:
