@@ -1,9 +1,9 @@
 """A folder of per-rank traces in one pass: each rank is read, reduced to a RankSummary and
-its op/kernel totals, and dropped before the next is read, so peak memory is that of one trace
-(HTA holds every rank's DataFrame at once).
+whatever its visitors take (the diff's op and kernel totals), and dropped before the next is
+read, so peak memory is that of one trace (HTA holds every rank's DataFrame at once).
 
 Ranks come from the trace's `distributedInfo.rank` (Kineto writes it before `traceEvents`),
-else from a `rank-N` / `rank_N` / `rankN` in the file name; the summary says which.
+else from a `rank-N` / `rank_N` / `rank.N` / `rankN` in the file name; the summary says which.
 """
 
 from __future__ import annotations
