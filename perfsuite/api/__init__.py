@@ -12,17 +12,22 @@ from perfsuite.api.opening import KINDS, Kind, open_path, register_kind
 from perfsuite.api.run import Run
 from perfsuite.api.study import Study
 from perfsuite.api.trace import Trace, trace
+from perfsuite.api.trace_ranks import Diff, Ranks, ranks, trace_diff
 
 __all__ = [
     "KINDS",
+    "Diff",
     "Group",
     "Kind",
+    "Ranks",
     "Run",
     "Study",
     "Trace",
     "compare",
     "open_path",
+    "ranks",
     "register_kind",
     "trace",
+    "trace_diff",
     "verdict",
 ]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
+from perfsuite.cli.timeline_ranks import add_flags as add_rank_flags
 
 BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
 NAME_WIDTH = 60
@@ -25,21 +26,26 @@ def register(sub: Any) -> None:
             "per-op roofline points when shapes were recorded, kernel launch statistics (launch "
             "call, device time, launch delay, short kernels, outliers), queue length per stream "
             "and, for traces recorded with profile_memory=True, the memory timeline. A RUN "
-            "folder or run.json analyzes the record's timeline.trace sidecar. Times are "
-            "seconds, in --json too (which lists every row, whatever --top says)."
+            "folder or run.json analyzes the record's timeline.trace sidecar. A folder of "
+            "per-rank traces gives the rank table and its stragglers, each rank read and dropped "
+            "in turn; --diff A B compares two traces, rank folders or runs op by op and kernel "
+            "by kernel. Times are seconds, in --json too (which lists every row, whatever --top "
+            "says)."
         ),
     )
     p.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="TRACE",
-        help="trace file (.json / .json.gz), or a perfsuite run folder / run.json",
+        help="trace file (.json / .json.gz), a perfsuite run folder / run.json, or one folder "
+        "of per-rank traces",
     )
     add_top_flag(p)
     p.add_argument(
         "--device", type=int, default=None, metavar="D", help="only this device id (pid/device)"
     )
     add_json_flag(p)
+    add_rank_flags(p)
     p.set_defaults(func=run)
 
 
@@ -82,6 +88,22 @@ def _analyze(path: Path, top: int, device: int | None) -> Any:
 def run(args: Any) -> int:
     top = 0 if args.json else args.top  # --json is never cut
     top_rows(top)
+    from perfsuite.cli import timeline_ranks
+
+    if args.diff:
+        if args.paths:
+            raise CLIError("--diff A B takes no other TRACE")
+        return timeline_ranks.run_diff(args)
+    if not args.paths:
+        raise CLIError("give a TRACE (file, run, or folder of rank traces), or --diff A B")
+    from analyzers.timeline.ranks import is_rank_folder
+
+    if any(is_rank_folder(p) for p in args.paths):
+        if len(args.paths) > 1:
+            raise CLIError("a folder of rank traces is analyzed alone: give it as the only TRACE")
+        return timeline_ranks.run_folder(args, args.paths[0])
+    if args.html:
+        raise CLIError("--html goes with a folder of rank traces or --diff A B")
     traces = [resolve_trace(p) for p in args.paths]
     results = []
     for path in traces:

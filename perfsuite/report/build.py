@@ -20,6 +20,9 @@ from perfsuite.report.environment_section import environment_section
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
+from perfsuite.report.ranks_section import diff_page as diff_page  # timeline --diff --html
+from perfsuite.report.ranks_section import ranks_page as ranks_page  # timeline DIR --html
+from perfsuite.report.ranks_section import runs_diff_sections
 from perfsuite.report.roofline_rows import (
     OP_HEADERS,
     ROOF_HEADERS,
@@ -402,6 +405,7 @@ def report_page(
         sections = [
             *first,
             ("compare", "Comparison", comparison_body(records, top)),
+            *runs_diff_sections(records, top),
             *_stability(records),
             ("summary", "Summary", _summary(records, analyses)),
             *[

@@ -1,0 +1,97 @@
+"""Report pieces of per-rank traces and trace diffs: the tables and figures carry the
+analyzers' numbers; `timeline DIR --html`, `--diff --html` and a multi-run report show them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analyzers.timeline.diff import diff_paths
+from analyzers.timeline.ranks import scan_folder
+from perfsuite.cli import main
+from perfsuite.record import load_record, write_record
+from perfsuite.report.ranks_section import (
+    diff_figure,
+    diff_section,
+    ranks_figure,
+    ranks_section,
+    runs_diff_sections,
+)
+from tests.test_timeline_diff import small
+from tests.test_timeline_ranks import small_rank
+
+
+@pytest.fixture
+def folder(tmp_path):
+    dest = tmp_path / "job"
+    dest.mkdir()
+    for r, k in enumerate([10, 10, 40]):
+        small_rank(dest / f"r{r}.json", r, kernel_us=k)
+    return dest
+
+
+def test_ranks_section_and_figure(folder):
+    scan = scan_folder(folder)
+    fig = ranks_figure(scan)
+    compute, non_compute, idle = fig.data
+    assert list(compute.x) == ["0", "1", "2"]
+    assert list(compute.y) == pytest.approx([10e-6, 10e-6, 40e-6])
+    assert list(non_compute.y) == [r.busy_non_compute_s for r in scan.ranks]
+    assert list(idle.y) == [r.idle_s for r in scan.ranks]
+    assert list(compute.marker.line.width) == [0, 0, 3]  # the straggler outlined
+    html = ranks_section(scan)
+    assert "<li>rank 2: busy_compute_s 40 µs against a median of 10 µs (+300.0%)" in html
+    assert '<td class="num">2</td><td>r2.json</td><td>distributedInfo.rank</td>' in html
+
+
+def test_diff_section_and_figure(tmp_path):
+    a = small(tmp_path / "a.json", [("aten::mm", 10), ("aten::relu", 4)], [("gemm", 20)])
+    b = small(tmp_path / "b.json", [("aten::mm", 10)], [("gemm", 50)])
+    d = diff_paths(a, b)
+    fig = diff_figure(d)
+    (bar,) = fig.data
+    # largest change last (drawn at the top): gemm +30 µs, then aten::relu removed (-4 µs)
+    assert list(bar.y) == ["cpu_op: aten::relu", "kernel: gemm"]
+    assert list(bar.x) == pytest.approx([-4e-6, 30e-6])
+    assert list(bar.marker.color) == ["#d62728", "#1f77b4"]
+    html = diff_section(d)
+    assert "0 added, 1 removed, 1 changed, 1 unchanged" in html
+    assert '<td>kernel</td><td title="gemm">gemm</td><td>changed</td>' in html
+
+
+def test_cli_html_pages(folder, tmp_path, capsys):
+    page = tmp_path / "ranks.html"
+    assert main(["timeline", str(folder), "--html", str(page), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ranks"][2]["rank"] == 2
+    text = page.read_text()
+    assert "Device time per rank" in text and "rank 2: busy_compute_s 40 µs" in text
+    page2 = tmp_path / "diff.html"
+    a, b = folder / "r0.json", folder / "r2.json"
+    assert main(["timeline", "--diff", str(a), str(b), "--html", str(page2)]) == 0
+    assert "Largest changes in total time" in page2.read_text()
+    capsys.readouterr()
+    assert main(["timeline", str(a), "--html", str(page2)]) == 2
+    assert "--html goes with a folder of rank traces or --diff A B" in capsys.readouterr().err
+    before = (folder / "r0.json").read_bytes()
+    assert main(["timeline", str(folder), "--html", str(folder / "r0.json")]) == 2
+    assert main(["timeline", "--diff", str(a), str(b), "--html", str(a)]) == 2
+    assert (folder / "r0.json").read_bytes() == before  # an input is never overwritten
+
+
+def test_multi_run_report_gets_the_trace_diff(tmp_path, make_record):
+    records = []
+    for name, k in (("ra", 20), ("rb", 60), ("rc", 0)):
+        d = tmp_path / name
+        d.mkdir()
+        timeline = {}
+        if k:
+            small(d / "trace.json.gz", [("aten::mm", 10)], [("gemm", k)])
+            timeline = {"timeline": {"trace": "trace.json.gz"}}
+        write_record(d, make_record(run_id=name, **timeline))
+        records.append(load_record(d))
+    sections = runs_diff_sections(records)
+    ((sid, _title, body),) = sections
+    assert sid == "trace-diff" and body.count("<h3>") == 1 and "<h3>ra -&gt; rb</h3>" in body
+    assert '<td class="num">+40 µs</td>' in body
+    assert runs_diff_sections(records[:1] + records[2:]) == []
