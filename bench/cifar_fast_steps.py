@@ -24,7 +24,7 @@ import time
 import torch
 
 from perfsuite.fmt import table
-from perfsuite.workloads.cifar10_fast import (
+from perfsuite.workloads.cifar10.airbench.net import (
     FAST_RECIPES,
     build_fast_net,
     fast_loss,
@@ -136,8 +136,8 @@ def _subset(x, y, per_class: int):
 
 
 def sanity(data_dir: str) -> None:
-    from perfsuite.workloads.cifar10 import MEAN, STD
-    from perfsuite.workloads.cifar_data import find_cifar10
+    from perfsuite.workloads.cifar10.data import find_cifar10
+    from perfsuite.workloads.cifar10.workload import MEAN, STD
 
     recipe = FAST_RECIPES["cpu-fast"]
     arrays, where = find_cifar10(data_dir, progress=False)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from perfsuite.workloads.cifar10_fast import (
+from perfsuite.workloads.cifar10.airbench.net import (
     FAST_RECIPES,
     TTA_FORWARDS,
     Lookahead,
@@ -419,7 +419,7 @@ def test_fast_step_returns_mean_loss_and_lookahead_syncs_at_the_last_epoch():
 
 
 def test_fast_source_alternates_flips_and_translate_pads_itself():
-    from perfsuite.workloads.cifar10_fast_seam import FastCifarSource
+    from perfsuite.workloads.cifar10.airbench.workload import FastCifarSource
 
     x = torch.randn(8, 3, 32, 32)
     y = torch.arange(8)
@@ -443,7 +443,7 @@ def test_fast_source_alternates_flips_and_translate_pads_itself():
 
 
 def test_tta_switch_off_means_level_zero():
-    from perfsuite.workloads.cifar10_fast_seam import tta_level
+    from perfsuite.workloads.cifar10.airbench.workload import tta_level
 
     wl, data, state = _fast_state(["tta_level=2"], ["tta=off"])
     assert tta_level(state.recipe) == 0

@@ -10,10 +10,10 @@ import torch
 from perfsuite.runner.assemble import prepare_recipe
 from perfsuite.study.plan import plan
 from perfsuite.study.spec import StudySpec
-from perfsuite.workloads import cifar10_fast_seam as seam
 from perfsuite.workloads import get_workload
-from perfsuite.workloads.cifar10_fast import FAST_RECIPES, fast_loss, net_from_recipe
-from perfsuite.workloads.cifar10_fast_muon import MuonSGD, muon_from_recipe
+from perfsuite.workloads.cifar10.airbench import workload as seam
+from perfsuite.workloads.cifar10.airbench.muon import MuonSGD, muon_from_recipe
+from perfsuite.workloads.cifar10.airbench.net import FAST_RECIPES, fast_loss, net_from_recipe
 from perfsuite.workloads.newton_schulz import newton_schulz
 from perfsuite.workloads.switches import parse_switches, resolve_preset
 
@@ -138,7 +138,7 @@ def test_airbench_muon_trains_at_toy_size():
     x = torch.randn(16, 3, 32, 32) * 0.3
     y = torch.arange(16) % 2
     x[y == 1, 0] += 1.0
-    from perfsuite.workloads.cifar10_fast import init_whitening
+    from perfsuite.workloads.cifar10.airbench.net import init_whitening
 
     init_whitening(net.whiten, x)
     opt, sched = muon_from_recipe(net, recipe, steps_per_epoch=5)

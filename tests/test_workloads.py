@@ -12,14 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfsuite.workloads import get_workload, workload_names  # noqa: E402
-from perfsuite.workloads.cifar10 import augment, build_resnet9  # noqa: E402
-from perfsuite.workloads.cifar_data import (  # noqa: E402
-    CLASSES,
-    DataError,
-    find_cifar10,
-    safe_unpickle,
-)
-from perfsuite.workloads.digits import split_indices  # noqa: E402
+from perfsuite.workloads.cifar10.data import CLASSES, find_cifar10, safe_unpickle  # noqa: E402
+from perfsuite.workloads.cifar10.workload import augment, build_resnet9  # noqa: E402
+from perfsuite.workloads.data import DataError  # noqa: E402
+from perfsuite.workloads.digits.workload import split_indices  # noqa: E402
 from tests.conftest import shared_path  # noqa: E402
 
 

@@ -1,13 +1,13 @@
 """`cifar10 --framework tensorflow`: the ResNet-9-style cifar10 workload written in TensorFlow.
 
-The same network as `workloads/cifar10.py` (`build_resnet9`: conv-BN-ReLU stages with the
+The same network as `workloads/cifar10/workload.py` (`build_resnet9`: conv-BN-ReLU stages with the
 same widths, max-pool downsampling, two residual blocks, global max-pool, bias-free linear head
 scaled by 1/8), the same recipes (`cpu`, `dawnbench`: Nesterov SGD with coupled weight decay
 on conv/linear weights, one-cycle schedule per step, label smoothing), the same data (the
 cifar_data loaders, the same normalization and `train_limit` subset, reflect-pad 4 + per-image
 random crop and horizontal flip) and test-time flip averaging. Like tf_digits.py it is written
 on plain `tf.Variable`s and fused `tf.nn` ops with PyTorch's init distributions and SGD
-arithmetic, trained by one tf.function step (tf_digits' `make_step_fn`, `SGDState`).
+arithmetic, trained by one tf.function step (digits/tensorflow.py's `make_step_fn`, `SGDState`).
 The airbench-style family (`cpu-fast`, `airbench`) has no TensorFlow version. Differences
 from the PyTorch version are listed in docs/tensorflow.md.
 """
@@ -18,9 +18,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from perfsuite.workloads.base import Recipe
-from perfsuite.workloads.cifar10 import MEAN, PRESETS, STD, Cifar10Workload, resnet9_channels
+from perfsuite.workloads.cifar10.workload import (
+    MEAN,
+    PRESETS,
+    STD,
+    Cifar10Workload,
+    resnet9_channels,
+)
 from perfsuite.workloads.data import Batch
-from perfsuite.workloads.tf_digits import (
+from perfsuite.workloads.digits.tensorflow import (
     ArraySource,
     DigitsNet,
     TFDigitsWorkload,
@@ -136,7 +142,8 @@ class ResNet9Net(DigitsNet):
 
 class TFCifar10Workload(Cifar10Workload):
     """cifar10 (ResNet-9 family) in TensorFlow; the step, evaluation and training call are
-    tf_digits' (framework code, not workload code), the rest is the PyTorch workload's."""
+    digits/tensorflow.py's (framework code, not workload code), the rest is the PyTorch
+    workload's."""
 
     framework = "tensorflow"
     switches = frozenset(
@@ -178,7 +185,7 @@ class TFCifar10Workload(Cifar10Workload):
         per-channel normalization), kept NHWC in host memory."""
         import numpy as np
 
-        from perfsuite.workloads.cifar_data import balanced_subset, find_cifar10
+        from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":
             raise ValueError("switch data=workers is not available with --framework tensorflow")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfsuite.workloads import cifar10_fast_seam as fast
 from perfsuite.workloads.base import Phase, Recipe, Workload
-from perfsuite.workloads.cifar10_fast import FAST_RECIPES, fast_loss
+from perfsuite.workloads.cifar10.airbench import workload as fast
+from perfsuite.workloads.cifar10.airbench.net import FAST_RECIPES, fast_loss
 from perfsuite.workloads.data import Batch, InMemorySource
 from perfsuite.workloads.state import TrainState, no_phase
 from perfsuite.workloads.switches import COMMON
@@ -197,7 +197,7 @@ class Cifar10Workload(Workload):
         random crop, flip) instead of the recipe's on-device augmentation."""
         from pathlib import Path
 
-        from perfsuite.workloads.cifar_data import CLASSES
+        from perfsuite.workloads.cifar10.data import CLASSES
         from perfsuite.workloads.imagefolder import ImageFolderSource
         from perfsuite.workloads.transforms import cifar_transforms
 
@@ -224,7 +224,7 @@ class Cifar10Workload(Workload):
         import torch
         import torch.nn.functional as F
 
-        from perfsuite.workloads.cifar_data import balanced_subset, find_cifar10
+        from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.workloads.base import Recipe
-from perfsuite.workloads.cifar10_fast_optim import (  # noqa: F401  (re-exported)
+from perfsuite.workloads.cifar10.airbench.optim import (  # noqa: F401  (re-exported)
     Lookahead,
     fast_loss,
     lookahead_from_recipe,
@@ -41,7 +41,7 @@ from perfsuite.workloads.cifar10_fast_optim import (  # noqa: F401  (re-exported
     total_steps,
     triangle,
 )
-from perfsuite.workloads.cifar10_fast_views import (  # noqa: F401  (re-exported)
+from perfsuite.workloads.cifar10.airbench.views import (  # noqa: F401  (re-exported)
     TTA_FORWARDS,
     alternating_flip,
     random_translate,

@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from perfsuite.workloads.base import Recipe
-from perfsuite.workloads.cifar10_fast import (
+from perfsuite.workloads.cifar10.airbench.muon import muon_from_recipe
+from perfsuite.workloads.cifar10.airbench.net import (
     Lookahead,
     alternating_flip,
     init_whitening,
@@ -37,7 +38,6 @@ from perfsuite.workloads.cifar10_fast import (
     set_whitening_bias_trainable,
     tta_logits,
 )
-from perfsuite.workloads.cifar10_fast_muon import muon_from_recipe
 from perfsuite.workloads.data import Batch, InMemorySource
 
 LOOKAHEAD_KEY = "perfsuite.lookahead"

@@ -1,0 +1,1 @@
+"""The airbench family of the cifar10 workload (docs/recipes.md)."""
