@@ -82,7 +82,7 @@ def rates(root: Path, transforms: tuple, workers: int, batch: int, epochs: int) 
 
 def main() -> None:
     from perfsuite.hostinfo import usable_cpus
-    from perfsuite.workloads.cifar10.workload import MEAN, STD
+    from perfsuite.workloads.cifar10.task import MEAN, STD
     from perfsuite.workloads.transforms import cifar_transforms, imagenet_transforms
 
     if not (SHARED / "cifar10-jpeg.tar.gz").is_file():

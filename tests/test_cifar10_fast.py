@@ -10,22 +10,26 @@ import torch.nn.functional as F
 from torch import nn
 
 from perfsuite.workloads.cifar10.airbench.net import (
-    FAST_RECIPES,
-    TTA_FORWARDS,
-    Lookahead,
-    alternating_flip,
     build_fast_net,
-    fast_loss,
     init_whitening,
-    lookahead_from_recipe,
-    make_fast_optimizer,
     net_from_recipe,
-    optimizer_from_recipe,
     parse_widths,
     patch_moments,
-    random_translate,
     set_whitening_bias_trainable,
+)
+from perfsuite.workloads.cifar10.airbench.optim import (
+    Lookahead,
+    fast_loss,
+    lookahead_from_recipe,
+    make_fast_optimizer,
+    optimizer_from_recipe,
     triangle,
+)
+from perfsuite.workloads.cifar10.airbench.presets import PRESETS as FAST_RECIPES
+from perfsuite.workloads.cifar10.airbench.views import (
+    TTA_FORWARDS,
+    alternating_flip,
+    random_translate,
     tta_logits,
 )
 
@@ -294,7 +298,7 @@ def test_recipes_build():
 
 
 # ----------------------------------------------------------------------------------------------
-# The fast family wired into the cifar10 workload seam (cifar10_fast_seam.py)
+# The airbench family wired into the cifar10 workload seam (cifar10/airbench/workload.py)
 # ----------------------------------------------------------------------------------------------
 
 TINY = ["train_limit=256", "widths=8,16,16", "whiten_images=64", "tta_level=0"]

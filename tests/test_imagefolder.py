@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from perfsuite.workloads.cifar10.data import CLASSES
-from perfsuite.workloads.cifar10.workload import MEAN, STD
+from perfsuite.workloads.cifar10.task import MEAN, STD
 from perfsuite.workloads.data import DataError
 from perfsuite.workloads.imagefolder import ImageFolderSource, balanced_limit
 from perfsuite.workloads.transforms import (

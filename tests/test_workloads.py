@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from perfsuite.workloads import get_workload, workload_names  # noqa: E402
 from perfsuite.workloads.cifar10.data import CLASSES, find_cifar10, safe_unpickle  # noqa: E402
-from perfsuite.workloads.cifar10.workload import augment, build_resnet9  # noqa: E402
+from perfsuite.workloads.cifar10.resnet9 import augment, build_resnet9  # noqa: E402
 from perfsuite.workloads.data import DataError  # noqa: E402
 from perfsuite.workloads.digits.workload import split_indices  # noqa: E402
 from tests.conftest import shared_path  # noqa: E402

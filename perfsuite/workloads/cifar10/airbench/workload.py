@@ -1,6 +1,8 @@
-"""The fast (airbench-style) family of the cifar10 workload, wired into the workload seam.
+"""The airbench family of the cifar10 workload: `AirbenchWorkload`.
 
-`Cifar10Workload` delegates here when its recipe says `family=fast`. What goes where:
+Presets `airbench` (the paper's settings), `airbench_muon` (the record method after it: Muon
+on the conv filters, muon.py) and `cpu-fast` (sized for a 2-core CPU); presets.py. What the
+workload does beyond the base seam:
 
 - data: `FastCifarSource` holds the normalized, UNPADDED training set (random_translate pads
   by 2 itself) and applies the paper's alternating flip, which needs each image's dataset
@@ -19,65 +21,41 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from perfsuite.workloads.base import Recipe
+from perfsuite.workloads.base import Phase, Recipe
 from perfsuite.workloads.cifar10.airbench.muon import muon_from_recipe
 from perfsuite.workloads.cifar10.airbench.net import (
-    Lookahead,
-    alternating_flip,
     init_whitening,
-    lookahead_from_recipe,
     net_from_recipe,
-    optimizer_from_recipe,
-    random_translate,
     scaled_widths,
     set_whitening_bias_trainable,
+)
+from perfsuite.workloads.cifar10.airbench.optim import (
+    Lookahead,
+    fast_loss,
+    lookahead_from_recipe,
+    optimizer_from_recipe,
+)
+from perfsuite.workloads.cifar10.airbench.presets import PRESETS
+from perfsuite.workloads.cifar10.airbench.views import (
+    alternating_flip,
+    random_translate,
     tta_logits,
 )
+from perfsuite.workloads.cifar10.task import Cifar10Task, check_muon_flag
 from perfsuite.workloads.data import Batch, InMemorySource
+from perfsuite.workloads.state import TrainState, no_phase
 
 LOOKAHEAD_KEY = "perfsuite.lookahead"
 
 
-def is_fast(recipe: Recipe | None) -> bool:
-    return recipe is not None and recipe.extra.get("family", "resnet9") == "fast"
-
-
-def check_family(recipe: Recipe) -> None:
-    family = recipe.extra.get("family", "resnet9")
-    if family not in ("resnet9", "fast"):
-        raise ValueError(f"recipe field 'family': expected resnet9 or fast, got {family!r}")
-    if not isinstance(recipe.extra.get("muon", False), bool):
-        raise ValueError(
-            f"recipe field 'muon': expected true or false, got {recipe.extra['muon']!r}"
-        )
-    for key, default in (("muon", False), ("activation", "gelu")):
-        if family != "fast" and recipe.extra.get(key, default) != default:
-            raise ValueError(
-                f"recipe field {key!r}: {recipe.extra[key]} needs the fast family "
-                "(--recipe airbench or airbench_muon)"
-            )
-
-
 def wants_channels_last(recipe: Recipe) -> bool:
     return bool(recipe.extra.get("channels_last", False))
-
-
-def build(recipe: Recipe, num_classes: int) -> torch.nn.Module:
-    """The fast net at the recipe's widths, channels_last when the recipe asks for it (the
-    layout it was sized in; the `channels_last` switch does the same for any recipe)."""
-    net = net_from_recipe(recipe, num_classes)
-    if wants_channels_last(recipe):
-        net = net.to(memory_format=torch.channels_last)
-    return net
-
-
-def model_name(recipe: Recipe) -> str:
-    return "airbench-style fast net, widths " + ",".join(str(w) for w in scaled_widths(recipe))
 
 
 # -- optimizer + Lookahead --------------------------------------------------------------------
@@ -108,32 +86,12 @@ def uses_muon(recipe: Recipe) -> bool:
     return recipe.extra.get("muon") is True
 
 
-def make_optimizer(model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
-    """The recipe's optimizer: Muon on the filters (no Lookahead, as the record has none), or
-    the paper's Nesterov SGD with its Lookahead."""
-    if uses_muon(recipe):
-        return muon_from_recipe(model, recipe, steps_per_epoch)
-    opt, sched = optimizer_from_recipe(model, recipe, steps_per_epoch)
-    attach_lookahead(opt, lookahead_from_recipe(recipe, steps_per_epoch))
-    return opt, sched
-
-
 def lookahead_of(state: Any) -> Lookahead:
     la = getattr(state.optimizer, "lookahead", None)
     if la is None:
         raise ValueError("fast recipe: the optimizer has no Lookahead (built elsewhere?)")
     state.extras.setdefault("lookahead", la)  # for inspection; the optimizer owns it
     return la
-
-
-def after_step(state: Any, phase: Any) -> None:
-    """Lookahead bookkeeping after one optimizer step (counted as optimizer work)."""
-    if uses_muon(state.recipe):
-        return
-    la = lookahead_of(state)
-    la.steps += 1
-    with phase("optimizer"):
-        la.update(state.module, la.steps)
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -185,33 +143,6 @@ def whitening_images(data: Any, n: int) -> torch.Tensor:
     return torch.cat(parts)[:n]
 
 
-# -- hooks, step, prediction -------------------------------------------------------------------
-
-
-def on_epoch_start(state: Any, data: Any, epoch: int) -> None:
-    ex = state.recipe.extra
-    if epoch == 1:
-        init_whitening(
-            state.module.whiten,
-            whitening_images(data, int(ex.get("whiten_images", 5000))),
-            float(ex.get("whiten_eps", 5e-4)),
-        )
-    trainable = epoch <= int(ex.get("whiten_bias_epochs", 3))
-    if state.model is state.module or trainable:
-        set_whitening_bias_trainable(state.module, trainable)
-    # Compiled: the freeze is skipped, because flipping requires_grad recompiles the step
-    # inside the training clock (the warm-up compiled only the trainable variant). The Muon
-    # schedule has taken the bias's rate to 0 by then, so only the saved backward is lost;
-    # an SGD recipe under `compile` keeps training the bias (docs/recipes.md).
-    if isinstance(data, FastCifarSource):
-        data.epoch = epoch
-
-
-def on_epoch_end(state: Any, data: Any, epoch: int) -> None:
-    if epoch == state.recipe.epochs and not uses_muon(state.recipe):
-        lookahead_of(state).sync(state.module)
-
-
 def tta_level(recipe: Recipe | None) -> int:
     if recipe is None:
         return 2
@@ -220,7 +151,103 @@ def tta_level(recipe: Recipe | None) -> int:
     return int(recipe.extra.get("tta_level", 2))
 
 
-def predict(model: Any, x: torch.Tensor, recipe: Recipe | None) -> torch.Tensor:
-    if recipe is not None and wants_channels_last(recipe):
-        x = x.contiguous(memory_format=torch.channels_last)
-    return tta_logits(model, x, tta_level(recipe))
+class AirbenchWorkload(Cifar10Task):
+    """cifar10 with the airbench recipes (`airbench`, `airbench_muon`, `cpu-fast`)."""
+
+    scheduler_interval = "step"  # make_optimizer's LambdaLR factors are per optimizer step
+
+    def presets(self) -> dict[str, Recipe]:
+        return dict(PRESETS)
+
+    def default_recipe(self, device: str = "cpu") -> Recipe:
+        return copy.deepcopy(PRESETS["cpu-fast" if str(device).startswith("cpu") else "airbench"])
+
+    def configure(self, recipe: Recipe) -> None:
+        check_muon_flag(recipe)
+        super().configure(recipe)
+
+    def build_model(self, recipe: Recipe | None = None) -> torch.nn.Module:
+        """The fast net at the recipe's widths, channels_last when the recipe asks for it (the
+        layout it was sized in; the `channels_last` switch does the same for any recipe)."""
+        recipe = recipe or self.recipe
+        if recipe is None:
+            raise ValueError("airbench: build_model needs a recipe (configure one first)")
+        net = net_from_recipe(recipe, self.num_classes)
+        if wants_channels_last(recipe):
+            net = net.to(memory_format=torch.channels_last)
+        return net
+
+    def model_name(self, recipe: Recipe) -> str:
+        return "airbench-style fast net, widths " + ",".join(str(w) for w in scaled_widths(recipe))
+
+    def make_optimizer(self, model: Any, recipe: Recipe, steps_per_epoch: int) -> tuple[Any, Any]:
+        """The recipe's optimizer: Muon on the filters (no Lookahead, as the record has none), or
+        the paper's Nesterov SGD with its Lookahead."""
+        if uses_muon(recipe):
+            return muon_from_recipe(model, recipe, steps_per_epoch)
+        opt, sched = optimizer_from_recipe(model, recipe, steps_per_epoch)
+        attach_lookahead(opt, lookahead_from_recipe(recipe, steps_per_epoch))
+        return opt, sched
+
+    def loss(self, logits: Any, target: Any, recipe: Recipe) -> Any:
+        return fast_loss(logits, target, recipe.label_smoothing)
+
+    def train_step(self, state: TrainState, batch: Batch, phase: Phase = no_phase) -> Any:
+        """The base step on the summed loss (the lr assumes it), then the Lookahead update
+        (counted as optimizer work); returns the mean per-example loss for the record."""
+        if wants_channels_last(state.recipe) and not state.channels_last:
+            batch = Batch(
+                tuple(x.contiguous(memory_format=torch.channels_last) for x in batch.inputs),
+                batch.target,
+                batch.size,
+            )
+        loss = super().train_step(state, batch, phase)
+        if not uses_muon(state.recipe):
+            la = lookahead_of(state)
+            la.steps += 1
+            with phase("optimizer"):
+                la.update(state.module, la.steps)
+        return loss / batch.size
+
+    def on_epoch_start(self, state: TrainState, data: Any, epoch: int) -> None:
+        ex = state.recipe.extra
+        if epoch == 1:
+            init_whitening(
+                state.module.whiten,
+                whitening_images(data, int(ex.get("whiten_images", 5000))),
+                float(ex.get("whiten_eps", 5e-4)),
+            )
+        trainable = epoch <= int(ex.get("whiten_bias_epochs", 3))
+        if state.model is state.module or trainable:
+            set_whitening_bias_trainable(state.module, trainable)
+        # Compiled: the freeze is skipped, because flipping requires_grad recompiles the step
+        # inside the training clock (the warm-up compiled only the trainable variant). The Muon
+        # schedule has taken the bias's rate to 0 by then, so only the saved backward is lost;
+        # an SGD recipe under `compile` keeps training the bias (docs/recipes.md).
+        if isinstance(data, FastCifarSource):
+            data.epoch = epoch
+
+    def on_epoch_end(self, state: TrainState, data: Any, epoch: int) -> None:
+        if epoch == state.recipe.epochs and not uses_muon(state.recipe):
+            lookahead_of(state).sync(state.module)
+
+    def in_memory_source(
+        self, train_x: Any, train_y: Any, test_x: Any, test_y: Any, description: str
+    ) -> FastCifarSource:
+        """Unpadded: random_translate pads by its own amount per batch."""
+        ex = self.recipe.extra if self.recipe else {}
+        return FastCifarSource(
+            train_x,
+            train_y,
+            test_x,
+            test_y,
+            description=description,
+            translate=int(ex.get("translate", 2)),
+            flip=str(ex.get("flip", "alternating")),
+        )
+
+    def predict(self, model: Any, *inputs: Any) -> Any:
+        (x,) = inputs
+        if self.recipe is not None and wants_channels_last(self.recipe):
+            x = x.contiguous(memory_format=torch.channels_last)
+        return tta_logits(model, x, tta_level(self.recipe))
