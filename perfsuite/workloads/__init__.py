@@ -62,7 +62,7 @@ def _register_builtins() -> None:
         return
     from perfsuite.workloads.cifar10.workload import Cifar10Workload
     from perfsuite.workloads.digits.workload import DigitsWorkload
-    from perfsuite.workloads.gpt import GPTWorkload
+    from perfsuite.workloads.gpt.workload import GPTWorkload
     from perfsuite.workloads.imagenet.workload import ImageNetWorkload
     from perfsuite.workloads.squad.workload import SquadWorkload
 
