@@ -24,16 +24,10 @@ import time
 import torch
 
 from perfsuite.fmt import table
-from perfsuite.workloads.cifar10_fast import (
-    FAST_RECIPES,
-    build_fast_net,
-    fast_loss,
-    init_whitening,
-    make_fast_optimizer,
-    parse_widths,
-    random_translate,
-    tta_logits,
-)
+from perfsuite.workloads.cifar10.airbench.net import build_fast_net, init_whitening, parse_widths
+from perfsuite.workloads.cifar10.airbench.optim import fast_loss, make_fast_optimizer
+from perfsuite.workloads.cifar10.airbench.presets import PRESETS
+from perfsuite.workloads.cifar10.airbench.views import random_translate, tta_logits
 
 EPOCH_IMAGES = 50_000
 BUDGET_S = 45 * 60
@@ -136,10 +130,10 @@ def _subset(x, y, per_class: int):
 
 
 def sanity(data_dir: str) -> None:
-    from perfsuite.workloads.cifar10 import MEAN, STD
-    from perfsuite.workloads.cifar_data import find_cifar10
+    from perfsuite.workloads.cifar10.data import find_cifar10
+    from perfsuite.workloads.cifar10.task import MEAN, STD
 
-    recipe = FAST_RECIPES["cpu-fast"]
+    recipe = PRESETS["cpu-fast"]
     arrays, where = find_cifar10(data_dir, progress=False)
     mean, std = torch.tensor(MEAN).view(1, 3, 1, 1), torch.tensor(STD).view(1, 3, 1, 1)
 

@@ -257,7 +257,7 @@ def setup(ctx: Context, sec: Section, tgz: Path) -> None:
     )
     # decode the 60,000 JPEGs once into the loader's own cache, so no timed section pays it
     t0 = time.monotonic()
-    code = "import sys; from perfsuite.workloads.cifar_data import find_cifar10; "
+    code = "import sys; from perfsuite.workloads.cifar10.data import find_cifar10; "
     code += "find_cifar10(sys.argv[1], progress=False)"
     env = {
         **os.environ,

@@ -33,7 +33,7 @@ SHARED = Path(os.environ.get("PERFSUITE_SHARED_DATA", ROOT.parent / "shared" / "
 
 
 def _extract(dest: Path, per_class: int) -> None:
-    from perfsuite.workloads.cifar_data import CLASSES
+    from perfsuite.workloads.cifar10.data import CLASSES
 
     wanted = {
         f"{s}/{c}/{i:04d}.jpg" for s in ("train", "test") for c in CLASSES for i in range(per_class)
@@ -82,7 +82,7 @@ def rates(root: Path, transforms: tuple, workers: int, batch: int, epochs: int) 
 
 def main() -> None:
     from perfsuite.hostinfo import usable_cpus
-    from perfsuite.workloads.cifar10 import MEAN, STD
+    from perfsuite.workloads.cifar10.task import MEAN, STD
     from perfsuite.workloads.transforms import cifar_transforms, imagenet_transforms
 
     if not (SHARED / "cifar10-jpeg.tar.gz").is_file():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfsuite.workloads.base import Recipe
-from perfsuite.workloads.digits import DigitsWorkload
+from perfsuite.workloads.digits.workload import DigitsWorkload
 
 
 class TinyDigits(DigitsWorkload):

@@ -9,23 +9,27 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from perfsuite.workloads.cifar10_fast import (
-    FAST_RECIPES,
-    TTA_FORWARDS,
-    Lookahead,
-    alternating_flip,
+from perfsuite.workloads.cifar10.airbench.net import (
     build_fast_net,
-    fast_loss,
     init_whitening,
-    lookahead_from_recipe,
-    make_fast_optimizer,
     net_from_recipe,
-    optimizer_from_recipe,
     parse_widths,
     patch_moments,
-    random_translate,
     set_whitening_bias_trainable,
+)
+from perfsuite.workloads.cifar10.airbench.optim import (
+    Lookahead,
+    fast_loss,
+    lookahead_from_recipe,
+    make_fast_optimizer,
+    optimizer_from_recipe,
     triangle,
+)
+from perfsuite.workloads.cifar10.airbench.presets import PRESETS as FAST_RECIPES
+from perfsuite.workloads.cifar10.airbench.views import (
+    TTA_FORWARDS,
+    alternating_flip,
+    random_translate,
     tta_logits,
 )
 
@@ -294,7 +298,7 @@ def test_recipes_build():
 
 
 # ----------------------------------------------------------------------------------------------
-# The fast family wired into the cifar10 workload seam (cifar10_fast_seam.py)
+# The airbench family wired into the cifar10 workload seam (cifar10/airbench/workload.py)
 # ----------------------------------------------------------------------------------------------
 
 TINY = ["train_limit=256", "widths=8,16,16", "whiten_images=64", "tta_level=0"]
@@ -419,7 +423,7 @@ def test_fast_step_returns_mean_loss_and_lookahead_syncs_at_the_last_epoch():
 
 
 def test_fast_source_alternates_flips_and_translate_pads_itself():
-    from perfsuite.workloads.cifar10_fast_seam import FastCifarSource
+    from perfsuite.workloads.cifar10.airbench.workload import FastCifarSource
 
     x = torch.randn(8, 3, 32, 32)
     y = torch.arange(8)
@@ -443,7 +447,7 @@ def test_fast_source_alternates_flips_and_translate_pads_itself():
 
 
 def test_tta_switch_off_means_level_zero():
-    from perfsuite.workloads.cifar10_fast_seam import tta_level
+    from perfsuite.workloads.cifar10.airbench.workload import tta_level
 
     wl, data, state = _fast_state(["tta_level=2"], ["tta=off"])
     assert tta_level(state.recipe) == 0

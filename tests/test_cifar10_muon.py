@@ -10,10 +10,12 @@ import torch
 from perfsuite.runner.assemble import prepare_recipe
 from perfsuite.study.plan import plan
 from perfsuite.study.spec import StudySpec
-from perfsuite.workloads import cifar10_fast_seam as seam
 from perfsuite.workloads import get_workload
-from perfsuite.workloads.cifar10_fast import FAST_RECIPES, fast_loss, net_from_recipe
-from perfsuite.workloads.cifar10_fast_muon import MuonSGD, muon_from_recipe
+from perfsuite.workloads.cifar10.airbench.muon import MuonSGD, muon_from_recipe
+from perfsuite.workloads.cifar10.airbench.net import net_from_recipe
+from perfsuite.workloads.cifar10.airbench.optim import fast_loss
+from perfsuite.workloads.cifar10.airbench.presets import PRESETS as FAST_RECIPES
+from perfsuite.workloads.cifar10.airbench.workload import AirbenchWorkload, uses_muon
 from perfsuite.workloads.newton_schulz import newton_schulz
 from perfsuite.workloads.switches import parse_switches, resolve_preset
 
@@ -138,7 +140,7 @@ def test_airbench_muon_trains_at_toy_size():
     x = torch.randn(16, 3, 32, 32) * 0.3
     y = torch.arange(16) % 2
     x[y == 1, 0] += 1.0
-    from perfsuite.workloads.cifar10_fast import init_whitening
+    from perfsuite.workloads.cifar10.airbench.net import init_whitening
 
     init_whitening(net.whiten, x)
     opt, sched = muon_from_recipe(net, recipe, steps_per_epoch=5)
@@ -173,7 +175,7 @@ def test_muon_switches_lesion():
     # and off the record preset: --switch muon=off goes back to SGD + Lookahead
     s = _switches("muon=off")
     r = prepare_recipe(wl, "cpu", "airbench_muon", [], None, None, s)
-    assert r.extra["muon"] is False and not seam.uses_muon(r)
+    assert r.extra["muon"] is False and not uses_muon(r)
 
 
 def test_muon_needs_the_fast_family():
@@ -195,10 +197,10 @@ def test_compiled_run_keeps_the_whitening_bias_graph():
     data = torch.randn(8, 3, 32, 32)
     source = SimpleNamespace(train_x=data)
     eager = SimpleNamespace(module=net, model=net, recipe=recipe)
-    seam.on_epoch_start(eager, source, 4)
+    AirbenchWorkload().on_epoch_start(eager, source, 4)
     assert not net.whiten.bias.requires_grad
     compiled = SimpleNamespace(module=net, model=object(), recipe=recipe)
-    seam.on_epoch_start(compiled, source, 1)
+    AirbenchWorkload().on_epoch_start(compiled, source, 1)
     assert net.whiten.bias.requires_grad
-    seam.on_epoch_start(compiled, source, 4)
+    AirbenchWorkload().on_epoch_start(compiled, source, 4)
     assert net.whiten.bias.requires_grad

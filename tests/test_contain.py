@@ -15,7 +15,7 @@ from perfsuite.flops.registry import lookup  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 from perfsuite.workloads import register_workload  # noqa: E402
-from perfsuite.workloads.digits import DigitsWorkload  # noqa: E402
+from perfsuite.workloads.digits.workload import DigitsWorkload  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

@@ -11,8 +11,9 @@ import pytest
 import torch
 from PIL import Image
 
-from perfsuite.workloads.cifar10 import MEAN, STD
-from perfsuite.workloads.cifar_data import CLASSES, DataError
+from perfsuite.workloads.cifar10.data import CLASSES
+from perfsuite.workloads.cifar10.task import MEAN, STD
+from perfsuite.workloads.data import DataError
 from perfsuite.workloads.imagefolder import ImageFolderSource, balanced_limit
 from perfsuite.workloads.transforms import (
     CifarEval,

@@ -21,7 +21,7 @@ from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
 from perfsuite.workloads.base import lr_factor  # noqa: E402
 from perfsuite.workloads.imagefolder import ImageFolderSource  # noqa: E402
-from perfsuite.workloads.imagenet_recipe import preset  # noqa: E402
+from perfsuite.workloads.imagenet.recipe import preset  # noqa: E402
 from perfsuite.workloads.progressive import parse_schedule, size_for  # noqa: E402
 from perfsuite.workloads.switches import parse_switches  # noqa: E402
 from perfsuite.workloads.transforms import imagenet_transforms  # noqa: E402

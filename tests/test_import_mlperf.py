@@ -10,7 +10,8 @@ import pytest
 
 from perfsuite.cli import main
 from perfsuite.importers import ImportFailure
-from perfsuite.importers.mlperf import TIMING_FLAG, Options, discover, load_result, score_folders
+from perfsuite.importers.mlperf import TIMING_FLAG, Options, discover, load_result
+from perfsuite.importers.mlperf_score import score_folders
 from perfsuite.mllog import MLLogWriter
 from perfsuite.record import load_record, new_record, validate_record, write_record
 from tests.test_mllog import FakeClock, write_run

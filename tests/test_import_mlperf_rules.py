@@ -12,13 +12,8 @@ import pytest
 from perfsuite.cli import main
 from perfsuite.importers import ImportFailure
 from perfsuite.importers.base import run_import
-from perfsuite.importers.mlperf import (
-    MLPerfImporter,
-    Options,
-    discover,
-    load_result,
-    score_folders,
-)
+from perfsuite.importers.mlperf import MLPerfImporter, Options, discover, load_result
+from perfsuite.importers.mlperf_score import score_folders
 from perfsuite.record import new_record, validate_record, write_record
 from perfsuite.stats import olympic_mean
 from tests.conftest import extract_h100_run

@@ -24,7 +24,7 @@ from perfsuite.runner.energy import (  # noqa: E402
     training_energy,
 )
 from perfsuite.stats import percentile  # noqa: E402
-from perfsuite.workloads.digits import DigitsWorkload  # noqa: E402
+from perfsuite.workloads.digits.workload import DigitsWorkload  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from perfsuite.record import load_record, load_records  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 from perfsuite.workloads import register_workload  # noqa: E402
-from perfsuite.workloads.digits import DigitsWorkload  # noqa: E402
+from perfsuite.workloads.digits.workload import DigitsWorkload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

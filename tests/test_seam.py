@@ -370,7 +370,7 @@ def test_cifar10_streams_from_image_folders_with_data_workers(tmp_path):
     import numpy as np
     from PIL import Image
 
-    from perfsuite.workloads.cifar_data import CLASSES
+    from perfsuite.workloads.cifar10.data import CLASSES
 
     rng = np.random.default_rng(0)
     for split, n in (("train", 4), ("test", 2)):

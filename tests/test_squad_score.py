@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.workloads.squad_data import SquadFileError, load_predictions, load_squad
-from perfsuite.workloads.squad_score import (
+from perfsuite.workloads.squad.data import SquadFileError, load_predictions, load_squad
+from perfsuite.workloads.squad.score import (
     best_over_golds,
     exact_match,
     normalize_answer,

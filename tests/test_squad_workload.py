@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.workloads.squad_data import SquadFileError, load_squad
-from perfsuite.workloads.squad_examples import build_vocabulary, choose_split, encode
-from perfsuite.workloads.squad_score import exact_match
-from perfsuite.workloads.squad_tokens import PAD, UNK, Vocabulary, tokenize
+from perfsuite.workloads.squad.data import SquadFileError, load_squad
+from perfsuite.workloads.squad.examples import build_vocabulary, choose_split, encode
+from perfsuite.workloads.squad.score import exact_match
+from perfsuite.workloads.squad.tokens import PAD, UNK, Vocabulary, tokenize
 from tests.conftest import shared_path
 
 FACTS = [
@@ -176,7 +176,7 @@ def test_training_encoding_gives_the_answer_tokens(tmp_path: Path) -> None:
 def test_best_spans_respects_order_and_length() -> None:
     import torch
 
-    from perfsuite.workloads.squad_model import best_spans
+    from perfsuite.workloads.squad.model import best_spans
 
     logits = torch.full((1, 2, 6), -5.0)
     logits[0, 0, 4] = 5.0  # best start at 4
@@ -188,7 +188,7 @@ def test_best_spans_respects_order_and_length() -> None:
 
 
 def _workload(tmp_path: Path, **extra: object):
-    from perfsuite.workloads.squad import SquadWorkload
+    from perfsuite.workloads.squad.workload import SquadWorkload
 
     tiny_squad(tmp_path / "dev-v1.1.json", articles=5)
     wl = SquadWorkload()
@@ -322,7 +322,7 @@ def test_in_question_flags_mark_context_words_asked_about(tmp_path: Path) -> Non
 def test_synthetic_data_has_the_real_shapes_and_scores(tmp_path: Path) -> None:
     import torch
 
-    from perfsuite.workloads.squad import SquadWorkload
+    from perfsuite.workloads.squad.workload import SquadWorkload
 
     wl = SquadWorkload()
     recipe = wl.default_recipe()

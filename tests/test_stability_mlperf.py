@@ -10,7 +10,8 @@ import pytest
 
 from analyzers.stability import olympic_rule, stability
 from perfsuite.cli import main
-from perfsuite.importers.mlperf import discover, load_result, score_folders
+from perfsuite.importers.mlperf import discover, load_result
+from perfsuite.importers.mlperf_score import score_folders
 from perfsuite.record import load_record, validate_record
 from tests.test_import_mlperf_rules import _folder
 

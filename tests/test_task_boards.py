@@ -14,7 +14,8 @@ from analyzers.leaderboard import leaderboard
 from analyzers.tasks import items, metric_text, target_text
 from perfsuite import fmt
 from perfsuite.cli import main
-from perfsuite.importers.dawnbench import TASKS, load_entry
+from perfsuite.importers.dawnbench import load_entry
+from perfsuite.importers.dawnbench_detect import TASKS
 from perfsuite.record import new_record, quantity, write_record
 from perfsuite.workloads import get_workload
 

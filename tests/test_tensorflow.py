@@ -51,7 +51,7 @@ def test_unknown_framework_and_workload_are_one_line():
 
 
 def test_layout_switch_parses_and_excludes_channels_last_nchw():
-    from perfsuite.workloads.tf_digits import TFDigitsWorkload
+    from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
 
     wl = TFDigitsWorkload()
     assert parse_switches(["layout=nchw"], wl.switches, "digits").layout == "nchw"
@@ -78,7 +78,7 @@ def _tf_state(precision: str | None = None, batch_size: int = 64):
     from perfsuite.backends.tensorflow import TFBackend, TFRunParts
 
     _tf()
-    from perfsuite.workloads.tf_digits import TFDigitsWorkload
+    from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
 
     wl = TFDigitsWorkload()
     recipe = wl.default_recipe()

@@ -109,7 +109,7 @@ def test_residual_gradient_sum_is_counted_as_addn(works):
 
 def test_crop_flip_reads_the_reflect_padded_image():
     _tf()
-    from perfsuite.workloads.tf_cifar10 import CifarArraySource
+    from perfsuite.workloads.cifar10.tensorflow import CifarArraySource
 
     x = np.arange(2 * 32 * 32 * 3, dtype="float32").reshape(2, 32, 32, 3)
     src = CifarArraySource(x, np.array([0, 1]), x, np.array([0, 1]), layout="nhwc",

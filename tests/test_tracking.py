@@ -374,7 +374,7 @@ def test_a_workload_direction_reaches_the_runners_record(tmp_path):
 
     wl = tmp_path / "lower.py"
     wl.write_text(
-        "from perfsuite.workloads.digits import DigitsWorkload\n\n"
+        "from perfsuite.workloads.digits.workload import DigitsWorkload\n\n"
         "class ErrorDigits(DigitsWorkload):\n"
         "    name = 'error-digits'\n"
         "    direction = 'lower'\n"

@@ -31,7 +31,7 @@ class W(Workload):
 PLAIN = (
     "from perfsuite.workloads.base import Workload\n\n\nclass W(Workload):\n    name = 'okmod'\n"
 )
-DIGITS = PLAIN.replace("base import Workload", "digits import DigitsWorkload").replace(
+DIGITS = PLAIN.replace("base import Workload", "digits.workload import DigitsWorkload").replace(
     "W(Workload)", "W(DigitsWorkload)"
 )
 

@@ -12,14 +12,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfsuite.workloads import get_workload, workload_names  # noqa: E402
-from perfsuite.workloads.cifar10 import augment, build_resnet9  # noqa: E402
-from perfsuite.workloads.cifar_data import (  # noqa: E402
-    CLASSES,
-    DataError,
-    find_cifar10,
-    safe_unpickle,
-)
-from perfsuite.workloads.digits import split_indices  # noqa: E402
+from perfsuite.workloads.cifar10.data import CLASSES, find_cifar10, safe_unpickle  # noqa: E402
+from perfsuite.workloads.cifar10.resnet9 import augment, build_resnet9  # noqa: E402
+from perfsuite.workloads.data import DataError  # noqa: E402
+from perfsuite.workloads.digits.workload import split_indices  # noqa: E402
 from tests.conftest import shared_path  # noqa: E402
 
 
@@ -175,3 +171,25 @@ def test_cifar10_presets_defaults_and_dawnbench_unchanged():
     bad = Recipe(extra={"family": "vgg"})
     with pytest.raises(ValueError, match="recipe field 'family'"):
         wl.configure(bad)
+
+
+def test_cifar10_hands_each_call_to_its_recipes_family():
+    from perfsuite.workloads.base import Recipe
+    from perfsuite.workloads.cifar10.airbench.workload import AirbenchWorkload
+    from perfsuite.workloads.cifar10.resnet9 import ResNet9Workload
+
+    assert set(ResNet9Workload().presets()) == {"dawnbench", "cpu"}
+    assert set(AirbenchWorkload().presets()) == {"airbench", "airbench_muon", "cpu-fast"}
+    wl = get_workload("cifar10")
+    presets = wl.presets()
+    for name, recipe in presets.items():
+        family = ResNet9Workload if name in ("dawnbench", "cpu") else AirbenchWorkload
+        assert type(wl.family(recipe)) is family, name
+    assert type(wl.family()) is ResNet9Workload  # no recipe: the ResNet-9 (flops workload:cifar10)
+    wl.download = True
+    wl.configure(presets["cpu-fast"])
+    impl = wl.family()
+    assert type(impl) is AirbenchWorkload
+    assert impl.recipe is wl.recipe and impl.download is True
+    with pytest.raises(ValueError, match="needs the fast family"):
+        wl.configure(Recipe(extra={"activation": "silu"}))

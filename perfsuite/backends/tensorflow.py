@@ -213,7 +213,7 @@ class TFRunParts:
     def build_state(self, wl: Any, recipe: Any, model: Any, steps_per_epoch: int,
                     backend: TFBackend, switches: Any) -> TFTrainState:  # fmt: skip
         from perfsuite.workloads.base import one_cycle
-        from perfsuite.workloads.tf_digits import LossScale, SGDState, make_step_fn
+        from perfsuite.workloads.digits.tensorflow import LossScale, SGDState, make_step_fn
 
         opt = SGDState(model.trainable, recipe)
         scale = LossScale() if switches.precision == "fp16" else None

@@ -101,7 +101,7 @@ def _errors(fn: Any) -> Any:
     """Data and workload problems as one-line CLI errors."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        from perfsuite.workloads.cifar_data import DataError
+        from perfsuite.workloads.data import DataError
 
         try:
             return fn(args)

@@ -34,8 +34,8 @@ def register_squad(what: Any) -> None:
 
 
 def run_squad(args: argparse.Namespace) -> int:
-    from perfsuite.workloads.squad_data import EXPECTED_VERSION, load_predictions, load_squad
-    from perfsuite.workloads.squad_score import score, unanswered_message
+    from perfsuite.workloads.squad.data import EXPECTED_VERSION, load_predictions, load_squad
+    from perfsuite.workloads.squad.score import score, unanswered_message
 
     try:
         dev = load_squad(args.dev)

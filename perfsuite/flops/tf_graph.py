@@ -279,7 +279,7 @@ def live_ops(graph: Any, outputs: list[Any]) -> list[Any]:
 
 
 def phase_of(op_name: str) -> str:
-    """forward / backward / optimizer from the name scopes of the step (see tf_digits)."""
+    """forward / backward / optimizer from the name scopes of the step (digits/tensorflow.py)."""
     if "gradient_tape/" in op_name or op_name.startswith("backward/"):
         return "backward"
     if op_name.startswith("optimizer/") or "/optimizer/" in op_name:

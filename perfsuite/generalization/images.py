@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsuite.workloads.cifar_data import DataError
+from perfsuite.workloads.data import DataError
 from perfsuite.workloads.imagefolder import EVAL_SPLITS, list_split
 
 

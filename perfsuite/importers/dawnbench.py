@@ -34,7 +34,7 @@ from perfsuite.importers.common import (
     read_text,
     slug,
 )
-from perfsuite.importers.dawnbench_detect import TASKS, Task, detect_task, entry_kind, hardware
+from perfsuite.importers.dawnbench_detect import Task, detect_task, entry_kind, hardware
 from perfsuite.record import new_record, quantity
 from perfsuite.record.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
 from perfsuite.record.tta import crossing_dict, first_crossing
@@ -47,7 +47,7 @@ from perfsuite.safeio import (
     read_bytes,
 )
 
-__all__ = ["TASKS", "DawnBenchImporter", "Task", "discover", "load_entry", "read_tsv"]
+__all__ = ["DawnBenchImporter", "discover", "load_entry", "read_tsv"]
 
 REQUIRED_FIELDS = ("version", "author", "framework", "model", "hardware", "timestamp")
 

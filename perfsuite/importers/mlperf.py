@@ -35,7 +35,7 @@ from perfsuite.importers.mlperf_rules import (
     newest_ruleset,
     official,
 )
-from perfsuite.importers.mlperf_score import scaling_factor, score_folders
+from perfsuite.importers.mlperf_score import score_folders
 from perfsuite.importers.mlperf_submission import Place, is_placeholder, place, system_description
 from perfsuite.importers.mlperf_submission import framework as submission_framework
 from perfsuite.importers.mlperf_submission import hardware as submission_hardware
@@ -43,7 +43,7 @@ from perfsuite.record import new_record, quantity
 from perfsuite.record.tta import first_crossing
 from perfsuite.safeio import load_json
 
-__all__ = ["discover", "load_result", "parse_events", "scaling_factor", "score_folders"]
+__all__ = ["discover", "load_result", "parse_events"]
 
 MARKER = ":::MLLOG"
 MAX_TIME_MS = 1e15  # milliseconds since 1970: year 33658; anything beyond is not a clock

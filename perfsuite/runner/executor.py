@@ -81,7 +81,7 @@ def local_devices(device: str) -> list[str]:
 
 def config_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean the options are wrong, not that the run crashed."""
-    from perfsuite.workloads.cifar_data import DataError
+    from perfsuite.workloads.data import DataError
 
     return (ValueError, KeyError, DataError)
 

@@ -47,12 +47,12 @@ def _framework_workload(name: str, framework: str) -> Workload:
     if framework != "tensorflow":
         raise ValueError(f"unknown framework {framework!r}; known: pytorch, tensorflow")
     if name == "cifar10":
-        from perfsuite.workloads.tf_cifar10 import TFCifar10Workload
+        from perfsuite.workloads.cifar10.tensorflow import TFCifar10Workload
 
         return TFCifar10Workload()
     if name != "digits":
         raise ValueError(f"workload {name!r} has no TensorFlow version; known: cifar10, digits")
-    from perfsuite.workloads.tf_digits import TFDigitsWorkload
+    from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
 
     return TFDigitsWorkload()
 
@@ -60,11 +60,11 @@ def _framework_workload(name: str, framework: str) -> Workload:
 def _register_builtins() -> None:
     if "digits" in _FACTORIES:
         return
-    from perfsuite.workloads.cifar10 import Cifar10Workload
-    from perfsuite.workloads.digits import DigitsWorkload
-    from perfsuite.workloads.gpt import GPTWorkload
-    from perfsuite.workloads.imagenet import ImageNetWorkload
-    from perfsuite.workloads.squad import SquadWorkload
+    from perfsuite.workloads.cifar10.workload import Cifar10Workload
+    from perfsuite.workloads.digits.workload import DigitsWorkload
+    from perfsuite.workloads.gpt.workload import GPTWorkload
+    from perfsuite.workloads.imagenet.workload import ImageNetWorkload
+    from perfsuite.workloads.squad.workload import SquadWorkload
 
     register_workload("digits", DigitsWorkload)
     register_workload("cifar10", Cifar10Workload)

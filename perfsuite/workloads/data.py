@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
+class DataError(ValueError):
+    """Data that cannot be found or read (any workload's); the message names the path."""
+
+
 @dataclass
 class Batch:
     """One batch: model inputs (a tuple, passed positionally), the target, the example count."""

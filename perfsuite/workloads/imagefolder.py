@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from perfsuite.hostinfo import usable_cpus
-from perfsuite.workloads.cifar_data import DataError
-from perfsuite.workloads.data import Batch
+from perfsuite.workloads.data import Batch, DataError
 from perfsuite.workloads.transforms import Transform
 
 SUFFIXES = (".jpg", ".jpeg", ".png")

@@ -5,7 +5,3 @@ Modules by concept: `data` (text, token shards, synthetic tokens; fixed validati
 `presets` (recipes and the learning-rate rule), `mfu` (the model FLOPs section),
 `generate` (batch-1 generation latency), `workload` (the seam). See docs/gpt.md.
 """
-
-from perfsuite.workloads.gpt.workload import GPTWorkload
-
-__all__ = ["GPTWorkload"]

@@ -3,7 +3,7 @@
 The same network (three 3x3 conv + batch-norm + ReLU blocks, one 2x2 max-pool, global average
 pool, linear), the same recipe (SGD with Nesterov momentum, coupled weight decay on conv and
 linear weights only, one-cycle schedule per step, label smoothing) and the same data (the
-stratified split and normalization of `workloads/digits.py`, random +-1 pixel translation per
+stratified split and normalization of `digits/workload.py`, random +-1 pixel translation per
 batch). It is written on plain `tf.Variable`s and `tf.nn` ops rather than Keras layers so that
 the graph holds the fused kernels the FLOP counter maps one to one onto the PyTorch ops
 (FusedBatchNormV3, Conv2D...), and the optimizer update is spelled out with PyTorch's SGD
@@ -18,7 +18,7 @@ from typing import Any
 
 from perfsuite.workloads.base import Recipe
 from perfsuite.workloads.data import Batch
-from perfsuite.workloads.digits import DigitsWorkload, _digits
+from perfsuite.workloads.digits.workload import DigitsWorkload, _digits
 from perfsuite.workloads.state import no_phase
 
 BN_EPS = 1e-5  # PyTorch's BatchNorm2d default (Keras uses 1e-3)

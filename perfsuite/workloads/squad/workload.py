@@ -2,8 +2,8 @@
 
 The data are the official JSON files in `--data-dir` (train-v1.1.json trains, every question
 of dev-v1.1.json is judged); nothing is downloaded: the tokenizer and the vocabulary are built
-here from the training split, and the reader (squad_model.py) starts from random weights. The
-evaluation is the official v1.1 scorer (squad_score.py) on the predicted answer text of every
+here from the training split, and the reader (model.py) starts from random weights. The
+evaluation is the official v1.1 scorer (score.py) on the predicted answer text of every
 question; the run's metric `f1` is its F1 as a fraction (the record's convention), with
 `exact_match` beside it.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from perfsuite.workloads.base import Recipe, Workload, one_cycle_schedule
 from perfsuite.workloads.data import InMemorySource
-from perfsuite.workloads.squad_examples import build_vocabulary, choose_split, encode
+from perfsuite.workloads.squad.examples import build_vocabulary, choose_split, encode
 from perfsuite.workloads.switches import COMMON
 
 
@@ -108,7 +108,7 @@ class SquadWorkload(Workload):
         )
 
     def build_model(self, recipe: Recipe | None = None) -> Any:
-        from perfsuite.workloads.squad_model import Reader
+        from perfsuite.workloads.squad.model import Reader
 
         x = (recipe or self.recipe or self.default_recipe()).extra
         if self.vocab_size is None:
@@ -169,7 +169,7 @@ class SquadWorkload(Workload):
         """Random token ids of the configured shapes (`max_context` x `max_question`, the full
         `vocab_size`): throughput without data; `train_limit` examples (default 2,048) per
         epoch, 256 evaluated. The evaluation path runs as usual; its F1 is chance level."""
-        from perfsuite.workloads.squad_examples import synthetic
+        from perfsuite.workloads.squad.examples import synthetic
 
         lc, lq = int(self._x("max_context")), int(self._x("max_question"))
         vocab, span = int(self._x("vocab_size")), int(self._x("max_answer"))
@@ -204,7 +204,7 @@ class SquadWorkload(Workload):
         return opt, one_cycle_schedule(opt, recipe, steps_per_epoch)
 
     def loss(self, logits: Any, target: Any, recipe: Recipe) -> Any:
-        from perfsuite.workloads.squad_model import span_loss
+        from perfsuite.workloads.squad.model import span_loss
 
         return span_loss(logits, target)
 
@@ -213,7 +213,7 @@ class SquadWorkload(Workload):
     def predict(self, model: Any, *inputs: Any) -> Any:
         """(B, 2) predicted start/end context tokens: the best span of at most
         `max_answer` tokens."""
-        from perfsuite.workloads.squad_model import best_spans
+        from perfsuite.workloads.squad.model import best_spans
 
         return best_spans(model(*inputs), int(self._x("max_answer")))
 
@@ -235,7 +235,7 @@ class SquadWorkload(Workload):
 
     def evaluate(self, model: Any, data: Any, batch_size: int = 1024) -> dict[str, float]:
         """The official SQuAD v1.1 F1 and exact match of the predicted answers (fractions)."""
-        from perfsuite.workloads.squad_score import score
+        from perfsuite.workloads.squad.score import score
 
         answers = self.answers(model, data)
         golds = data.golds

@@ -1,15 +1,16 @@
 """`cifar10 --framework tensorflow`: the ResNet-9-style cifar10 workload written in TensorFlow.
 
-The same network as `workloads/cifar10.py` (`build_resnet9`: conv-BN-ReLU stages with the
-same widths, max-pool downsampling, two residual blocks, global max-pool, bias-free linear head
-scaled by 1/8), the same recipes (`cpu`, `dawnbench`: Nesterov SGD with coupled weight decay
-on conv/linear weights, one-cycle schedule per step, label smoothing), the same data (the
-cifar_data loaders, the same normalization and `train_limit` subset, reflect-pad 4 + per-image
-random crop and horizontal flip) and test-time flip averaging. Like tf_digits.py it is written
-on plain `tf.Variable`s and fused `tf.nn` ops with PyTorch's init distributions and SGD
-arithmetic, trained by one tf.function step (tf_digits' `make_step_fn`, `SGDState`).
-The airbench-style family (`cpu-fast`, `airbench`) has no TensorFlow version. Differences
-from the PyTorch version are listed in docs/tensorflow.md.
+The same network as the ResNet-9 family (resnet9.py's `build_resnet9`: conv-BN-ReLU stages
+with the same widths, max-pool downsampling, two residual blocks, global max-pool, bias-free
+linear head scaled by 1/8), the same recipes (`cpu`, `dawnbench`: Nesterov SGD with coupled
+weight decay on conv/linear weights, one-cycle schedule per step, label smoothing), the same
+data (the cifar10/data.py loaders, the same normalization and `train_limit` subset,
+reflect-pad 4 + per-image random crop and horizontal flip) and test-time flip averaging. Like
+digits/tensorflow.py it is written on plain `tf.Variable`s and fused `tf.nn` ops with
+PyTorch's init distributions and SGD arithmetic, trained by one tf.function step
+(digits/tensorflow.py's `make_step_fn`, `SGDState`). The airbench family (`cpu-fast`,
+`airbench`) has no TensorFlow version. Differences from the PyTorch version are listed in
+docs/tensorflow.md.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from perfsuite.workloads.base import Recipe
-from perfsuite.workloads.cifar10 import MEAN, PRESETS, STD, Cifar10Workload, resnet9_channels
+from perfsuite.workloads.cifar10.resnet9 import PRESETS, ResNet9Workload, resnet9_channels
+from perfsuite.workloads.cifar10.task import MEAN, STD
 from perfsuite.workloads.data import Batch
-from perfsuite.workloads.tf_digits import (
+from perfsuite.workloads.digits.tensorflow import (
     ArraySource,
     DigitsNet,
     TFDigitsWorkload,
@@ -134,9 +136,10 @@ class ResNet9Net(DigitsNet):
         return tf.cast(logits, "float32")
 
 
-class TFCifar10Workload(Cifar10Workload):
+class TFCifar10Workload(ResNet9Workload):
     """cifar10 (ResNet-9 family) in TensorFlow; the step, evaluation and training call are
-    tf_digits' (framework code, not workload code), the rest is the PyTorch workload's."""
+    digits/tensorflow.py's (framework code, not workload code), the rest is the PyTorch
+    workload's."""
 
     framework = "tensorflow"
     switches = frozenset(
@@ -145,14 +148,6 @@ class TFCifar10Workload(Cifar10Workload):
     train_step = TFDigitsWorkload.train_step
     evaluate = TFDigitsWorkload.evaluate
     _synthetic: CifarArraySource | None = None
-
-    def presets(self) -> dict[str, Recipe]:
-        return dict(PRESETS)
-
-    def default_recipe(self, device: str = "cpu") -> Recipe:
-        import copy
-
-        return copy.deepcopy(PRESETS["cpu" if str(device).startswith("cpu") else "dawnbench"])
 
     def configure(self, recipe: Recipe) -> None:
         if recipe.extra.get("family"):
@@ -178,7 +173,7 @@ class TFCifar10Workload(Cifar10Workload):
         per-channel normalization), kept NHWC in host memory."""
         import numpy as np
 
-        from perfsuite.workloads.cifar_data import balanced_subset, find_cifar10
+        from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":
             raise ValueError("switch data=workers is not available with --framework tensorflow")

@@ -13,13 +13,13 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfsuite.workloads.squad_data import (
+from perfsuite.workloads.squad.data import (
     Article,
     Question,
     SquadFileError,
     load_squad,
 )
-from perfsuite.workloads.squad_tokens import Tokens, Vocabulary, tokenize
+from perfsuite.workloads.squad.tokens import Tokens, Vocabulary, tokenize
 
 TRAIN_FILE, DEV_FILE = "train-v1.1.json", "dev-v1.1.json"
 

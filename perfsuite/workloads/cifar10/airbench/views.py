@@ -1,6 +1,6 @@
-"""View transforms of the fast CIFAR-10 recipe: the training augmentation (alternating flip,
-random translate) and test-time augmentation. Split from cifar10_fast.py (which re-exports
-these names) to keep each module small; written from the airbench paper (arXiv 2404.00498).
+"""View transforms of the airbench family: the training augmentation (alternating flip,
+random translate) and test-time augmentation; written from the airbench paper (arXiv
+2404.00498).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from perfsuite.cachefiles import cache_dir
+from perfsuite.workloads.data import DataError
 
 CLASSES = (
     "airplane",
@@ -40,10 +41,6 @@ _PICKLE_ALLOWED = {
     ("_codecs", "encode"),
 }
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp"}
-
-
-class DataError(ValueError):
-    """Data that cannot be found or read; the message names the path."""
 
 
 class _SafeUnpickler(pickle.Unpickler):

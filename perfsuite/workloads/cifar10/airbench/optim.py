@@ -1,7 +1,6 @@
-"""The optimisation side of the fast CIFAR-10 recipe (cifar10_fast.py): Lookahead, the
-label-smoothed summed loss, Nesterov SGD with decoupled hyper-parameters and its triangular
-schedule, and their construction from a recipe. Split from cifar10_fast.py to keep each module
-to one job; everything is re-exported there.
+"""The optimisation side of the airbench family: Lookahead, the label-smoothed summed loss,
+Nesterov SGD with decoupled hyper-parameters and its triangular schedule, and their
+construction from a recipe (the Muon alternative is muon.py).
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ def total_steps(epochs: float, steps_per_epoch: int) -> int:
 def optimizer_from_recipe(
     model: nn.Module, recipe: Recipe, steps_per_epoch: int
 ) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LambdaLR]:
-    """`make_fast_optimizer` with a recipe's fields (see FAST_RECIPES)."""
+    """`make_fast_optimizer` with a recipe's fields (see presets.py)."""
     ex = recipe.extra
     return make_fast_optimizer(
         model,

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from perfsuite.workloads.squad_tokens import PAD
+from perfsuite.workloads.squad.tokens import PAD
 
 MASKED = -1.0e4  # a logit no real position gets; finite in fp16/bf16 (softmax of it is 0)
 

@@ -5,7 +5,7 @@ Data: the standard image-folder layout (`train/<wnid>/*.JPEG`, `val/<wnid>/*.JPE
 by `ImageFolderSource` with decoding and augmentation in worker processes (random-resized crop
 and flip for training; resize 256 + centre crop 224 for evaluation), or `--synthetic` random
 224x224 inputs for throughput alone. Each evaluation records top-1 and top-5. The recipe
-(imagenet_recipe.py): label smoothing 0.1, warm-up + cosine schedule, no weight decay on
+(recipe.py): label smoothing 0.1, warm-up + cosine schedule, no weight decay on
 batch-norm and bias, and progressive resizing as the `progressive_resize` switch.
 
 Switches: every shared one (bf16, fp16, tf32, channels_last, compile, lr_rule), plus
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfsuite.workloads import imagenet_recipe as recipes
 from perfsuite.workloads.base import Recipe, Workload
 from perfsuite.workloads.data import Batch, SyntheticSource
+from perfsuite.workloads.imagenet import recipe as recipes
 from perfsuite.workloads.progressive import describe as describe_stages
 from perfsuite.workloads.progressive import size_for
 from perfsuite.workloads.switches import COMMON
