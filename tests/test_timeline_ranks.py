@@ -287,7 +287,7 @@ def _peak(fn) -> int:
 
 def test_folder_peak_memory_is_about_one_trace(tmp_path):
     """tracemalloc peak (Python allocations, numpy arrays included) of the folder pass over
-    N_RANKS ranks stays within 1.15x that of a folder of one rank (1.03x measured). Keeping each
+    N_RANKS ranks stays within 1.15x that of a folder of one rank (1.04x measured). Keeping each
     rank's columns (its TraceData, about 5% of the one-rank peak here) instead of dropping them
     would add about 0.05x per rank: 1.35x for 8."""
     one = tmp_path / "one"
