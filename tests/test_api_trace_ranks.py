@@ -19,7 +19,12 @@ RANKS = {c: c for c in [
     "rank", "rank_source", "trace", "path", "events", "window_s", "devices", "steps",
     "step_mean_s", "span_s", "busy_s", "busy_compute_s", "compute_share", "busy_non_compute_s",
     "communication_busy_s", "compute_comm_overlap_s", "idle_s", "idle_share", "host_wait_s",
+    "launches", "launch_delay_mean_s", "launch_delay_p50_s", "launch_delay_p90_s",
+    "launch_delay_p99_s", "launch_delay_max_s", "short_kernels", "short_share",
+    "runtime_outliers", "delay_outliers", "queue_max_length", "queue_max_device",
+    "queue_max_stream", "memory_peak_bytes", "memory_peak_t_s", "memory_peak_device",
 ]}  # fmt: skip
+EXTREMES = {c: c for c in ["metric", "label", "unit", "rank", "value", "median", "ranks"]}
 STRAGGLERS = {c: c for c in [
     "rank", "metric", "value_s", "median_s", "excess_s", "excess_share", "comm_wait_caused_s",
 ]}  # fmt: skip
@@ -43,6 +48,10 @@ def test_rank_tables_equal_timeline_json(folder):
     r = api.ranks(folder)
     assert_rows(r.table, ref["ranks"], RANKS)
     assert_rows(r.stragglers, ref["stragglers"]["ranks"], STRAGGLERS)
+    assert_rows(r.extremes, ref["extremes"], EXTREMES)
+    assert list(r.extremes["metric"]) == ["launch_delay_p50_s", "launch_delay_p99_s",
+                                          "queue_max_length"]  # fmt: skip
+    assert list(r.table["queue_max_length"]) == [80, 91]
     assert len(r.stragglers) == 1 and r.stragglers["rank"].iloc[0] == 1
     assert r.rule == ref["stragglers"]["rule"] and r.notes == ref["stragglers"]["notes"]
     assert r.table["busy_compute_s"].iloc[1] > r.table["busy_compute_s"].iloc[0] > 0

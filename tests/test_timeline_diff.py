@@ -203,7 +203,13 @@ def test_docs_list_the_json_fields_the_code_writes():
     from dataclasses import fields
 
     from analyzers.timeline.diff import DiffRow, TraceDiff
-    from analyzers.timeline.ranks import FolderScan, RankSummary, StragglerRank, Stragglers
+    from analyzers.timeline.ranks import (
+        FolderScan,
+        RankExtreme,
+        RankSummary,
+        StragglerRank,
+        Stragglers,
+    )
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "timeline.md").read_text("utf-8")
     text = " ".join(doc[doc.index("## Folders of rank traces") : doc.index("## Limits")].split())
@@ -217,6 +223,7 @@ def test_docs_list_the_json_fields_the_code_writes():
         return [f.name for f in fields(cls)]
 
     assert listed(r'"ranks": \[\{([^}]*)\}\]') == names(RankSummary)
+    assert listed(r'"extremes": \[\{([^}]*)\}\]') == names(RankExtreme)
     assert listed(r"ranks: \[\{(rank, metric[^}]*)\}\]") == names(StragglerRank)
     assert listed(r'"stragglers": \{(rule, margin, ranks)') == names(Stragglers)[:3]
     assert listed(r"rows: \[\{([^}]*)\}\]") == names(DiffRow)

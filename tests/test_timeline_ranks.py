@@ -12,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from analyzers.timeline import TraceError, analyze_file
-from analyzers.timeline.ranks import scan_folder, stragglers
+from analyzers.timeline.ranks import RankSummary, extremes, scan_folder, stragglers
 from perfsuite.cli import main
 from tests.conftest import shared_path
 from tests.test_timeline_synthetic import call, kern, op, write_trace
 
 NCCL = ["trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
+# torch CPU profiler trace with profile_memory=True (provenance: tests/fixtures/timeline/)
+MEMORY_FIXTURE = Path(__file__).parent / "fixtures" / "timeline" / "cpu_profile_memory.json.gz"
+ANALYSIS_FIELDS = [
+    "launches", "launch_delay_mean_s", "launch_delay_p50_s", "launch_delay_p90_s",
+    "launch_delay_p99_s", "launch_delay_max_s", "short_kernels", "short_share",
+    "runtime_outliers", "delay_outliers", "queue_max_length", "queue_max_device",
+    "queue_max_stream", "memory_peak_bytes", "memory_peak_t_s", "memory_peak_device",
+]  # fmt: skip
 
 
 def rank_folder(dest: Path, names: list[str]) -> Path:
@@ -70,6 +78,132 @@ def test_rank_folder_matches_each_file_and_finds_the_straggler(tmp_path):
     assert s.comm_wait_caused_s == pytest.approx(r0.communication_busy_s - r1.communication_busy_s)
     assert s.comm_wait_caused_s == pytest.approx(0.0171, abs=1e-4)
     assert stragglers(scan.ranks, margin=0.2).ranks == []
+
+
+def _single_file_figures(a) -> dict:
+    """The per-rank analysis fields as the single-file analysis of that rank gives them."""
+    out = dict.fromkeys(ANALYSIS_FIELDS)
+    out["launches"] = 0
+    if (s := a.launches) is not None:
+        d = s.overall.delay
+        out.update(
+            launches=s.launches,
+            launch_delay_mean_s=d.mean_s,
+            launch_delay_p50_s=d.p50_s,
+            launch_delay_p90_s=d.p90_s,
+            launch_delay_p99_s=d.p99_s,
+            launch_delay_max_s=d.max_s,
+            short_kernels=s.short,
+            short_share=s.short_share,
+            runtime_outliers=s.runtime_outliers,
+            delay_outliers=s.delay_outliers,
+        )
+    if a.queues:
+        deepest = max(q.max_length for q in a.queues)
+        q = next(q for q in a.queues if q.max_length == deepest)
+        out.update(
+            queue_max_length=q.max_length, queue_max_device=q.device, queue_max_stream=q.stream
+        )
+    if a.memory:
+        (m,) = a.memory  # the fixture: CPU allocations only
+        out.update(
+            memory_peak_bytes=m.peak_allocated_bytes,
+            memory_peak_t_s=m.peak_t_s,
+            memory_peak_device=m.device_type,
+        )
+    return out
+
+
+@pytest.mark.shared
+def test_rank_folder_carries_launches_queues_and_memory_of_each_rank(tmp_path):
+    """Per rank, launch statistics, the deepest queue and the memory peak equal the
+    single-file analysis of that rank's file exactly; the folder names the rank with the
+    highest launch delay and deepest queue."""
+    folder = rank_folder(tmp_path / "job", NCCL)
+    shutil.copy(MEMORY_FIXTURE, folder / "rank-5.json.gz")
+    scan = scan_folder(folder)
+    assert [r.rank for r in scan.ranks] == [0, 1, 5]
+    for r, name in zip(scan.ranks, [*NCCL, "rank-5.json.gz"], strict=True):
+        want = _single_file_figures(analyze_file(folder / name, top=None))
+        assert {f: getattr(r, f) for f in ANALYSIS_FIELDS} == want, name
+    r0, r1, r5 = scan.ranks
+    # the NCCL ranks: launches and queues, no [memory] events; the CPU trace: memory only
+    assert (r0.launches, r1.launches, r5.launches) == (1204, 1154, 0)
+    assert (r0.queue_max_length, r0.queue_max_device, r0.queue_max_stream) == (80, 0, 7)
+    assert (r1.queue_max_length, r1.queue_max_device, r1.queue_max_stream) == (91, 1, 7)
+    assert r0.memory_peak_bytes is None and r5.memory_peak_device == "cpu"
+    assert r5.memory_peak_bytes > 0 and r5.launch_delay_p50_s is None
+    got = {x.metric: (x.rank, x.value, x.median, x.ranks) for x in scan.extremes}
+    assert got == {
+        "launch_delay_p50_s": (
+            1,
+            r1.launch_delay_p50_s,
+            (r0.launch_delay_p50_s + r1.launch_delay_p50_s) / 2,
+            2,
+        ),
+        "launch_delay_p99_s": (
+            1,
+            r1.launch_delay_p99_s,
+            (r0.launch_delay_p99_s + r1.launch_delay_p99_s) / 2,
+            2,
+        ),
+        "queue_max_length": (1, 91, 85.5, 2),
+    }  # one rank with memory events: no memory line
+    assert r1.launch_delay_p50_s == pytest.approx(11.886e-3, abs=1e-9)
+
+
+@pytest.mark.shared
+def test_cli_folder_json_fields_and_analyses_text(tmp_path, capsys):
+    folder = rank_folder(tmp_path / "job", NCCL)
+    assert main(["timeline", str(folder), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    base = ["trace", "path", "rank", "span_s", "busy_compute_s", "compute_share",
+            "communication_busy_s", "idle_s", "idle_share", "host_wait_s", "rank_source",
+            "events", "window_s", "devices", "busy_s", "busy_non_compute_s",
+            "compute_comm_overlap_s", "steps", "step_mean_s"]  # fmt: skip
+    for row in doc["ranks"]:
+        assert list(row) == base + ANALYSIS_FIELDS
+    assert [list(x) for x in doc["extremes"]] == [
+        ["metric", "label", "unit", "rank", "value", "median", "ranks"]
+    ] * 3
+    assert doc["ranks"][1]["queue_max_length"] == 91 and doc["ranks"][1]["delay_outliers"] == 880
+    assert main(["timeline", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "launches, queues and memory per rank" in out
+    assert (
+        "  deepest stream queue: rank 1, 91 on device 1 stream 7 (median over 2 ranks 85.5)" in out
+    )
+    assert "  highest median launch delay: rank 1, 11.9 ms (median over 2 ranks 11.4 ms)" in out
+
+
+def test_extremes_need_two_ranks_and_take_the_lowest_rank_on_a_tie():
+    def row(rank, queue=None, memory=None):
+        return RankSummary(f"r{rank}", f"r{rank}", rank, *[None] * 7, queue_max_length=queue,
+                           memory_peak_bytes=memory)  # fmt: skip
+
+    rows = [row(0, 5, 100), row(1, 9), row(2, 9), row(3, 1)]
+    (q,) = extremes(rows)  # one rank with a memory peak: not compared
+    assert (q.metric, q.rank, q.value, q.median, q.ranks) == ("queue_max_length", 1, 9, 7.0, 4)
+    rows[3].memory_peak_bytes = 300
+    assert [(x.metric, x.rank, x.value, x.median, x.unit) for x in extremes(rows)][1] == (
+        "memory_peak_bytes",
+        3,
+        300,
+        200.0,
+        "B",
+    )
+
+
+def test_memory_peak_prefers_the_accelerator():
+    from analyzers.timeline.model import MemoryStat
+    from analyzers.timeline.ranks import _memory_peak
+
+    def stat(kind, dev, peak):
+        return MemoryStat(kind, dev, 2, 1, 1, peak, peak, 0, 0, peak, 1.0, None, False, 0)
+
+    cpu, gpu0, gpu1 = stat("cpu", -1, 900), stat("cuda", 0, 300), stat("cuda", 1, 500)
+    assert _memory_peak([cpu, gpu0, gpu1]) is gpu1
+    assert _memory_peak([cpu]) is cpu and _memory_peak([]) is None
 
 
 @pytest.mark.shared
@@ -153,7 +287,7 @@ def _peak(fn) -> int:
 
 def test_folder_peak_memory_is_about_one_trace(tmp_path):
     """tracemalloc peak (Python allocations, numpy arrays included) of the folder pass over
-    N_RANKS ranks stays within 1.15x that of a folder of one rank (1.03x measured). Keeping each
+    N_RANKS ranks stays within 1.15x that of a folder of one rank (1.04x measured). Keeping each
     rank's columns (its TraceData, about 5% of the one-rank peak here) instead of dropping them
     would add about 0.05x per rank: 1.35x for 8."""
     one = tmp_path / "one"

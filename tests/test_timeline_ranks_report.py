@@ -45,6 +45,24 @@ def test_ranks_section_and_figure(folder):
     assert '<td class="num">2</td><td>r2.json</td><td>distributedInfo.rank</td>' in html
 
 
+def test_ranks_section_carries_launches_queues_and_their_highest_rank(folder):
+    """Each rank launches its gemm (delay 6 µs) and its NCCL kernel (3 µs + the gemm's
+    length): the median launch delay is 9.5 µs on ranks 0 and 1, 24.5 µs on rank 2."""
+    scan = scan_folder(folder)
+    assert [r.launch_delay_p50_s for r in scan.ranks] == pytest.approx([9.5e-6, 9.5e-6, 24.5e-6])
+    html = ranks_section(scan)
+    row2 = "".join(f'<td class="num">{x}</td>' for x in [2, 2, "24.5 µs", "42.6 µs", 0, "0.0%"])
+    assert f"<tr>{row2}" in html
+    assert (
+        "<li>highest median launch delay: rank 2, 24.5 µs (median over 3 ranks 9.5 µs)</li>" in html
+    )
+    # every rank queues one launch at most per stream: the lowest rank on the tie
+    assert (
+        "<li>deepest stream queue: rank 0, 1 on device 0 stream 7 (median over 3 ranks 1)" in html
+    )
+    assert "memory peak" not in " ".join(x.label for x in scan.extremes)
+
+
 def test_diff_section_and_figure(tmp_path):
     a = small(tmp_path / "a.json", [("aten::mm", 10), ("aten::relu", 4)], [("gemm", 20)])
     b = small(tmp_path / "b.json", [("aten::mm", 10)], [("gemm", 50)])

@@ -1,6 +1,8 @@
 """A folder of per-rank traces in one pass: each rank is read, reduced to a RankSummary and
 whatever its visitors take (the diff's op and kernel totals), and dropped before the next is
-read, so peak memory is that of one trace (HTA holds every rank's DataFrame at once).
+read, so peak memory is that of one trace (HTA holds every rank's DataFrame at once). A row
+carries the rank's launch statistics, deepest stream queue and memory peak, taken from the
+same analysis that gives its busy and idle times (no second read).
 
 Ranks come from the trace's `distributedInfo.rank` (Kineto writes it before `traceEvents`),
 else from a `rank-N` / `rank_N` / `rank.N` / `rankN` in the file name; the summary says which.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from analyzers.timeline.analysis import analyze_trace, rank_table
 from analyzers.timeline.categories import COMMUNICATION
-from analyzers.timeline.model import RankRow, TimelineAnalysis
+from analyzers.timeline.model import MemoryStat, RankRow, TimelineAnalysis
 from analyzers.timeline.reader import TraceData, TraceError, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -44,6 +46,30 @@ class RankSummary(RankRow):
     compute_comm_overlap_s: float | None = None
     steps: int = 0
     step_mean_s: float | None = None
+    # Launch statistics (analyzers.timeline.launch; None without a launch joined to a device
+    # event): launches, launch delay distribution, short kernels and their share of the
+    # launched device time, runtime (launch call) and delay outliers.
+    launches: int = 0
+    launch_delay_mean_s: float | None = None
+    launch_delay_p50_s: float | None = None
+    launch_delay_p90_s: float | None = None
+    launch_delay_p99_s: float | None = None
+    launch_delay_max_s: float | None = None
+    short_kernels: int | None = None
+    short_share: float | None = None
+    runtime_outliers: int | None = None
+    delay_outliers: int | None = None
+    # The deepest stream queue (analyzers.timeline.queues): its maximum length and stream;
+    # the first by (device, stream) on a tie.
+    queue_max_length: int | None = None
+    queue_max_device: int | None = None
+    queue_max_stream: int | None = None
+    # Memory peak (analyzers.timeline.memory; None without [memory] events): allocated bytes
+    # at the peak of the accelerator with the highest one, the CPU only when no other device
+    # has memory events; when (seconds from the trace start) and which (`cuda:0`, `cpu`).
+    memory_peak_bytes: int | None = None
+    memory_peak_t_s: float | None = None
+    memory_peak_device: str | None = None
 
 
 @dataclass
@@ -101,11 +127,37 @@ class Stragglers:
 
 
 @dataclass
+class RankExtreme:
+    """The rank with the highest value of one per-rank figure (the lowest rank on a tie),
+    beside the median over the `ranks` that have the figure. `unit`: "s", "B" or "" (a
+    count)."""
+
+    metric: str  # a RankSummary field, e.g. "launch_delay_p50_s"
+    label: str
+    unit: str
+    rank: int
+    value: float
+    median: float
+    ranks: int
+
+
+# Per-rank figures whose highest rank the folder names (field, label, unit): the launch delay
+# most launches see and its tail, the deepest queue, the memory peak.
+EXTREME_METRICS = (
+    ("launch_delay_p50_s", "highest median launch delay", "s"),
+    ("launch_delay_p99_s", "highest p99 launch delay", "s"),
+    ("queue_max_length", "deepest stream queue", ""),
+    ("memory_peak_bytes", "highest memory peak", "B"),
+)
+
+
+@dataclass
 class FolderScan:
     folder: str
     ranks: list[RankSummary]
     stragglers: Stragglers
     skipped: list[dict[str, str]]  # {"file", "error"} with keep_going
+    extremes: list[RankExtreme] = field(default_factory=list)
 
 
 def trace_files(folder: str | os.PathLike[str]) -> list[Path]:
@@ -147,6 +199,40 @@ def rank_of(a: TimelineAnalysis, path: Path) -> tuple[int, str]:
     )
 
 
+def _memory_peak(memory: list[MemoryStat]) -> MemoryStat | None:
+    """The accelerator with the highest peak; the CPU only when it is the only device."""
+    devices = [m for m in memory if m.device_type != "cpu"] or memory
+    return max(devices, key=lambda m: m.peak_allocated_bytes, default=None)
+
+
+def _analyses(a: TimelineAnalysis) -> dict[str, object]:
+    """The RankSummary fields of launch statistics, queue length and the memory peak."""
+    out: dict[str, object] = {}
+    if (s := a.launches) is not None:
+        d = s.overall.delay
+        out.update(
+            launches=s.launches,
+            launch_delay_mean_s=d.mean_s,
+            launch_delay_p50_s=d.p50_s,
+            launch_delay_p90_s=d.p90_s,
+            launch_delay_p99_s=d.p99_s,
+            launch_delay_max_s=d.max_s,
+            short_kernels=s.short,
+            short_share=s.short_share,
+            runtime_outliers=s.runtime_outliers,
+            delay_outliers=s.delay_outliers,
+        )
+    if a.queues:
+        q = max(a.queues, key=lambda q: q.max_length)  # the first on a tie: sorted by key
+        out.update(queue_max_length=q.max_length, queue_max_device=q.device,
+                   queue_max_stream=q.stream)  # fmt: skip
+    if (m := _memory_peak(a.memory)) is not None:
+        where = m.device_type if m.device < 0 else f"{m.device_type}:{m.device}"
+        out.update(memory_peak_bytes=m.peak_allocated_bytes, memory_peak_t_s=m.peak_t_s,
+                   memory_peak_device=where)  # fmt: skip
+    return out
+
+
 def summarize(a: TimelineAnalysis, rank: int, source: str) -> RankSummary:
     row = rank_table([a])[0]
     o = a.overall
@@ -161,6 +247,7 @@ def summarize(a: TimelineAnalysis, rank: int, source: str) -> RankSummary:
         compute_comm_overlap_s=o.compute_comm_overlap_s if o else None,
         steps=a.steps.count,
         step_mean_s=a.steps.mean_s,
+        **_analyses(a),
     )
 
 
@@ -242,6 +329,19 @@ def stragglers(rows: list[RankSummary], margin: float = STRAGGLER_MARGIN) -> Str
     return out
 
 
+def extremes(rows: list[RankSummary]) -> list[RankExtreme]:
+    """Per EXTREME_METRICS figure that at least two ranks have: the rank with the highest."""
+    out = []
+    for attr, label, unit in EXTREME_METRICS:
+        values = _metric(rows, attr)
+        if len(values) < 2:
+            continue
+        rank = max(sorted(values), key=lambda r: values[r])  # the lowest rank on a tie
+        med = float(statistics.median(values.values()))
+        out.append(RankExtreme(attr, label, unit, rank, values[rank], med, len(values)))
+    return out
+
+
 def scan_folder(
     folder: str | os.PathLike[str],
     keep_going: bool = False,
@@ -249,7 +349,8 @@ def scan_folder(
     on_file: Callable[[int, Path], None] | None = None,
     visitors: Sequence[RankVisitor] = (),
 ) -> FolderScan:
-    """The rank table (sorted by rank) and stragglers of a folder of per-rank traces."""
+    """The rank table (sorted by rank), stragglers and the ranks with the highest launch
+    delay, queue and memory peak of a folder of per-rank traces."""
     rows: list[RankSummary] = []
     skipped: list[dict[str, str]] = []
     for item in scan_files(trace_files(folder), keep_going, on_file, visitors):
@@ -260,4 +361,4 @@ def scan_folder(
     if not rows:
         raise TraceError(f"{folder}: no readable rank trace ({len(skipped)} skipped)")
     rows.sort(key=lambda r: r.rank if r.rank is not None else -1)
-    return FolderScan(str(folder), rows, stragglers(rows, margin), skipped)
+    return FolderScan(str(folder), rows, stragglers(rows, margin), skipped, extremes(rows))

@@ -36,7 +36,24 @@ RANKS: Spec = [
     ("idle_s", "idle_s"),
     ("idle_share", "idle_share"),
     ("host_wait_s", "host_wait_s"),
+    ("launches", "launches"),
+    ("launch_delay_mean_s", "launch_delay_mean_s"),
+    ("launch_delay_p50_s", "launch_delay_p50_s"),
+    ("launch_delay_p90_s", "launch_delay_p90_s"),
+    ("launch_delay_p99_s", "launch_delay_p99_s"),
+    ("launch_delay_max_s", "launch_delay_max_s"),
+    ("short_kernels", "short_kernels"),
+    ("short_share", "short_share"),
+    ("runtime_outliers", "runtime_outliers"),
+    ("delay_outliers", "delay_outliers"),
+    ("queue_max_length", "queue_max_length"),
+    ("queue_max_device", "queue_max_device"),
+    ("queue_max_stream", "queue_max_stream"),
+    ("memory_peak_bytes", "memory_peak_bytes"),
+    ("memory_peak_t_s", "memory_peak_t_s"),
+    ("memory_peak_device", "memory_peak_device"),
 ]
+EXTREMES: Spec = [(f, f) for f in ("metric", "label", "unit", "rank", "value", "median", "ranks")]
 STRAGGLERS: Spec = [
     ("rank", "rank"),
     ("metric", "metric"),
@@ -81,8 +98,15 @@ class Ranks:
 
     @cached_property
     def table(self) -> pd.DataFrame:
-        """One row per rank, by rank: steps, span, busy, compute, communication, idle."""
+        """One row per rank, by rank: steps, span, busy, compute, communication, idle; launch
+        statistics, the deepest stream queue and the memory peak."""
         return frame(self.analysis.ranks, RANKS)
+
+    @cached_property
+    def extremes(self) -> pd.DataFrame:
+        """Per launch delay (p50, p99), queue length and memory peak: the rank with the
+        highest `value`, the `median` over the `ranks` that have it."""
+        return frame(self.analysis.extremes, EXTREMES)
 
     @cached_property
     def stragglers(self) -> pd.DataFrame:

@@ -108,9 +108,16 @@ def render_folder(scan: Any) -> str:
     out = [
         f"{len(scan.ranks)} ranks in {scan.folder}",
         table(rows, headers, "rllrrrrrrrr"),
-        "",
-        f"stragglers ({scan.stragglers.rule}):",
     ]
+    rows = analyses_rows(scan)
+    if rows:
+        out += [
+            "",
+            "launches, queues and memory per rank",
+            table(rows, ANALYSES_HEADERS, "r" * 12 + "l"),
+        ]
+        out += [f"  {line}" for line in extreme_lines(scan)]
+    out += ["", f"stragglers ({scan.stragglers.rule}):"]
     if not scan.stragglers.ranks:
         out.append("  none")
     for s in scan.stragglers.ranks:
@@ -127,6 +134,54 @@ def render_folder(scan: Any) -> str:
     if scan.skipped:
         out.append(f"note: {len(scan.skipped)} file(s) skipped (listed on stderr)")
     return "\n".join(out)
+
+
+ANALYSES_HEADERS = ["rank", "launches", "delay p50", "delay p99", "short", "short share",
+                    "call outliers", "delay outliers", "queue max", "device:stream", "memory peak",
+                    "peak at", "on"]  # fmt: skip
+
+
+def analyses_rows(scan: Any) -> list[list[Any]]:
+    """Per rank: launch statistics, the deepest queue and the memory peak (`-` where the
+    trace has none); no rows when no rank has launches or memory events."""
+    from perfsuite.fmt import pct, si
+
+    def opt(x: Any, text: Any) -> Any:
+        return "-" if x is None else text
+
+    if not any(r.launches or r.memory_peak_bytes is not None for r in scan.ranks):
+        return []
+    rows = []
+    for r in scan.ranks:
+        queue = f"{r.queue_max_device}:{r.queue_max_stream}"
+        rows.append(
+            [r.rank, r.launches, opt(r.launch_delay_p50_s, si(r.launch_delay_p50_s, "s")),
+             opt(r.launch_delay_p99_s, si(r.launch_delay_p99_s, "s")),
+             opt(r.short_kernels, r.short_kernels), opt(r.short_share, pct(r.short_share)),
+             opt(r.runtime_outliers, r.runtime_outliers), opt(r.delay_outliers, r.delay_outliers),
+             opt(r.queue_max_length, r.queue_max_length), opt(r.queue_max_stream, queue),
+             opt(r.memory_peak_bytes, si(r.memory_peak_bytes, "B")),
+             opt(r.memory_peak_t_s, si(r.memory_peak_t_s, "s")),
+             opt(r.memory_peak_device, r.memory_peak_device)]
+        )  # fmt: skip
+    return rows
+
+
+def extreme_lines(scan: Any) -> list[str]:
+    """One line per RankExtreme: which rank, its value, where, and the median over ranks."""
+    from perfsuite.fmt import si
+
+    by_rank = {r.rank: r for r in scan.ranks}
+    out = []
+    for x in scan.extremes:
+        r = by_rank[x.rank]
+        value, median = si(x.value, x.unit), si(x.median, x.unit)
+        if x.metric == "queue_max_length":
+            value += f" on device {r.queue_max_device} stream {r.queue_max_stream}"
+        elif x.metric == "memory_peak_bytes":
+            value += f" on {r.memory_peak_device} at {si(r.memory_peak_t_s, 's')}"
+        out.append(f"{x.label}: rank {x.rank}, {value} (median over {x.ranks} ranks {median})")
+    return out
 
 
 def diff_side(path: str) -> str:

@@ -75,6 +75,7 @@ def ranks_section(scan: Any) -> str:
         f"<p>{len(scan.ranks)} ranks in <code>{h.esc(scan.folder)}</code>, each read and "
         "summarized in turn.</p>",
         h.table(headers, rows, [True, False, False, *[True] * 8]),
+        _analyses(scan),
         f"<p>Stragglers: {h.esc(st.rule)}.</p>",
         "<ul>" + "".join(f"<li>{h.esc(f)}</li>" for f in found) + "</ul>"
         if found
@@ -83,6 +84,52 @@ def ranks_section(scan: Any) -> str:
         h.notes([*st.notes, *(f"skipped {x['error']}" for x in scan.skipped)]),
     ]
     return "".join(parts)
+
+
+def _analyses(scan: Any) -> str:
+    """Per rank: launch statistics, the deepest stream queue and the memory peak, and the
+    ranks with the highest of them; nothing when no rank has launches or memory events."""
+    if not any(r.launches or r.memory_peak_bytes is not None for r in scan.ranks):
+        return ""
+
+    def opt(x: Any, text: Any) -> Any:
+        return "n/a" if x is None else text
+
+    rows = [
+        [r.rank, r.launches, opt(r.launch_delay_p50_s, fmt.si(r.launch_delay_p50_s, "s")),
+         opt(r.launch_delay_p99_s, fmt.si(r.launch_delay_p99_s, "s")),
+         opt(r.short_kernels, r.short_kernels), opt(r.short_share, fmt.pct(r.short_share)),
+         opt(r.runtime_outliers, r.runtime_outliers), opt(r.delay_outliers, r.delay_outliers),
+         opt(r.queue_max_length, r.queue_max_length),
+         opt(r.queue_max_stream, f"{r.queue_max_device}:{r.queue_max_stream}"),
+         opt(r.memory_peak_bytes, fmt.si(r.memory_peak_bytes, "B")),
+         opt(r.memory_peak_t_s, fmt.si(r.memory_peak_t_s, "s")),
+         opt(r.memory_peak_device, r.memory_peak_device)]
+        for r in scan.ranks
+    ]  # fmt: skip
+    headers = ["rank", "launches", "delay p50", "delay p99", "short", "short share",
+               "call outliers", "delay outliers", "queue max", "device:stream", "memory peak",
+               "peak at", "on"]  # fmt: skip
+    by_rank = {r.rank: r for r in scan.ranks}
+    found = []
+    for x in scan.extremes:
+        r, where = by_rank[x.rank], ""
+        if x.metric == "queue_max_length":
+            where = f" on device {r.queue_max_device} stream {r.queue_max_stream}"
+        elif x.metric == "memory_peak_bytes":
+            where = f" on {r.memory_peak_device} at {fmt.si(r.memory_peak_t_s, 's')}"
+        found.append(
+            f"{x.label}: rank {x.rank}, {fmt.si(x.value, x.unit)}{where} (median over "
+            f"{x.ranks} ranks {fmt.si(x.median, x.unit)})"
+        )
+    return "".join(
+        [
+            "<p>Kernel launches (launch delay: device start minus the launch call's end), the "
+            "deepest stream queue (launched, not yet started) and the memory peak per rank.</p>",
+            h.table(headers, rows, [True] * 12 + [False]),
+            "<ul>" + "".join(f"<li>{h.esc(f)}</li>" for f in found) + "</ul>" if found else "",
+        ]
+    )
 
 
 def diff_figure(d: Any, top: int = 20) -> go.Figure:
