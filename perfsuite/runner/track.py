@@ -12,7 +12,7 @@
 The clock follows the runner's rule: training (data loading included) counts, evaluation does
 not. Leaving `run.epoch()` early (`break`, `return`, `zip` with a shorter iterable) ends the
 epoch there, flagged. Instrumentation runs in detours with the clock paused, on calls of your
-step (tracking_capture.py: the FLOP count on the second step, the profile window from the
+step (runner/detours.py: the FLOP count on the second step, the profile window from the
 middle epoch on). Each detour snapshots the model, every tensor the optimizer trains,
 gradients, scheduler and scaler, if given, and RNG state and restores them, so your training is
 unchanged; a step that changes other state (its own EMA copy, counters) should be passed
@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any
 
-from perfsuite import tracking_parts as parts
 from perfsuite.backends import torch_backend
 from perfsuite.runner import capture, model_flops
+from perfsuite.runner import step_parts as parts
 from perfsuite.runner.clock import ClockReading
+from perfsuite.runner.detours import Detours, measured_step_time
 from perfsuite.runner.recorder import Recorder
-from perfsuite.tracking_capture import Detours, measured_step_time
 from perfsuite.workloads.state import TrainState
 
 

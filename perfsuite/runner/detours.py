@@ -1,4 +1,4 @@
-"""The detours of `perfsuite.track` (perfsuite/tracking.py): the FLOP count and the profile
+"""The detours of `perfsuite.track` (runner/track.py): the FLOP count and the profile
 window, each on calls of the user's own step, with the track's clock paused.
 
 Which step: the FLOP count takes the first detour-safe call after a step ran whose batch has
@@ -21,17 +21,17 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from perfsuite import tracking_parts as parts
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import capture
+from perfsuite.runner import step_parts as parts
 from perfsuite.runner.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.contain import collector, formula_error_flag
 from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.workloads.state import detour
 
 if TYPE_CHECKING:
-    from perfsuite.tracking import Tracker
+    from perfsuite.runner.track import Tracker
 
 
 class Detours:
