@@ -41,7 +41,8 @@ from typing import Any
 from analyzers.distributed import comm_from_ops, comm_share
 from analyzers.hardware_match import devices_used
 from perfsuite.record import quantity
-from perfsuite.runner.loop import Diverged, RunOptions, Terminated, _Run
+from perfsuite.runner.engine import Diverged, Terminated
+from perfsuite.runner.loop import RunOptions, _Run
 from perfsuite.runner.shard import ShardedSource
 from perfsuite.workloads.switches import scaled_lr
 
