@@ -162,7 +162,8 @@ class DistributedRun(_Run):
         everyone = _gather(mine)
         for k, got in enumerate(everyone):
             if got["diverged"] is not None:
-                raise Diverged(f"rank {k}: {got['diverged']}")
+                why = got["diverged"].removeprefix("did not converge: ")
+                raise Diverged(f"did not converge: rank {k}: {why}")
         for entry, got in zip(self.per_rank, everyone, strict=True):
             entry["epoch_times_s"].append(got["seconds"])
             entry["steps"].append(got["steps"])

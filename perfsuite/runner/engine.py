@@ -263,9 +263,10 @@ class Engine:
     def fail(self, exc: BaseException) -> None:
         """The status of a run that `exc` ended: diverged, interrupted (a signal) or crashed."""
         rec = self.record
-        if isinstance(exc, Diverged):
-            if rec["status"] != "diverged":
-                rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
+        if isinstance(exc, Diverged):  # its message is the error (a rank's, in data-parallel)
+            why = str(exc)
+            rec["status"] = "diverged"
+            rec["error"] = why if why.startswith("did not converge") else f"did not converge: {why}"
             return
         if rec["status"] != "running":
             return
