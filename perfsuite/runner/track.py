@@ -9,14 +9,16 @@
             if run.reached:
                 break
 
-The clock follows the runner's rule: training (data loading included) counts, evaluation does
-not. Leaving `run.epoch()` early (`break`, `return`, `zip` with a shorter iterable) ends the
-epoch there, flagged. Instrumentation runs in detours with the clock paused, on calls of your
-step (runner/detours.py: the FLOP count on the second step, the profile window from the
-middle epoch on). Each detour snapshots the model, every tensor the optimizer trains,
-gradients, scheduler and scaler, if given, and RNG state and restores them, so your training is
-unchanged; a step that changes other state (its own EMA copy, counters) should be passed
-`detour_safe=False`. The rules, with the why: docs/seam.md, "perfsuite.track".
+The user's loop pushes into the engine that `perfsuite run` pulls through (runner/engine.py):
+the same clock, loss check, evaluation, checkpoint, telemetry, energy and status. Training (data
+loading included) counts, evaluation does not. Leaving `run.epoch()` early (`break`, `return`,
+`zip` with a shorter iterable) ends the epoch there, flagged. Instrumentation runs in detours
+with the clock paused, on calls of your step (runner/detours.py: the FLOP count on the second
+step, the profile window from the middle epoch on). Each detour snapshots the model, every
+tensor the optimizer trains, gradients, scheduler and scaler, if given, and RNG state and
+restores them, so your training is unchanged; a step that changes other state (its own EMA copy,
+counters) should be passed `detour_safe=False`. The rules, with the why: docs/seam.md,
+"perfsuite.track".
 """
 
 from __future__ import annotations
