@@ -50,9 +50,6 @@ CAPTURE = {
     "perfsuite.ceilings",
     "perfsuite.counters",
     "perfsuite.generalization",
-    "perfsuite.tracking",
-    "perfsuite.tracking_capture",
-    "perfsuite.tracking_parts",
     "perfsuite.mllog",
 }
 FRAMEWORKS = ("torch", "tensorflow", "jax")

@@ -146,7 +146,7 @@ def test_nan_loss_ends_run_as_did_not_converge(tmp_path):
     register_workload("nan-digits", _NanDigits)
     rec = load_record(run_workload(_opts(tmp_path, workload="nan-digits", capture=False)))
     assert rec["status"] == "diverged"
-    assert rec["error"].startswith("did not converge: non-finite training loss")
+    assert rec["error"].startswith("did not converge: non-finite loss by step ")
     assert len(rec["evaluations"]) == 1  # the finished epoch is kept
 
 

@@ -349,7 +349,7 @@ def test_integer_inputs_do_not_set_the_dtype(tmp_path):
     # no floating-point input: the parameters' dtype, not the ids' int64
     assert rec["work"]["dtype"] == "float64" and rec["math"]["activation_dtype"] == "float64"
     from perfsuite.runner.capture import compute_dtype
-    from perfsuite.tracking_parts import leaves
+    from perfsuite.runner.step_parts import leaves
 
     inputs = leaves(((ids, torch.zeros(2, dtype=torch.float16)), {}))
     assert compute_dtype(inputs, model.parameters()) == "float16"

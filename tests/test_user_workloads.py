@@ -116,9 +116,10 @@ def test_track_takes_its_detours_out_of_cpu_time_and_page_faults(tmp_path):
             run.step(step, xb)
         run.evaluate(top1=0.5)
         # a detour's fresh pages are counted as paused, not as the epoch's
-        before = run._paused.faults
+        before = run.engine._paused.faults
         run.off_clock(_touch_fresh_pages, 16 * 2**20)
-        assert run._paused.faults - before >= 16 * 2**20 // mmap.PAGESIZE // 512  # THP: 512/fault
+        fresh = run.engine._paused.faults - before
+        assert fresh >= 16 * 2**20 // mmap.PAGESIZE // 512  # THP: 512/fault
     rec = load_record(run.run_dir)
     (wall,), (cpu,) = rec["throughput"]["epoch_times_s"], rec["throughput"]["epoch_cpu_times_s"]
     # Without the detours taken out, CPU time would hold the window's 42 steps (at least one

@@ -41,7 +41,8 @@ from typing import Any
 from analyzers.distributed import comm_from_ops, comm_share
 from analyzers.hardware_match import devices_used
 from perfsuite.record import quantity
-from perfsuite.runner.loop import Diverged, RunOptions, Terminated, _Run
+from perfsuite.runner.engine import Diverged, Terminated
+from perfsuite.runner.loop import RunOptions, _Run
 from perfsuite.runner.shard import ShardedSource
 from perfsuite.workloads.switches import scaled_lr
 
@@ -161,7 +162,8 @@ class DistributedRun(_Run):
         everyone = _gather(mine)
         for k, got in enumerate(everyone):
             if got["diverged"] is not None:
-                raise Diverged(f"rank {k}: {got['diverged']}")
+                why = got["diverged"].removeprefix("did not converge: ")
+                raise Diverged(f"did not converge: rank {k}: {why}")
         for entry, got in zip(self.per_rank, everyone, strict=True):
             entry["epoch_times_s"].append(got["seconds"])
             entry["steps"].append(got["steps"])

@@ -1,4 +1,5 @@
-"""The instrumented training loop: one workload run -> one run record.
+"""`perfsuite run`'s driver of the training engine (runner/engine.py): one workload run -> one
+run record. It pulls: each step is the workload's `train_step` on the next batch.
 
 Time-to-accuracy follows DAWNBench: the clock counts training steps and per-epoch data
 preparation, not evaluation. The same untimed warm-up runs with capture on and off (capture.
@@ -9,35 +10,23 @@ all of it after the last timed epoch (what it allocates would change the epochs 
 
 from __future__ import annotations
 
-import math
 import re
 import signal
-import time
 from dataclasses import asdict
 from typing import Any
 
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
 from perfsuite.runner import assemble, capture, inference, model_flops
-from perfsuite.runner.chatter import LOG_NAME, stderr_to
-from perfsuite.runner.clock import ClockReading
-from perfsuite.runner.contain import collector, formula_error_flag
-from perfsuite.runner.energy import EnergyClock, training_energy
+from perfsuite.runner.chatter import LOG_NAME
+from perfsuite.runner.energy import EnergyClock
+from perfsuite.runner.engine import END, Diverged, Engine, LossMeter, Terminated, step_time
 from perfsuite.runner.frameworks import framework_backend, run_parts
 from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.scheduling import SchedulerSteps
-from perfsuite.runner.telemetry import NullTelemetry, TelemetrySampler, open_sampler
 from perfsuite.workloads.switches import parse_switches, resolve_preset
-
-
-class Diverged(RuntimeError):
-    """Training loss became NaN or infinite: the run did not converge."""
-
-
-class Terminated(RuntimeError):
-    """The process received SIGTERM."""
 
 
 class _Run:
@@ -95,6 +84,19 @@ class _Run:
             write_files=opts.replay_steps <= 0,
         )
         self.run_dir, self.record = self.rec.run_dir, self.rec.record
+        backend, parts = self.backend, self.parts
+        self.engine = Engine(
+            self.rec,
+            backend,
+            LossMeter(
+                50 if backend.device.is_gpu else 1,  # a check on a GPU is a sync
+                read=lambda loss: loss,
+                zero=lambda: parts.zero_loss(backend),
+                plus=parts.add_loss,
+            ),
+        )
+        self.setup_s = self.engine.setup_s
+        self.engine.energy_wanted = opts.capture and not opts.replay_steps
         self.record["model"] = wl.model_name(self.recipe)
         if opts.price_per_hour is not None:
             self.record["cost"] = {
@@ -104,12 +106,10 @@ class _Run:
             self.rec.flag(
                 f"trained on a subset: train_limit={self.recipe.extra['train_limit']} examples"
             )
-        self.setup_s: dict[str, float] = {}
         if self.backend.framework != "pytorch":
             self.record["environment"]["frameworks"][self.backend.framework] = self.backend.version
-        self.stall_s: list[float] = []
+        self.stall_s = self.engine.stall_s
         self.progress = RunProgress(opts.progress, self.rec.run_id)
-        self.energy = EnergyClock(None, "capture off: energy not read")
         self.restore_switches = self.parts.apply_process_switches(self.switches)
 
     # -- phases ---------------------------------------------------------------------------
@@ -129,6 +129,9 @@ class _Run:
                 self.parts.load_data, wl, opts.data_dir, backend, self.switches
             )
         self.record["task"]["dataset"] = self.data.description or wl.dataset
+        engine = self.engine
+        engine.data_kind, engine.data_description = self.data.kind, self.data.description
+        engine.data_source, engine.batch_size = self.data, self.recipe.batch_size
         for note in getattr(self.data, "flags", ()):  # e.g. a smoke test, an evaluated subset
             self.rec.flag(note)
         self.record["task"]["name"] = wl.task  # a class subset renames it (imagenet-10class)
@@ -170,9 +173,7 @@ class _Run:
         for note in wl.notes():
             self.rec.flag(note)
         if opts.capture and not opts.replay_steps:
-            self.energy = EnergyClock.for_device(backend.device.gpu_index)
-            if not self.energy.available:
-                self.rec.flag(f"energy not measured: {self.energy.reason}")
+            self.engine.measure_energy()
         self.rec.start_mllog(self.recipe.batch_size, opts.seed, self.recipe.lr)
 
     def _distribute(self) -> None:
@@ -187,26 +188,16 @@ class _Run:
         """Capture's FLOP count of one step and the device ceilings (see `_window_after`)."""
         opts = self.opts
         self.progress.phase("counting FLOPs of one step, off the clock")
-        with stderr_to(self.run_dir / LOG_NAME):  # TF's deprecation lines from tracing
-            self._capture_work()
+        self._capture_work()  # TF's deprecation lines from tracing go to the run's log
         self.progress.phase("device ceilings (cached, or measured once)")
-        dtype = (self.record.get("work") or {}).get("dtype") or "float32"
-        ceil, why = capture.resolve_ceilings(
-            opts.device, dtype, opts.measure_peaks, self.record.get("math")
-        )
-        self.record["ceilings"] = ceil
-        if why:
-            self.rec.flag(why)
+        self.engine.set_ceilings(opts.device, opts.measure_peaks)
 
     def _capture_work(self) -> None:
         batch = next(self._batches(10_007))
-        with collector(self.rec, "FLOP count", capture.LOST_WORK, passthrough=(Terminated,)):
+        with self.engine.collecting("FLOP count", capture.LOST_WORK, "flop_count_s") as detour:
             try:
-                work, self.setup_s["flop_count_s"] = capture.timed(
-                    self.parts.count_step_work, self.workload, self.state, batch
-                )
-                self.record["work"] = work
-                formula_error_flag(self.rec, work)
+                work = detour.run(self.parts.count_step_work, self.workload, self.state, batch)
+                self.engine.set_work(work)
             except ImportError as exc:
                 self.rec.flag(f"FLOP counting unavailable: {exc}")
 
@@ -217,12 +208,11 @@ class _Run:
         self.progress.phase(f"profile window: {active} steps, off the clock")
         log = self.run_dir / LOG_NAME
         probe = capture.MachineCheck(opts.device, rec.get("ceilings"))
-        rec["timeline"] = None
+        rec["timeline"] = timeline = None
         lost = capture.LOST_WINDOW
-        # the profiler's own lines go to the run's log, not the terminal
-        with stderr_to(log), collector(self.rec, "profile window", lost, passthrough=(Terminated,)):
+        with self.engine.collecting("profile window", lost, "profile_window_s") as detour:
             probe.before()
-            rec["timeline"], self.setup_s["profile_window_s"] = capture.timed(
+            timeline = detour.run(
                 self.parts.profile_window,
                 self.run_dir,
                 self.backend,
@@ -233,62 +223,32 @@ class _Run:
             )
             probe.after()
         self.setup_s["machine_check_s"] = probe.seconds
-        if log.is_file() and log.stat().st_size:
-            rec["sidecars"]["log"] = LOG_NAME
-        else:
+        if not (log.is_file() and log.stat().st_size):
             log.unlink(missing_ok=True)
-        if rec["timeline"]:
-            rec["timeline"]["machine_check"] = probe.section()
-            rec["sidecars"]["trace"] = rec["timeline"]["trace"]
-            rec["timeline"]["epoch"] = epoch
-            rec["timeline"]["measured_step_time"] = quantity(
-                epoch_step_s,
-                "s",
-                "measured",
-                f"training clock of epoch {epoch} / its steps (profiler off), the epoch the "
-                "window was taken after",
-            )
+        if timeline:
+            timeline["machine_check"] = probe.section()
+        self.engine.set_timeline(timeline, epoch)
 
     def _train_epoch(self, epoch: int) -> tuple[float, float, int, int]:
-        """One epoch; returns (seconds, mean loss, steps, samples). Clock includes data prep."""
-        state, wl, backend, parts = self.state, self.workload, self.backend, self.parts
-        check_every = 1 if not backend.device.is_gpu else 50
-        backend.sync()
-        self.energy.start()  # counter reads sit outside the clock's edges
-        start = ClockReading.now()
-        loss_sum = parts.zero_loss(backend)
-        steps = samples = 0
-        stall = 0.0
+        """One epoch through the engine; returns (seconds, mean loss, steps, samples). The
+        clock includes data preparation and the workload's epoch hooks."""
+        state, wl, engine = self.state, self.workload, self.engine
+        engine.open_epoch()
         self.schedule.epoch_start()
         wl.on_epoch_start(state, self.data, epoch)
         batches = iter(self.data.train_batches(self.recipe.batch_size, self.gen))
         tick = self.progress.step if self.progress.bar is not None else None
-        while True:
-            t = time.perf_counter()
-            batch = next(batches, None)
-            stall += time.perf_counter() - t
-            if batch is None:
-                break
-            loss_sum = parts.add_loss(loss_sum, wl.train_step(state, batch))
+        while (batch := engine.next_batch(batches)) is not END:
+            out = wl.train_step(state, batch)
             self.schedule.after_step()
-            steps += 1
-            samples += batch.size
+            engine.stepped(out, batch.size)  # raises Diverged
             if tick is not None:
                 tick()
-            if steps % check_every == 0 and not math.isfinite(float(loss_sum)):
-                raise Diverged(f"non-finite training loss at step {steps} of the epoch")
         wl.on_epoch_end(state, self.data, epoch)
-        self.schedule.epoch_end(epoch, steps)
-        backend.sync()
-        used = ClockReading.now() - start
-        seconds = used.wall
-        self.rec.add_epoch_usage(used)
-        self.energy.stop()
-        self.stall_s.append(stall)
-        mean_loss = float(loss_sum) / max(1, steps)
-        if not math.isfinite(mean_loss):
-            raise Diverged("non-finite training loss in the epoch")
-        return seconds, mean_loss, steps, samples
+        self.schedule.epoch_end(epoch, engine.epoch_steps)
+        seconds = engine.close_epoch()  # raises Diverged
+        assert seconds is not None
+        return seconds, engine.epoch_loss or 0.0, engine.epoch_steps, engine.epoch_samples or 0
 
     def _window_after(self, epoch: int, step_s: float, stopping: bool) -> None:
         """The FLOP count and the profile window follow the last timed epoch (the one the run
@@ -306,18 +266,15 @@ class _Run:
             self._capture_timeline(epoch, step_s)
         self.rec.write()
 
-    def _epochs(self, telemetry: Any) -> None:
-        rec, opts, metric, mllog = self.record, self.opts, self.workload.metric, self.rec.mllog
-        train_time = 0.0
+    def _epochs(self) -> None:
+        opts, metric, mllog = self.opts, self.workload.metric, self.rec.mllog
         samples = 0
         self.progress.start_training(self.recipe.epochs, self.steps_per_epoch)
         for epoch in range(1, self.recipe.epochs + 1):
             if mllog:
                 mllog.epoch_start(epoch)
             seconds, loss, steps, n = self._train_epoch(epoch)
-            train_time += seconds
             samples += n
-            self.rec.epoch_times.append(seconds)
             if mllog:
                 mllog.epoch_stop(epoch)
             self.progress.epoch_done(epoch, n / seconds if seconds > 0 else None)
@@ -335,13 +292,18 @@ class _Run:
                 )
             if mllog:
                 mllog.eval_stop(epoch)
+            # n and samples: every rank's (runner/distributed.py), where the engine has its own
             self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size, n)
             self.rec.set_data(
                 self.data.kind, self.data.description, self.stall_s, self.data, samples
             )
-            rec["telemetry"] = telemetry.summary()
-            reached = self.rec.add_evaluation(
-                epoch, train_time, metrics, train_loss=loss, eval_time_s=eval_s, samples=samples
+            reached = self.engine.evaluate(
+                epoch,
+                self.engine.train_time,
+                metrics,
+                train_loss=loss,
+                eval_time_s=eval_s,
+                samples=samples,
             )
             self.progress.epoch_done(
                 epoch,
@@ -350,29 +312,15 @@ class _Run:
             )
             stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
             if stopping:
-                self.rec.stop_mllog()  # training is over; what follows is off MLPerf's clock
-            if reached and "checkpoint" not in rec and self.rec.write_files:
-                self._save_threshold_model(epoch, metrics[metric])
-            self._window_after(epoch, seconds / max(1, steps), stopping)
+                self.engine.end_training()  # what follows is off MLPerf's clock
+            if reached:  # the model that first met it, kept off the clock (checkpoint.py)
+                self.engine.keep_threshold_model(
+                    self.parts.save_threshold_model, self.state.module, epoch, metrics[metric]
+                )
+            self._window_after(epoch, step_time(seconds, steps), stopping)
             if reached and not opts.keep_going:
                 break
         self.progress.close()
-
-    def _save_threshold_model(self, epoch: int, value: float) -> None:
-        """Keep the model that first met the threshold (off the clock; see checkpoint.py)."""
-        with collector(self.rec, "checkpoint", capture.LOST_CHECKPOINT, passthrough=(Terminated,)):
-            section, self.setup_s["checkpoint_s"] = capture.timed(
-                self.parts.save_threshold_model,
-                self.run_dir,
-                self.state.module,
-                epoch=epoch,
-                evaluation_index=len(self.record["evaluations"]) - 1,
-                metric=self.workload.metric,
-                value=value,
-            )
-            self.record["checkpoint"] = section
-            self.record["sidecars"]["checkpoint"] = section["file"]
-        self.rec.write()
 
     def _threshold_model(self) -> Any:
         """A copy of the run's model holding the threshold checkpoint's weights (with
@@ -421,8 +369,6 @@ class _Run:
             from perfsuite.runner.counters_step import collect_counters
 
             _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
-        model_flops.complete(self.record)
-        self.rec.finish()
 
     def replay(self) -> None:
         """For a counters collector: setup and warm-up as in the run, then `replay_steps` steps
@@ -443,7 +389,6 @@ class _Run:
             self.backend.sync()
 
     def execute(self) -> Any:
-        rec = self.record
         previous = signal.getsignal(signal.SIGTERM)
 
         def on_term(signum: int, frame: Any) -> None:
@@ -453,50 +398,30 @@ class _Run:
             signal.signal(signal.SIGTERM, on_term)
         except ValueError:  # not in the main thread
             previous = None
-        telemetry = None
         try:
             self._setup()
             if self.opts.capture:
-                telemetry = open_sampler(
-                    self.rec, self.opts.telemetry_interval_s, self.backend.device.gpu_index
-                )
-            sampler = telemetry or NullTelemetry()
-            with sampler:
-                self._epochs(sampler)
+                self.engine.open_telemetry(self.opts.telemetry_interval_s)
+            self._epochs()
+            self.engine.stop_telemetry()
             self._finish()
-        except Diverged as exc:
-            rec["status"], rec["error"] = "diverged", f"did not converge: {exc}"
-        except (Terminated, KeyboardInterrupt) as exc:  # a signal: stopped, not broken
+        except Diverged as exc:  # the run's outcome, recorded: nothing broke
+            self._close(exc)
+        except BaseException as exc:
             exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
-            rec["status"] = "interrupted"
-            rec["error"] = str(exc) if isinstance(exc, Terminated) else "interrupted by SIGINT"
-            self._close(telemetry)
+            self._close(exc)
             raise
-        except Exception as exc:
-            exc.perfsuite_run_dir = self.run_dir  # type: ignore[attr-defined]  # for the CLI
-            rec["status"] = "crashed"
-            rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            self._close(telemetry)
-            raise
+        else:
+            self._close(None)
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
-        self._close(telemetry)
         return self.run_dir
 
-    def _close(self, telemetry: TelemetrySampler | None) -> None:
+    def _close(self, exc: BaseException | None) -> None:
         self.progress.close()
         self.restore_switches()
-        if self.opts.capture and not self.opts.replay_steps:  # crashed runs keep theirs too
-            tta = self.record.get("time_to_accuracy") or {}
-            epoch = tta.get("epoch") if tta.get("reached") else None
-            self.record["energy"] = training_energy(
-                self.energy, None if epoch is None else int(epoch)
-            )
-        if telemetry is not None:
-            self.record["telemetry"] = telemetry.summary()
-        self.record.setdefault("extra", {})["setup_s"] = self.setup_s
-        self.rec.close()
+        self.engine.close(exc)
 
 
 def run_workload(opts: RunOptions) -> Any:

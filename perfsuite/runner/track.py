@@ -9,14 +9,16 @@
             if run.reached:
                 break
 
-The clock follows the runner's rule: training (data loading included) counts, evaluation does
-not. Leaving `run.epoch()` early (`break`, `return`, `zip` with a shorter iterable) ends the
-epoch there, flagged. Instrumentation runs in detours with the clock paused, on calls of your
-step (tracking_capture.py: the FLOP count on the second step, the profile window from the
-middle epoch on). Each detour snapshots the model, every tensor the optimizer trains,
-gradients, scheduler and scaler, if given, and RNG state and restores them, so your training is
-unchanged; a step that changes other state (its own EMA copy, counters) should be passed
-`detour_safe=False`. The rules, with the why: docs/seam.md, "perfsuite.track".
+The user's loop pushes into the engine that `perfsuite run` pulls through (runner/engine.py):
+the same clock, loss check, evaluation, checkpoint, telemetry, energy and status. Training (data
+loading included) counts, evaluation does not. Leaving `run.epoch()` early (`break`, `return`,
+`zip` with a shorter iterable) ends the epoch there, flagged. Instrumentation runs in detours
+with the clock paused, on calls of your step (runner/detours.py: the FLOP count on the second
+step, the profile window from the middle epoch on). Each detour snapshots the model, every
+tensor the optimizer trains, gradients, scheduler and scaler, if given, and RNG state and
+restores them, so your training is unchanged; a step that changes other state (its own EMA copy,
+counters) should be passed `detour_safe=False`. The rules, with the why: docs/seam.md,
+"perfsuite.track".
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any
 
-from perfsuite import tracking_parts as parts
 from perfsuite.backends import torch_backend
-from perfsuite.runner import capture, model_flops
-from perfsuite.runner.clock import ClockReading
+from perfsuite.runner import step_parts as parts
+from perfsuite.runner.detours import Detours
+from perfsuite.runner.engine import END, Engine, LossMeter
 from perfsuite.runner.recorder import Recorder
-from perfsuite.tracking_capture import Detours, measured_step_time
 from perfsuite.workloads.state import TrainState
 
 
@@ -135,61 +136,61 @@ class Tracker:
         elif capture and why_not:
             self.rec.flag(why_not)
         self.telemetry_interval_s = telemetry_interval_s
-        self.telemetry: Any = None
         self.reached = False
         gpu = self.backend.device.is_gpu
-        self.loss = parts.LossMeter(50 if gpu else 1, host=not gpu)
-        self.epoch_number = 0
-        self.in_epoch = False
+        self.engine = Engine(
+            self.rec,
+            self.backend,
+            LossMeter(  # on a GPU the sum stays on the device: a check is a sync
+                50 if gpu else 1,
+                read=parts.loss_of,
+                plus=(lambda total, loss: total + loss) if gpu else _host_sum,
+            ),
+        )
+        self.engine.data_kind = "user loader"
+        self.engine.data_description = "the user's own iterable"
+        self.engine.batch_size = batch_size
+        if self.capture_on:
+            self.engine.measure_energy()
+        self.setup_s = self.engine.setup_s
         self._open: weakref.ref[Any] | None = None  # the current epoch's generator
         self._epoch_len: int | None = None  # len(batches), where it has one
         self._epoch_items = 0  # items it has yielded
-        self._start = ClockReading()
-        self.steps_total = 0
-        self._epoch_steps = 0
-        self._epoch_samples: int | None = 0
-        self._samples: int | None = 0  # None once a step's size is unknown
-        self._rate: tuple[int, int | None] | None = None  # (steps, samples) of the last epoch
-        self.last_epoch = (0.0, 0)  # (seconds, steps) of the last finished epoch
-        self._epoch_loss: float | None = None
-        self._paused = ClockReading()  # the detours inside the epoch: wall, CPU, page faults
-        self._pausing = 0
-        self._train_time = 0.0
-        self._stall: list[float] = []
-        self.setup_s: dict[str, float] = {}
         self.detours = Detours(self)
         self._early: list[tuple[int, int]] = []
+
+    # what the detours and the loop read of the engine
+    @property
+    def loss(self) -> LossMeter:
+        return self.engine.loss
+
+    @property
+    def steps_total(self) -> int:
+        return self.engine.steps_total
+
+    @property
+    def epoch_number(self) -> int:
+        return self.engine.epoch
+
+    @property
+    def in_epoch(self) -> bool:
+        return self.engine.in_epoch
 
     # -- context -------------------------------------------------------------------------
 
     def __enter__(self) -> Tracker:
         if self.capture_on:
-            from perfsuite.runner.telemetry import open_sampler
-
-            self.telemetry = open_sampler(
-                self.rec, self.telemetry_interval_s, self.backend.device.gpu_index
-            )
-            if self.telemetry is not None:
-                self.telemetry.__enter__()
+            self.engine.open_telemetry(self.telemetry_interval_s)
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         self._close_open_epoch()
-        rec = self.record
-        if exc is None and rec["status"] == "running":
+        if exc is None and self.record["status"] == "running":
+            self.engine.end_training()  # the loop ended
             self.detours.late_window("at exit")
         self._flag_missing()
-        if self.telemetry is not None:
-            self.telemetry.__exit__(kind, exc, tb)
-            rec["telemetry"] = self.telemetry.summary()
-        if exc is not None and rec["status"] == "running":
-            rec["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "crashed"
-            rec["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        model_flops.complete(rec)
-        self.rec.finish()
-        rec.setdefault("extra", {})["setup_s"] = self.setup_s
-        self.rec.close()
-        self.say(f"{rec['status']}: {self.run_dir}")
+        self.engine.close(exc)
+        self.say(f"{self.record['status']}: {self.run_dir}")
 
     def _flag_missing(self) -> None:
         """Flags for what the run could not measure, with the reason."""
@@ -205,7 +206,7 @@ class Tracker:
         """Iterate one epoch of `batches` with the training clock running; the time spent
         waiting inside `next()` is recorded as input stall. Leaving the loop before `batches`
         runs out ends the epoch there (its time and steps count; flagged)."""
-        self._raise_if_diverged()
+        self.engine.raise_if_diverged()
         self._close_open_epoch()
         gen = self._run_epoch(batches)
         self._open = weakref.ref(gen)  # weak: a `break` must free it, which ends the epoch
@@ -218,74 +219,30 @@ class Tracker:
         self._open = None
 
     def _run_epoch(self, batches: Iterable[Any]) -> Iterator[Any]:
-        self._begin_epoch(len(batches) if isinstance(batches, Sized) else None)
-        stall = 0.0
+        self._epoch_len = len(batches) if isinstance(batches, Sized) else None
+        self._epoch_items = 0
+        self.engine.open_epoch()
         exhausted = False
         it = iter(batches)
         try:
-            while True:
-                t = time.perf_counter()
-                try:
-                    item = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                finally:
-                    stall += time.perf_counter() - t
+            while (item := self.engine.next_batch(it)) is not END:
                 self._epoch_items += 1
                 yield item
+            exhausted = True
         finally:  # also on GeneratorExit: the loop left early
-            self._end_epoch(stall, exhausted)
+            self._end_epoch(exhausted)
 
-    def _begin_epoch(self, length: int | None) -> None:
-        self.epoch_number += 1
-        self._epoch_len = length
-        self._epoch_items = 0
-        self._epoch_steps = 0
-        self._epoch_samples = 0
-        self._paused = ClockReading()
-        self.loss.reset()
-        self.in_epoch = True
-        self.backend.sync()
-        self._start = ClockReading.now()
-
-    def _end_epoch(self, stall: float, exhausted: bool) -> None:
+    def _end_epoch(self, exhausted: bool) -> None:
         """Stop the clock and record the epoch. Raises only when the iterable ran out: while
         a generator closes (GeneratorExit) an exception would be lost, so a divergence found
         then is raised by the next call of the run."""
-        self.backend.sync()
-        used = ClockReading.now() - self._start - self._paused  # the detours taken out
-        self.in_epoch = False
-        n = self._epoch_steps
-        if self.record["status"] == "diverged":  # as `perfsuite run`: not a finished epoch
-            return
-        if n and not self.loss.finite():
-            self._diverge()
-            if exhausted:
-                raise FloatingPointError(self.record["error"])
-            return
-        if self._epoch_len is not None and self._epoch_items >= self._epoch_len:
-            exhausted = True  # left after its last item: the epoch was whole
-        if not exhausted:
-            self._early.append((self.epoch_number, n))
+        whole = exhausted or (self._epoch_len is not None and self._epoch_items >= self._epoch_len)
+        if self.engine.close_epoch(may_raise=exhausted) is None:
+            return  # diverged: not a finished epoch, as in `perfsuite run`
+        if not whole:  # left before its last item
+            self._early.append((self.epoch_number, self.engine.last_epoch[1]))
             self._note_early()
-        seconds = used.wall
-        self._train_time += seconds
-        self.rec.epoch_times.append(seconds)
-        self.rec.epoch_steps.append(n)
-        self.rec.add_epoch_usage(used)
-        self._stall.append(stall)
-        self.last_epoch = (seconds, n)
-        self._epoch_loss = self.loss.mean()
-        if n:
-            self._rate = (n, self._epoch_samples)
-        if self._rate is not None:
-            self.rec.set_throughput(self._rate[0], self.batch_size, self._rate[1])
-        self.rec.set_data("user loader", "the user's own iterable", self._stall)
-        timeline = self.record.get("timeline")
-        if timeline and timeline.get("epoch") == self.epoch_number:
-            measured_step_time(timeline, self.epoch_number, *self.last_epoch)
-        self.rec.write()
+            self.rec.write()
 
     def _note_early(self) -> None:
         """One flag for every epoch the loop left early, kept up to date."""
@@ -310,13 +267,14 @@ class Tracker:
         `batch_size`: this step's samples, where the leading dimension of its first tensor
         argument (positional, keyword or nested) is not it; `detour_safe=False`: a step that
         changes state of its own (an EMA copy, counters) is kept out of detours."""
-        self._raise_if_diverged()
-        if not self.in_epoch:
+        engine = self.engine
+        engine.raise_if_diverged()
+        if not engine.in_epoch:
             raise ValueError(
                 "perfsuite.track: run.step() outside a run.epoch() loop (off the clock)"
             )
         size = batch_size if batch_size is not None else parts.batch_size_of(args, kw)
-        first = batch_size is None and self.steps_total == 0
+        first = batch_size is None and engine.steps_total == 0
         if first and None not in (size, self.batch_size) and size != self.batch_size:
             self.rec.flag(  # e.g. a sequence-first (T, B) input: not silent
                 f"run.step: the first tensor's leading dimension ({size}) is not "
@@ -329,54 +287,16 @@ class Tracker:
         if detour_safe and self.capture_on:
             self.detours.before_step(fn, args, kw, size)
         out = fn(*args, **kw)
-        self.steps_total += 1
-        self._epoch_steps += 1
-        self._count_samples(size)
-        if not self.loss.add(out):
-            if not self.rec.has_flag("no loss"):
-                self.rec.flag(parts.NO_LOSS, key="no loss")
-        elif self.loss.due(self._epoch_steps) and not self.loss.finite():
-            self._diverge()
-            raise FloatingPointError(self.record["error"])
+        if size is None and engine.samples is not None:
+            self.rec.flag(parts.NO_SIZE, key="no size")
+        if not engine.stepped(out, size) and not self.rec.has_flag("no loss"):  # Diverged
+            self.rec.flag(parts.NO_LOSS, key="no loss")
         return out
 
-    def _count_samples(self, size: int | None) -> None:
-        if size is None:
-            if self._samples is not None:
-                self.rec.flag(parts.NO_SIZE, key="no size")
-            self._samples = self._epoch_samples = None
-            return
-        if self._samples is not None:
-            self._samples += size
-        if self._epoch_samples is not None:
-            self._epoch_samples += size
-
-    def _diverge(self) -> None:
-        self.record["status"] = "diverged"
-        self.record["error"] = f"did not converge: non-finite loss by step {self.steps_total}"
-        self.rec.write()
-
-    def _raise_if_diverged(self) -> None:
-        if self.record["status"] == "diverged":
-            raise FloatingPointError(self.record["error"])
-
     def off_clock(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-        """Run `fn` with the epoch's clock paused: its wall time, process CPU time and page
-        faults are taken out of the epoch's (queued device work is synced first, so it stays
-        on the clock). Re-entrant. Returns fn's result and its wall seconds."""
-        outer = self._pausing == 0
-        if outer:
-            self.backend.sync()
-        start = ClockReading.now()
-        self._pausing += 1
-        try:
-            result = fn(*args)
-        finally:
-            self._pausing -= 1
-            took = ClockReading.now() - start
-            if outer:
-                self._paused = self._paused + took
-        return result, took.wall
+        """Run `fn` with the epoch's clock paused (Engine.off_clock); fn's result and its
+        wall seconds."""
+        return self.engine.off_clock(fn, *args)
 
     # -- evaluation ----------------------------------------------------------------------
 
@@ -385,11 +305,12 @@ class Tracker:
         Between epochs the values may be numbers or callables. Inside `run.epoch()` only
         callables (`top1=lambda: accuracy(model)`): they run with the clock paused, and the
         training time is the run's so far, so the evaluation stays off the clock."""
-        self._raise_if_diverged()
-        if self.epoch_number == 0:
+        engine = self.engine
+        engine.raise_if_diverged()
+        if engine.epoch == 0:
             raise ValueError("perfsuite.track: evaluate() before any run.epoch()")
-        if not self.in_epoch:
-            return self._record_evaluation(metrics, self._train_time, self.epoch_number, False)
+        if not engine.in_epoch:
+            return self._record_evaluation(metrics, engine.train_time, engine.epoch, False)
         plain = next((k for k, v in metrics.items() if not callable(v)), None)
         if plain is not None:
             raise ValueError(
@@ -399,7 +320,7 @@ class Tracker:
         return self.off_clock(self._evaluate_mid_epoch, metrics)[0]
 
     def _evaluate_mid_epoch(self, metrics: dict[str, Any]) -> bool:
-        so_far = (ClockReading.now() - self._start - self._paused).wall
+        so_far = self.engine.so_far()
         if self._epoch_len:
             done = self._epoch_items / self._epoch_len
             epoch: float = round(self.epoch_number - 1 + done, 6)
@@ -410,59 +331,43 @@ class Tracker:
                 "they fell in",
                 key="mid-epoch",
             )
-        return self._record_evaluation(metrics, self._train_time + so_far, epoch, True)
+        return self._record_evaluation(metrics, self.engine.train_time + so_far, epoch, True)
 
     def _record_evaluation(
         self, metrics: dict[str, Any], train_time: float, epoch: float, mid_epoch: bool
     ) -> bool:
+        t = time.perf_counter()
         values = {k: float(v() if callable(v) else v) for k, v in metrics.items()}
-        loss = self.loss.mean() if mid_epoch else self._epoch_loss
-        self.reached = self.rec.add_evaluation(
-            epoch,
-            train_time,
-            values,
-            train_loss=loss,
-            samples=self._samples if self.steps_total else None,
+        took = time.perf_counter() - t
+        # the evaluation's seconds, where perfsuite ran it (callables); numbers come timed by none
+        eval_s = took if any(callable(v) for v in metrics.values()) else None
+        loss = self.loss.mean() if mid_epoch else self.engine.epoch_loss
+        self.reached = self.engine.evaluate(
+            epoch, train_time, values, train_loss=loss, eval_time_s=eval_s
         )
         metric = self.rec.metric
+        value = values.get(metric, float("nan"))
         self.say(
-            f"epoch {epoch:g}: {metric}={values.get(metric, float('nan')):.4f} after "
+            f"epoch {epoch:g}: {metric}={value:.4f} after "
             f"{train_time:.2f} s of training" + (" (reached)" if self.reached else "")
         )
-        if self.reached and self.model is not None and "checkpoint" not in self.record:
-            self._save_threshold_model(values, epoch)
+        if self.reached and self.model is not None:  # off the clock: between epochs, or
+            from perfsuite.runner.checkpoint import save_threshold_model  # paused
+
+            self.engine.keep_threshold_model(save_threshold_model, self.model, epoch, value)
         if self.reached:
             self.detours.late_window("at evaluate()")
             self.rec.write()
         return self.reached
 
-    def _save_threshold_model(self, metrics: dict[str, float], epoch: float) -> None:
-        """Keep the model that first met the threshold, as `perfsuite run` does (off the
-        clock: between epochs, or inside the paused evaluation); see runner/checkpoint.py."""
-        if self.inert:
-            return
-        from perfsuite.runner.checkpoint import save_threshold_model
-        from perfsuite.runner.contain import collector
-
-        metric = self.rec.metric
-        with collector(self.rec, "checkpoint", capture.LOST_CHECKPOINT):
-            section, self.setup_s["checkpoint_s"] = capture.timed(
-                save_threshold_model,
-                self.run_dir,
-                self.model,
-                epoch=epoch,
-                evaluation_index=len(self.record["evaluations"]) - 1,
-                metric=metric,
-                value=float(metrics.get(metric, float("nan"))),
-            )
-            self.record["checkpoint"] = section
-            self.record["sidecars"]["checkpoint"] = section["file"]
-        self.rec.write()
-
     def say(self, text: str) -> None:
         """A progress line on stderr (`progress=True`)."""
         if self.progress:
             print(f"[perfsuite] {self.rec.run_id}: {text}", file=sys.stderr, flush=True)
+
+
+def _host_sum(total: Any, loss: Any) -> float:
+    return total + float(loss)
 
 
 def track(task: str, **kwargs: Any) -> Tracker:

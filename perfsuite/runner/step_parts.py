@@ -1,11 +1,10 @@
-"""The pieces of `perfsuite.track` (perfsuite/tracking.py) that read a user's step: what it was
-called with (batch size, dtype) and returned (the loss), the loss's divergence check, and the
-process state that keeps detours and profile windows from nesting."""
+"""The pieces of `perfsuite.track` (runner/track.py) that read a user's step: what it was
+called with (batch size, dtype) and returned (the loss), and the process state that keeps
+detours and profile windows from nesting."""
 
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -183,40 +182,6 @@ def loss_of(out: Any) -> Any:
     if isinstance(out, (int, float)) and not isinstance(out, bool):
         return float(out)
     return None
-
-
-class LossMeter:
-    """The losses of one epoch, summed where the step left them (on a GPU: no sync per step;
-    on the host as Python floats, the cheapest there). A NaN or inf in any step keeps the sum
-    non-finite, so checking the sum every `check_every` steps and at the epoch's end finds
-    every one, not only those at a check."""
-
-    def __init__(self, check_every: int, host: bool) -> None:
-        self.check_every = check_every
-        self.host = host
-        self.reset()
-
-    def reset(self) -> None:
-        self.total: Any = 0.0
-        self.count = 0
-
-    def add(self, out: Any) -> bool:
-        """Add a step's return value; False when it holds no loss."""
-        loss = loss_of(out)
-        if loss is None:
-            return False
-        self.total = self.total + (float(loss) if self.host else loss)
-        self.count += 1
-        return True
-
-    def due(self, steps: int) -> bool:
-        return self.count > 0 and steps % self.check_every == 0
-
-    def finite(self) -> bool:
-        return math.isfinite(float(self.total))  # a sync on a GPU: only when due
-
-    def mean(self) -> float | None:
-        return float(self.total) / self.count if self.count else None
 
 
 def in_detour() -> bool:

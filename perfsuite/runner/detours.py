@@ -1,4 +1,4 @@
-"""The detours of `perfsuite.track` (perfsuite/tracking.py): the FLOP count and the profile
+"""The detours of `perfsuite.track` (runner/track.py): the FLOP count and the profile
 window, each on calls of the user's own step, with the track's clock paused.
 
 Which step: the FLOP count takes the first detour-safe call after a step ran whose batch has
@@ -11,27 +11,23 @@ epoch's length. A run that reaches its threshold, or ends, before that gets it a
 step's (a window away from the loop would otherwise profile other math). `timeline.batch`
 names the call and shapes replayed. A run without a window says why in its flags.
 
-Every detour is a collector (runner/contain.py): if it raises, the run goes on without it and
-the record says what was lost.
+Every detour is a collector (Engine.collecting, runner/contain.py): if it raises, the run goes
+on without it and the record says what was lost.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from perfsuite import tracking_parts as parts
 from perfsuite.hostinfo import low_precision_note
-from perfsuite.record import quantity
 from perfsuite.runner import capture
-from perfsuite.runner.chatter import LOG_NAME, stderr_to
-from perfsuite.runner.contain import collector, formula_error_flag
+from perfsuite.runner import step_parts as parts
 from perfsuite.runner.profile_window import ProfileWindow
 from perfsuite.workloads.state import detour
 
 if TYPE_CHECKING:
-    from perfsuite.tracking import Tracker
+    from perfsuite.runner.track import Tracker
 
 
 class Detours:
@@ -69,8 +65,9 @@ class Detours:
                 self.counted_shapes, self.counted_call = shapes, run.steps_total + 1
                 self._remember(fn, args, kw)
                 run.say("counting FLOPs of one step (off the clock)")
-                with collector(run.rec, "FLOP count", capture.LOST_WORK):
-                    _, run.setup_s["flop_count_s"] = run.off_clock(self.count, fn, args, kw, size)
+                lost = capture.LOST_WORK
+                with run.engine.collecting("FLOP count", lost, "flop_count_s") as taking:
+                    taking.run(self.count, fn, args, kw, size)
             return
         if shapes != self.counted_shapes:
             return  # a partial or odd batch: never the one the window replays
@@ -117,15 +114,12 @@ class Detours:
             return
         run.say(f"profile window: {run.profile_steps} calls of your step (off the clock)")
         where = (call or run.steps_total + 1, epoch or run.epoch_number)
-        log = run.run_dir / LOG_NAME if run.rec.write_files else None
+        lost = capture.LOST_WINDOW
         # the profiler's start/stop lines go to the run's log, not the user's terminal
-        quiet = stderr_to(log) if log is not None else contextlib.nullcontext()
-        with collector(run.rec, "profile window", capture.LOST_WINDOW) as failed, quiet:
-            _, run.setup_s["profile_window_s"] = run.off_clock(self.window, fn, args, kw, where)
-        if log is not None and log.is_file() and log.stat().st_size:
-            run.record["sidecars"]["log"] = LOG_NAME
-        if failed:
-            self.no_window = f"the window raised: {failed[0]}"
+        with run.engine.collecting("profile window", lost, "profile_window_s") as taking:
+            taking.run(self.window, fn, args, kw, where)
+        if taking.failed:
+            self.no_window = f"the window raised: {taking.failed[0]}"
 
     def missing(self) -> list[str]:
         """Flags for a FLOP count or profile window that capture asked for and did not get."""
@@ -189,8 +183,7 @@ class Detours:
         trained = [*state.module.parameters()]  # else the optimizer's (a module may hold none)
         trained += [p for g in state.optimizer.param_groups for p in g["params"]]
         work["dtype"] = capture.compute_dtype(parts.leaves((args, kw)), trained)
-        record["work"] = work
-        formula_error_flag(run.rec, work)
+        run.engine.set_work(work)
         param = parts.trained_parameter(state.module, state.optimizer)
         param_dtype = str(param.dtype).replace("torch.", "") if param is not None else None
         # autocast entered inside the user's step is not visible from here; around it, it is
@@ -204,12 +197,7 @@ class Detours:
         slow = low_precision_note(autocast, record["math"]["autocast_native"])
         if slow:
             run.rec.flag(slow)
-        ceil, why = capture.resolve_ceilings(
-            str(run.backend.device), work["dtype"], run.measure_peaks, record["math"]
-        )
-        record["ceilings"] = ceil
-        if why:
-            run.rec.flag(why)
+        run.engine.set_ceilings(str(run.backend.device), run.measure_peaks)
 
     def window(self, fn: Callable[..., Any], args: tuple, kw: dict, where: tuple[int, int]) -> None:
         run = self.run
@@ -224,7 +212,6 @@ class Detours:
                 window.close()
         timeline = window.result()
         if timeline:
-            timeline["epoch"] = run.epoch_number
             timeline["note"] = "profiled on repeated calls of the user's step on one batch"
             timeline["batch"] = {
                 "call": where[0],
@@ -232,18 +219,4 @@ class Detours:
                 "shapes": [list(s) for s, _ in self.counted_shapes or ()],
                 "same_as_flop_count": self.counted_shapes is not None,
             }
-            run.record["timeline"] = timeline
-            run.record["sidecars"]["trace"] = timeline["trace"]
-            if not run.in_epoch:  # taken at evaluate() or exit: the epoch is over
-                measured_step_time(timeline, run.epoch_number, *run.last_epoch)
-
-
-def measured_step_time(timeline: dict[str, Any], epoch: int, seconds: float, steps: int) -> None:
-    """The clock's step time in the window's epoch, which per-op times are reconciled to."""
-    if steps:
-        timeline["measured_step_time"] = quantity(
-            seconds / steps,
-            "s",
-            "measured",
-            f"training clock of epoch {epoch} / its {steps} steps (detours excluded)",
-        )
+            run.engine.set_timeline(timeline, run.epoch_number)
