@@ -2,9 +2,10 @@
 and report: which rule a latency follows, its percentiles, and the energy figures with the
 reason when there are none.
 
-Rules: `dawnbench` (runner/inference.py: mean of batch-1 predictions over the whole evaluation
-set by the threshold model), `older rule` (perfsuite records made before it: the median of a
-few batch-1 calls of the last model), `imported` (DAWNBench or MLPerf results, their own rule).
+Rules (`inference.rule`, in every loaded record): `dawnbench` (runner/inference.py: mean of
+batch-1 predictions over the whole evaluation set by the threshold model), `older rule`
+(records of schema version 1 measured without it: the median of a few batch-1 calls of the
+last model), `imported` (DAWNBench or MLPerf results, their own rule).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfsuite.record import qvalue
+from perfsuite.record.migrate import OLDER_INFERENCE_RULE
 
-OLDER_RULE = "older rule"
+OLDER_RULE = OLDER_INFERENCE_RULE
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,8 @@ def rule_of(record: Mapping[str, Any]) -> str | None:
     inf = record.get("inference") or {}
     if not inf:
         return None
-    if inf.get("rule"):
-        return str(inf["rule"])
-    if (record.get("source") or {}).get("kind", "perfsuite") != "perfsuite":
-        return "imported"
-    return OLDER_RULE
+    rule = inf.get("rule")  # every loaded record names it (perfsuite/record/migrate.py)
+    return str(rule) if rule else None
 
 
 def inference_view(record: Mapping[str, Any]) -> InferenceView:

@@ -218,8 +218,8 @@ GENERIC_RULE = "generic"  # drop the fastest and the slowest run
 def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
     """(benchmark, runs dropped at each end) of an imported MLPerf record, else None.
 
-    The importer stores its benchmark's rule as `extra.mlperf.dropped_each_end`; a record
-    imported before it did gets the summarizer's rule for its benchmark (`max_dropped`).
+    The importer stores its benchmark's rule as `extra.mlperf.dropped_each_end` (the loader
+    migrates records imported before it did: perfsuite/record/migrate.py).
     """
     if (record.get("source") or {}).get("kind") != "mlperf":
         return None
@@ -227,12 +227,7 @@ def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
     if not isinstance(info, dict):
         return None
     name = str((record.get("task") or {}).get("name"))
-    if "dropped_each_end" in info:
-        dropped = info["dropped_each_end"]
-    else:
-        from perfsuite.importers.mlperf_rules import max_dropped
-
-        dropped = max_dropped(name)
+    dropped = info.get("dropped_each_end")
     if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 1:
         return None
     return name, dropped

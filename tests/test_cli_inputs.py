@@ -207,13 +207,13 @@ def test_help_texts_show_no_doubled_percent():
 
 def test_deprecated_spellings_still_work(capsys):
     args = build_parser().parse_args(["run", "digits", "--keep-going"])
-    assert args.all_epochs is True
+    assert args.keep_going is True
     assert "--keep-going is deprecated; use --all-epochs" in capsys.readouterr().err
     args = build_parser().parse_args(["roofline", "r", "--html", "x.html"])
     assert args.output == "x.html"
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
     assert args.output == "y.html"
-    assert build_parser().parse_args(["run", "digits"]).all_epochs is False
+    assert build_parser().parse_args(["run", "digits"]).keep_going is False
 
 
 def test_retired_counters_force_notes_and_does_nothing(capsys):

@@ -137,7 +137,7 @@ def test_nproc_1_is_the_single_process_path(monkeypatch, tmp_path):
     """`--nproc 1` (the default) never reaches the launcher."""
     import perfsuite.runner.launch as launch
     from perfsuite.cli import build_parser
-    from perfsuite.cli.run_cmd import _options
+    from perfsuite.cli.run_flags import options_from_args
     from perfsuite.runner import loop
 
     def no_launch(opts):
@@ -146,7 +146,7 @@ def test_nproc_1_is_the_single_process_path(monkeypatch, tmp_path):
     monkeypatch.setattr(launch, "launch", no_launch)
     monkeypatch.setattr(loop._Run, "execute", lambda self: ("single", self.record))
     args = build_parser().parse_args(["run", "digits", "--out", str(tmp_path)])
-    opts = _options(args, 0, None)
+    opts = options_from_args(args, seed=0)
     assert opts.nproc == 1
     kind, rec = loop.run_workload(opts)
     assert kind == "single" and "distributed" not in rec

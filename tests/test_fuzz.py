@@ -94,7 +94,11 @@ def _base_record() -> dict[str, Any]:
     rec["telemetry"] = {"cpu": {"util_pct_mean": 50.0}, "gpu": {"sm_clock_hz_mean": 1e9}}
     rec["counters"] = {"window_steps": 3, "kernels": [{"name": "k", "calls": 3, "flops": 1e9}]}
     rec["cost"] = {"usd_per_hour": quantity(3.0, "USD/h", "spec", "t")}
-    rec["inference"] = {"latency": quantity(0.01, "s", "measured", "t"), "metrics": {"top1": 0.9}}
+    rec["inference"] = {
+        "latency": quantity(0.01, "s", "measured", "t"),
+        "metrics": {"top1": 0.9},
+        "rule": "dawnbench",
+    }
     return rec
 
 

@@ -312,8 +312,10 @@ def test_nvml_without_counter_and_a_failing_counter_never_raise():
 
 
 def test_older_median_records_are_shown_as_older_rule(make_record):
+    # a version-1 record measured this way is migrated to it at load (test_record_migrate.py)
     rec = make_record([(1, 10.0, 0.95)], threshold=0.9)
     rec["inference"] = {"latency": quantity(0.002, "s", "measured"), "metrics": {"top1": 0.95}}
+    rec["inference"]["rule"] = OLDER_RULE
     rec["cost"] = {"usd_per_hour": quantity(3.6, "USD/h", "spec", "test")}
     view = inference_view(rec)
     assert view.rule == OLDER_RULE and "older rule" in view.note

@@ -65,7 +65,6 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("analyzers.mfu", "perfsuite.ceilings.roofs"),
     ("analyzers.roofline", "perfsuite.ceilings.roofs"),
     ("analyzers.roofline", "perfsuite.ceilings.table"),
-    ("analyzers.stability", "perfsuite.importers.mlperf_rules"),
     ("analyzers.utilization", "perfsuite.ceilings.roofs"),
     ("analyzers.utilization", "perfsuite.ceilings.table"),
     ("perfsuite.api.figures", "perfsuite.report.build"),

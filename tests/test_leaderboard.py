@@ -34,7 +34,11 @@ def _rec(run_id, task="cifar10", metric="top1", threshold=0.94, time_s=None, **f
 
 
 def _inference(run_id, latency_s, acc, cost_per_item=None):
-    inf = {"latency": quantity(latency_s, "s", "imported"), "metrics": {"top1": acc}}
+    inf = {
+        "latency": quantity(latency_s, "s", "imported"),
+        "metrics": {"top1": acc},
+        "rule": "imported",
+    }
     if cost_per_item is not None:
         inf["cost_per_item"] = quantity(cost_per_item, "USD", "imported")
     rec = _rec(run_id, inference=inf, source={"kind": "dawnbench", "entry_type": "inference"})
@@ -142,7 +146,11 @@ def test_cli(tmp_path, capsys):
 
 def test_lower_is_better_board_display_and_inference_qualifies(tmp_path, capsys):
     def wer(run_id, served, time_s=None):
-        inf = {"latency": quantity(0.01, "s", "imported"), "metrics": {"wer": served}}
+        inf = {
+            "latency": quantity(0.01, "s", "imported"),
+            "metrics": {"wer": served},
+            "rule": "imported",
+        }
         rec = _rec(run_id, task="rnnt", metric="wer", threshold=0.058, time_s=time_s,
                    inference=inf)  # fmt: skip
         rec["task"]["direction"] = "lower"

@@ -192,7 +192,7 @@ def test_cli_errors_of_a_user_file_are_one_line(tmp_path):
 
 def test_run_and_study_keep_the_absolute_path_of_a_workload_file(tmp_path, monkeypatch):
     from perfsuite.cli import build_parser
-    from perfsuite.cli.run_cmd import _options
+    from perfsuite.cli.run_flags import options_from_args
     from perfsuite.cli.study_cmd import spec_dict
 
     monkeypatch.chdir(ROOT)
@@ -201,7 +201,7 @@ def test_run_and_study_keep_the_absolute_path_of_a_workload_file(tmp_path, monke
     assert absolute_spec(rel) == full
     assert absolute_spec("digits") == "digits" and absolute_spec("pkg.mod:W") == "pkg.mod:W"
     args = build_parser().parse_args(["run", rel])
-    assert _options(args, 0, None).workload == full
+    assert options_from_args(args, seed=0).workload == full
     args = build_parser().parse_args(["study", "lesion", rel, "--opts", "bf16"])
     assert spec_dict(args)["workload"] == full
 

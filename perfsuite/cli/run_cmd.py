@@ -5,16 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfsuite.cli.common import (
-    CLIError,
-    add_deprecated,
-    fraction,
-    instance_type,
-    metric_value,
-    nonnegative_float,
-    positive_int,
-    status,
-)
+from perfsuite.cli.common import CLIError, fraction, metric_value, positive_int, status
+from perfsuite.cli.run_flags import add_run_flags, options_from_args
 
 EPILOG = """\
 examples:
@@ -46,130 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "workload",
-        help="workload name (digits, cifar10, imagenet, squad) or your own: FILE.py:CLASS or "
-        "package.module:CLASS",
-    )
-    p.add_argument(
-        "--data-dir",
-        help="dataset folder (cifar10: pickle or image-folder layout; squad: train-v1.1.json "
-        "and dev-v1.1.json)",
-    )
-    p.add_argument("--download", action="store_true", help="download the dataset if absent")
-    p.add_argument("--out", default="runs", help="parent folder for run folders (default: runs)")
-    p.add_argument(
-        "--threshold",
-        help="target metric as a fraction, e.g. 0.94, or in percent: 94%%; for a "
-        "lower-is-better metric (a loss: gpt's val_loss) its value, e.g. 1.47",
-    )
-    p.add_argument(
-        "--epochs", type=positive_int, help="upper bound on epochs (also the schedule length)"
-    )
-    p.add_argument("--batch-size", type=positive_int, help="training batch size")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    p.add_argument(
-        "--framework",
-        choices=("pytorch", "tensorflow"),
-        default="pytorch",
-        help="framework the workload is written in (default pytorch; tensorflow: digits and "
-        "cifar10, needs pip install perfsuite[tensorflow]; docs/tensorflow.md)",
-    )
-    p.add_argument("--recipe", help="named recipe preset of the workload (e.g. dawnbench, cpu)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a recipe field, e.g. --set lr=0.2 --set width=0.25 (repeatable)",
-    )
-    p.add_argument(
-        "--switch",
-        dest="switches",
-        action="append",
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="optimization switch, comma-separated or repeated: bf16, fp16, tf32=on|off, "
-        "channels_last, compile[=MODE], lr_rule=linear|sqrt|none, label_smoothing=X, "
-        "tta=on|off, data=device|workers, layout=nhwc|nchw (tensorflow) (see --list-switches)",
-    )
+    add_run_flags(p)
     p.add_argument(
         "--list-switches",
         action="store_true",
         help="print the switches WORKLOAD supports and exit",
-    )
-    p.add_argument(
-        "--synthetic",
-        action="store_true",
-        help="random inputs of the workload's shape instead of its data (throughput only)",
-    )
-    p.add_argument(
-        "--eval-from",
-        type=positive_int,
-        default=1,
-        metavar="EPOCH",
-        help="evaluate from this epoch on (default 1); skipping early evaluations saves wall "
-        "time and can only make the time to accuracy later, never earlier",
-    )
-    p.add_argument(
-        "--all-epochs",
-        dest="all_epochs",
-        action="store_true",
-        help="train all epochs instead of stopping at the first evaluation >= threshold",
-    )
-    add_deprecated(p, "--keep-going", "--all-epochs", "all_epochs", flag=True)
-    p.add_argument(
-        "--no-capture",
-        dest="capture",
-        action="store_false",
-        help="turn instrumentation off (no FLOP count, profiler, telemetry, ceilings)",
-    )
-    p.add_argument(
-        "--no-peaks",
-        dest="measure_peaks",
-        action="store_false",
-        help="do not micro-benchmark device peaks when none are cached",
-    )
-    p.add_argument(
-        "--profile-steps",
-        type=int,
-        default=3,
-        help="at least this many training steps in the timeline window (0: no window; default 3)",
-    )
-    p.add_argument(
-        "--profile-seconds",
-        type=nonnegative_float,
-        default=1.0,
-        metavar="S",
-        help="raise the window's step count until it covers S seconds of the measured step "
-        "time, so per-op times of short steps are reproducible (0: exactly --profile-steps; "
-        "default 1.0)",
-    )
-    p.add_argument(
-        "--counters",
-        choices=["ncu", "cupti"],
-        help="after training, collect GPU hardware counters for the profiled window: ncu "
-        "(Nsight Compute on a replay child) or cupti (torch.profiler range profiler, falls "
-        "back to ncu where the PyTorch build lacks it); NVIDIA only",
-    )
-    p.add_argument(
-        "--inference-limit",
-        type=positive_int,
-        metavar="N",
-        help="after training, time batch-1 inference on only the first N evaluation examples "
-        "(recorded as partial, never the DAWNBench figure; default: the whole set)",
-    )
-    p.add_argument("--threads", type=positive_int, help="torch intra-op threads")
-    p.add_argument(
-        "--instance-type", type=instance_type, help="cloud instance type, for cost analysis"
-    )
-    p.add_argument(
-        "--price",
-        dest="price_per_hour",
-        type=nonnegative_float,
-        help="USD per hour of this machine, for cost analysis",
     )
     p.add_argument(
         "--repeats",
@@ -183,54 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
-    p.add_argument(
-        "--nproc",
-        type=int,
-        default=1,
-        help="data-parallel training in N processes (DistributedDataParallel through "
-        "torchrun; gloo on CPU, NCCL on GPUs); per-rank batch = --batch-size, global = N x it; "
-        "see docs/studies.md (default 1: one process, no torchrun)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    # Internal: a counters collector's child replays N steps of the window, writes no record.
-    p.add_argument("--replay-window", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=_run)
-
-
-def _options(args: argparse.Namespace, seed: int, group: dict | None):
-    from perfsuite.runner import RunOptions
-
-    return RunOptions(
-        workload=args.workload,  # RunOptions makes a FILE.py part absolute
-        framework=args.framework,
-        data_dir=args.data_dir,
-        out=args.out,
-        threshold=args.threshold,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        seed=seed,
-        device=args.device,
-        keep_going=args.all_epochs,
-        capture=args.capture,
-        recipe=args.recipe,
-        overrides=list(args.overrides),
-        switches=list(args.switches),
-        synthetic=args.synthetic,
-        replay_steps=args.replay_window,
-        eval_from=args.eval_from,
-        threads=args.threads,
-        counters=args.counters,
-        instance_type=args.instance_type,
-        price_per_hour=args.price_per_hour,
-        group=group,
-        download=args.download,
-        profile_steps=args.profile_steps,
-        profile_seconds=args.profile_seconds,
-        measure_peaks=args.measure_peaks,
-        inference_limit=args.inference_limit,
-        progress=not args.quiet,
-        nproc=args.nproc,
-    )
 
 
 def _one(args: argparse.Namespace, seed: int) -> Path | None:
@@ -238,7 +64,7 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
     from perfsuite.runner.loop import Terminated
 
     try:
-        run_dir, error, fatal = run_in_process(_options(args, seed, None))
+        run_dir, error, fatal = run_in_process(options_from_args(args, seed=seed))
     except Terminated as exc:
         where = getattr(exc, "perfsuite_run_dir", "the run folder")
         raise CLIError(f"run interrupted ({exc}); record: {where}") from None
@@ -291,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
 
         print(f"switches of {args.workload}:\n{describe(wl.switches)}")
         return 0
-    if args.replay_window:
+    if args.replay_steps:
         _one(args, args.seed)
         return 0
     if wl.needs_data_dir and not args.data_dir and not args.synthetic:
@@ -330,7 +156,7 @@ def _repeats(args: argparse.Namespace) -> int:
     n = args.repeats
     jobs = [
         Job(
-            _options(args, args.seed + i, {"id": gid, "index": i, "size": n}),
+            options_from_args(args, seed=args.seed + i, group={"id": gid, "index": i, "size": n}),
             key=args.workload,
             label=f"repeat {i + 1}/{n} (seed {args.seed + i})",
         )

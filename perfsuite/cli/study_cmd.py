@@ -11,12 +11,13 @@ from perfsuite.cli.common import (
     CLIError,
     add_deprecated,
     add_json_flag,
-    fraction,
     output_path,
     positive_int,
     print_json,
     status,
 )
+from perfsuite.cli.run_flags import add_study_run_flags
+from perfsuite.study.spec import study_settings
 
 EPILOG = """\
 examples:
@@ -54,7 +55,7 @@ def register(sub: Any) -> None:
         ("scaling", "one configuration per data-parallel process count (DDP via torchrun)"),
     ):
         k = kinds.add_parser(kind, help=text, description=text)
-        k.add_argument("workload", help="workload name or FILE.py:CLASS")
+        _run_flags(k)
         if kind == "scaling":
             k.add_argument(
                 "--nproc", required=True,
@@ -75,7 +76,6 @@ def register(sub: Any) -> None:
                 help="options, comma-separated: switches (bf16, channels_last, "
                 "label_smoothing=X, ...; see run --list-switches) and batch=N",
             )  # fmt: skip
-        _run_flags(k)
         _exec_flags(k)
         k.set_defaults(func=_from_args, kind=kind)
     r = kinds.add_parser("run", help="run a TOML study file, or resume a study folder")
@@ -92,63 +92,13 @@ def register(sub: Any) -> None:
 
 
 def _run_flags(k: argparse.ArgumentParser) -> None:
+    """The workload, the options every run of the study shares (runner/options.py) and the
+    study's repeats, output folder and robustness checks."""
+    add_study_run_flags(k)
     k.add_argument(
         "--repeats", type=positive_int, default=1, help="runs per configuration (seeds differ)"
     )
-    k.add_argument(
-        "--threshold", type=fraction, help="target metric as a fraction (0.98) or percent (98%%)"
-    )
-    k.add_argument("--seed", type=int, default=0, help="seed of the first repeat (default 0)")
     k.add_argument("--out", help="study folder (default runs/studies/<id>); reused to resume")
-    k.add_argument("--epochs", type=positive_int, help="upper bound on epochs of every run")
-    k.add_argument(
-        "--batch-size", type=positive_int, help="batch size where the study does not set one"
-    )
-    k.add_argument("--recipe", help="named recipe preset of the workload")
-    k.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="recipe override for every run (repeatable)",
-    )
-    k.add_argument(
-        "--switch",
-        dest="switches",
-        action="append",
-        default=[],
-        metavar="NAME[=VALUE]",
-        help="switch applied to every configuration",
-    )
-    k.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    k.add_argument(
-        "--framework",
-        choices=("pytorch", "tensorflow"),
-        default="pytorch",
-        help="framework of the workload (tensorflow: digits and cifar10; switches layout, "
-        "bf16, fp16)",
-    )
-    k.add_argument("--data-dir", help="dataset folder (cifar10)")
-    k.add_argument("--synthetic", action="store_true", help="random inputs (throughput only)")
-    k.add_argument(
-        "--no-capture",
-        dest="capture",
-        action="store_false",
-        help="no FLOP count, profiler, telemetry or ceilings in the runs",
-    )
-    k.add_argument(
-        "--eval-from",
-        type=int,
-        default=1,
-        metavar="EPOCH",
-        help="evaluate from this epoch on (default 1)",
-    )
-    k.add_argument(
-        "--all-epochs", dest="all_epochs", action="store_true", help="train all epochs of every run"
-    )
-    add_deprecated(k, "--keep-going", "--all-epochs", "all_epochs", flag=True)
-    k.add_argument("--threads", type=int, help="torch intra-op threads per run")
     k.add_argument(
         "--corruptions",
         action="store_true",
@@ -188,20 +138,7 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
     """The command line as a study dict (the same fields as a TOML study file)."""
     from perfsuite.workloads.user import absolute_spec
 
-    run = {
-        "epochs": args.epochs,
-        "batch_size": args.batch_size,
-        "recipe": args.recipe,
-        "set": list(args.overrides),
-        "device": args.device,
-        "data_dir": args.data_dir,
-        "synthetic": args.synthetic,
-        "capture": args.capture,
-        "keep_going": args.all_epochs,
-        "eval_from": args.eval_from,
-        "threads": args.threads,
-        "framework": args.framework,
-    }
+    run = {flag.study: getattr(args, f.name) for f, flag in study_settings()}
     raw: dict[str, Any] = {
         "kind": args.kind,
         "workload": absolute_spec(args.workload),  # resumable from any directory

@@ -37,6 +37,7 @@ from perfsuite.importers.common import (
 from perfsuite.importers.dawnbench_detect import Task, detect_task, entry_kind, hardware
 from perfsuite.record import new_record, quantity
 from perfsuite.record.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
+from perfsuite.record.migrate import IMPORTED_INFERENCE_RULE
 from perfsuite.record.tta import crossing_dict, first_crossing
 from perfsuite.safeio import (
     HEAD_BYTES,
@@ -383,7 +384,11 @@ def _fill_inference(
         )
     src = f"DAWNBench entry {path.name}"
     latency_s = None if latency_ms is None else latency_ms / 1000.0
-    inf: dict[str, Any] = {"latency": quantity(latency_s, "s", "imported", src), "metrics": {}}
+    inf: dict[str, Any] = {
+        "latency": quantity(latency_s, "s", "imported", src),
+        "metrics": {},
+        "rule": IMPORTED_INFERENCE_RULE,  # DAWNBench's own rule, not one perfsuite measured by
+    }
     if latency_ms is None:
         inf["not_measured"] = "the DAWNBench entry reports cost per item, no latency"
         flags.append(f"{path.name}: latency {_absent(entry, 'latency')}; cost per item only")

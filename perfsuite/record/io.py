@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record import checks
-from perfsuite.record.model import SCHEMA, SCHEMA_VERSION, utc_now
+from perfsuite.record.migrate import migrate, newer_problem
+from perfsuite.record.model import SCHEMA, utc_now
 from perfsuite.record.owner import stale_reason
 from perfsuite.safeio import InputError, load_json
 
@@ -78,12 +79,9 @@ def validate_record(record: Any, origin: str = "<record>") -> None:
     """Raise RecordError naming `origin` and the first offending field."""
     if not isinstance(record, dict):
         raise RecordError(f"{origin}: field (top level): expected a JSON object")
-    version = record.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise RecordError(
-            f"{origin}: field schema_version: {version} is newer than this perfsuite reads "
-            f"({SCHEMA_VERSION}); upgrade perfsuite"
-        )
+    newer = newer_problem(record, origin)
+    if newer:
+        raise RecordError(newer)
     if record.get("schema") not in (None, SCHEMA):
         raise RecordError(
             f"{origin}: field schema: {_short(repr(record.get('schema')))} is not {SCHEMA!r}"
@@ -317,14 +315,22 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
 def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load and validate one record (a run.json or its folder).
 
-    A record still 'running' whose writer process is known to be gone (perfsuite.record.owner)
-    is returned with status 'interrupted'.
+    An older record is migrated to the current schema version first (perfsuite.record.migrate)
+    and then validated as a current one; a newer one is refused. A record still 'running'
+    whose writer process is known to be gone (perfsuite.record.owner) is returned with status
+    'interrupted'.
 
     The loaded dict gets `_path` (the file) and `_dir` (its folder) so analyzers can resolve
-    sidecar files; these keys are never written back.
+    sidecar files, and `_migrated_from` (the version on disk) when it was migrated; these keys
+    are never written back.
     """
     p = _resolve(path)
     record = load_json(p, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH)
+    on_disk = record.get("schema_version") if isinstance(record, dict) else None
+    newer = newer_problem(record, str(p)) if isinstance(record, dict) else None
+    if newer:
+        raise RecordError(newer)
+    record = migrate(record)
     validate_record(record, str(p))
     clean_stale_temps(p.parent)
     stale = stale_reason(record)
@@ -341,6 +347,8 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
         record["error"] = record.get("error") or f"interrupted: {stale}"
     record["_path"] = str(p)
     record["_dir"] = str(p.parent)
+    if on_disk != record["schema_version"]:
+        record["_migrated_from"] = on_disk
     return record
 
 

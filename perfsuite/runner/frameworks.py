@@ -9,9 +9,74 @@ the TensorFlow hooks live in `perfsuite/backends/tensorflow.py`.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 FRAMEWORKS = ("pytorch", "tensorflow")
+
+# The framework's own objects pass through the loop untouched; the names say what each is.
+Workload = Any  # a workloads.base.Workload (or its TensorFlow twin)
+Recipe = Any  # the workload's resolved recipe
+Backend = Any  # backends.pytorch.TorchBackend or backends.tensorflow.TFBackend
+Switches = Any  # workloads.switches.Switches: the run's parsed --switch values
+Model = Any  # torch.nn.Module or a Keras model
+TrainState = Any  # the workload's train state (model, optimizer, schedule)
+Batch = Any
+Tensor = Any  # a framework scalar (the loss)
+
+
+@runtime_checkable
+class FrameworkParts(Protocol):
+    """What the run loop needs from a framework: every call that touches a framework's objects.
+    `TorchParts` below and `backends.tensorflow.TFRunParts` implement it."""
+
+    framework: str  # "pytorch" or "tensorflow"
+
+    def apply_process_switches(self, switches: Switches) -> Callable[[], None]:
+        """Apply process-wide switches (tf32); the returned call restores them."""
+        ...
+
+    def check_switches(self, switches: Switches, backend: Backend) -> None:
+        """One-line ValueError for a switch this device cannot run."""
+        ...
+
+    def load_data(self, wl: Workload, data_dir: str | None, backend: Backend,
+                  switches: Switches) -> Any:  # fmt: skip
+        ...
+
+    def build_model(self, wl: Workload, recipe: Recipe, backend: Backend, switches: Switches,
+                    seed: int) -> Model:  # fmt: skip
+        ...
+
+    def build_state(self, wl: Workload, recipe: Recipe, model: Model, steps_per_epoch: int,
+                    backend: Backend, switches: Switches) -> TrainState:  # fmt: skip
+        ...
+
+    def parameter_count(self, model: Model) -> int: ...
+
+    def watch_first_layer(self, state: TrainState) -> tuple[dict[str, Any], Any]:
+        """(what the first layer saw, the call that removes the watch)."""
+        ...
+
+    def switch_effects(self, state: TrainState, switches: Switches,
+                       seen: dict[str, Any]) -> dict:  # fmt: skip
+        ...
+
+    def math_section(self, state: TrainState, seen: dict[str, Any]) -> dict[str, Any]: ...
+
+    def count_step_work(self, wl: Workload, state: TrainState, batch: Batch) -> dict[str, Any]: ...
+
+    def profile_window(self, run_dir: Any, backend: Backend, wl: Workload, state: TrainState,
+                       batches: Any, active: int) -> dict[str, Any] | None:  # fmt: skip
+        ...
+
+    def save_threshold_model(self, run_dir: Any, module: Model, **where: Any) -> dict[str, Any]: ...
+
+    def threshold_model(self, record: dict[str, Any], module: Model) -> Model: ...
+
+    def zero_loss(self, backend: Backend) -> Tensor: ...
+
+    def add_loss(self, total: Tensor, loss: Tensor) -> Tensor: ...
 
 
 def framework_backend(framework: str, device: str) -> Any:
@@ -27,7 +92,8 @@ def framework_backend(framework: str, device: str) -> Any:
     raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
 
 
-def run_parts(framework: str) -> Any:
+def run_parts(framework: str) -> FrameworkParts:
+    """The hooks of `framework` (a TensorFlow import only for a TensorFlow run)."""
     if framework == "tensorflow":
         from perfsuite.backends.tensorflow import TFRunParts
 

@@ -25,7 +25,7 @@ from perfsuite.study.folder import (
     write_manifest,
 )
 from perfsuite.study.plan import Config, plan
-from perfsuite.study.spec import StudyError, StudySpec
+from perfsuite.study.spec import StudyError, StudySpec, study_settings
 
 
 def open_study(spec: StudySpec, out: str | Path | None) -> Study:
@@ -61,25 +61,18 @@ def open_study(spec: StudySpec, out: str | Path | None) -> Study:
 
 def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOptions:
     """The options of one run: the shared run settings plus the configuration's switches."""
-    s = study.spec.run
+    shared = {f.name: getattr(study.spec.run, str(flag.study)) for f, flag in study_settings()}
+    shared = {k: list(v) if isinstance(v, list) else v for k, v in shared.items()}
     return RunOptions(
+        **{
+            **shared,
+            "batch_size": config.batch_size,  # the plan's: the configuration's or the shared one
+        },
         workload=study.spec.workload,
-        data_dir=s.data_dir,
         out=str(study.path / config.folder),
         threshold=study.spec.threshold,
-        epochs=s.epochs,
-        batch_size=config.batch_size,
         seed=seed,
-        device=s.device,
-        framework=s.framework,
-        keep_going=s.keep_going,
-        capture=s.capture,
-        recipe=s.recipe,
-        overrides=list(s.set),
         switches=list(config.switches),
-        synthetic=s.synthetic,
-        eval_from=s.eval_from,
-        threads=s.threads,
         nproc=config.nproc,
         group={
             "id": f"{study.study_id}:{config.name}",

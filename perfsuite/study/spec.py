@@ -2,14 +2,19 @@
 
 One `StudySpec` comes from the command line, from a TOML study file or from a study folder's
 `study.json`; all three go through `spec_from_dict`, so a bad value gets the same one-line
-error naming the file and the field wherever it was written. Pure Python: no torch import.
+error naming the file and the field wherever it was written. The [run] table's keys and checks
+come from `RunOptions` (runner/options.py), the one source of a run's options. Pure Python: no
+torch import.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import Field, asdict, dataclass, field, make_dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from perfsuite.runner.options import Flag, default_of, option_flags
 
 KINDS = ("lesion", "factor", "batch", "scaling")
 LR_RULES = ("linear", "sqrt", "none")
@@ -21,22 +26,23 @@ class StudyError(ValueError):
     """A study file, folder or plan that cannot be used. The message is one line."""
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """Run options shared by every configuration of a study (see `perfsuite run --help`)."""
+def study_settings() -> list[tuple[Field, Flag]]:
+    """(RunOptions field, flag) of the options a study file's [run] table holds: shared by
+    every run of the study."""
+    return [(f, flag) for f, flag in option_flags() if flag.study and ":" not in flag.study]
 
-    epochs: int | None = None
-    batch_size: int | None = None
-    recipe: str | None = None
-    set: list[str] = field(default_factory=list)
-    device: str = "cpu"
-    data_dir: str | None = None
-    synthetic: bool = False
-    capture: bool = True
-    keep_going: bool = False
-    eval_from: int = 1
-    threads: int | None = None
-    framework: str = "pytorch"  # or "tensorflow": the switches layout/bf16/fp16 then apply
+
+# Run options shared by every configuration of a study (see `perfsuite run --help`): one field
+# per [run] key, named by the key, with the option's default; built from RunOptions (the one
+# source), so a study file takes each option a study may share and nothing else.
+RunSettings = make_dataclass(
+    "RunSettings",
+    [
+        (flag.study, f.type, field(default_factory=partial(default_of, f)))
+        for f, flag in study_settings()
+    ],
+    frozen=True,
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class StudySpec:
     repeats: int = 1
     threshold: float | None = None
     seed: int = 0
-    run: RunSettings = field(default_factory=RunSettings)
+    run: Any = field(default_factory=RunSettings)  # a RunSettings
     eval: EvalSettings = field(default_factory=EvalSettings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,7 +126,28 @@ def _bool(value: Any, origin: str, where: str) -> bool:
     return value
 
 
-def _run_settings(raw: Any, origin: str) -> RunSettings:
+def _setting(value: Any, default: Any, flag: Flag, origin: str, where: str) -> Any:
+    """One [run] value, checked by its option's value kind (runner/options.py)."""
+    kind = flag.value
+    if value is None:  # JSON null (a study.json): the option's default
+        return default
+    if kind in ("int", "positive_int"):
+        return _int(value, origin, where, 1 if kind == "positive_int" else None)
+    if kind == "switch":
+        return _bool(value, origin, where)
+    if kind == "list":
+        return _str_list(value, origin, where) if value else []
+    if kind == "choice":
+        if value not in flag.choices:
+            known = ", ".join(flag.choices)
+            raise _fail(origin, where, f"expected one of {known}, got {value!r}")
+        return value
+    if kind == "text":
+        return _opt_str(value, origin, where) or default
+    raise _fail(origin, where, f"a {kind} option is not a study setting")  # pragma: no cover
+
+
+def _run_settings(raw: Any, origin: str) -> Any:
     if raw is None:
         return RunSettings()
     if not isinstance(raw, dict):
@@ -128,27 +155,11 @@ def _run_settings(raw: Any, origin: str) -> RunSettings:
     for key in raw:
         if key not in _RUN:
             raise _fail(origin, f"run.{key}", f"unknown field; known: {', '.join(_RUN)}")
-    d = RunSettings()
-    get = raw.get
-
-    def opt_int(key: str, minimum: int) -> int | None:
-        v = get(key, getattr(d, key))
-        return None if v is None else _int(v, origin, f"run.{key}", minimum)
-
-    return RunSettings(
-        epochs=opt_int("epochs", 1),
-        batch_size=opt_int("batch_size", 1),
-        recipe=_opt_str(get("recipe"), origin, "run.recipe"),
-        set=_str_list(get("set", []), origin, "run.set") if get("set") else [],
-        device=_opt_str(get("device", d.device), origin, "run.device") or "cpu",
-        data_dir=_opt_str(get("data_dir"), origin, "run.data_dir"),
-        synthetic=_bool(get("synthetic", d.synthetic), origin, "run.synthetic"),
-        capture=_bool(get("capture", d.capture), origin, "run.capture"),
-        keep_going=_bool(get("keep_going", d.keep_going), origin, "run.keep_going"),
-        eval_from=_int(get("eval_from", d.eval_from), origin, "run.eval_from", 1),
-        threads=opt_int("threads", 1),
-        framework=_framework(get("framework", d.framework), origin),
-    )
+    values = {}
+    for f, flag in study_settings():
+        key = str(flag.study)
+        values[key] = _setting(raw.get(key), default_of(f), flag, origin, f"run.{key}")
+    return RunSettings(**values)
 
 
 def _eval_settings(raw: Any, origin: str) -> EvalSettings:
@@ -167,13 +178,6 @@ def _eval_settings(raw: Any, origin: str) -> EvalSettings:
         if raw.get("families")
         else [],
     )
-
-
-def _framework(value: Any, origin: str) -> str:
-    known = ("pytorch", "tensorflow")
-    if value not in known:
-        raise _fail(origin, "run.framework", f"expected one of {', '.join(known)}, got {value!r}")
-    return str(value)
 
 
 def spec_from_dict(raw: Any, origin: str) -> StudySpec:

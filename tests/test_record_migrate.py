@@ -1,0 +1,148 @@
+"""Versioned records: an older record is migrated to the current shape once, at load
+(perfsuite/record/migrate.py), validates as a current one and gives the analysis figures the
+readers gave it before they lost their branches for older shapes; a newer record is refused in
+one line naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzers.cost import cost_of
+from analyzers.inference import OLDER_RULE, inference_view
+from analyzers.leaderboard import leaderboard
+from analyzers.stability import stability
+from perfsuite.record import (
+    SCHEMA_VERSION,
+    RecordError,
+    load_record,
+    load_records,
+    quantity,
+    validate_record,
+    write_record,
+)
+from perfsuite.record.io import strip_private
+from perfsuite.record.migrate import migrate
+
+# Figures of the version-1 records below as the analyzers computed them while they still read
+# version-1 shapes themselves (the MLPerf olympic mean: 14.5 min, tests/test_stability_mlperf).
+OLDER_LATENCY_S = 0.002
+OLDER_COST_PER_10K_USD = 0.002 * 10_000 / 3600 * 3.6
+OLDER_NOTE = "older rule: median of a few batch-1 calls of the last model, not the mean"
+UNET3D_OLYMPIC_S = 14.5 * 60
+
+
+def _write_v1(folder: Path, rec: dict) -> Path:
+    """`rec` written as a version-1 file: plain JSON, as a version-1 writer left it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = {**strip_private(rec), "schema_version": 1}
+    (folder / "run.json").write_text(json.dumps(rec), encoding="utf-8")
+    return folder / "run.json"
+
+
+def _older_inference_record(make_record) -> dict:
+    """A perfsuite record of version 1 whose inference section names no rule: it measured
+    the median of a few batch-1 calls."""
+    rec = make_record([(1, 10.0, 0.95)], threshold=0.9)
+    rec["inference"] = {"latency": quantity(OLDER_LATENCY_S, "s", "measured"), "metrics": {}}
+    rec["inference"]["metrics"]["top1"] = 0.95
+    rec["cost"] = {"usd_per_hour": quantity(3.6, "USD/h", "spec", "test")}
+    return rec
+
+
+def test_current_version_is_2():
+    assert SCHEMA_VERSION == 2
+
+
+def test_a_version_1_inference_record_loads_migrated_with_the_same_figures(tmp_path, make_record):
+    path = _write_v1(tmp_path / "r1", _older_inference_record(make_record))
+    rec = load_record(path)
+    assert rec["schema_version"] == 2 and rec["_migrated_from"] == 1
+    assert rec["inference"]["rule"] == OLDER_RULE == "older rule"
+    view = inference_view(rec)
+    assert (view.rule, view.latency_s, view.note) == (OLDER_RULE, OLDER_LATENCY_S, OLDER_NOTE)
+    c = cost_of(rec, {})
+    assert c.inference_rule == OLDER_RULE and c.inference_p50_s is None
+    assert c.inference_cost_per_10k_usd == pytest.approx(OLDER_COST_PER_10K_USD)
+    (board,) = leaderboard([rec], "inference-latency")
+    assert board.rows[0].note.startswith("older rule")
+    # the file itself is untouched: migration is at load
+    assert json.loads(path.read_text())["schema_version"] == 1
+
+
+def test_a_migrated_record_validates_and_is_written_as_the_current_version(tmp_path, make_record):
+    path = _write_v1(tmp_path / "r1", _older_inference_record(make_record))
+    rec = load_record(path)
+    validate_record(strip_private(rec), "migrated")
+    write_record(path.parent, rec)
+    on_disk = json.loads(path.read_text())
+    assert on_disk["schema_version"] == 2 and "_migrated_from" not in on_disk
+    assert on_disk["inference"]["rule"] == "older rule"
+    assert "_migrated_from" not in load_record(path)  # current now: nothing to migrate
+
+
+def test_the_current_schema_requires_the_rule_a_version_1_record_lacked(make_record):
+    rec = _older_inference_record(make_record)  # version 2, as a writer would make it
+    with pytest.raises(RecordError, match=r"^x: field inference: 'rule' is a required"):
+        validate_record(rec, "x")
+
+
+def test_a_version_1_imported_inference_follows_its_own_rule(make_record):
+    rec = _older_inference_record(make_record)
+    rec["source"] = {"kind": "dawnbench"}
+    rec["schema_version"] = 1
+    assert migrate(rec)["inference"]["rule"] == "imported"
+    assert inference_view(rec).rule == "imported"
+
+
+def test_a_version_1_not_measured_section_and_a_dawnbench_rule_are_kept(make_record):
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["schema_version"] = 1
+    rec["inference"] = {"rule": "dawnbench", "not_measured": "did not reach", "batch_size": 1}
+    assert migrate(rec)["inference"]["rule"] == "dawnbench"
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["schema_version"] = 1
+    assert "inference" not in migrate(rec) or not rec["inference"]
+
+
+def test_version_1_mlperf_imports_get_their_benchmarks_olympic_rule(tmp_path):
+    from perfsuite.importers.mlperf import discover, load_result, score_folders
+    from tests.test_import_mlperf_rules import _folder
+    from tests.test_stability_mlperf import UNET3D_MINUTES
+
+    items = [load_result(p) for p in discover([_folder(tmp_path, "unet3d", 0.908, UNET3D_MINUTES)])]
+    score_folders(items)
+    for i, it in enumerate(items):
+        rec = it.record
+        del rec["extra"]["mlperf"]["dropped_each_end"]  # version 1 importers did not store it
+        _write_v1(tmp_path / "runs" / f"r{i}", rec)
+    recs = load_records([tmp_path / "runs"])
+    assert {r["extra"]["mlperf"]["dropped_each_end"] for r in recs} == {4}
+    (g,) = stability(recs)
+    assert g.olympic_rule == "MLPerf unet3d" and g.olympic_mean.dropped == 4
+    assert g.olympic_mean.value == pytest.approx(UNET3D_OLYMPIC_S)
+    rec = {"schema_version": 1, "source": {"kind": "mlperf"}, "task": {"name": "resnet"},
+           "extra": {"mlperf": {"round": "4.0"}}}  # fmt: skip
+    assert migrate(rec)["extra"]["mlperf"]["dropped_each_end"] == 1
+
+
+def test_a_record_newer_than_the_code_is_refused_in_one_line(tmp_path, make_record):
+    rec = make_record([(1, 1.0, 0.95)])
+    rec["schema_version"] = SCHEMA_VERSION + 1
+    rec["a_field_of_the_future"] = {"x": 1}
+    (tmp_path / "run.json").write_text(json.dumps(rec), encoding="utf-8")
+    with pytest.raises(RecordError) as err:
+        load_record(tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path / 'run.json'}: field schema_version: 3 is newer than this perfsuite reads "
+        "(2); upgrade perfsuite"
+    )
+
+
+def test_a_value_that_is_no_record_is_left_to_validation():
+    assert migrate([1]) == [1]
+    assert migrate({"schema_version": "1"}) == {"schema_version": "1"}
+    with pytest.raises(RecordError, match="field schema_version: '1' is not an integer"):
+        validate_record({"schema_version": "1"}, "x")
