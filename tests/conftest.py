@@ -35,6 +35,21 @@ def extract_h100_run(dest: Path) -> Path:
     return next(dest.glob("*/run.json")).parent
 
 
+@pytest.fixture(scope="session")
+def h100_dir(tmp_path_factory) -> Path:
+    """The shared real H100 cifar10 run folder, extracted once for the session. Read only: a
+    test that writes into a run folder (`counters --into`) extracts its own copy."""
+    return extract_h100_run(tmp_path_factory.mktemp("h100"))
+
+
+@pytest.fixture
+def h100(h100_dir):
+    """The real H100 run's record, loaded afresh for each test (a test may change the dict)."""
+    from perfsuite.record import load_record
+
+    return load_record(h100_dir)
+
+
 @pytest.fixture
 def make_record():
     """Build a minimal valid record with the given curve (list of (epoch, time_s, metric))."""

@@ -16,7 +16,7 @@ from analyzers.record_view import framework
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from perfsuite.record.tta import crossing_dict, first_crossing
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 
 def _run(make_record, run_id, tta, group=None, index=0, size=1, reach=True, flops=2e9):

@@ -14,7 +14,7 @@ from analyzers.stability import stability
 from perfsuite.cli import main
 from perfsuite.record import RecordError, validate_record, write_record
 from perfsuite.record.tta import planned_epochs
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 ROOT = Path(__file__).resolve().parents[1]
 

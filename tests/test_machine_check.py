@@ -14,7 +14,7 @@ from perfsuite.ceilings.probe import check_section, probe_plan, run_probe
 from perfsuite.record import quantity
 from perfsuite.record.io import validate_record
 from perfsuite.runner.capture import MachineCheck
-from tests.test_roof_causes import cpu_record
+from tests.helpers import cpu_record
 
 QUIET = {"threads": 2, "size": 2048, "mode": "quick", "busy": False, "cpus": 2}
 

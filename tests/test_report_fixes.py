@@ -8,27 +8,19 @@ import html
 import json
 import re
 
-import pytest
-
-from perfsuite.record import load_record
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import report_html
 from perfsuite.report.inference_section import inference_rows
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.timeline_section import kernel_cell
-from tests.conftest import extract_h100_run, shared_path
+from tests.conftest import shared_path
 from tests.test_report_page import _run
 
 LONG = (
     "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, "
     "float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*)"
 )
-
-
-@pytest.fixture(scope="module")
-def h100(tmp_path_factory):
-    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
 
 
 def test_every_table_scrolls_inside_its_box():

@@ -15,7 +15,7 @@ from perfsuite.record import quantity, write_record
 from perfsuite.report import figures
 from perfsuite.report.build import report_html
 from perfsuite.report.overview_section import lost_places
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 from tests.test_timeline_synthetic import scenario, write_trace
 
 

@@ -1,34 +1,18 @@
-"""A user trial of `perfsuite roofline` on the real H100 cifar10 run: wrapper rows crowding
-the per-op table, an op above its roof noted twice, zero-FLOP ops on the FLOP roofline, and a
-whole-run fraction shown clean while ops were flagged above one of its roofs."""
+"""The roofline's per-op rows (mostly on the real H100 cifar10 run): wrapper rows kept out of
+the per-op table's ranking, one note per op above its roof, and which ops and kernel groups are
+points on the hierarchical roofline (none at 0 FLOP)."""
 
 from __future__ import annotations
-
-import json
-import re
 
 import pytest
 
 from analyzers.roofline import roofline
 from perfsuite.cli import main
-from perfsuite.record import load_record, quantity
+from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
-from tests.test_roofline import build_record
+from tests.helpers import build_record, table_rows
 
 FLAGGED = ["aten::add", "aten::threshold_backward", "aten::relu"]  # 204%, 111%, 110%
-
-
-@pytest.fixture(scope="module")
-def h100(tmp_path_factory):
-    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
-
-
-def _table(text: str, caption: str) -> list[list[str]]:
-    """The rows of the fixed-width table under the line starting with `caption`."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(caption)) + 3
-    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
-    return [re.split(r"\s{2,}", line.strip()) for line in lines[start:end]]
 
 
 def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
@@ -63,7 +47,7 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
         "time of their own: 43 with only their children's time, 47 with none) left out, --top 0 "
         "lists them):"
     ) in out
-    rows = _table(out, "Per-op, per step")
+    rows = table_rows(out, "Per-op, per step")
     assert len(rows) == 20 and "wrapper" not in {r[1] for r in rows}
     names = [r[0] for r in rows]
     assert {"aten::fill_", "aten::index", "aten::copy_"} <= set(names)
@@ -75,7 +59,7 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
         "all 37 ops by time, unmodeled ones by their own time; an unmodeled op's own time can lie "
         "inside a modeled op's: times nest; then the 90 wrapper rows ("
     ) in out
-    rows = _table(out, "Per-op, per step")
+    rows = table_rows(out, "Per-op, per step")
     assert len(rows) == 127 and [r[1] for r in rows[37:]] == ["wrapper"] * 90
 
 
@@ -147,63 +131,3 @@ def test_a_group_without_flop_counters_stays_a_point(make_record):
                        "notes": []}  # fmt: skip
     h = roofline(rec).hierarchical
     assert [p.name for p in h.points] == ["copy"] and h.zero_flop == ["fill"]
-
-
-def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys):
-    """frac_of_roof 39.0% is made of the memory roof three ops are flagged above; it was shown
-    as a clean fact. frac_of_peak uses only compute roofs, none of them exceeded: clean."""
-    res = roofline(h100)
-    r = res.run
-    assert r.frac_of_roof == pytest.approx(0.3899, abs=5e-4) and r.frac_of_peak is not None
-    assert r.doubts == {"frac_of_roof": ["memory"]}
-    assert r.doubted_roofs == {"memory": FLAGGED}
-    (note,) = [n for n in res.notes if n.startswith("whole-run ")]
-    assert note.startswith(
-        "whole-run frac_of_roof 39.0% is in doubt: aten::add (204%), aten::threshold_backward "
-        "(111%) and aten::relu (110%) sit above the memory roof"
-    )
-    assert main(["roofline", h100["_path"]]) == 0
-    out = capsys.readouterr().out
-    block = {row[0]: row[1] for row in _table(out, "field")}
-    assert block["frac_of_roof"] == "39.0% DOUBT (see notes)"
-    assert block["frac_of_peak"] == "15.2%"
-    # the mark stands after "bandwidth", over both its figures (it once read "..., 25.4% of
-    # spec DOUBT (see notes)", as if only the spec figure were in doubt)
-    (line,) = [x for x in out.splitlines() if x.startswith("utilization: ")]
-    assert line == (
-        "utilization: peak n/a of measured, 15.1% of spec; bandwidth DOUBT (see notes): 30.7% "
-        "of measured, 25.4% of spec"
-    )  # the compute fractions: no doubt (no measured TF32 peak: n/a)
-    # the report's utilization table carries the same marks as the command's line
-    from perfsuite.report.build import report_html
-
-    page = report_html([h100])
-    assert "<td>30.7% DOUBT (see notes)</td><td>25.4% DOUBT (see notes)</td>" in page.replace(
-        ' class="num"', ""
-    )
-    assert "<td>15.1%</td>" in page.replace(' class="num"', "")
-    assert main(["roofline", h100["_path"], "--json"]) == 0
-    run = json.loads(capsys.readouterr().out)["roofline"]["run"]
-    assert run["doubts"] == {"frac_of_roof": ["memory"]}
-
-
-def test_a_flagged_compute_bound_op_puts_both_run_fractions_in_doubt(make_record):
-    """mm at 107% of a 3e10 FLOP/s fp32 roof: frac_of_roof (0.697) and frac_of_peak (0.667)
-    both use that roof, and neither is above 1, so both are shown, in doubt."""
-    rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(3e10, "FLOP/s", "measured", "matmul")
-    res = roofline(rec)
-    mm = next(o for o in res.ops if o.op == "aten::mm").placement
-    assert mm.over_roof == pytest.approx(3.2e10 / 3e10)
-    r = res.run
-    assert r.frac_of_roof == pytest.approx((1.6e9 / 3e10 + 3e7 / 1e10 + 4e8 / 3e10) / 0.1)
-    assert r.frac_of_peak == pytest.approx(2e10 / 3e10)
-    assert r.doubts == {"frac_of_roof": ["fp32"], "frac_of_peak": ["fp32"]}
-    assert r.doubted_roofs == {"fp32": ["aten::mm"]}
-    (note,) = [n for n in res.notes if n.startswith("whole-run ")]
-    assert note.startswith(
-        "whole-run frac_of_roof 69.7% and frac_of_peak 66.7% are in doubt: aten::mm (107%) "
-        "sits above the fp32 peak (frac_of_roof and frac_of_peak)"
-    )
-    clean = roofline(build_record(make_record))
-    assert clean.run.doubts == {} and not any(n.startswith("whole-run ") for n in clean.notes)

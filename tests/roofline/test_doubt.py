@@ -14,17 +14,12 @@ import pytest
 
 from analyzers.roofline import roofline
 from perfsuite.cli import main
-from perfsuite.record import load_record
-from tests.conftest import extract_h100_run
-from tests.test_roofline import build_record
+from perfsuite.record import quantity
+from tests.helpers import build_record, table_rows
 
 SHOWN = "39.0% DOUBT (see notes)"
 ABOVE = "aten::add, aten::threshold_backward, aten::relu"  # largest ratio first
-
-
-@pytest.fixture(scope="module")
-def h100(tmp_path_factory):
-    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
+FLAGGED = ["aten::add", "aten::threshold_backward", "aten::relu"]  # 204%, 111%, 110%
 
 
 def test_one_helper_renders_a_whole_run_fraction():
@@ -113,11 +108,10 @@ def test_api_has_doubt_columns(h100):
 
 def test_api_ops_are_the_cli_tables_rows_with_own_time_and_wrapper(h100, capsys):
     import perfsuite
-    from tests.test_roofline_trial import _table
 
     ops = perfsuite.open(h100["_path"]).ops
     assert main(["roofline", h100["_path"], "--top", "0"]) == 0
-    table = _table(capsys.readouterr().out, "Per-op, per step")
+    table = table_rows(capsys.readouterr().out, "Per-op, per step")
     assert list(ops["op"]) == [r[0] for r in table]  # ranked ops, then the 90 wrapper rows
     assert ops["wrapper"].tolist() == [False] * 37 + [True] * 90
     assert str(ops["own_time_s"].dtype) == "float64"
@@ -154,3 +148,63 @@ def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
     )
     assert hover["aten::index"] == "aten::index: 47.4 µs own per step, no_flop_model"
     assert hover["aten::convolution"] == "aten::convolution: 1.97 ms per step, 39.8% of roof"
+
+
+def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys):
+    """frac_of_roof 39.0% is made of the memory roof three ops are flagged above; it was shown
+    as a clean fact. frac_of_peak uses only compute roofs, none of them exceeded: clean."""
+    res = roofline(h100)
+    r = res.run
+    assert r.frac_of_roof == pytest.approx(0.3899, abs=5e-4) and r.frac_of_peak is not None
+    assert r.doubts == {"frac_of_roof": ["memory"]}
+    assert r.doubted_roofs == {"memory": FLAGGED}
+    (note,) = [n for n in res.notes if n.startswith("whole-run ")]
+    assert note.startswith(
+        "whole-run frac_of_roof 39.0% is in doubt: aten::add (204%), aten::threshold_backward "
+        "(111%) and aten::relu (110%) sit above the memory roof"
+    )
+    assert main(["roofline", h100["_path"]]) == 0
+    out = capsys.readouterr().out
+    block = {row[0]: row[1] for row in table_rows(out, "field")}
+    assert block["frac_of_roof"] == "39.0% DOUBT (see notes)"
+    assert block["frac_of_peak"] == "15.2%"
+    # the mark stands after "bandwidth", over both its figures (it once read "..., 25.4% of
+    # spec DOUBT (see notes)", as if only the spec figure were in doubt)
+    (line,) = [x for x in out.splitlines() if x.startswith("utilization: ")]
+    assert line == (
+        "utilization: peak n/a of measured, 15.1% of spec; bandwidth DOUBT (see notes): 30.7% "
+        "of measured, 25.4% of spec"
+    )  # the compute fractions: no doubt (no measured TF32 peak: n/a)
+    # the report's utilization table carries the same marks as the command's line
+    from perfsuite.report.build import report_html
+
+    page = report_html([h100])
+    assert "<td>30.7% DOUBT (see notes)</td><td>25.4% DOUBT (see notes)</td>" in page.replace(
+        ' class="num"', ""
+    )
+    assert "<td>15.1%</td>" in page.replace(' class="num"', "")
+    assert main(["roofline", h100["_path"], "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["roofline"]["run"]
+    assert run["doubts"] == {"frac_of_roof": ["memory"]}
+
+
+def test_a_flagged_compute_bound_op_puts_both_run_fractions_in_doubt(make_record):
+    """mm at 107% of a 3e10 FLOP/s fp32 roof: frac_of_roof (0.697) and frac_of_peak (0.667)
+    both use that roof, and neither is above 1, so both are shown, in doubt."""
+    rec = build_record(make_record)
+    rec["ceilings"]["peak_flops"] = quantity(3e10, "FLOP/s", "measured", "matmul")
+    res = roofline(rec)
+    mm = next(o for o in res.ops if o.op == "aten::mm").placement
+    assert mm.over_roof == pytest.approx(3.2e10 / 3e10)
+    r = res.run
+    assert r.frac_of_roof == pytest.approx((1.6e9 / 3e10 + 3e7 / 1e10 + 4e8 / 3e10) / 0.1)
+    assert r.frac_of_peak == pytest.approx(2e10 / 3e10)
+    assert r.doubts == {"frac_of_roof": ["fp32"], "frac_of_peak": ["fp32"]}
+    assert r.doubted_roofs == {"fp32": ["aten::mm"]}
+    (note,) = [n for n in res.notes if n.startswith("whole-run ")]
+    assert note.startswith(
+        "whole-run frac_of_roof 69.7% and frac_of_peak 66.7% are in doubt: aten::mm (107%) "
+        "sits above the fp32 peak (frac_of_roof and frac_of_peak)"
+    )
+    clean = roofline(build_record(make_record))
+    assert clean.run.doubts == {} and not any(n.startswith("whole-run ") for n in clean.notes)

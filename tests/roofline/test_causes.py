@@ -10,6 +10,7 @@ import pytest
 
 from analyzers.roofline import roofline
 from perfsuite.record import quantity
+from tests.helpers import cpu_record
 
 LOADED = {
     "threads": 2,
@@ -22,41 +23,6 @@ LOADED = {
     "busy": True,
     "cached": False,
 }
-
-
-def cpu_record(make_record, under=None, run_threads=2, peak=1e9):
-    """One matmul op at 3.2e10 FLOP/s (1.6e9 FLOP in 0.05 s, 6 calls) against `peak`."""
-    rec = make_record([(1, 10.0, 0.95)], run_id="cpu1")
-    rec["environment"] = {"device": "cpu", "torch_threads": run_threads}
-    rec["work"] = {
-        "flops_per_step": quantity(1.6e9, "FLOP", "counted"),
-        "bytes_per_step": quantity(3e7, "byte", "modeled"),
-        "dtype": "float32",
-        "per_op": [
-            {"op": "aten::mm", "phase": "forward", "calls": 2, "flops": 1e9, "bytes": 1e7},
-            {"op": "aten::mm", "phase": "backward", "calls": 4, "flops": 6e8, "bytes": 2e7},
-        ],
-    }
-    rec["throughput"] = {"step_time": quantity(0.05, "s", "measured")}
-    rec["timeline"] = {
-        "trace": None,
-        "steps": 2,
-        "step_time": quantity(0.05, "s", "measured"),
-        "ops": [{"op": "aten::mm", "calls": 12, "self_time_s": 0.1, "total_time_s": 0.1}],
-    }
-    pk = quantity(peak, "FLOP/s", "measured", "matmul n=2048, 2n^3/t; torch 2.5.0, threads 2")
-    if under is not None:
-        pk["measured_under"] = dict(under)
-    bw = quantity(1e10, "byte/s", "measured", "copy")
-    rec["ceilings"] = {
-        "device": "Test CPU",
-        "dtype": "float32",
-        "peak_flops": pk,
-        "memory_bandwidth": bw,
-        "spec": None,
-        "roofs": {"fp32": {"peak_flops": pk}, "memory": {"bandwidth": bw}},
-    }
-    return rec
 
 
 def _mm(res):

@@ -13,11 +13,6 @@ from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
 
 
-@pytest.fixture(scope="module")
-def h100(tmp_path_factory):
-    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
-
-
 def _fractions(res):
     fr = [res.run.frac_of_roof] + [o.placement.frac_of_roof for o in res.ops]
     return [f for f in fr if f is not None]
