@@ -42,7 +42,8 @@ def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_pat
     summary = _summary([h100], [(res, None, None)])
     assert f'<td class="num">{SHOWN}</td>' in summary
     star = next(t for t in figures.roofline_figure(res).data if t.name == "whole run")
-    assert star.hovertext == (f"run: 72.9 TFLOP/s, of its roofs (time-weighted): {SHOWN}",)
+    (hover,) = star.hovertext
+    assert "72.9 TFLOP/s" in hover and hover.endswith(SHOWN)
     page = report_page([h100]).html
     # overview, summary and field table: each 39.0% carries its doubt, none is plain
     assert page.count(f'<td class="num">{SHOWN}</td>') == 3
@@ -127,27 +128,19 @@ def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
     from perfsuite.report.roofline_rows import op_caption
 
     res = roofline(h100)
-    wrappers = (
-        "90 wrapper rows (no FLOP model and no device time of their own: 43 with only their "
-        "children's time, 47 with none) left out, --top 0 lists them):"
-    )
-    # the top 3 are modeled ops (convolution_backward, batch-norm backward, convolution)
-    assert op_caption(res, 3) == (
-        f"Per-op, per step (top 3 of 37 ops by time, unmodeled ones by their own time; {wrappers}"
-    )
-    # the 4th is aten::cudnn_convolution, 1.97 ms own: inside aten::convolution's 1.97 ms
-    assert op_caption(res, 4) == (
-        "Per-op, per step (top 4 of 37 ops by time, unmodeled ones by their own time; an "
-        f"unmodeled op's own time can lie inside a modeled op's: times nest; {wrappers}"
-    )
+    # the top 3 are modeled ops (convolution_backward, batch-norm backward, convolution); the
+    # 4th is aten::cudnn_convolution, 1.97 ms own: inside aten::convolution's 1.97 ms. Only a
+    # table that shows an unmodeled op says that times nest (wording: tests/golden/).
+    top3, top4 = op_caption(res, 3), op_caption(res, 4)
+    assert "top 3 of 37" in top3 and "top 4 of 37" in top4
+    assert "nest" not in top3 and "nest" in top4
+    assert top4.replace("top 4", "top 3").startswith(top3[: top3.index(";")])
     bar = figures.ops_bar_figure(res, 20).data[0]
     hover = dict(zip(bar.y, bar.hovertext, strict=True))
-    assert (
-        hover["aten::cudnn_convolution"]
-        == "aten::cudnn_convolution: 1.97 ms own per step, no_flop_model"
-    )
-    assert hover["aten::index"] == "aten::index: 47.4 µs own per step, no_flop_model"
-    assert hover["aten::convolution"] == "aten::convolution: 1.97 ms per step, 39.8% of roof"
+    for op, time in (("aten::cudnn_convolution", "1.97 ms own"), ("aten::index", "47.4 µs own")):
+        assert time in hover[op] and "no_flop_model" in hover[op]
+    conv = hover["aten::convolution"]  # a modeled op: inclusive time and its fraction
+    assert "1.97 ms" in conv and "own" not in conv and "39.8%" in conv
 
 
 def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys):
@@ -159,10 +152,9 @@ def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys
     assert r.doubts == {"frac_of_roof": ["memory"]}
     assert r.doubted_roofs == {"memory": FLAGGED}
     (note,) = [n for n in res.notes if n.startswith("whole-run ")]
-    assert note.startswith(
-        "whole-run frac_of_roof 39.0% is in doubt: aten::add (204%), aten::threshold_backward "
-        "(111%) and aten::relu (110%) sit above the memory roof"
-    )
+    named = ("frac_of_roof 39.0%", "aten::add (204%)", "aten::threshold_backward (111%)",
+             "aten::relu (110%)", "memory")  # fmt: skip
+    assert all(v in note for v in named) and "frac_of_peak" not in note
     assert main(["roofline", h100["_path"]]) == 0
     out = capsys.readouterr().out
     block = {row[0]: row[1] for row in table_rows(out, "field")}
@@ -171,10 +163,10 @@ def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys
     # the mark stands after "bandwidth", over both its figures (it once read "..., 25.4% of
     # spec DOUBT (see notes)", as if only the spec figure were in doubt)
     (line,) = [x for x in out.splitlines() if x.startswith("utilization: ")]
-    assert line == (
-        "utilization: peak n/a of measured, 15.1% of spec; bandwidth DOUBT (see notes): 30.7% "
-        "of measured, 25.4% of spec"
-    )  # the compute fractions: no doubt (no measured TF32 peak: n/a)
+    peak, bandwidth = line.split(";")  # the compute fractions: no doubt (no measured TF32 peak)
+    assert "15.1%" in peak and "DOUBT" not in peak
+    assert bandwidth.count("DOUBT") == 1
+    assert bandwidth.index("DOUBT") < bandwidth.index("30.7%") < bandwidth.index("25.4%")
     # the report's utilization table carries the same marks as the command's line
     from perfsuite.report.build import report_html
 
@@ -202,9 +194,7 @@ def test_a_flagged_compute_bound_op_puts_both_run_fractions_in_doubt(make_record
     assert r.doubts == {"frac_of_roof": ["fp32"], "frac_of_peak": ["fp32"]}
     assert r.doubted_roofs == {"fp32": ["aten::mm"]}
     (note,) = [n for n in res.notes if n.startswith("whole-run ")]
-    assert note.startswith(
-        "whole-run frac_of_roof 69.7% and frac_of_peak 66.7% are in doubt: aten::mm (107%) "
-        "sits above the fp32 peak (frac_of_roof and frac_of_peak)"
-    )
+    named = ("frac_of_roof 69.7%", "frac_of_peak 66.7%", "aten::mm (107%)", "fp32")
+    assert all(v in note for v in named)
     clean = roofline(build_record(make_record))
     assert clean.run.doubts == {} and not any(n.startswith("whole-run ") for n in clean.notes)

@@ -4,6 +4,9 @@ points on the hierarchical roofline (none at 0 FLOP)."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from analyzers.roofline import roofline
@@ -13,6 +16,10 @@ from tests.conftest import extract_h100_run, shared_path
 from tests.helpers import build_record, table_rows
 
 FLAGGED = ["aten::add", "aten::threshold_backward", "aten::relu"]  # 204%, 111%, 110%
+
+
+def _caption(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("Per-op, per step"))
 
 
 def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
@@ -41,12 +48,8 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
 
     assert main(["roofline", h100["_path"]]) == 0
     out = capsys.readouterr().out
-    assert (
-        "top 20 of 37 ops by time, unmodeled ones by their own time; an unmodeled op's own time "
-        "can lie inside a modeled op's: times nest; 90 wrapper rows (no FLOP model and no device "
-        "time of their own: 43 with only their children's time, 47 with none) left out, --top 0 "
-        "lists them):"
-    ) in out
+    # the caption counts what it shows and leaves out (its wording: tests/golden/roofline_h100)
+    assert {"20", "37", "90", "43", "47"} <= set(re.findall(r"\d+", _caption(out)))
     rows = table_rows(out, "Per-op, per step")
     assert len(rows) == 20 and "wrapper" not in {r[1] for r in rows}
     names = [r[0] for r in rows]
@@ -55,10 +58,8 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
     assert rows[names.index("aten::index")][2] == "47.4 µs own"
     assert main(["roofline", h100["_path"], "--top", "0"]) == 0
     out = capsys.readouterr().out
-    assert (
-        "all 37 ops by time, unmodeled ones by their own time; an unmodeled op's own time can lie "
-        "inside a modeled op's: times nest; then the 90 wrapper rows ("
-    ) in out
+    assert {"37", "90"} <= set(re.findall(r"\d+", _caption(out)))
+    assert "--top 0" not in _caption(out)  # nothing left out, nothing to point to
     rows = table_rows(out, "Per-op, per step")
     assert len(rows) == 127 and [r[1] for r in rows[37:]] == ["wrapper"] * 90
 
@@ -90,7 +91,8 @@ def test_an_op_over_a_ceiling_the_roofline_does_not_flag_keeps_its_note(make_rec
     res = roofline(rec)
     assert not any(o.placement.flag for o in res.ops)
     notes = utilization(rec).notes
-    assert any(n.startswith("aten::add_: achieved 1.50x the spec bandwidth") for n in notes)
+    (note,) = [n for n in notes if n.startswith("aten::add_:")]
+    assert "1.50x" in note and "spec" in note
 
 
 def test_zero_flop_ops_are_left_off_the_flop_roofline(h100, capsys):
@@ -99,12 +101,10 @@ def test_zero_flop_ops_are_left_off_the_flop_roofline(h100, capsys):
     assert len(h.points) == 25 and h.zero_flop == ["aten::ones_like"]
     assert "aten::ones_like" not in {p.name for p in h.points}
     assert all(p.placement.flops and p.placement.achieved_flops for p in h.points)
-    assert (
-        "1 op with 0 counted FLOP left out of the hierarchical roofline (no place on a chart "
-        "of FLOP/s over FLOP/byte): aten::ones_like"
-    ) in h.notes
-    assert main(["roofline", h100["_path"]]) == 0
-    assert "Hierarchical roofline: modeled bytes, 25 points;" in capsys.readouterr().out
+    assert [n for n in h.notes if n.endswith(": aten::ones_like")]  # the note names it
+    assert main(["roofline", h100["_path"], "--json"]) == 0
+    hier = json.loads(capsys.readouterr().out)["roofline"]["hierarchical"]
+    assert len(hier["points"]) == 25 and hier["zero_flop"] == ["aten::ones_like"]
 
 
 def test_zero_flop_kernel_groups_are_left_off_with_counters(tmp_path):
@@ -117,7 +117,7 @@ def test_zero_flop_kernel_groups_are_left_off_with_counters(tmp_path):
     assert h.source == "counters" and len(h.points) == 72 and len(h.zero_flop) == 7
     assert all(p.placement.flops for p in h.points)
     assert any("FillFunctor" in n for n in h.zero_flop)
-    assert any(n.startswith("7 kernel groups with 0 measured FLOP left out") for n in h.notes)
+    assert [n for n in h.notes if n.startswith("7 ")]  # a note counts the groups left out
 
 
 def test_a_group_without_flop_counters_stays_a_point(make_record):
