@@ -318,9 +318,9 @@ def test_flagged_op_bars_are_grey_and_times_read_in_ms(h100):
 
 
 def test_op_bars_are_the_tables_ops_in_its_order_without_wrappers(h100):
-    """The bar chart once took res.ops in status order: 16 wrapper rows (their children's time
-    counted again) came before fill_. Now its bars are the per-op table's ops, and the page
-    says how many wrapper rows it left out."""
+    """The bar chart's bars are the per-op table's ops in its order (no wrapper row, whose
+    time is its children's counted again), and the page says how many wrapper rows it left
+    out."""
     from analyzers.roofline import roofline
     from perfsuite.report.build import report_html
     from perfsuite.report.roofline_rows import op_table

@@ -144,8 +144,8 @@ def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
 
 
 def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys):
-    """frac_of_roof 39.0% is made of the memory roof three ops are flagged above; it was shown
-    as a clean fact. frac_of_peak uses only compute roofs, none of them exceeded: clean."""
+    """frac_of_roof 39.0% is made of the memory roof three ops are flagged above: in doubt.
+    frac_of_peak uses only compute roofs, none of them exceeded: clean."""
     res = roofline(h100)
     r = res.run
     assert r.frac_of_roof == pytest.approx(0.3899, abs=5e-4) and r.frac_of_peak is not None
@@ -160,8 +160,7 @@ def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys
     block = {row[0]: row[1] for row in table_rows(out, "field")}
     assert block["frac_of_roof"] == "39.0% DOUBT (see notes)"
     assert block["frac_of_peak"] == "15.2%"
-    # the mark stands after "bandwidth", over both its figures (it once read "..., 25.4% of
-    # spec DOUBT (see notes)", as if only the spec figure were in doubt)
+    # the mark stands after "bandwidth", over both its figures, not after the last one only
     (line,) = [x for x in out.splitlines() if x.startswith("utilization: ")]
     peak, bandwidth = line.split(";")  # the compute fractions: no doubt (no measured TF32 peak)
     assert "15.1%" in peak and "DOUBT" not in peak

@@ -24,8 +24,8 @@ def _caption(out: str) -> str:
 
 def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
     """127 rows, 90 of them with no FLOP model and no device time of their own (43 only their
-    children's, 47 none): the table said "top 20 of 127" and kept fill_, index and copy_ (their
-    own kernels) out of any table shorter than all rows."""
+    children's, 47 none): they are left out of the ranking, so fill_, index and copy_ (their
+    own kernels) are in a table of 20 rows, and the caption counts what it leaves out."""
     from analyzers.roofline_ops import ranked_ops
 
     res = roofline(h100)
@@ -65,8 +65,8 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
 
 
 def test_an_op_above_its_roof_is_noted_once_with_its_cause(h100, capsys):
-    """aten::add, aten::relu and aten::threshold_backward beat the copy roof: each had the
-    roofline's note (its likely cause) and utilization's "achieved 2.04x ..." note."""
+    """aten::add, aten::relu and aten::threshold_backward beat the copy roof: each has the
+    roofline's note (its likely cause) and no second note from utilization."""
     assert main(["roofline", h100["_path"]]) == 0
     out = capsys.readouterr().out
     notes = out[out.index("\nNotes:\n") :].splitlines()
@@ -96,7 +96,7 @@ def test_an_op_over_a_ceiling_the_roofline_does_not_flag_keeps_its_note(make_rec
 
 
 def test_zero_flop_ops_are_left_off_the_flop_roofline(h100, capsys):
-    """aten::ones_like (0 FLOP, 4 bytes) sat on the hierarchical roofline at 0 FLOP/s."""
+    """aten::ones_like (0 FLOP, 4 bytes) has no place on a chart of FLOP/s: left off, named."""
     h = roofline(h100).hierarchical
     assert len(h.points) == 25 and h.zero_flop == ["aten::ones_like"]
     assert "aten::ones_like" not in {p.name for p in h.points}

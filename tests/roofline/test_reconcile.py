@@ -164,8 +164,8 @@ def test_step_cv_reaches_the_roofline_rows():
 
 @pytest.mark.parametrize(("window_s", "apart"), [(0.2, None), (0.01, "25.0x apart")])
 def test_a_window_far_from_the_clock_is_said(window_s, apart):
-    """The user trial's digits run: 15 ms window steps against a 381 ms clock step left 97%
-    of the step "not attributed" without a word; 1.25x apart is normal (profiler cost)."""
+    """Window steps far faster than the clock's (a digits run: 15 ms against 381 ms) leave
+    most of the step "not attributed": said in a note; 1.25x apart is normal (profiler cost)."""
     rec = _record(0.25)
     rec["timeline"]["step_time"] = quantity(window_s, "s", "measured", "profiled steps")
     notes = reconcile_timeline(rec).notes
