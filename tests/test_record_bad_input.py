@@ -62,7 +62,7 @@ def _one_line_error(path: Path, *fragments: str) -> str:
     [
         (b"\xff\xfe{\x00}\x00", "UTF-16"),
         ("{}".encode("utf-16-be"), "binary"),
-        (gzip.compress(b"{}"), "gzip"),
+        (gzip.compress(b"{}", mtime=0), "gzip"),  # mtime 0: the same id in every process
         (b'{"run_id": "caf\xe9"}', "not UTF-8"),
         (b"\x00\x01\x02binary", "binary"),
         ('{"schema_version": ' + "9" * 5000 + "}", "not usable JSON"),
