@@ -28,10 +28,14 @@ demo: setup
 	$(BIN)/perfsuite report "$$run_dir" -o reports/demo.html && \
 	echo "report: reports/demo.html"
 
+# Two pytest-xdist workers: one per core of the CI machine. Each test file stays on one worker
+# and files that share a slow session fixture share one (tests/conftest.py); TEST_WORKERS=0
+# runs everything in one process.
+TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check .

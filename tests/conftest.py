@@ -35,6 +35,21 @@ def extract_h100_run(dest: Path) -> Path:
     return next(dest.glob("*/run.json")).parent
 
 
+@pytest.fixture(scope="session")
+def h100_dir(tmp_path_factory) -> Path:
+    """The shared real H100 cifar10 run folder, extracted once for the session. Read only: a
+    test that writes into a run folder (`counters --into`) extracts its own copy."""
+    return extract_h100_run(tmp_path_factory.mktemp("h100"))
+
+
+@pytest.fixture
+def h100(h100_dir):
+    """The real H100 run's record, loaded afresh for each test (a test may change the dict)."""
+    from perfsuite.record import load_record
+
+    return load_record(h100_dir)
+
+
 @pytest.fixture
 def make_record():
     """Build a minimal valid record with the given curve (list of (epoch, time_s, metric))."""
@@ -153,3 +168,26 @@ def digits_lesion_study(tmp_path_factory):
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
     )  # fmt: skip
     return out, proc
+
+
+# -- parallel workers (`make test` runs `pytest -n 2 --dist loadgroup`, pytest-xdist) -----------
+# Every test file runs on one worker, so a module-scoped fixture is built once. Files that read
+# one slow session fixture (a real `perfsuite run` or study) share a worker with each other, so
+# that fixture is built once too, and a study resumed by one file is never copied by another
+# at the same moment.
+SESSION_FIXTURE_GROUPS = {
+    "test_api.py": "digits-cli-runs",  # digits_cli_run, digits_cli_group
+    "test_runner.py": "digits-cli-runs",
+    "test_api_study.py": "lesion-study",  # digits_lesion_study
+    "test_study_run.py": "lesion-study",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): run on one pytest-xdist worker")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = SESSION_FIXTURE_GROUPS.get(item.path.name)
+        item.add_marker(pytest.mark.xdist_group(group or item.path.relative_to(ROOT).as_posix()))

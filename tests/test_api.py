@@ -141,7 +141,7 @@ def group_dir(digits_cli_group):
 
 def in_api_order(ops, rows):
     """The roofline JSON's op rows (status order) in the order of `Run.ops` (the CLI's per-op
-    table: ops by time, then wrapper rows; tests/test_whole_run_doubt.py checks that order)."""
+    table: ops by time, then wrapper rows; tests/roofline/test_doubt.py checks that order)."""
     by_op = {r["op"]: r for r in rows}
     assert len(by_op) == len(rows) and set(by_op) == set(ops["op"])
     return [by_op[op] for op in ops["op"]]

@@ -14,7 +14,7 @@ import pytest
 
 import perfsuite
 from perfsuite.record import quantity, write_record
-from tests.test_roof_causes import cpu_record
+from tests.helpers import cpu_record
 
 pytest.importorskip("pandas")
 

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfsuite.record import RecordError
+from tests.helpers import perfsuite_process
 
 pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _perfsuite(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "perfsuite", *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
-    )  # fmt: skip
 
 
 def _same(a, b) -> bool:
@@ -53,7 +43,7 @@ def test_study_tables_equal_study_show_json(tmp_path, digits_lesion_study, monke
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err[-2000:]
     assert sorted(p.relative_to(out) for p in out.glob("configs/*/*/run.json")) == made_runs
-    proc = _perfsuite(tmp_path, "study", "show", str(out), "--json")
+    proc = perfsuite_process(tmp_path, "study", "show", str(out), "--json")
     want = json.loads(proc.stdout)["study"]
     study = perfsuite.open(out)
     assert type(study).__name__ == "Study"

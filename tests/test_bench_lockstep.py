@@ -1,5 +1,6 @@
-"""bench/lockstep.py: the barrier that starts both runs' epochs together, and a failed run
-stopping its partner (which would otherwise wait at the barrier for 15 minutes)."""
+"""`python -m bench`: an unknown benchmark name is refused in one line; bench/lockstep.py's
+barrier starts both runs' epochs together, and a failed run stops its partner
+(which would otherwise wait at the barrier for 15 minutes)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from bench import lockstep
+from tests.helpers import ROOT
 
 
 def test_the_barrier_releases_both_sides_only_once_both_arrived(tmp_path):
@@ -56,3 +58,20 @@ def test_a_failed_run_stops_its_partner_and_its_error_is_reported(tmp_path):
         lockstep._wait_both(procs, errs)
     assert time.monotonic() - t0 < 30
     assert procs[0].returncode is not None  # the partner was stopped, not left waiting
+
+
+# -----------------------------------------------------------------------------------------------
+# `python -m bench` with an unknown name: exit 2 in one line.
+
+
+def test_bench_with_an_unknown_name_exits_2_in_one_line():
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "no-such-benchmark"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no-such-benchmark" in lines[0]

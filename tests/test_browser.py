@@ -17,7 +17,7 @@ from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from tests.browser import OP_NAME_BOXES, Browser, find_chromium
 from tests.conftest import extract_h100_run
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 from tests.test_timeline_synthetic import scenario, write_trace
 
 pytestmark = pytest.mark.slow  # a browser start and a few page loads: seconds, not minutes

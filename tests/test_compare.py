@@ -16,7 +16,7 @@ from analyzers.record_view import framework
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from perfsuite.record.tta import crossing_dict, first_crossing
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 
 def _run(make_record, run_id, tta, group=None, index=0, size=1, reach=True, flops=2e9):
@@ -77,7 +77,8 @@ def test_different_batch_is_not_the_same_network(make_record):
     b["work"]["batch_size"] = 64
     check = flop_check("a", a, "b", b, "x", "x")
     assert not check.same_network and check.agree is None and check.by_family == []
-    assert check.notes == ["not the same network and batch, FLOPs not compared: batch 32 vs 64"]
+    (note,) = check.notes
+    assert note.endswith("batch 32 vs 64")
 
 
 def test_framework_is_read_from_environment_then_record():
@@ -260,13 +261,10 @@ def test_crashed_runs_are_left_out_of_the_verdict_not_counted_as_dnc(make_record
     # "runs reached" counts the same runs as the verdict: 0/1, not 0/4
     assert (c.items[1].n_reached, c.items[1].n_runs, c.items[1].n_unfinished) == (0, 1, 3)
     assert c.items[1].kind == "group"
-    assert any("left out of runs reached and the time-to-accuracy verdict: b1, b2, b3" in n
-               for n in c.notes)  # fmt: skip
+    assert [n for n in c.notes if n.endswith(": b1, b2, b3") and "verdict" in n]
     single = compare([("a0", a[:1]), ("b1", b[1:2])])  # no verdict: the note still says it
     assert single.items[1].n_runs == 0
-    assert "1 run(s) crashed or unfinished without reaching, left out of runs reached: b1" in (
-        single.notes
-    )
+    assert [n for n in single.notes if n.startswith("1 run(s) crashed") and n.endswith(": b1")]
     b[1]["status"] = "not_reached"
     assert compare([("A", a), ("B", b)]).verdicts[0].dnc_candidate == 2
 
@@ -365,9 +363,7 @@ def test_epochs_of_other_sizes_and_other_workloads_are_said(make_record):
     a["extra"] = {**a.get("extra", {}), "steps_per_epoch": 98}
     b["extra"] = {**b.get("extra", {}), "steps_per_epoch": 2}
     notes = compare([("a", [a]), ("b", [b])]).notes
-    assert "epochs of different sizes (2 vs 98 steps): time per epoch is not comparable" in (
-        " ".join(notes)
-    )
+    assert [n for n in notes if "epochs of different sizes (2 vs 98 steps)" in n]
     b["extra"]["steps_per_epoch"] = 98
     b["task"] = {**b["task"], "workload": "other"}
     notes = compare([("a", [a]), ("b", [b])]).notes
@@ -396,9 +392,8 @@ def test_different_targets_give_no_verdict_on_time_to_accuracy_and_exit_4(
     out = json.loads(capsys.readouterr().out)["comparison"]
     tta, tpe = out["verdicts"]
     assert tta["verdict"] == "no verdict"
-    assert tta["reason"] == (
-        "not comparable: different targets (top1 threshold 0.9 vs top1 threshold 0.95)"
-    )
+    assert tta["reason"].startswith("not comparable: ")
+    assert "threshold 0.9 vs top1 threshold 0.95" in tta["reason"]
     assert tta["ratio"] is None and tta["test"] is None and tta["ci_low"] is None
     assert tta["mean_candidate"] > tta["mean_baseline"]  # the numbers stay
     assert tpe["verdict"] == "slower"
@@ -413,7 +408,7 @@ def test_different_workloads_or_epoch_sizes_give_no_verdict(make_record):
         r["task"]["workload"] = "cifar10"
     verdicts = compare([("A", base), ("B", other)]).verdicts
     assert [v.verdict for v in verdicts] == ["no verdict", "no verdict"]
-    assert all(v.reason == "not comparable: different workloads (cifar10 vs toy)" for v in verdicts)
+    assert all(v.reason.endswith("(cifar10 vs toy)") for v in verdicts)
     for r in other:
         r["task"]["workload"] = "toy"
         r["extra"] = {"steps_per_epoch": 98}
@@ -421,10 +416,7 @@ def test_different_workloads_or_epoch_sizes_give_no_verdict(make_record):
         r["extra"] = {"steps_per_epoch": 2}
     tta, tpe = compare([("A", base), ("B", other)]).verdicts
     assert tta.verdict == "slower"  # the same target of the same workload: comparable
-    assert (tpe.verdict, tpe.reason) == (
-        "no verdict",
-        "not comparable: different epoch sizes (2 steps vs 98 steps)",
-    )
+    assert tpe.verdict == "no verdict" and tpe.reason.endswith("(2 steps vs 98 steps)")
 
 
 def test_a_candidate_that_reaches_less_often_is_warned_about(tmp_path, make_record, capsys):
@@ -498,10 +490,10 @@ def test_different_models_are_different_networks_in_one_line(tmp_path, make_reco
     main(["compare", str(tmp_path / "a"), str(tmp_path / "b")])
     out = capsys.readouterr().out
     flops = out[out.index("FLOPs per step:") :].split("\n\n")[0].splitlines()
-    assert flops[1:] == [
-        "  b vs a (unknown vs unknown): not the same network and batch, FLOPs not compared: "
-        "model 'airbench-style fast net, widths 64,256,256' vs 'ResNet-9 style, width x1.0'"
-    ]
+    (line,) = flops[1:]  # the two models, by the names their records give
+    assert line.startswith("  b vs a") and line.endswith(
+        "'airbench-style fast net, widths 64,256,256' vs 'ResNet-9 style, width x1.0'"
+    )
     assert "DISAGREE" not in out
 
 

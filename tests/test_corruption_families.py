@@ -1,6 +1,6 @@
-"""The CIFAR-10-C families added after the first thirteen (glass_blur, zoom_blur, snow): the
-family list, their severity parameters against hendrycks/robustness
-ImageNet-C/create_c/make_cifar_c.py (commit 8190fe3), and each definition on tiny images."""
+"""The CIFAR-10-C families glass_blur, zoom_blur and snow: the family list, their severity
+parameters against hendrycks/robustness ImageNet-C/create_c/make_cifar_c.py (commit 8190fe3),
+and each definition on tiny images."""
 
 from __future__ import annotations
 

@@ -267,7 +267,7 @@ NOT_A_SOURCE = "not an ncu CSV, CUPTI trace or .ncu-rep"
     [
         ("empty.csv", b"", "empty file"),
         ("blank.csv", b" \n\n", "empty file (whitespace only)"),
-        ("empty.json.gz", gzip.compress(b""), "empty file"),
+        ("empty.json.gz", gzip.compress(b"", mtime=0), "empty file"),
         ("empty.ncu-rep", b"", "empty file"),
         ("rnd.bin", ELF_LIKE, f"{NOT_A_SOURCE} (binary data, NUL byte at offset 7; an ncu "
          "report must be named *.ncu-rep)"),

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -407,10 +408,14 @@ def test_concurrent_reservations_never_share_a_folder(tmp_path_factory, n, same_
         folders.append(reserve(out, it))
 
     threads = [threading.Thread(target=one, args=(it,)) for it in items]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # A writer that finds a folder taken waits for its record to settle (5 s); no record is
+    # ever written here, so the wait only adds time: cut it to 10 ms for this test.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("perfsuite.importers.base.RESERVED_WAIT_S", 0.01)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     # one bare id, and a suffix of its own for every other content: a folder each
     assert len(set(folders)) == len(folders) == n
     assert sorted(it.record["run_id"] for it in items) == sorted(f.name for f in folders)

@@ -14,7 +14,7 @@ from perfsuite.cli import main
 from perfsuite.cli.compare_render import side_rows
 from perfsuite.record import quantity, write_record
 from perfsuite.study.render import headers, rows
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 # per token 1e6 FLOP (modeled); batch 32 x 64 tokens per step of 0.1 s -> 20,480 token/s;
 # 2.048e10 FLOP/s over the 1e11 fp32 roof -> MFU 0.2048; counted 2e9 / 2048 tokens -> 976,562.5

@@ -51,8 +51,9 @@ def load(path: Path) -> dict:
     return rec
 
 
-def flagged(rec: dict, text: str) -> bool:
-    return any(text in f for f in rec["flags"])
+def flagged(rec: dict, *values: str) -> bool:
+    """One flag names every value given (folders, fields, what the entry was read as)."""
+    return any(all(v in f for v in values) for f in rec["flags"])
 
 
 # -- task and entry type: only the <Task>/<train|inference>/ positions count ----------------
@@ -75,9 +76,7 @@ def test_nearer_train_folder_beats_an_inference_folder_higher_up(tmp_path):
 def test_fields_of_another_task_overrule_the_task_folder_with_a_flag(tmp_path):
     rec = load(place(CIFAR_TRAIN, tmp_path / "ImageNet" / "train"))
     assert rec["task"]["name"] == "cifar10" and rec["task"]["threshold"] == 0.94
-    assert flagged(
-        rec, "its folder says ImageNet but its accuracy fields (top1Accuracy) are CIFAR10's"
-    )
+    assert flagged(rec, "ImageNet", "(top1Accuracy)", "CIFAR10's")
     rec = load(place(IMAGENET_TRAIN, tmp_path / "CIFAR10" / "train"))
     assert (rec["task"]["name"], rec["time_to_accuracy"]["time_s"]) == ("imagenet", 9000.0)
     assert flagged(rec, "are ImageNet's; read as ImageNet")
@@ -100,7 +99,9 @@ def test_inference_entry_in_a_train_folder_is_read_as_inference(tmp_path):
     assert rec["inference"]["latency"]["value"] == pytest.approx(0.857e-3, rel=1e-12)
     assert flagged(
         rec,
-        "its folder train/ says training but it has latency/cost and no infer.tsv; "
+        "train/",
+        "latency/cost",
+        "infer.tsv",
         "read as inference",
     )
 
@@ -111,8 +112,9 @@ def test_training_entry_in_an_inference_folder_is_read_as_training(tmp_path):
     assert rec["time_to_accuracy"]["time_s"] == 144.0
     assert flagged(
         rec,
-        "its folder inference/ says inference but it has no latency or cost field and has "
-        "entry.tsv; read as training",
+        "inference/",
+        "entry.tsv",
+        "read as training",
     )
 
 
@@ -123,14 +125,14 @@ def test_mixed_evidence_follows_the_folder_and_says_what_was_not_read(tmp_path):
     rec = load(path)
     assert rec["source"]["entry_type"] == "training"
     assert rec["time_to_accuracy"]["time_s"] == 144.0
-    assert flagged(rec, "entry.json: has latency and entry.tsv beside it; read as training")
+    assert flagged(rec, "entry.json: ", "entry.tsv", "read as training")
 
 
 def test_no_task_folder_and_no_accuracy_field_is_one_line_error(tmp_path):
     path = inference_entry(tmp_path / "loose", drop=("top1Accuracy",))
     with pytest.raises(ImportFailure) as err:
         load_entry(path)
-    assert "infer.json: field task: cannot tell CIFAR10/ImageNet/SQuAD" in str(err.value)
+    assert "infer.json: field task: " in str(err.value)  # the file and the field, one line
     assert "\n" not in str(err.value)
 
 
@@ -143,11 +145,9 @@ def test_cost_only_inference_entry_imports(tmp_path):
     validate_record(rec)
     assert rec["inference"]["latency"]["value"] is None
     assert rec["inference"]["cost_per_item"]["value"] == 1.02e-6
-    assert rec["inference"]["not_measured"] == (
-        "the DAWNBench entry reports cost per item, no latency"
-    )
+    assert "cost per item" in rec["inference"]["not_measured"]  # why there is no latency
     assert rec["status"] == "reached"
-    assert flagged(rec, "infer.json: latency missing; cost per item only")
+    assert flagged(rec, "infer.json: ", "latency", "cost per item")
     assert (item.summary["latency_s"], item.summary["cost_per_item_usd"]) == (None, 1.02e-6)
 
 
@@ -162,7 +162,7 @@ def test_cost_only_entry_on_the_boards_cost_and_report(tmp_path):
     assert c.inference_latency_s is None
     assert c.inference_cost_per_10k_usd == pytest.approx(0.0102)
     rows = dict(map(tuple, inference_rows(rec)))
-    assert rows["latency"] == "none: the DAWNBench entry reports cost per item, no latency"
+    assert rows["latency"] == f"none: {rec['inference']['not_measured']}"
     assert rows["accuracy of these predictions"].startswith("top1 ")  # not cut off at latency
 
 
@@ -175,7 +175,7 @@ def test_inference_entry_without_latency_and_cost_is_one_line_error(tmp_path, fi
     with pytest.raises(ImportFailure) as err:
         load_entry(path)
     msg = str(err.value)
-    assert "infer.json: field latency/cost: an inference entry needs latency (ms) or cost" in msg
+    assert "infer.json: field latency/cost: " in msg  # the file and the field, one line
     assert "\n" not in msg
 
 

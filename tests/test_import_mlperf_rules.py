@@ -108,10 +108,9 @@ def test_target_is_refused_for_benchmarks_judged_on_several_conditions(tmp_path)
     assert load_result(path).record["status"] == "reached"  # the built-in joint target
     with pytest.raises(ImportFailure) as err:
         load_result(path, Options(targets={"maskrcnn": 0.37}))
-    assert str(err.value) == (
-        f"{path}: field submission_benchmark: 'maskrcnn' is judged on several conditions at "
-        "once; --target sets one scalar target and cannot replace them"
-    )
+    msg = str(err.value)  # one line naming the file, the field and the benchmark
+    assert msg.startswith(f"{path}: field submission_benchmark: 'maskrcnn' ")
+    assert "--target" in msg and "\n" not in msg
     sd_log = write_log(tmp_path / "sd.log", "stable_diffusion", [sd(80.0, "FID", 1, 2000)])
     with pytest.raises(ImportFailure, match="'stable_diffusion' is judged on several"):
         load_result(sd_log, Options(targets={"stable_diffusion": 90.0}, higher_is_better=False))
@@ -161,9 +160,7 @@ def test_evaluation_after_run_stop_does_not_count(tmp_path):
     assert rec["status"] == "not_reached"
     assert rec["time_to_accuracy"]["reached"] is False
     assert [e["metrics"]["top1"] for e in rec["evaluations"]] == [0.70]
-    assert any(
-        "1 evaluation(s) logged after the run_stop line (first: line 5)" in f for f in rec["flags"]
-    )
+    assert [f for f in rec["flags"] if f.startswith("1 evaluation(s) ") and "line 5" in f]
 
 
 def test_evaluation_timed_after_run_stop_counts_as_offline(tmp_path):
@@ -216,19 +213,21 @@ def test_unet3d_five_failures_give_no_score(tmp_path):
     minutes: list[float | None] = [float(10 + i) for i in range(35)] + [None] * 5
     score = _score(_folder(tmp_path, "unet3d", 0.908, minutes))
     assert score["score_min"] is None
-    assert score["reason"] == "5 runs did not reach the target; at most 4 may be dropped"
+    assert score["reason"].startswith("5 runs did not reach") and "at most 4" in score["reason"]
 
 
 def test_unet3d_with_too_few_runs_gives_no_score(tmp_path):
     score = _score(_folder(tmp_path, "unet3d", 0.908, [10.0, 11.0, 12.0, 13.0, 14.0]))
     assert score["score_min"] is None and score["reason"] == "needs at least 9 runs, got 5"
-    assert score["flags"] == ["5 runs; MLPerf requires 40 for unet3d (score is indicative only)"]
+    (flag,) = score["flags"]
+    assert flag.startswith("5 runs; ") and "40 for unet3d" in flag
 
 
 def test_more_runs_than_a_submission_has_is_flagged(tmp_path):
     score = _score(_folder(tmp_path, "resnet", 0.759, [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]))
     assert score["score_min"] == pytest.approx(12.5)
-    assert score["flags"] == ["6 runs; an MLPerf submission has exactly 5 for resnet"]
+    (flag,) = score["flags"]
+    assert flag.startswith("6 runs; ") and "5 for resnet" in flag
 
 
 @pytest.mark.parametrize(

@@ -144,14 +144,11 @@ def test_the_source_says_what_predict_includes():
     """The latency source names test-time augmentation only where the run's recipe had it."""
     digits = DigitsWorkload()
     digits.configure(digits.default_recipe())
-    assert "neither its recipe (no tta_flip) nor a `tta` attribute says" in (
-        inference.predict_text(digits)
-    )
+    assert "tta_flip" in inference.predict_text(digits)  # names what it looked for
+    assert "augmentation included" not in inference.predict_text(digits)
     digits.tta = "6 views: the image and its mirror, each at 3 translations"  # its own predict
-    assert inference.predict_text(digits) == (
-        "workload.predict, test-time augmentation as the workload declares it: 6 views: the "
-        "image and its mirror, each at 3 translations"
-    )
+    text = inference.predict_text(digits)
+    assert text.startswith("workload.predict") and text.endswith(": " + digits.tta)
     wl = DigitsWorkload()
     wl.configure(wl.default_recipe())
     wl.recipe.extra["tta_flip"] = True
@@ -187,15 +184,15 @@ def test_differences_from_the_run_are_named():
         "hardware": {"name": "AMD EPYC (2 CPUs)"},
     }
     notes = inference.differences(record, entry, "bf16")
-    assert notes[0] == ("precision fp32 given by --precision; the run trained in bf16")
-    assert notes[1].startswith("measured on NVIDIA H100, not on the run's training hardware AMD")
-    assert notes[2] == "measured with 4 threads; the run used 2"
+    precision, hardware, threads = notes  # one note per difference, in this order
+    assert precision.startswith("precision fp32 ") and precision.endswith("bf16")
+    assert hardware.index("NVIDIA H100") < hardware.index("AMD EPYC (2 CPUs)")
+    assert threads == "measured with 4 threads; the run used 2"
     same = {"precision": "bf16", "hardware": {"name": "AMD EPYC (2 CPUs)"}, "threads": 2}
     assert inference.differences(record, same, "bf16") == []
     record["config"] = {"framework": "tensorflow", "threads": 1}  # TensorFlow: its --threads
-    assert inference.differences(record, {**same, "threads": None}, "bf16") == [
-        "measured with the framework's default threads; the run used 1"
-    ]
+    (threads,) = inference.differences(record, {**same, "threads": None}, "bf16")
+    assert "default threads" in threads and threads.endswith("the run used 1")
 
 
 def test_cudagraphs_on_cpu_is_a_one_line_cli_error(tmp_path, capsys):

@@ -138,7 +138,8 @@ def test_cli(tmp_path, capsys):
         main(["leaderboard", str(tmp_path), "--by", "training-cost", "--prices", str(prices)]) == 0
     )
     out = capsys.readouterr().out
-    assert "== cifar10: top-1 >= 94%, ranked by training-cost" in out
+    (head,) = [line for line in out.splitlines() if line.startswith("== cifar10")]
+    assert "94%" in head and "training-cost" in head
     assert "$0.20" in out and "DNC" in out and "price unknown" in out  # a: 100 s x 7.2 USD/h
     assert main(["leaderboard", str(tmp_path), "--task", "squad"]) == 2
     assert "no training entries for task 'squad'" in capsys.readouterr().err
@@ -167,7 +168,8 @@ def test_lower_is_better_board_display_and_inference_qualifies(tmp_path, capsys)
         write_record(tmp_path / rec["run_id"], rec)
     assert main(["leaderboard", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "== rnnt: wer <= 0.058, ranked by training-time" in out and ">=" not in out
+    (head,) = [line for line in out.splitlines() if line.startswith("== rnnt")]
+    assert "wer <= 0.058" in head and ">=" not in out  # lower is better, said so
 
 
 # ------------------------------------------------------------- --instance-type (cost boards)
@@ -200,21 +202,13 @@ def test_training_cost_instance_type_prices_only_matching_records_that_name_none
         (None, "n/a", "h", None),  # an H100 run is not priced as an A10G
     ]
     notes = {r.run_id: r.note for r in board.rows}
-    assert notes["c"] == (
-        "price: test table: gpu.a10g; instance type gpu.a10g given on the command line, "
-        "not recorded"
-    )
-    assert notes["a"] == (
-        "price: test table: box.large; --instance-type gpu.a10g ignored: the record ran on "
-        "box.large"
-    )
-    assert notes["b"].endswith(
-        "--instance-type gpu.a10g not used: the record carries its own price"
-    )
-    assert notes["h"].startswith(
-        "price unknown (--instance-type gpu.a10g not used: the run was measured on "
-        "NVIDIA H100 80GB HBM3 (cuda), gpu.a10g is NVIDIA A10G (cuda)"
-    )
+    # each row's price says where it came from and what happened to --instance-type
+    assert notes["c"].startswith("price: test table: gpu.a10g;") and "command line" in notes["c"]
+    assert notes["a"].startswith("price: test table: box.large;")
+    assert "--instance-type gpu.a10g ignored" in notes["a"]
+    assert "--instance-type gpu.a10g not used" in notes["b"] and "own price" in notes["b"]
+    assert notes["h"].startswith("price unknown (--instance-type gpu.a10g not used")
+    assert "NVIDIA H100 80GB HBM3 (cuda)" in notes["h"] and "NVIDIA A10G (cuda)" in notes["h"]
     # without the option nothing changes: c and h have no price
     (board,) = leaderboard(_priced_records(), "training-cost", GPU_PRICES)
     assert [(r.rank, r.run_id) for r in board.rows] == [
@@ -242,7 +236,7 @@ def test_inference_cost_instance_type_and_latency_measured_elsewhere():
         (1, "ranked", "same", pytest.approx(0.1)),
         (None, "n/a", "other", None),
     ]
-    assert board.rows[1].note.startswith("inference measured on NVIDIA H100 80GB HBM3, the price")
+    assert board.rows[1].note.startswith("inference ") and "NVIDIA H100" in board.rows[1].note
 
 
 def test_cli_instance_type_with_the_builtin_table(tmp_path, capsys):
@@ -265,7 +259,8 @@ def test_cli_instance_type_with_the_builtin_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "g5.xlarge is NVIDIA A10G (cuda)" in out and "note: --instance-type g5.xlarge" in out
     assert main([*args[:-1], "nope"]) == 2
-    assert "--instance-type nope: not in the price table" in capsys.readouterr().err
+    (err,) = capsys.readouterr().err.splitlines()
+    assert err.startswith("perfsuite: error: ") and "--instance-type nope" in err
     assert main(["leaderboard", str(tmp_path), "--instance-type", "g5.xlarge"]) == 2
     assert "prices the cost rankings" in capsys.readouterr().err
 
@@ -276,16 +271,12 @@ def test_a_price_unknown_row_says_why_there_is_no_price():
     recs = [_rec("n", time_s=100.0, hardware={**A10G, "instance_type": "nope"})]
     (board,) = leaderboard(recs, "training-cost", GPU_PRICES, instance_type="gpu.a10g")
     assert _summary(board) == [(None, "n/a", "n", None)]
-    assert board.rows[0].note == (
-        "price unknown (instance type nope is not in the price table; pass --prices FILE)"
-    )
+    assert board.rows[0].note.startswith("price unknown (") and "nope" in board.rows[0].note
     inf = {"latency": quantity(0.02, "s", "measured"), "metrics": {"top1": 0.95}}
     (board,) = leaderboard(
         [{**recs[0], "inference": inf}], "inference-cost", GPU_PRICES, instance_type="gpu.a10g"
     )
-    assert board.rows[0].note == (
-        "price unknown (instance type nope is not in the price table; pass --prices FILE)"
-    )
+    assert board.rows[0].note.startswith("price unknown (") and "nope" in board.rows[0].note
 
 
 def test_a_recorded_instance_type_of_other_hardware_is_not_ranked():
@@ -300,11 +291,9 @@ def test_a_recorded_instance_type_of_other_hardware_is_not_ranked():
         (None, "n/a", "h", None),
     ]
     assert board.rows[0].note == "price: test table: gpu.a10g"
-    assert board.rows[1].note == (
-        "price unknown (recorded instance type gpu.a10g not used: the run was measured on "
-        "NVIDIA H100 80GB HBM3 (cuda), gpu.a10g is NVIDIA A10G (cuda): a measured time is "
-        "priced only on the hardware it ran on)"
-    )
+    h = board.rows[1].note
+    assert h.startswith("price unknown (recorded instance type gpu.a10g not used")
+    assert "NVIDIA H100 80GB HBM3 (cuda)" in h and "NVIDIA A10G (cuda)" in h
 
 
 @pytest.mark.parametrize("by", ["training-time", "training-cost"])

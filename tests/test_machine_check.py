@@ -14,7 +14,7 @@ from perfsuite.ceilings.probe import check_section, probe_plan, run_probe
 from perfsuite.record import quantity
 from perfsuite.record.io import validate_record
 from perfsuite.runner.capture import MachineCheck
-from tests.test_roof_causes import cpu_record
+from tests.helpers import cpu_record
 
 QUIET = {"threads": 2, "size": 2048, "mode": "quick", "busy": False, "cpus": 2}
 
@@ -84,9 +84,9 @@ def test_contended_window_is_said_with_its_speed(make_record):
     assert speeds["copy"].ratio == pytest.approx(1.1)  # against the record's 1e10 bandwidth
     notes = roofline(rec).notes
     slow = next(n for n in notes if n.startswith("machine contended"))
-    assert "65% of the fp32 roof (before 60%, after 70%)" in slow
-    assert "Fractions of roof of fp32-roof ops understate" in slow  # not the memory-bound ones
-    assert any("copy ran at 110% of the memory roof" in n for n in notes)
+    assert all(v in slow for v in ("65%", "fp32 roof", "60%", "70%"))  # mean, before, after
+    assert "fp32-roof ops" in slow and "memory-bound" not in slow  # whose fractions it affects
+    assert [n for n in notes if "copy ran at 110%" in n and "memory roof" in n]
 
 
 def test_quiet_window_adds_no_note(make_record):
@@ -100,7 +100,7 @@ def test_check_above_the_roof_is_the_first_cause_of_a_point_above_it(make_record
     rec = _with_check(cpu_record(make_record, QUIET, peak=1e10), (2.4e10, 2.6e10), (1e10, 1e10))
     mm = next(o for o in roofline(rec).ops if o.op == "aten::mm").placement
     assert mm.frac_of_roof is None
-    assert "likely the measured peak is too low (its own benchmark ran at 250% of it" in mm.flag
+    assert "measured peak is too low" in mm.flag and "250%" in mm.flag
     (low,) = [n for n in roofline(rec).notes if "that roof is too low" in n]
     assert "`perfsuite peaks --refresh`" in low  # says how to fix it
 
@@ -122,7 +122,10 @@ def test_failed_check_is_a_note_not_a_lost_run(monkeypatch):
     check = MachineCheck("cpu", _ceilings())
     check.before()
     check.after()
-    assert check.section() == {"note": "machine check failed: RuntimeError: CUDA out of memory"}
+    section = check.section()
+    assert list(section) == ["note"]  # only a note, naming the error
+    note = section["note"]
+    assert note.startswith("machine check failed: ") and "RuntimeError: CUDA out of memory" in note
     assert MachineCheck("cpu", None).section()["note"].startswith("no measured roof")
 
 
@@ -158,7 +161,7 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
     assert rec["extra"]["setup_s"]["machine_check_s"] > 0
     # against a 1 PFLOP/s roof any CPU is "contended": the roofline says so, with its speed
     notes = roofline(rec).notes
-    assert any(n.startswith("machine contended during the profile window") for n in notes)
+    assert [n for n in notes if n.startswith("machine contended ")]
     from perfsuite.cli import main
 
     capsys.readouterr()

@@ -12,9 +12,13 @@ from typing import Any
 
 import pytest
 
+from analyzers.mathmode import record_device
+from analyzers.stability import stability
 from perfsuite.cli import main
-from perfsuite.record import RecordError, load_record, quantity, write_record
+from perfsuite.record import RecordError, load_record, quantity, validate_record, write_record
 from perfsuite.record.checks import resolve_sidecar
+from perfsuite.record.tta import planned_epochs
+from tests.helpers import build_record
 
 
 def _full(make_record: Any) -> dict[str, Any]:
@@ -58,7 +62,7 @@ def _one_line_error(path: Path, *fragments: str) -> str:
     [
         (b"\xff\xfe{\x00}\x00", "UTF-16"),
         ("{}".encode("utf-16-be"), "binary"),
-        (gzip.compress(b"{}"), "gzip"),
+        (gzip.compress(b"{}", mtime=0), "gzip"),  # mtime 0: the same id in every process
         (b'{"run_id": "caf\xe9"}', "not UTF-8"),
         (b"\x00\x01\x02binary", "binary"),
         ('{"schema_version": ' + "9" * 5000 + "}", "not usable JSON"),
@@ -185,3 +189,55 @@ def test_report_output_is_atomic_and_never_follows_a_planted_symlink(tmp_path, m
     assert out.read_text().startswith("<!DOCTYPE html") or "<html" in out.read_text()
     leftovers = {p.name for p in out.parent.iterdir()} - {"report.html", ".report.html.tmp"}
     assert not leftovers
+
+
+# -----------------------------------------------------------------------------------------------
+# Values of the wrong type are refused by field, and terminal output never carries a control
+# character taken from a record.
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "field"),
+    [
+        ("config", "recipe_values", "config.recipe_values"),
+        ("environment", "device", "environment.device"),
+        ("config", "threshold", "config.threshold"),
+    ],
+)
+def test_wrong_types_are_refused_by_field(make_record, section, key, field):
+    rec = make_record([(1, 1.0, 0.95)])
+    rec[section][key] = ["a", "list"] if key != "threshold" else "abc"
+    with pytest.raises(RecordError, match=f"field {field}: "):
+        validate_record(rec)
+
+
+def test_analyzers_do_not_crash_on_a_list_where_a_mapping_or_string_belongs(make_record):
+    rec = make_record([(1, 1.0, 0.5), (2, 2.0, 0.95)])
+    rec["config"]["recipe_values"] = [1, 2]
+    rec["environment"]["device"] = ["cuda"]
+    assert planned_epochs(rec) is None
+    assert record_device(rec) is None
+    (group,) = stability([rec])
+    assert group.n_reached == 1
+
+
+NASTY = "r\x1b[2J\rX\u202eevil"
+
+
+def test_no_control_character_from_a_record_reaches_the_terminal(tmp_path, make_record, capsys):
+    rec = build_record(make_record)
+    rec["run_id"] = NASTY
+    rec["model"] = "m\x1b]0;title\x07"
+    write_record(tmp_path / "run", rec)
+    for argv in (
+        ["roofline", str(tmp_path / "run")],
+        ["cost", str(tmp_path / "run")],
+        ["validate", str(tmp_path / "run")],
+        ["leaderboard", str(tmp_path)],
+    ):
+        main(argv)
+        out = capsys.readouterr()
+        text = out.out + out.err
+        assert "\x1b" not in text and "\r" not in text and "\u202e" not in text, argv
+    main(["cost", str(tmp_path / "run")])
+    assert "r\\x1b[2J\\rX\\u202eevil" in capsys.readouterr().out

@@ -10,7 +10,7 @@ import pytest
 
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 EVIL = "<script>alert(1)</script>"
 

@@ -13,7 +13,7 @@ import pytest
 from perfsuite.cli import main
 from perfsuite.record import write_record
 from tests.conftest import extract_h100_run, shared_path
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 A100 = "NVIDIA A100-SXM4-40GB"
 H100 = "NVIDIA H100 80GB HBM3"

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import perfsuite_process
+
 torch = pytest.importorskip("torch")
 
 from perfsuite.record import load_record, load_records  # noqa: E402
@@ -35,19 +37,6 @@ def _opts(tmp_path, **kw):
     )
     base.update(kw)
     return RunOptions(**base)
-
-
-def _perfsuite(tmp_path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`python -m perfsuite ARGS` with a private cache, output captured."""
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "perfsuite", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=timeout,
-    )
 
 
 def test_cli_run_digits_end_to_end(tmp_path, digits_cli_run):
@@ -98,7 +87,7 @@ def test_cli_run_digits_end_to_end(tmp_path, digits_cli_run):
     assert rec["config"]["seed"] == 0 and rec["config"]["recipe_values"]["batch_size"] == 64
 
     # the same real record through the analysis half: roofline (JSON) and the HTML report
-    roof = _perfsuite(tmp_path, "roofline", str(run_dir), "--json", timeout=300)
+    roof = perfsuite_process(tmp_path, "roofline", str(run_dir), "--json", timeout=300)
     assert roof.returncode == 0, roof.stderr[-2000:]
     doc = json.loads(roof.stdout)["roofline"]
     whole = doc["run"]
@@ -108,7 +97,7 @@ def test_cli_run_digits_end_to_end(tmp_path, digits_cli_run):
     assert achieved == pytest.approx(work["flops_per_step"]["value"] / step)
     assert any(op["op"] == "aten::convolution" for op in doc["ops"])
     html_path = tmp_path / "report.html"
-    rep = _perfsuite(tmp_path, "report", str(run_dir), "-o", str(html_path), timeout=300)
+    rep = perfsuite_process(tmp_path, "report", str(run_dir), "-o", str(html_path), timeout=300)
     assert rep.returncode == 0, rep.stderr[-2000:]
     page = html_path.read_text()
     for sid in ("summary", "curves", "roofline", "ops", "telemetry", "environment"):
@@ -249,7 +238,7 @@ def test_repeats_are_grouped_with_distinct_seeds(digits_cli_group):
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    proc = _perfsuite(tmp_path, "run", "cifar10", "--out", str(tmp_path), timeout=120)
+    proc = perfsuite_process(tmp_path, "run", "cifar10", "--out", str(tmp_path), timeout=120)
     assert proc.returncode == 2
     assert (
         proc.stderr.strip()

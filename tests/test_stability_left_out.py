@@ -58,10 +58,9 @@ def test_crashed_and_interrupted_runs_are_left_out_and_named(make_record):
     # olympic mean of [10, 20, 30] is 20; a crash counted as the slowest run would give 25
     assert g.olympic_mean.value == 20.0 and g.olympic_mean.n == 3
     assert [r.counted for r in g.runs] == [True, True, True, False, False]
-    assert (
-        "2 runs crashed or unfinished, left out: r3 (crashed: OSError: disk full), "
-        "r4 (interrupted: interrupted by SIGINT)" in g.warnings
-    )
+    (left_out,) = [w for w in g.warnings if "r3" in w]  # one warning names both, with why
+    assert "r3 (crashed: OSError: disk full)" in left_out
+    assert "r4 (interrupted: interrupted by SIGINT)" in left_out
     assert not any("did not reach" in w for w in g.warnings)
     # time per epoch measures the machine: the crashed runs' finished epochs still count
     assert g.time_per_epoch.n == 5
@@ -83,8 +82,9 @@ def test_cli_text_names_the_crash(make_record, tmp_path, capsys):
     assert main(["stability", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "top1 >= 0.9 (3/3 reached, 100%)" in text
-    assert "olympic mean (drop fastest and slowest): 20.00 s" in text
-    assert "warning: 2 runs crashed or unfinished, left out: r3 (crashed: OSError" in text
+    (olympic,) = [line for line in text.splitlines() if line.startswith("olympic mean")]
+    assert olympic.endswith(": 20.00 s")
+    assert [line for line in text.splitlines() if line.startswith("warning: ") and "r3" in line]
     assert re.search(r"\nr3\s+3\s+crashed\s", text)  # the run's row says why it has no time
 
 
@@ -114,11 +114,9 @@ def test_stricter_threshold_is_not_measured_for_a_run_that_stopped_at_its_target
     # b and c trained to the end without 0.95 (DNC); d's stopping evaluation was 0.96
     assert (g.n_runs, g.n_reached) == (3, 1)
     assert g.time_to_accuracy.mean == 36.0
-    assert "2 of 3 runs did not reach the threshold (DNC)" in g.warnings
-    assert (
-        "1 run not measured at top1 >= 0.95, left out: a (stopped at its own target 0.9); "
-        "`perfsuite run --all-epochs` measures beyond it" in g.warnings
-    )
+    assert [w for w in g.warnings if w.startswith("2 of 3 runs did not reach")]
+    (stopped,) = [w for w in g.warnings if "a (stopped at its own target 0.9)" in w]
+    assert "top1 >= 0.95" in stopped and "--all-epochs" in stopped
     # at or below the own target nothing changes: every run is measured
     (own,) = stability(_stop_runs(make_record), threshold=0.9)
     assert (own.n_runs, own.n_reached) == (4, 4)
@@ -204,8 +202,6 @@ def test_a_repeated_seed_is_warned_about(make_record):
         _run(make_record, f"r{i}", [(1, 10.0 + i, 0.95)], seed=s) for i, s in enumerate([0, 0, 1])
     ]
     (g,) = stability(recs)
-    assert "seed 0 is repeated (r0, r1): runs with one seed are not independent samples" in (
-        "\n".join(g.warnings)
-    )
+    assert [w for w in g.warnings if w.startswith("seed 0 is repeated (r0, r1)")]
     distinct = [_run(make_record, f"r{i}", [(1, 10.0 + i, 0.95)], seed=i) for i in range(3)]
     assert not any("repeated" in w for w in stability(distinct)[0].warnings)

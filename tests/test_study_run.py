@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import perfsuite_process
 
 torch = pytest.importorskip("torch")
 
@@ -25,14 +25,6 @@ DIVERGING = f"{ROOT / 'tests/fixtures/study/diverging.py'}:DivergesWithChannelsL
 FAST = {"epochs": 2, "capture": False}
 
 pytestmark = pytest.mark.usefixtures("private_cache")
-
-
-def _perfsuite(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run(
-        [sys.executable, "-m", "perfsuite", *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
-    )  # fmt: skip
 
 
 def _runs(path: Path) -> list[Path]:
@@ -114,19 +106,19 @@ def test_cli_study_file_json_and_resume(tmp_path, digits_lesion_study):
     assert [c["name"] for c in result["configs"]] == ["full", "-channels_last"]
     assert all(c["n_runs"] == 1 for c in result["configs"])
     assert result["configs"][0]["switches"] == ["channels_last"]
-    proc = _perfsuite(tmp_path, "study", "run", str(out))
+    proc = perfsuite_process(tmp_path, "study", "run", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 of 2 runs already finished" in proc.stderr
     assert "TTA speed-up" in proc.stdout and "-channels_last" in proc.stdout
     assert len(_runs(out)) == 2
     html = tmp_path / "s.html"
-    proc = _perfsuite(tmp_path, "study", "show", str(out), "-o", str(html))
+    proc = perfsuite_process(tmp_path, "study", "show", str(out), "-o", str(html))
     assert proc.returncode == 0 and "fig-study-speedups" in html.read_text()
 
 
 def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
     out = tmp_path / "never"
-    proc = _perfsuite(
+    proc = perfsuite_process(
         tmp_path, "study", "lesion", "digits", "--opts", "bf16,tta", "--out", str(out)
     )
     assert proc.returncode == 2
@@ -295,7 +287,7 @@ def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
 
 
 def test_cli_corruption_limit_needs_corruptions(tmp_path):
-    proc = _perfsuite(
+    proc = perfsuite_process(
         tmp_path, "study", "lesion", "digits", "--opts", "channels_last", "--corruption-limit", "5"
     )
     assert proc.returncode != 0 and "--corruption-limit needs --corruptions" in proc.stderr

@@ -104,10 +104,9 @@ def test_inference_only_records_skipped_and_missing_metric_noted(make_record):
     other = make_record([(1, 1.0, 0.99)], metric="f1", run_id="squad")
     res = analyze_thresholds([*_records(make_record), inf, other], [0.9], metric="top1")
     assert [e.name for e in res.entries] == ["A", "B", "C", "squad"]
-    assert res.notes == [
-        "skipped 1 inference-only record(s): no training curve",
-        "no top1 values in the curve (DNC everywhere): squad",
-    ]
+    skipped, no_values = res.notes
+    assert skipped.startswith("skipped 1 inference-only")
+    assert no_values.startswith("no top1 values") and no_values.endswith(": squad")
 
 
 def test_lower_is_better_records_use_their_direction(tmp_path, make_record):
@@ -131,7 +130,7 @@ def test_records_of_different_workloads_are_ranked_with_a_note(make_record):
     recs[0]["task"] = {**recs[0]["task"], "workload": "digits"}
     recs[1]["task"] = {**recs[1]["task"], "workload": "cifar10"}
     notes = analyze_thresholds(recs, TS).notes
-    assert any(n.startswith("records of different workloads (cifar10, digits, toy)") for n in notes)
+    assert [n for n in notes if "different workloads (cifar10, digits, toy)" in n]
 
 
 # ----------------------------------------------------------------------------- stopped runs
@@ -158,11 +157,9 @@ def test_thresholds_beyond_a_runs_own_stop_are_not_measured(make_record):
     }
     assert res.rankings[1].placings[1].stopped_at == [0.9]
     assert res.swaps == []
-    assert "no entry was measured at top1 >= 0.98 (each stopped at its own target first)" in (
-        res.notes
-    )
+    assert [n for n in res.notes if n.startswith("no entry was measured at top1 >= 0.98")]
     assert not any(n.startswith("no entry reaches") for n in res.notes)
-    assert any(n.startswith("not measured: fast, slow stopped on reaching") for n in res.notes)
+    assert [n for n in res.notes if n.startswith("not measured: fast, slow ")]
 
 
 def test_a_run_that_ran_out_of_epochs_is_dnc_and_can_swap(make_record):
@@ -178,7 +175,8 @@ def test_a_run_that_ran_out_of_epochs_is_dnc_and_can_swap(make_record):
     assert states[0.98] == [("single", "dnc"), ("early", "not_measured")]
     got = [(s.from_threshold, s.to_threshold, s.faster_before, s.faster_after) for s in res.swaps]
     assert got == [(0.9, 0.95, "single", "early")]
-    assert "no entry reaches top1 >= 0.98 (1 more not measured)" in res.notes
+    (none,) = [n for n in res.notes if n.startswith("no entry reaches top1 >= 0.98")]
+    assert "(1 more not measured)" in none
 
 
 def test_group_with_a_stopped_run_is_not_measured_unless_another_run_failed(make_record):
@@ -205,9 +203,7 @@ def test_lower_is_better_stricter_threshold_is_lower(make_record):
         (0.058, "reached"),
         (0.1, "reached"),
     ]
-    assert "no entry was measured at wer <= 0.04 (each stopped at its own target first)" in (
-        res.notes
-    )
+    assert [n for n in res.notes if n.startswith("no entry was measured at wer <= 0.04")]
 
 
 def test_cli_shows_not_measured(make_record, tmp_path, capsys):

@@ -66,8 +66,11 @@ def _stepper(model, opt, clock=None, seconds: float = 1.0):
 
 
 def _track(tmp_path, model=None, opt=None, **kw):
+    """A track into tmp_path/runs; capture off, and roofs never measured (seconds of
+    micro-benchmarks per test) unless a test asks for them."""
     kw.setdefault("capture", False)
     kw.setdefault("threshold", 0.5)
+    kw.setdefault("measure_peaks", False)
     return perfsuite.track("t", model=model, optimizer=opt, out=tmp_path / "runs", **kw)
 
 
@@ -442,24 +445,25 @@ def stepper(m, o):
     return step
 
 out = sys.argv[1]
+q = {"measure_peaks": False}  # no roof micro-benchmarks: not what is tested
 x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
 m, o = tiny(); m2, o2 = tiny()
 inner_step = stepper(m2, o2)
 
 def outer_step(x, y):
-    with perfsuite.track("inner", threshold=0.9, model=m2, optimizer=o2, out=out) as inner:
+    with perfsuite.track("inner", threshold=0.9, model=m2, optimizer=o2, out=out, **q) as inner:
         for xb, yb in inner.epoch([(x, y)] * 4):
             inner.step(inner_step, xb, yb)
         inner.evaluate(top1=0.1)
     return stepper(m, o)(x, y)
 
-with perfsuite.track("outer", threshold=0.9, model=m, optimizer=o, out=out) as outer:
+with perfsuite.track("outer", threshold=0.9, model=m, optimizer=o, out=out, **q) as outer:
     for xb, yb in outer.epoch([(x, y)] * 4):
         outer.step(outer_step, xb, yb)
     outer.evaluate(top1=0.1)
 print(len(os.listdir(out)), "folders")
 with torch.profiler.profile():
-    with perfsuite.track("mine", threshold=0.9, model=m, optimizer=o, out=out + "-p") as run:
+    with perfsuite.track("mine", threshold=0.9, model=m, optimizer=o, out=out + "-p", **q) as run:
         for xb, yb in run.epoch([(x, y)] * 4):
             run.step(stepper(m, o), xb, yb)
         run.evaluate(top1=0.1)
@@ -685,7 +689,8 @@ def step(x, y):
     o.zero_grad(); loss.backward(); o.step()
     return loss
 x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
-with perfsuite.track("q", threshold=0.9, model=m, optimizer=o, out=sys.argv[1]) as run:
+q = {"measure_peaks": False}  # no roof micro-benchmarks: not what is tested
+with perfsuite.track("q", threshold=0.9, model=m, optimizer=o, out=sys.argv[1], **q) as run:
     for xb, yb in run.epoch([(x, y)] * 4):
         run.step(step, xb, yb)
     run.evaluate(top1=0.1)

@@ -8,57 +8,9 @@ import pytest
 
 from analyzers.roofline import RooflineInputError, place, roofline
 from perfsuite.record import quantity
+from tests.helpers import build_record
 
 APPROX = {"rel": 1e-12}
-
-
-def build_record(make_record, bytes_per_step=1e8):
-    rec = make_record([(1, 10.0, 0.95)], run_id="roof1")
-    rec["work"] = {
-        "flops_per_step": quantity(2e9, "FLOP", "counted"),
-        "bytes_per_step": quantity(bytes_per_step, "byte", "modeled"),
-        "batch_size": 32,
-        "dtype": "float32",
-        "per_op": [
-            {"op": "aten::mm", "phase": "forward", "calls": 2, "flops": 1e9, "bytes": 1e7},
-            {"op": "aten::mm", "phase": "backward", "calls": 4, "flops": 6e8, "bytes": 2e7},
-            {"op": "aten::add_", "phase": "optimizer", "calls": 1, "flops": 1e6, "bytes": 3e7},
-            {"op": "aten::foo", "phase": "forward", "calls": 1, "flops": 4e8, "bytes": 1e7},
-        ],
-        "unknown_ops": [],
-    }
-    rec["throughput"] = {"step_time": quantity(0.1, "s", "measured")}
-    rec["timeline"] = {
-        "trace": None,
-        "tool": "torch.profiler",
-        "steps": 2,
-        "step_time": quantity(0.1, "s", "measured"),
-        "ops": [
-            {
-                "op": "aten::mm",
-                "calls": 12,
-                "self_time_s": 0.01,
-                "total_time_s": 0.12,
-                "device_time_s": 0.1,
-            },
-            {
-                "op": "aten::add_",
-                "calls": 2,
-                "self_time_s": 0.015,
-                "total_time_s": 0.02,
-                "device_time_s": None,
-            },
-            {"op": "aten::copy_", "calls": 4, "self_time_s": 0.006},
-        ],
-    }
-    rec["ceilings"] = {
-        "device": "Test CPU",
-        "dtype": "float32",
-        "peak_flops": quantity(1e11, "FLOP/s", "measured", "matmul"),
-        "memory_bandwidth": quantity(1e10, "byte/s", "measured", "copy"),
-        "spec": None,
-    }
-    return rec
 
 
 def test_whole_run_compute_bound(make_record):

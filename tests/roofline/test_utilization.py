@@ -7,7 +7,7 @@ import pytest
 from analyzers.utilization import clock_summary, utilization
 from perfsuite.ceilings import match_spec
 from perfsuite.record import quantity
-from tests.test_roofline import build_record
+from tests.helpers import build_record
 
 
 def _gpu_record(make_record, clock_mean):

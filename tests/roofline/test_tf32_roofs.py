@@ -13,11 +13,6 @@ from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
 
 
-@pytest.fixture(scope="module")
-def h100(tmp_path_factory):
-    return load_record(extract_h100_run(tmp_path_factory.mktemp("h100")))
-
-
 def _fractions(res):
     fr = [res.run.frac_of_roof] + [o.placement.frac_of_roof for o in res.ops]
     return [f for f in fr if f is not None]
@@ -106,7 +101,8 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)
     rows = {r["key"]: r for r in got["counted_vs_measured"]}
     # 5.46 GB of copies measured against 4 B modeled: said, not a ratio of 1.4e9
-    assert got["counted_vs_measured_notes"] == ["memory: bytes not modeled (ratio not shown)"]
+    (note,) = got["counted_vs_measured_notes"]
+    assert note.startswith("memory: ")
     assert rows["memory"]["bytes_ratio"] is None
     conv = rows["convolution"]
     assert conv["measured_tensor_flops"] == 1_168_231_104_512  # per step, from the counters
@@ -115,8 +111,9 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     assert main(["roofline", str(run_dir)]) == 0
     text = capsys.readouterr().out
     assert "Counted vs measured, per step" in text and "FLOP measured" in text
-    assert "\n  - memory: bytes not modeled (ratio not shown)\n" in text
-    assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in text
+    assert f"\n  - {note}\n" in text  # the JSON's note, as a note of the table
+    (calibration,) = [line for line in text.splitlines() if line.startswith("calibration: ")]
+    assert "fp16, bf16, tf32 calibrated" in calibration
     # the HTML report shows the same table and line
     page = tmp_path / "r.html"
     assert main(["report", str(run_dir), "-o", str(page)]) == 0
@@ -124,7 +121,7 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     assert "Counted vs measured, per step" in html_text
     conv_row = re.search(r"<tr><td>convolution</td>(.*?)</tr>", html_text)
     assert conv_row and "1.17 TFLOP" in conv_row.group(1)
-    assert "calibration: fp16, bf16, tf32 calibrated; the reference chip" in html_text
+    assert calibration in html_text  # the same line as the command's
 
 
 def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, capsys):
@@ -225,14 +222,14 @@ def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
     cpu = copy.deepcopy(h100)
     cpu["ceilings"]["device"] = "AMD EPYC"
     (note,) = [n for n in roofline(cpu, peaks).notes if n.startswith("WRONG MACHINE")]
-    assert "measured on NVIDIA H100 80GB HBM3, this run ran on AMD EPYC" in note
+    assert note.index("NVIDIA H100 80GB HBM3") < note.index("AMD EPYC")  # measured, then ran
     # the CLI says it right under the title, before any number
     other = json.loads(shared_path("gpu", "h100-peaks.json").read_text())
     other["device_name"] = "NVIDIA A100-SXM4-40GB"
     (tmp_path / "a100.json").write_text(json.dumps(other))
     assert main(["roofline", h100["_dir"], "--peaks", str(tmp_path / "a100.json")]) == 0
     third = capsys.readouterr().out.splitlines()[2]
-    assert third.startswith("WRONG MACHINE: the peaks file's roofs were measured on NVIDIA A100")
+    assert third.startswith("WRONG MACHINE: ") and "NVIDIA A100-SXM4-40GB" in third
 
 
 def test_only_device_names_are_compared_with_a_peaks_file():
@@ -246,7 +243,7 @@ def test_only_device_names_are_compared_with_a_peaks_file():
     rec = {"ceilings": None, "hardware": {"name": "AMD EPYC (2 CPUs)"}}
     assert foreign_roof_notes(peaks, device_name(rec)) == []
     (note,) = foreign_roof_notes(peaks, "Intel Xeon Platinum")
-    assert "measured on AMD EPYC, this run ran on Intel Xeon Platinum" in note
+    assert note.index("AMD EPYC") < note.index("Intel Xeon Platinum")  # measured, then ran
 
 
 def test_the_trace_is_read_once_per_command_and_again_when_it_changes(h100, monkeypatch):
