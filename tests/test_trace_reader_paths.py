@@ -308,3 +308,16 @@ def test_cache_is_invalidated_by_a_changed_trace(tmp_path, monkeypatch):
     data = read_trace(path)  # a broken cache is a miss, and is rewritten
     assert not data.backend.startswith("cache ") and data.events_total == 60
     assert read_trace(path).backend.startswith("cache ")
+
+
+def test_deep_nesting_in_an_event_fails_as_the_reference_does(tmp_path):
+    deep = "[" * 5000 + "]" * 5000
+    text = '{"traceEvents": [{"ph": "X", "args": {"x": ' + deep + "}}]}"
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    errors = []
+    for fast in (False, True):
+        with pytest.raises(TraceError) as exc:
+            read_trace(path, fast=fast, cache=False)
+        errors.append(str(exc.value))
+    assert errors[0] == errors[1] and "nested deeper" in errors[0]

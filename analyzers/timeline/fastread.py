@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import gc
 import gzip
+import mmap
 import multiprocessing
 import os
 import re
@@ -48,7 +49,7 @@ try:
 except ImportError:  # the reference path reads every trace without it
     msgspec = None  # type: ignore[assignment]
 
-CHUNK_BYTES = 32 * 1024 * 1024
+CHUNK_BYTES = 16 * 1024 * 1024
 # An event must end within this many bytes of the last cut, or the file is left to the
 # reference path (which bounds string length and nesting itself).
 MAX_PENDING_BYTES = 8 * CHUNK_BYTES
@@ -146,14 +147,14 @@ def _arg(value: Any) -> Any:
     return None if value is _UNSET else value
 
 
-def decode_chunk(chunk: bytes) -> dict[str, Any] | None:
-    """Columns of one chunk of events (the text between two cuts), or None when the strict
-    decoder refuses it. The collector is paused: the chunk's objects hold no cycles, and
+def decode_chunk(text: bytes) -> dict[str, Any] | None:
+    """Columns of one chunk of events (`[` + the text between two cuts + `]`), or None when
+    the strict decoder refuses it. The collector is paused: the chunk's objects hold no cycles, and
     collections triggered by millions of allocations would double the time."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_chunk(chunk)
+        return _decode_chunk(text)
     finally:
         if enabled:
             gc.enable()
@@ -180,14 +181,14 @@ def _ids(values: list[Any], default: int) -> Any:
     return np.array([_int(v, default) for v in values], dtype=np.int64)
 
 
-def _decode_chunk(chunk: bytes) -> dict[str, Any] | None:
+def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     """decode_chunk's work: whole-column passes (comprehensions, numpy) that give, event
     for event, what reader.fill_events gives."""
-    if _LONG_NUMBER in chunk.translate(_DIGITS):
+    if _LONG_NUMBER in text.translate(_DIGITS):
         return None
     try:
-        events = _DECODER.decode(b"[" + chunk + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        events = _DECODER.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     unset = _UNSET
     phases = collections.Counter([e.ph for e in events])
@@ -365,7 +366,7 @@ def _last_events(rest: bytes) -> bytes:
     try:
         raw = bytes(_TAIL.decode(text).traceEvents)
         after = _ANY.decode(b'{"":0' + text[len(b'{"traceEvents":') + len(raw) :])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         raise Layout("the end of the file does not decode") from None
     if not text.startswith(b'{"traceEvents":' + raw) or "traceEvents" in after:
         raise Layout("a second traceEvents key")
@@ -392,7 +393,7 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes]:
         raise Layout("no traceEvents key near the start")
     try:
         head = _ANY.decode(buf[: m.start()] + b'"traceEvents":0}')
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         raise Layout("the head does not decode") from None
     if not isinstance(head, dict) or list(head)[:-1] != list(metadata):
         raise Layout("the head is not the metadata")
@@ -438,24 +439,50 @@ def worker_count() -> int:
     return max(1, int(env)) if env and env.isdigit() else cpus
 
 
+# Shared buffers of the worker processes: anonymous shared mappings made before the workers
+# are forked, so that a chunk reaches a worker by one copy, with no pickling and no pipe.
+_SLOTS: list[mmap.mmap] = []
+
+
+def _decode_slot(slot: int, n: int) -> dict[str, Any] | None:
+    return decode_chunk(_SLOTS[slot][:n])
+
+
 def decoded(
-    pieces: Iterator[bytes], workers: int, on_chunk: Callable[[bytes, dict | None], None]
+    pieces: Iterator[bytes],
+    workers: int,
+    on_chunk: Callable[[Callable[[], bytes], dict | None], None],
 ) -> None:
-    """Decode every chunk, in worker processes when `workers` > 1, and hand each chunk with
-    its columns (None: refused) to `on_chunk` in file order. At most 2 chunks per worker are
-    in flight, which bounds memory."""
+    """Decode every chunk, in worker processes when `workers` > 1, and hand each chunk
+    (a function giving its text) with its columns (None: refused) to `on_chunk`, in file
+    order. Two slots per worker: at most that many chunks are in flight, which bounds
+    memory."""
     if workers <= 1:
         for chunk in pieces:
-            on_chunk(chunk, decode_chunk(chunk))
+            on_chunk(lambda c=chunk: c, decode_chunk(b"[" + chunk + b"]"))
         return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
-        inflight: collections.deque = collections.deque()
-        for chunk in pieces:
-            inflight.append((chunk, pool.apply_async(decode_chunk, (chunk,))))
-            while len(inflight) >= 2 * workers:
-                done, job = inflight.popleft()
-                on_chunk(done, job.get())
-        while inflight:
-            done, job = inflight.popleft()
-            on_chunk(done, job.get())
+    global _SLOTS
+    size = MAX_PENDING_BYTES + 2 * CHUNK_BYTES + 2  # the longest chunk chunks() yields
+    _SLOTS = [mmap.mmap(-1, size) for _ in range(2 * workers)]
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            inflight: collections.deque = collections.deque()
+            free = list(range(len(_SLOTS)))
+            for chunk in pieces:
+                if not free:
+                    slot, n, job = inflight.popleft()
+                    on_chunk(lambda s=slot, n=n: _SLOTS[s][1 : n - 1], job.get())
+                    free.append(slot)
+                slot = free.pop()
+                buf, n = _SLOTS[slot], len(chunk) + 2
+                buf[0:1], buf[1 : n - 1], buf[n - 1 : n] = b"[", chunk, b"]"
+                del chunk
+                inflight.append((slot, n, pool.apply_async(_decode_slot, (slot, n))))
+            while inflight:
+                slot, n, job = inflight.popleft()
+                on_chunk(lambda s=slot, n=n: _SLOTS[s][1 : n - 1], job.get())
+    finally:
+        for buf in _SLOTS:
+            buf.close()
+        _SLOTS = []
