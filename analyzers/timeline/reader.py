@@ -380,10 +380,10 @@ def _fill_fast(
     to the reference path, which reports it as it always has."""
     lo, hi = float("inf"), float("-inf")
 
-    def on_chunk(chunk: bytes, cols: dict[str, Any] | None) -> None:
+    def on_chunk(text: Callable[[], bytes], cols: dict[str, Any] | None) -> None:
         nonlocal lo, hi
         if cols is None:
-            cols = _reference_chunk(p, chunk, backend)
+            cols = _reference_chunk(p, text(), backend)
         _merge(data, cols)
         lo, hi = min(lo, cols["lo"]), max(hi, cols["hi"])
         if progress is not None:
