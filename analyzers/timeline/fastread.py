@@ -373,8 +373,9 @@ def _last_events(rest: bytes) -> bytes:
     return raw[1:-1].strip()
 
 
-def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes]:
-    """The event list's text, in chunks cut at event boundaries (each `{...}, ..., {...}`).
+def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryview]:
+    """The event list's text, in chunks cut at event boundaries (each `{...}, ..., {...}`);
+    a chunk is valid until the next one is asked for.
 
     Raises Layout when the head does not decode to `metadata` plus the list, or an event
     does not end within MAX_PENDING_BYTES.
@@ -397,7 +398,10 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes]:
         raise Layout("the head does not decode") from None
     if not isinstance(head, dict) or list(head)[:-1] != list(metadata):
         raise Layout("the head is not the metadata")
-    pending = buf[m.end() :]
+    # one growing buffer: reads are appended, chunks are views of its front, and a cut drops
+    # the front in place (bytearray deletes from the start without moving the rest)
+    pending = bytearray(buf[m.end() :])
+    del buf
     eof = False
     while not eof:
         while len(pending) < CHUNK_BYTES and not eof:
@@ -414,9 +418,13 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes]:
             eof = not more
             pending += more
             continue
-        chunk, pending = pending[: cut[0]], pending[cut[1] :]
-        yield chunk.lstrip()
-    last = _last_events(pending)
+        view = memoryview(pending)[: cut[0]]
+        try:
+            yield view  # valid until the next chunk is asked for
+        finally:
+            view.release()
+        del pending[: cut[1]]
+    last = _last_events(bytes(pending))
     if last:
         yield last
 
@@ -449,7 +457,7 @@ def _decode_slot(slot: int, n: int) -> dict[str, Any] | None:
 
 
 def decoded(
-    pieces: Iterator[bytes],
+    pieces: Iterator[bytes | memoryview],
     workers: int,
     on_chunk: Callable[[Callable[[], bytes], dict | None], None],
 ) -> None:
@@ -459,7 +467,7 @@ def decoded(
     memory."""
     if workers <= 1:
         for chunk in pieces:
-            on_chunk(lambda c=chunk: c, decode_chunk(b"[" + chunk + b"]"))
+            on_chunk(lambda c=chunk: bytes(c), decode_chunk(b"[" + chunk + b"]"))
         return
     global _SLOTS
     size = MAX_PENDING_BYTES + 2 * CHUNK_BYTES + 2  # the longest chunk chunks() yields
