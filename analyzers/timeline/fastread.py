@@ -429,6 +429,18 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryvie
         yield last
 
 
+def text_size(raw: BinaryIO) -> int:
+    """About how many bytes of JSON a file holds: its size, or for gzip the larger of that
+    and the size its trailer records (modulo 4 GiB, of the last member: an estimate that
+    sets thresholds, never correctness)."""
+    size = os.fstat(raw.fileno()).st_size
+    if raw.read(2) == b"\x1f\x8b" and size >= 18:
+        raw.seek(size - 4)
+        size = max(size, int.from_bytes(raw.read(4), "little"))
+    raw.seek(0)
+    return size
+
+
 def open_stream(raw: BinaryIO) -> BinaryIO:
     """The decompressed bytes of a plain or gzipped file."""
     magic = raw.read(2)

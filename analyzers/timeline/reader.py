@@ -311,7 +311,9 @@ def read_trace(
     if cache is None:
         cache = os.environ.get("PERFSUITE_TRACE_CACHE", "1") != "0"
     st = os.stat(p)
-    cache = cache and st.st_size >= CACHE_MIN_BYTES
+    with open_regular(p, TraceError) as raw:
+        size = fastread.text_size(raw)
+    cache = cache and size >= CACHE_MIN_BYTES
     if cache:
         hit = colcache.load(p, st)
         if hit is not None:
@@ -324,7 +326,7 @@ def read_trace(
         fast = fastread.available() and os.environ.get("PERFSUITE_TRACE_FAST", "1") != "0"
     if fast and prefix == "traceEvents.item":
         try:
-            workers = fastread.worker_count() if st.st_size >= PARALLEL_MIN_BYTES else 1
+            workers = fastread.worker_count() if size >= PARALLEL_MIN_BYTES else 1
             _fill_fast(data, p, backend, workers, progress)
             data.backend = f"msgspec ({workers} process{'es' if workers > 1 else ''})"
         except _NotFast:
@@ -341,10 +343,10 @@ def read_trace(
     return data
 
 
-# Traces smaller than this are read faster than a cache is written.
-CACHE_MIN_BYTES = 16 * 1024 * 1024
-# Traces smaller than this (on disk) are decoded in one process: workers cost a start-up.
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+# Traces of less JSON than this (fastread.text_size) are read faster than a cache is written.
+CACHE_MIN_BYTES = 32 * 1024 * 1024
+# Traces of less JSON than this are decoded in one process: workers cost a start-up.
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 
 
 def _new(p: Path, meta: dict[str, Any], backend: str, bare_list: bool) -> TraceData:
