@@ -31,7 +31,9 @@ def key(st: os.stat_result) -> dict[str, int]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "format": READER_FORMAT}
 
 
-def save(trace: Path, st: os.stat_result, header: dict[str, Any], columns: dict[str, array]):
+def save(
+    trace: Path, st: os.stat_result, header: dict[str, Any], columns: dict[str, array]
+) -> None:
     """Write the cache atomically; OSError (a read-only folder) is the caller's to report."""
     header = dict(header, key=key(st))
     header["columns"] = [[name, col.typecode, len(col)] for name, col in columns.items()]

@@ -316,8 +316,8 @@ def read_trace(
     cache = cache and size >= CACHE_MIN_BYTES
     if cache:
         hit = colcache.load(p, st)
-        if hit is not None:
-            data = _from_cache(p, *hit)
+        data = _from_cache(p, *hit) if hit is not None else None
+        if data is not None:
             if progress is not None:
                 progress(data.events_total)
             return data
@@ -511,13 +511,15 @@ def _to_cache(data: TraceData) -> tuple[dict[str, Any], dict[str, array]]:
     return header, _columns(data)
 
 
-def _from_cache(p: Path, header: dict[str, Any], columns: dict[str, array]) -> TraceData:
+def _from_cache(p: Path, header: dict[str, Any], columns: dict[str, array]) -> TraceData | None:
+    """The TraceData a cache holds; None (a miss) when its columns do not line up."""
     data = _new(p, header["metadata"], f"cache {colcache.cache_path(p).name}", False)
     data.backend += f" (written by {header['backend']})"
+    lengths: dict[str, int] = {}
     for t, c, code in fastread.COLUMNS:
         col = columns.get(f"{t}.{c}")
-        if col is None or col.typecode != code:
-            raise TraceError(f"{colcache.cache_path(p)}: field columns: {t}.{c} missing")
+        if col is None or col.typecode != code or lengths.setdefault(t, len(col)) != len(col):
+            return None
         setattr(getattr(data, t), c, col)
     for attr, interner in (
         ("names", data.names),
