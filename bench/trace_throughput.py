@@ -8,6 +8,15 @@ RSS after imports (what analysing the file costs). Rows:
 - perfsuite (pure-python ijson): the same with ijson's Python backend, shared trace only;
 - json.load: the whole document in memory, events counted (no analysis), for scale;
 - HTA: TraceAnalysis load + temporal, kernel and idle-time breakdowns.
+
+Then the "1 GB trace" rows (`--size-gb`, default 1.0; `--no-hta`; `--reference`): one
+generated trace of that size uncompressed (gzipped, as profilers write them) and a folder of
+8 rank files of the same total size, each read by perfsuite cold (no column cache beside it:
+the read writes one), perfsuite warm (the cache), optionally the reference ijson path, and
+HTA. Wall, CPU (the process and its worker processes, user + system, less the memory
+sampler's own) and peak RSS (the sum over the process tree, sampled every 10 ms; interpreter
+and imports included; buffers shared with workers count once per process).
+`python -m bench trace_throughput --scale-only` runs only these rows.
 """
 
 from __future__ import annotations
@@ -29,11 +38,24 @@ TIMEOUT_S = 1800
 HTA_MAX_EVENTS = 30_000
 
 _CHILD = r"""
-import json, os, sys, time, warnings, logging
+import json, os, sys, time, warnings, logging, resource, threading
 warnings.simplefilter("ignore")
 logging.disable(logging.WARNING)
 mode, path = sys.argv[1], sys.argv[2]
 import psutil
+me = psutil.Process()
+tree_peak = [0]
+sampler_cpu = [0.0]  # the sampler's own CPU time, taken out of the figure
+def _sample():
+    while True:
+        try:
+            rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(True))
+            tree_peak[0] = max(tree_peak[0], rss)
+        except psutil.Error:
+            pass
+        sampler_cpu[0] = time.thread_time()
+        time.sleep(0.01)
+threading.Thread(target=_sample, daemon=True).start()
 if mode.startswith("perfsuite"):
     import analyzers.timeline.reader as reader
     from analyzers.timeline import analyze_trace
@@ -45,16 +67,30 @@ elif mode == "hta":
 base = psutil.Process().memory_info().rss
 t0 = time.perf_counter()
 if mode.startswith("perfsuite"):
-    data = reader.read_trace(path)
-    analyze_trace(data)
-    events = data.events_total
+    files = [path]
+    if os.path.isdir(path):
+        names = [f for f in os.listdir(path) if f.endswith((".json", ".json.gz"))]
+        files = sorted(os.path.join(path, f) for f in names)
+    events, backend, read_s = 0, "", 0.0
+    for f in files:
+        t_read = time.perf_counter()
+        if mode == "perfsuite":  # the small rows: no cache
+            data = reader.read_trace(f, cache=False)
+        elif mode in ("perfsuite-reference", "perfsuite-python"):  # ijson, event by event
+            data = reader.read_trace(f, fast=False, cache=False)
+        else:  # perfsuite-cold / perfsuite-warm: the cache as `perfsuite timeline` uses it
+            data = reader.read_trace(f)
+        read_s += time.perf_counter() - t_read
+        analyze_trace(data)
+        events += data.events_total
+        backend = data.backend
 elif mode == "json":
     import gzip
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as fh:
         events = len(json.load(fh)["traceEvents"])
 else:
-    ta = TraceAnalysis(trace_dir=os.path.dirname(path))
+    ta = TraceAnalysis(trace_dir=path if os.path.isdir(path) else os.path.dirname(path))
     ta.get_temporal_breakdown(visualize=False)
     ta.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
     ta.get_idle_time_breakdown(visualize=False)
@@ -65,11 +101,15 @@ wall = time.perf_counter() - t0
 with open("/proc/self/status") as fh:
     hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
 peak = hwm * 1024
-print(json.dumps({"wall_s": wall, "events": events, "mem_bytes": max(peak - base, 0)}))
+own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime - sampler_cpu[0]
+print(json.dumps({"wall_s": wall, "events": events, "mem_bytes": max(peak - base, 0),
+                  "cpu_s": cpu, "tree_peak_bytes": max(tree_peak[0], peak),
+                  "backend": locals().get("backend", ""), "read_s": locals().get("read_s")}))
 """
 
 
-def synthetic_trace(path: Path, n_events: int, seed: int = 0) -> int:
+def synthetic_trace(path: Path, n_events: int, seed: int = 0, rank: int = 0) -> int:
     """A Kineto-shaped trace: per step a cpu_op with shapes, its launch call, a flow event and
     a kernel on one of two streams; an NCCL kernel every 50 ops. Returns the event count."""
     rng = random.Random(seed)
@@ -78,7 +118,7 @@ def synthetic_trace(path: Path, n_events: int, seed: int = 0) -> int:
     corr = n = 0
     with gzip.open(path, "wt", compresslevel=1) as fh:
         fh.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "synthetic"}], ')
-        fh.write('"distributedInfo": {"rank": 0}, "traceEvents": [\n')
+        fh.write(f'"distributedInfo": {{"rank": {rank}}}, "traceEvents": [\n')
         sep = ""
         while n < n_events:
             corr += 1
@@ -160,7 +200,71 @@ def _rows(label: str, path: Path, events: int, modes: list[str]) -> list[list[st
     return rows
 
 
-def main() -> None:
+def _scale_rows(size_gb: float, hta: bool, reference: bool, tmp: Path) -> list[list[str]]:
+    """The "1 GB trace" rows: one file of `size_gb` uncompressed and 8 rank files."""
+    events = int(size_gb * 1e9 / SYNTH_BYTES_PER_EVENT) // 4 * 4
+    label = f"{size_gb:g} GB trace"
+    one = tmp / "one"
+    ranks = tmp / "ranks"
+    one.mkdir()
+    ranks.mkdir()
+    print(f"[bench] generating {events:,} events ({label}) ...", file=sys.stderr, flush=True)
+    path = one / "synthetic.json.gz"
+    synthetic_trace(path, events)
+    for r in range(8):
+        synthetic_trace(ranks / f"rank-{r}.json.gz", events // 8 // 4 * 4, seed=r, rank=r)
+    rows = []
+    for what, target in ((label, path), (f"{label}, 8 ranks", ranks)):
+        modes = ["perfsuite-cold", "perfsuite-warm"]
+        modes += ["perfsuite-reference"] if reference else []
+        modes += ["hta"] if hta else []
+        for cache in [
+            *target.parent.glob("*.perfsuite-columns"),
+            *target.glob("*.perfsuite-columns"),
+        ]:
+            cache.unlink()
+        for mode in modes:
+            print(f"[bench] {what}: {mode} ...", file=sys.stderr, flush=True)
+            res = _measure(mode, target)
+            if res is None or "error" in res:
+                rows.append([what, mode, "-", "-", "-", "-", (res or {}).get("error", "")])
+                continue
+            read = f"{res['read_s']:.2f}" if res.get("read_s") is not None else "-"
+            rows.append(
+                [what, mode, read, f"{res['wall_s']:.2f}", f"{res['cpu_s']:.2f}",
+                 si(res["tree_peak_bytes"], "B"), res.get("backend", "")[:48]]
+            )  # fmt: skip
+    return rows
+
+
+# The generator's events average 192.8 bytes of JSON each (1.0025 GB for 5.2M events).
+SYNTH_BYTES_PER_EVENT = 192.8
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m bench trace_throughput")
+    ap.add_argument("--size-gb", type=float, default=1.0, help="the large trace, GB of JSON")
+    ap.add_argument("--no-hta", action="store_true", help="skip HTA on the large traces")
+    ap.add_argument("--reference", action="store_true", help="also the ijson reference path")
+    ap.add_argument("--scale-only", action="store_true", help="only the large-trace rows")
+    args = ap.parse_args(argv or [])
+    if not args.scale_only:
+        _small_main()
+    with tempfile.TemporaryDirectory(prefix="perfsuite-trace-bench-") as tmp:
+        rows = _scale_rows(args.size_gb, not args.no_hta, args.reference, Path(tmp))
+    print()
+    headers = ["trace", "tool", "read s", "wall s", "CPU s", "peak RSS", "reader"]
+    print(table(rows, headers, "llrrrrl"))
+    print("read s: wall time of read_trace alone; wall s: read + analysis (what `perfsuite")
+    print("timeline` computes), the tool's whole run for HTA.")
+    print("CPU s: user + system of the process and its workers; peak RSS: sum over the")
+    print("process tree, sampled every 10 ms. cold: no column cache (the read writes one);")
+    print("warm: the cache written by the cold read.")
+
+
+def _small_main() -> None:
     n_events = int(os.environ.get("PERFSUITE_BENCH_EVENTS", "1000000"))
     rows: list[list[str]] = []
     shared = _largest_shared()
@@ -195,4 +299,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -10,11 +10,14 @@ Standard library only: the analysis side must not need anything else.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import fcntl
 import json
 import os
 import re
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -310,3 +313,21 @@ def nonfinite_path(obj: Any, prefix: str = "") -> str | None:
             for i in range(len(value) - 1, -1, -1):
                 stack.append((f"{where}[{i}]", value[i]))
     return None
+
+
+@contextlib.contextmanager
+def atomic_binary_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file that replaces `path` only when the block ends without an exception,
+    so readers see the old file or the whole new one. The temp file is made by mkstemp in
+    the target's folder (unguessable, exclusive) and fsynced before the rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -247,7 +247,7 @@ def analyze_trace(
             f"{data.beyond_reason} event(s) skipped: a timestamp beyond 1e17 us or a duration "
             "beyond 1e13 us (115 days), which no profiler clock gives"
         )
-    if data.backend != "yajl2_c":
+    if data.backend in ("python", "yajl2", "yajl2_cffi"):  # ijson's slower backends
         notes.append(f"ijson backend {data.backend} (slow); install ijson with its C extension")
     window = (data.window[1] - data.window[0]) * US if data.window else 0.0
     return TimelineAnalysis(

@@ -9,7 +9,9 @@ objects and bare top-level lists. Times stay in the trace's unit (microseconds).
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import zlib
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,44 +19,28 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import ijson
+import numpy as np
 
+from analyzers.timeline import colcache, fastread
+from analyzers.timeline.kineto import (
+    _I64,
+    DEVICE_CATS,
+    MAX_DUR_US,
+    MAX_TS_US,
+    MEMORY_NAME,
+    MEMORY_PHASES,
+    PROFILER_RANGE_CAT,
+    RANGE_CATS,
+    RUNTIME_CATS,
+    SHAPE_KEYS,
+    SYNC_CAT,
+    _freeze,
+    _int,
+    _num,
+)
 from perfsuite.safeio import MAX_JSON_DEPTH, DepthGuard, InputError, open_regular
 
-# Kineto categories that are work on a device stream (older traces use the capitalised names).
-DEVICE_CATS = {
-    "kernel": 0,
-    "Kernel": 0,
-    "gpu_memcpy": 1,
-    "Memcpy": 1,
-    "gpu_memset": 2,
-    "Memset": 2,
-}
-DEVICE_CAT_NAMES = ("kernel", "gpu_memcpy", "gpu_memset")
-# Host calls that submit device work; "Runtime" is the PyTorch 1.8-era name of cuda_runtime.
-RUNTIME_CATS = {
-    "cuda_runtime",
-    "cuda_driver",
-    "hip_runtime",
-    "hip_driver",
-    "privateuse1_runtime",
-    "Runtime",
-}
-# Host ranges: 0 = operator (cpu_op), 1 = annotation (record_function, ProfilerStep#N, nccl:...).
-RANGE_CATS = {"cpu_op": 0, "Operator": 0, "user_annotation": 1}
-SYNC_CAT = "cuda_sync"
-# PyTorch's allocator records (profile_memory=True): instant events named "[memory]" whose
-# args carry Bytes (negative for a free), Total Allocated/Reserved, Device Type/Id and Addr.
-MEMORY_NAME = "[memory]"
-MEMORY_PHASES = ("i", "I")
-PROFILER_RANGE_CAT = "cuda_profiler_range"
-# Timestamps are microseconds; 10^17 us is over 3,000 years from the clock's origin (Unix
-# time in us is about 1.8e15), and no event lasts 10^13 us (115 days). Beyond: not a clock.
-MAX_TS_US = 1e17
-MAX_DUR_US = 1e13
-SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 _BOM = b"\xef\xbb\xbf"
-# Ids kept in int64 arrays; a larger (or non-integer) id is read as the field's default.
-_I64 = 2**62
 
 
 class TraceError(InputError):
@@ -247,38 +233,6 @@ def _short(exc: BaseException) -> str:
     return text if len(text) < 120 else text[:117] + "..."
 
 
-def _num(value: Any, default: float = 0.0) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _int(value: Any, default: int = -1) -> int:
-    """An id as an int64-range int; anything else (lists, NaN, 10**30) is `default`."""
-    if isinstance(value, (bool, list, dict)):
-        return default
-    if not isinstance(value, int):
-        try:
-            value = int(value)
-        except (TypeError, ValueError, OverflowError):
-            try:
-                value = int(str(value)[:32], 0)  # "0x0" streams in ROCm traces
-            except (TypeError, ValueError):
-                return default
-    return value if -_I64 < value < _I64 else default
-
-
-def _freeze(value: Any) -> Any:
-    """Lists to tuples so shape descriptions can be interned (hashable); objects, which no
-    profiler writes there, become None."""
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return None
-    return value
-
-
 def _memory_event(data: TraceData, ev: dict[str, Any]) -> None:
     """One allocator record into data.memory; one without a usable timestamp, or whose
     args or thread key are not plain values, is skipped (the phase count still has it)."""
@@ -334,15 +288,69 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 
 def read_trace(
-    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None
+    path: str | os.PathLike[str],
+    progress: Callable[[int], None] | None = None,
+    *,
+    fast: bool | None = None,
+    cache: bool | None = None,
 ) -> TraceData:
-    """Stream one trace file into a TraceData. `progress(n)` is called every 65536 events."""
+    """Read one trace file into a TraceData. `progress(n)` is called as events are read.
+
+    `fast` (default: when msgspec is installed, unless PERFSUITE_TRACE_FAST=0) decodes
+    chunks of the event list in worker processes (fastread); `fast=False` is the reference
+    path, ijson event by event. Both
+    give identical TraceData. `cache` (default: on unless PERFSUITE_TRACE_CACHE=0) reuses
+    or writes the columns beside a trace of at least CACHE_MIN_BYTES (colcache).
+    """
     p = Path(path)
     backend = _ijson_backend()
     meta, prefix = _read_head(p, backend)
     if prefix is None:
         raise TraceError(f"{p}: field traceEvents: missing (not a Chrome/Kineto trace)")
-    data = TraceData(
+    name = getattr(backend, "backend_name", getattr(backend, "__name__", "?"))
+    if cache is None:
+        cache = os.environ.get("PERFSUITE_TRACE_CACHE", "1") != "0"
+    st = os.stat(p)
+    with open_regular(p, TraceError) as raw:
+        size = fastread.text_size(raw)
+    cache = cache and size >= CACHE_MIN_BYTES
+    if cache:
+        hit = colcache.load(p, st)
+        data = _from_cache(p, *hit) if hit is not None else None
+        if data is not None:
+            if progress is not None:
+                progress(data.events_total)
+            return data
+    data = _new(p, meta, name, prefix == "item")
+    if fast is None:
+        fast = fastread.available() and os.environ.get("PERFSUITE_TRACE_FAST", "1") != "0"
+    if fast and prefix == "traceEvents.item":
+        try:
+            workers = fastread.worker_count() if size >= PARALLEL_MIN_BYTES else 1
+            _fill_fast(data, p, backend, workers, progress)
+            data.backend = f"msgspec ({workers} process{'es' if workers > 1 else ''})"
+        except _NotFast:
+            data = _new(p, meta, name, False)
+            _fill(data, p, backend, prefix, progress)
+    else:
+        _fill(data, p, backend, prefix, progress)
+    if cache:
+        try:
+            colcache.save(p, st, *_to_cache(data))
+            data.backend += f"; columns cached in {colcache.cache_path(p).name}"
+        except OSError as exc:
+            data.backend += f"; columns not cached ({exc.strerror or exc})"
+    return data
+
+
+# Traces of less JSON than this (fastread.text_size) are read faster than a cache is written.
+CACHE_MIN_BYTES = 32 * 1024 * 1024
+# Traces of less JSON than this are decoded in one process: workers cost a start-up.
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+
+
+def _new(p: Path, meta: dict[str, Any], backend: str, bare_list: bool) -> TraceData:
+    return TraceData(
         path=str(p),
         metadata=meta,
         names=Interner(),
@@ -353,10 +361,182 @@ def read_trace(
         ranges=RangeEvents(),
         syncs=[],
         profiler_ranges=[],
-        backend=getattr(backend, "backend_name", getattr(backend, "__name__", "?")),
-        bare_list=prefix == "item",
+        backend=backend,
+        bare_list=bare_list,
     )
-    _fill(data, p, backend, prefix, progress)
+
+
+class _NotFast(Exception):
+    """The fast path cannot vouch for this file: the reference path reads all of it."""
+
+
+def _fill_fast(
+    data: TraceData,
+    p: Path,
+    backend: Any,
+    workers: int,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Decode the event list chunk by chunk (fastread); a chunk the strict decoder refuses
+    is read by the reference code, and one that is not even valid JSON sends the whole file
+    to the reference path, which reports it as it always has."""
+    lo, hi = float("inf"), float("-inf")
+    pieces: dict[str, list[bytes]] = {f"{t}.{c}": [] for t, c, _ in fastread.COLUMNS}
+
+    def on_chunk(text: Callable[[], bytes], cols: dict[str, Any] | None) -> None:
+        nonlocal lo, hi
+        if cols is None:
+            cols = _reference_chunk(p, text(), backend)
+        _merge(data, cols, pieces)
+        lo, hi = min(lo, cols["lo"]), max(hi, cols["hi"])
+        if progress is not None:
+            progress(data.events_total)
+
+    try:
+        with open_regular(p, TraceError) as raw:
+            fh = fastread.open_stream(raw)
+            fastread.decoded(fastread.chunks(fh, data.metadata), workers, on_chunk)
+    except (fastread.Layout, OSError, EOFError, zlib.error, TraceError):
+        raise _NotFast from None
+    for t, c, _ in fastread.COLUMNS:  # one allocation per column, freed piece by piece
+        column = pieces.pop(f"{t}.{c}")
+        getattr(getattr(data, t), c).frombytes(b"".join(column))
+        column.clear()
+    data.window = (lo, hi) if data.events_total and lo <= hi else None
+
+
+def _reference_chunk(p: Path, chunk: bytes, backend: Any) -> dict[str, Any]:
+    """One chunk through fill_events, as columns with chunk-local interners. Events sit
+    one level deeper in the file than in `[chunk]`: the depth limit is one less."""
+    part = _new(p, {}, "", False)
+    text = io.BytesIO(b"[" + chunk + b"]")
+    guard = DepthGuard(text, p, TraceError, MAX_JSON_DEPTH - 1)
+    try:
+        fill_events(part, backend.items(guard, "item", use_float=True))
+    except Exception:
+        raise _NotFast from None
+    lo, hi = part.window or (float("inf"), float("-inf"))
+    return {
+        "columns": _columns(part),
+        "names": part.names.values,
+        "threads": part.threads.values,
+        "shapes": part.shapes.values,
+        "memory_threads": part.memory.threads.values,
+        "syncs": part.syncs,
+        "profiler_ranges": part.profiler_ranges,
+        "events": part.events_total,
+        "malformed": part.malformed,
+        "negative_durations": part.negative_durations,
+        "beyond_reason": part.beyond_reason,
+        "phases": part.events_by_phase,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def _columns(data: TraceData) -> dict[str, array]:
+    return {f"{t}.{c}": getattr(getattr(data, t), c) for t, c, _ in fastread.COLUMNS}
+
+
+# Columns that hold ids of an interner, remapped from chunk-local to file-wide ids.
+_REMAP = {
+    "device.name": "names",
+    "runtime.name": "names",
+    "ranges.name": "names",
+    "runtime.thread": "threads",
+    "ranges.thread": "threads",
+    "ranges.shape": "shapes",
+    "memory.thread": "memory_threads",
+}
+
+
+def _merge(data: TraceData, cols: dict[str, Any], pieces: dict[str, list[bytes]]) -> None:
+    """Add one chunk in file order: its new strings get the next ids, as they would in one
+    sequential pass, and its local ids are mapped to those; its columns' bytes go to
+    `pieces`, joined once at the end."""
+    interners = {
+        "names": data.names,
+        "threads": data.threads,
+        "shapes": data.shapes,
+        "memory_threads": data.memory.threads,
+    }
+    maps = {}
+    for key, interner in interners.items():
+        ids = [interner(v) for v in cols[key]]
+        maps[key] = np.array([*ids, -1], dtype=np.int64)  # local -1 (no shape) stays -1
+    for t, c, code in fastread.COLUMNS:
+        name = f"{t}.{c}"
+        col = cols["columns"][name]
+        if not len(col):
+            continue
+        if name in _REMAP:
+            local = np.frombuffer(col, dtype=np.dtype(code))
+            pieces[name].append(maps[_REMAP[name]][local].astype(np.dtype(code)).tobytes())
+        else:
+            pieces[name].append(np.asarray(col, dtype=np.dtype(code)).tobytes())
+    data.syncs.extend(cols["syncs"])
+    data.profiler_ranges.extend(cols["profiler_ranges"])
+    data.events_total += cols["events"]
+    data.malformed += cols["malformed"]
+    data.negative_durations += cols["negative_durations"]
+    data.beyond_reason += cols["beyond_reason"]
+    phases = data.events_by_phase
+    for k, v in cols["phases"].items():
+        phases[k] = phases.get(k, 0) + v
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples the interners hold."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _to_cache(data: TraceData) -> tuple[dict[str, Any], dict[str, array]]:
+    header = {
+        "metadata": data.metadata,
+        "names": data.names.values,
+        "threads": data.threads.values,
+        "shapes": data.shapes.values,
+        "memory_threads": data.memory.threads.values,
+        "syncs": data.syncs,
+        "profiler_ranges": data.profiler_ranges,
+        "events_total": data.events_total,
+        "events_by_phase": data.events_by_phase,
+        "window": data.window,
+        "backend": data.backend,
+        "bare_list": data.bare_list,
+        "malformed": data.malformed,
+        "negative_durations": data.negative_durations,
+        "beyond_reason": data.beyond_reason,
+    }
+    return header, _columns(data)
+
+
+def _from_cache(p: Path, header: dict[str, Any], columns: dict[str, array]) -> TraceData | None:
+    """The TraceData a cache holds; None (a miss) when its columns do not line up."""
+    data = _new(p, header["metadata"], f"cache {colcache.cache_path(p).name}", False)
+    data.backend += f" (written by {header['backend']})"
+    lengths: dict[str, int] = {}
+    for t, c, code in fastread.COLUMNS:
+        col = columns.get(f"{t}.{c}")
+        if col is None or col.typecode != code or lengths.setdefault(t, len(col)) != len(col):
+            return None
+        setattr(getattr(data, t), c, col)
+    for attr, interner in (
+        ("names", data.names),
+        ("threads", data.threads),
+        ("shapes", data.shapes),
+        ("memory_threads", data.memory.threads),
+    ):
+        for v in header[attr]:
+            interner(_tuples(v) if attr != "names" else v)
+    data.syncs = [tuple(s) for s in header["syncs"]]
+    data.profiler_ranges = [(*r[:4], r[4]) for r in header["profiler_ranges"]]
+    data.profiler_ranges = [tuple(r) for r in data.profiler_ranges]
+    data.events_by_phase = header["events_by_phase"]
+    data.window = tuple(header["window"]) if header["window"] is not None else None
+    data.bare_list = header["bare_list"]
+    for k in ("events_total", "malformed", "negative_durations", "beyond_reason"):
+        setattr(data, k, header[k])
     return data
 
 
@@ -367,8 +547,28 @@ def _fill(
     prefix: str,
     progress: Callable[[int], None] | None,
 ) -> None:
-    """The hot loop: one pass over the events, dispatching on `cat`. Written for speed
-    (local bindings, common types first): it runs once per event of traces with millions."""
+    """Stream the file's events into `data`."""
+    with _open(p) as fh:
+        try:
+            fill_events(data, backend.items(fh, prefix, use_float=True), progress)
+        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
+            raise TraceError(
+                f"{p}: not valid JSON after {data.events_total} events ({_short(exc)})"
+            ) from None
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
+
+
+def fill_events(
+    data: TraceData,
+    events: Iterator[Any],
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """The reference per-event code: one pass over decoded events (dicts as ijson builds
+    them), dispatching on `cat`; the counters of `data` are set even when `events` raises.
+    Written for speed (local bindings, common types first): it runs once per event of
+    traces with millions."""
+    p = data.path
     dev, rt, rg = data.device, data.runtime, data.ranges
     names, threads, shapes = data.names, data.threads, data.shapes
     name_ids, thread_ids = names.ids, threads.ids
@@ -377,126 +577,122 @@ def _fill(
     lo, hi = float("inf"), float("-inf")
     n = bad = negative = far = 0
     nan = float("nan")
-    with _open(p) as fh:
-        try:
-            for ev in backend.items(fh, prefix, use_float=True):
-                n += 1
-                if progress is not None and not n & 0xFFFF:
-                    progress(n)
-                if type(ev) is not dict:
-                    raise TraceError(f"{p}: field traceEvents[{n - 1}]: expected an object")
-                ph = ev.get("ph")
-                if type(ph) is not str:
-                    bad += 1  # a list or object as the phase: not an event we can place
-                    continue
-                phases[ph] = phases.get(ph, 0) + 1
-                if ph != "X":
-                    if ev.get("name") == MEMORY_NAME and ph in MEMORY_PHASES:
-                        _memory_event(data, ev)
-                    continue
-                cat = ev.get("cat")
-                pid, tid = ev.get("pid"), ev.get("tid")
-                if (
-                    (cat is not None and type(cat) is not str)
-                    or isinstance(pid, (list, dict))
-                    or isinstance(tid, (list, dict))
-                ):
-                    bad += 1
-                    continue
-                ts = ev.get("ts")
-                if type(ts) is not float and type(ts) is not int:
-                    ts = _num(ts, nan)
-                dur = ev.get("dur", 0.0)
-                if type(dur) is not float and type(dur) is not int:
-                    dur = _num(dur)
-                try:
-                    ts, dur = float(ts), float(dur)
-                except OverflowError:
-                    ts = nan
-                if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
-                    continue
-                if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
-                    far += 1  # beyond any clock: skipped, and the analysis says how many
-                    continue
-                if not dur >= 0.0 or dur - dur != 0.0:
-                    if dur < 0.0:
-                        negative += 1  # counted as zero length, and said in the notes
-                    dur = 0.0
-                if ts < lo:
-                    lo = ts
-                if ts + dur > hi:
-                    hi = ts + dur
-                args = ev.get("args") or {}
-                if type(args) is not dict:
-                    args = {}
-                name = ev.get("name", "")
-                if type(name) is not str:
-                    name = str(name)
-                nid = name_ids.get(name)
-                if nid is None:
-                    nid = names(name)
-                code = DEVICE_CATS.get(cat)
-                if code is not None:
-                    # every value first, then the appends: the parallel arrays stay aligned
-                    v = args.get("device", pid)
-                    device = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
-                    v = args.get("stream", tid)
-                    stream = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
-                    v = args.get("correlation", -1)
-                    corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
-                    dev.name.append(nid)
-                    dev.cat.append(code)
-                    dev.device.append(device)
-                    dev.stream.append(stream)
-                    dev.ts.append(ts)
-                    dev.dur.append(dur)
-                    dev.corr.append(corr)
-                    continue
-                thread_key = (pid, tid)
-                kind = RANGE_CATS.get(cat)
-                if kind is not None:
-                    th = thread_ids.get(thread_key)
-                    sid = -1
-                    if "Input Dims" in args:
-                        vals = [args.get(k) for k in SHAPE_KEYS]
-                        key = str(vals)
-                        sid = shape_keys.get(key, -1)
-                        if sid < 0:
-                            sid = shape_keys[key] = shapes(_freeze(vals))
-                    rg.name.append(nid)
-                    rg.kind.append(kind)
-                    rg.thread.append(threads(thread_key) if th is None else th)
-                    rg.ts.append(ts)
-                    rg.dur.append(dur)
-                    rg.shape.append(sid)
-                    continue
-                if cat in RUNTIME_CATS:
-                    th = thread_ids.get(thread_key)
-                    v = args.get("correlation", -1)
-                    corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
-                    rt.name.append(nid)
-                    rt.thread.append(threads(thread_key) if th is None else th)
-                    rt.ts.append(ts)
-                    rt.dur.append(dur)
-                    rt.corr.append(corr)
-                elif cat == SYNC_CAT:
-                    data.syncs.append(
-                        (
-                            _int(args.get("device", pid), 0),
-                            _int(args.get("stream", tid), 0),
-                            ts,
-                            dur,
-                        )
+    try:
+        for ev in events:
+            n += 1
+            if progress is not None and not n & 0xFFFF:
+                progress(n)
+            if type(ev) is not dict:
+                raise TraceError(f"{p}: field traceEvents[{n - 1}]: expected an object")
+            ph = ev.get("ph")
+            if type(ph) is not str:
+                bad += 1  # a list or object as the phase: not an event we can place
+                continue
+            phases[ph] = phases.get(ph, 0) + 1
+            if ph != "X":
+                if ev.get("name") == MEMORY_NAME and ph in MEMORY_PHASES:
+                    _memory_event(data, ev)
+                continue
+            cat = ev.get("cat")
+            pid, tid = ev.get("pid"), ev.get("tid")
+            if (
+                (cat is not None and type(cat) is not str)
+                or isinstance(pid, (list, dict))
+                or isinstance(tid, (list, dict))
+            ):
+                bad += 1
+                continue
+            ts = ev.get("ts")
+            if type(ts) is not float and type(ts) is not int:
+                ts = _num(ts, nan)
+            dur = ev.get("dur", 0.0)
+            if type(dur) is not float and type(dur) is not int:
+                dur = _num(dur)
+            try:
+                ts, dur = float(ts), float(dur)
+            except OverflowError:
+                ts = nan
+            if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
+                continue
+            if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
+                far += 1  # beyond any clock: skipped, and the analysis says how many
+                continue
+            if not dur >= 0.0 or dur - dur != 0.0:
+                if dur < 0.0:
+                    negative += 1  # counted as zero length, and said in the notes
+                dur = 0.0
+            if ts < lo:
+                lo = ts
+            if ts + dur > hi:
+                hi = ts + dur
+            args = ev.get("args") or {}
+            if type(args) is not dict:
+                args = {}
+            name = ev.get("name", "")
+            if type(name) is not str:
+                name = str(name)
+            nid = name_ids.get(name)
+            if nid is None:
+                nid = names(name)
+            code = DEVICE_CATS.get(cat)
+            if code is not None:
+                # every value first, then the appends: the parallel arrays stay aligned
+                v = args.get("device", pid)
+                device = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+                v = args.get("stream", tid)
+                stream = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+                v = args.get("correlation", -1)
+                corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
+                dev.name.append(nid)
+                dev.cat.append(code)
+                dev.device.append(device)
+                dev.stream.append(stream)
+                dev.ts.append(ts)
+                dev.dur.append(dur)
+                dev.corr.append(corr)
+                continue
+            thread_key = (pid, tid)
+            kind = RANGE_CATS.get(cat)
+            if kind is not None:
+                th = thread_ids.get(thread_key)
+                sid = -1
+                if "Input Dims" in args:
+                    vals = [args.get(k) for k in SHAPE_KEYS]
+                    key = str(vals)
+                    sid = shape_keys.get(key, -1)
+                    if sid < 0:
+                        sid = shape_keys[key] = shapes(_freeze(vals))
+                rg.name.append(nid)
+                rg.kind.append(kind)
+                rg.thread.append(threads(thread_key) if th is None else th)
+                rg.ts.append(ts)
+                rg.dur.append(dur)
+                rg.shape.append(sid)
+                continue
+            if cat in RUNTIME_CATS:
+                th = thread_ids.get(thread_key)
+                v = args.get("correlation", -1)
+                corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
+                rt.name.append(nid)
+                rt.thread.append(threads(thread_key) if th is None else th)
+                rt.ts.append(ts)
+                rt.dur.append(dur)
+                rt.corr.append(corr)
+            elif cat == SYNC_CAT:
+                data.syncs.append(
+                    (
+                        _int(args.get("device", pid), 0),
+                        _int(args.get("stream", tid), 0),
+                        ts,
+                        dur,
                     )
-                elif cat == PROFILER_RANGE_CAT:
-                    data.profiler_ranges.append((name, _int(pid, 0), ts, dur, dict(args)))
-        except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
-            raise TraceError(f"{p}: not valid JSON after {n} events ({_short(exc)})") from None
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
-    data.events_total = n
-    data.malformed = bad
-    data.negative_durations = negative
-    data.beyond_reason = far
-    data.events_by_phase = {str(k): v for k, v in phases.items()}
-    data.window = (lo, hi) if n and lo <= hi else None
+                )
+            elif cat == PROFILER_RANGE_CAT:
+                data.profiler_ranges.append((name, _int(pid, 0), ts, dur, dict(args)))
+    finally:
+        data.events_total = n
+        data.malformed = bad
+        data.negative_durations = negative
+        data.beyond_reason = far
+        data.events_by_phase = {str(k): v for k, v in phases.items()}
+        data.window = (lo, hi) if n and lo <= hi else None

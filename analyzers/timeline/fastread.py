@@ -1,0 +1,508 @@
+"""The trace reader's fast path: msgspec decodes only the fields the analysis reads.
+
+The event list is cut into chunks of about CHUNK_BYTES at event boundaries (`}` `,` `{`
+outside any string; a cut that falls inside a string or a nested value cannot decode, so a
+chunk that decodes was cut right), and each chunk is decoded in C into Structs that declare
+only the needed fields with strict types; unknown fields are skipped without building them.
+Chunks are decoded by worker processes while this process reads (and decompresses) the
+next ones, and come back as typed columns with chunk-local interners, merged in file order
+so that every id equals the one a single sequential pass gives.
+
+A chunk the strict types refuse (a string where a number belongs, args that are not an
+object, a 19-digit integer, a cuda_profiler_range event whose args are kept whole) is
+`None` here: the reader runs its reference per-event code on that chunk. A file whose
+layout this module does not recognise (a bare list, keys it cannot place, an event larger
+than the buffer) is `None` as a whole: the reader takes the reference path for all of it.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import gzip
+import mmap
+import multiprocessing
+import os
+import re
+from array import array
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from analyzers.timeline.kineto import (
+    DEVICE_CATS,
+    MAX_DUR_US,
+    MAX_TS_US,
+    MEMORY_NAME,
+    MEMORY_PHASES,
+    PROFILER_RANGE_CAT,
+    RANGE_CATS,
+    RUNTIME_CATS,
+    SYNC_CAT,
+    _freeze,
+    _int,
+)
+
+try:
+    import msgspec
+except ImportError:  # the reference path reads every trace without it
+    msgspec = None  # type: ignore[assignment]
+
+CHUNK_BYTES = 16 * 1024 * 1024
+# An event must end within this many bytes of the last cut, or the file is left to the
+# reference path (which bounds string length and nesting itself).
+MAX_PENDING_BYTES = 8 * CHUNK_BYTES
+# Below this size the file is decoded in this process: starting workers costs more.
+PARALLEL_MIN_BYTES = 4 * CHUNK_BYTES
+_HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
+_SEP = re.compile(rb"\s*,\s*\{")
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_BOM = b"\xef\xbb\xbf"
+# yajl (ijson's C backend) refuses integers beyond int64: chunks with a 19-digit run are
+# left to the reference code, which then reports what it reports for them.
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+
+# Column layout of one decoded chunk, shared with the reader's merge: (table, column, typecode).
+COLUMNS = (
+    ("device", "name", "l"),
+    ("device", "cat", "b"),
+    ("device", "device", "l"),
+    ("device", "stream", "l"),
+    ("device", "ts", "d"),
+    ("device", "dur", "d"),
+    ("device", "corr", "q"),
+    ("runtime", "name", "l"),
+    ("runtime", "thread", "l"),
+    ("runtime", "ts", "d"),
+    ("runtime", "dur", "d"),
+    ("runtime", "corr", "q"),
+    ("ranges", "name", "l"),
+    ("ranges", "kind", "b"),
+    ("ranges", "thread", "l"),
+    ("ranges", "ts", "d"),
+    ("ranges", "dur", "d"),
+    ("ranges", "shape", "l"),
+    ("memory", "ts", "d"),
+    ("memory", "bytes", "q"),
+    ("memory", "total_allocated", "q"),
+    ("memory", "total_reserved", "q"),
+    ("memory", "device_type", "q"),
+    ("memory", "device", "q"),
+    ("memory", "addr", "q"),
+    ("memory", "thread", "l"),
+)
+
+
+def available() -> bool:
+    return msgspec is not None
+
+
+if msgspec is not None:
+    _UNSET: Any = msgspec.UNSET
+
+    class _Args(msgspec.Struct, gc=False):
+        """The args keys the analysis reads; every other key is skipped in C."""
+
+        # no bool or float: those go through the reference code's conversions
+        device: int | str | msgspec.UnsetType | None = _UNSET
+        stream: int | str | msgspec.UnsetType | None = _UNSET
+        correlation: int | str | msgspec.UnsetType | None = _UNSET
+        # shapes stay raw text: the key of the shape interner, decoded once per new shape
+        dims: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=_UNSET, name="Input Dims")
+        types: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=_UNSET, name="Input type")
+        concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(
+            default=_UNSET, name="Concrete Inputs"
+        )
+        nbytes: Any = msgspec.field(default=_UNSET, name="Bytes")
+        total_allocated: Any = msgspec.field(default=_UNSET, name="Total Allocated")
+        total_reserved: Any = msgspec.field(default=_UNSET, name="Total Reserved")
+        device_type: Any = msgspec.field(default=_UNSET, name="Device Type")
+        device_id: Any = msgspec.field(default=_UNSET, name="Device Id")
+        addr: Any = msgspec.field(default=_UNSET, name="Addr")
+
+    class _Event(msgspec.Struct, gc=False):
+        """Strict types: any other type fails the chunk over to the reference code."""
+
+        ph: str | None = None
+        cat: str | None = None
+        name: str = ""
+        pid: int | str | None = None
+        tid: int | str | None = None
+        ts: float = float("nan")
+        dur: float = 0.0
+        args: _Args | None = None
+
+    class _Tail(msgspec.Struct):
+        traceEvents: msgspec.Raw
+
+    _DECODER = msgspec.json.Decoder(list[_Event])
+    _TAIL = msgspec.json.Decoder(_Tail)
+    _ANY = msgspec.json.Decoder()
+
+
+def _arg(value: Any) -> Any:
+    """An args value as dict.get gives it: None when the key is absent."""
+    return None if value is _UNSET else value
+
+
+def decode_chunk(text: bytes) -> dict[str, Any] | None:
+    """Columns of one chunk of events (`[` + the text between two cuts + `]`), or None when
+    the strict decoder refuses it. The collector is paused: the chunk's objects hold no cycles, and
+    collections triggered by millions of allocations would double the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode_chunk(text)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# Each category's class: device work 0-2 (DEVICE_CATS), ranges 10 + kind, runtime calls,
+# syncs, CUPTI profiler ranges; anything else is only named (its name is interned).
+_RUNTIME, _SYNC, _PROFILER, _OTHER = 20, 30, 40, -1
+_CLASS: dict[Any, int] = {
+    **DEVICE_CATS,
+    **{c: 10 + k for c, k in RANGE_CATS.items()},
+    **dict.fromkeys(RUNTIME_CATS, _RUNTIME),
+    SYNC_CAT: _SYNC,
+    PROFILER_RANGE_CAT: _PROFILER,
+}
+
+
+def _ids(values: list[Any], default: int) -> Any:
+    """Ids as reader.fill_events stores them: ints as they are (the 19-digit check keeps
+    them inside int64; the Structs admit no bool or float), anything else through _int."""
+    arr = np.array(values)
+    if arr.dtype == np.int64 or not len(values):
+        return arr.astype(np.int64)
+    return np.array([_int(v, default) for v in values], dtype=np.int64)
+
+
+def _decode_chunk(text: bytes) -> dict[str, Any] | None:
+    """decode_chunk's work: whole-column passes (comprehensions, numpy) that give, event
+    for event, what reader.fill_events gives."""
+    if _LONG_NUMBER in text.translate(_DIGITS):
+        return None
+    try:
+        events = _DECODER.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    unset = _UNSET
+    phases = collections.Counter([e.ph for e in events])
+    bad = phases.pop(None, 0)
+    mem_cols = {c: array(code) for t, c, code in COLUMNS if t == "memory"}
+    mem_threads: dict[Any, int] = {}
+    if any(ph in phases for ph in MEMORY_PHASES):
+        for e in events:
+            if e.name == MEMORY_NAME and e.ph in MEMORY_PHASES:
+                _memory(e, mem_cols, mem_threads)
+    xs = [e for e in events if e.ph == "X"]
+    ts = np.array([e.ts for e in xs], dtype=np.float64)
+    dur = np.array([e.dur for e in xs], dtype=np.float64)
+    finite = np.isfinite(ts)
+    with np.errstate(invalid="ignore"):
+        far = finite & ((ts > MAX_TS_US) | (ts < -MAX_TS_US) | (dur > MAX_DUR_US))
+        keep = finite & ~far
+        negative = int(np.count_nonzero(keep & (dur < 0.0)))
+        dur = np.where(dur >= 0.0, dur, 0.0)  # NaN and negative durations: zero length
+    if not keep.all():
+        index = np.flatnonzero(keep)
+        xs = [xs[i] for i in index.tolist()]
+        ts, dur = ts[index], dur[index]
+    lo, hi = float("inf"), float("-inf")
+    if len(xs):
+        lo, hi = float(ts.min()), float((ts + dur).max())
+    names: dict[str, int] = {}
+    nid = np.array([names.setdefault(e.name, len(names)) for e in xs], dtype=np.int64)
+    cls = np.array([_CLASS.get(e.cat, _OTHER) for e in xs], dtype=np.int64)
+    if (cls == _PROFILER).any():
+        return None  # its args are kept whole: the reference code reads this chunk
+    cols: dict[str, Any] = {f"memory.{c}": col for c, col in mem_cols.items()}
+    # device work
+    di = np.flatnonzero((cls >= 0) & (cls < 3))
+    dev = [xs[i] for i in di.tolist()]
+    args = [e.args for e in dev]
+    cols["device.name"] = nid[di]
+    cols["device.cat"] = cls[di].astype(np.int8)
+    cols["device.device"] = _ids(
+        [
+            e.pid if a is None or a.device is unset else a.device
+            for e, a in zip(dev, args, strict=True)
+        ],
+        0,
+    )
+    cols["device.stream"] = _ids(
+        [
+            e.tid if a is None or a.stream is unset else a.stream
+            for e, a in zip(dev, args, strict=True)
+        ],
+        0,
+    )
+    cols["device.ts"], cols["device.dur"] = ts[di], dur[di]
+    cols["device.corr"] = _ids(
+        [-1 if a is None or a.correlation is unset else a.correlation for a in args], -1
+    )
+    # host threads, interned in event order over ranges and runtime calls together
+    hi_idx = np.flatnonzero((cls >= 10) & (cls <= _RUNTIME))
+    threads: dict[Any, int] = {}
+    host = [xs[i] for i in hi_idx.tolist()]
+    th = np.array([threads.setdefault((e.pid, e.tid), len(threads)) for e in host], np.int64)
+    hcls = cls[hi_idx]
+    is_range = hcls < _RUNTIME
+    ri, ti = hi_idx[is_range], hi_idx[~is_range]
+    ranges = [e for e, r in zip(host, is_range.tolist(), strict=True) if r]
+    shapes: dict[Any, int] = {}
+    shape_keys: dict[tuple[bytes, bytes, bytes], int] = {}
+    shape = np.full(len(ranges), -1, dtype=np.int64)
+    for k, e in enumerate(ranges):
+        a = e.args
+        if a is None or a.dims is unset:
+            continue
+        raw = (
+            bytes(a.dims),
+            b"" if a.types is unset else bytes(a.types),
+            b"" if a.concrete is unset else bytes(a.concrete),
+        )
+        sid = shape_keys.get(raw, -1)
+        if sid < 0:
+            frozen = _freeze([_ANY.decode(r) if r else None for r in raw])
+            sid = shape_keys[raw] = shapes.setdefault(frozen, len(shapes))
+        shape[k] = sid
+    cols["ranges.name"] = nid[ri]
+    cols["ranges.kind"] = (hcls[is_range] - 10).astype(np.int8)
+    cols["ranges.thread"] = th[is_range]
+    cols["ranges.ts"], cols["ranges.dur"] = ts[ri], dur[ri]
+    cols["ranges.shape"] = shape
+    calls = [e for e, r in zip(host, is_range.tolist(), strict=True) if not r]
+    cols["runtime.name"] = nid[ti]
+    cols["runtime.thread"] = th[~is_range]
+    cols["runtime.ts"], cols["runtime.dur"] = ts[ti], dur[ti]
+    cols["runtime.corr"] = _ids(
+        [
+            -1 if e.args is None or e.args.correlation is unset else e.args.correlation
+            for e in calls
+        ],
+        -1,
+    )
+    syncs = []
+    for i in np.flatnonzero(cls == _SYNC).tolist():
+        e, a = xs[i], xs[i].args
+        v = e.pid if a is None or a.device is unset else a.device
+        w = e.tid if a is None or a.stream is unset else a.stream
+        syncs.append((_int(v, 0), _int(w, 0), float(ts[i]), float(dur[i])))
+    return {
+        "columns": cols,
+        "names": list(names),
+        "threads": list(threads),
+        "shapes": list(shapes),
+        "memory_threads": list(mem_threads),
+        "syncs": syncs,
+        "profiler_ranges": [],
+        "events": len(events),
+        "malformed": bad,
+        "negative_durations": negative,
+        "beyond_reason": int(np.count_nonzero(far)),
+        "phases": dict(phases),
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def _memory(ev: Any, cols: dict[str, array], threads: dict[Any, int]) -> None:
+    """One allocator record, as reader._memory_event reads it."""
+    a, ts = ev.args, ev.ts
+    if a is None or ts - ts != 0.0 or not -MAX_TS_US <= ts <= MAX_TS_US:
+        return
+    key = (ev.pid, ev.tid)
+    th = threads.get(key)
+    if th is None:
+        th = threads[key] = len(threads)
+    values = (
+        _int(_arg(a.nbytes), 0),
+        _int(_arg(a.total_allocated)),
+        _int(_arg(a.total_reserved)),
+        _int(_arg(a.device_type)),
+        _int(_arg(a.device_id)),
+        _int(_arg(a.addr)),
+    )
+    cols["ts"].append(ts)
+    for column, value in zip(
+        ("bytes", "total_allocated", "total_reserved", "device_type", "device", "addr"),
+        values,
+        strict=True,
+    ):
+        cols[column].append(value)
+    cols["thread"].append(th)
+
+
+class Layout(Exception):
+    """The file is not laid out as this module reads it: the reference path reads it."""
+
+
+def _cut(buf: bytes) -> tuple[int, int] | None:
+    """(end of the last event that ends within CHUNK_BYTES, start of the next); for an
+    event longer than that, the first boundary after it; None when there is none yet."""
+    i = min(len(buf), CHUNK_BYTES)
+    while True:
+        j = buf.rfind(b"}", 0, i)
+        if j < 0:
+            break
+        m = _SEP.match(buf, j + 1)
+        if m is not None:
+            return j + 1, m.end() - 1
+        i = j
+    m = _BOUNDARY.search(buf, CHUNK_BYTES)
+    return None if m is None else (m.start() + 1, m.end() - 1)
+
+
+def _last_events(rest: bytes) -> bytes:
+    """The events in the file's remaining text (`...}] , "key": ... }`): decoded as the one
+    object it closes, with the list kept raw, so that a `]` in a later key's value is never
+    taken for the list's end. A second traceEvents key is left to the reference path."""
+    text = b'{"traceEvents":[' + rest
+    try:
+        raw = bytes(_TAIL.decode(text).traceEvents)
+        after = _ANY.decode(b'{"":0' + text[len(b'{"traceEvents":') + len(raw) :])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        raise Layout("the end of the file does not decode") from None
+    if not text.startswith(b'{"traceEvents":' + raw) or "traceEvents" in after:
+        raise Layout("a second traceEvents key")
+    return raw[1:-1].strip()
+
+
+def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryview]:
+    """The event list's text, in chunks cut at event boundaries (each `{...}, ..., {...}`);
+    a chunk is valid until the next one is asked for.
+
+    Raises Layout when the head does not decode to `metadata` plus the list, or an event
+    does not end within MAX_PENDING_BYTES.
+    """
+    buf = fh.read(CHUNK_BYTES)
+    if buf.startswith(_BOM):
+        buf = buf[3:]
+    m = _HEAD.search(buf)
+    while m is None and len(buf) < MAX_PENDING_BYTES:
+        more = fh.read(CHUNK_BYTES)
+        if not more:
+            break
+        buf += more
+        m = _HEAD.search(buf)
+    if m is None:
+        raise Layout("no traceEvents key near the start")
+    try:
+        head = _ANY.decode(buf[: m.start()] + b'"traceEvents":0}')
+    except (msgspec.DecodeError, RecursionError):
+        raise Layout("the head does not decode") from None
+    if not isinstance(head, dict) or list(head)[:-1] != list(metadata):
+        raise Layout("the head is not the metadata")
+    # one growing buffer: reads are appended, chunks are views of its front, and a cut drops
+    # the front in place (bytearray deletes from the start without moving the rest)
+    pending = bytearray(buf[m.end() :])
+    del buf
+    eof = False
+    while not eof:
+        while len(pending) < CHUNK_BYTES and not eof:
+            more = fh.read(CHUNK_BYTES)
+            eof = not more
+            pending += more
+        if eof:
+            break
+        cut = _cut(pending)
+        if cut is None:
+            if len(pending) > MAX_PENDING_BYTES:
+                raise Layout("an event larger than the buffer")
+            more = fh.read(CHUNK_BYTES)
+            eof = not more
+            pending += more
+            continue
+        view = memoryview(pending)[: cut[0]]
+        try:
+            yield view  # valid until the next chunk is asked for
+        finally:
+            view.release()
+        del pending[: cut[1]]
+    last = _last_events(bytes(pending))
+    if last:
+        yield last
+
+
+def text_size(raw: BinaryIO) -> int:
+    """About how many bytes of JSON a file holds: its size, or for gzip the larger of that
+    and the size its trailer records (modulo 4 GiB, of the last member: an estimate that
+    sets thresholds, never correctness)."""
+    size = os.fstat(raw.fileno()).st_size
+    if raw.read(2) == b"\x1f\x8b" and size >= 18:
+        raw.seek(size - 4)
+        size = max(size, int.from_bytes(raw.read(4), "little"))
+    raw.seek(0)
+    return size
+
+
+def open_stream(raw: BinaryIO) -> BinaryIO:
+    """The decompressed bytes of a plain or gzipped file."""
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def worker_count() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = os.cpu_count() or 1
+    env = os.environ.get("PERFSUITE_TRACE_WORKERS")
+    return max(1, int(env)) if env and env.isdigit() else cpus
+
+
+# Shared buffers of the worker processes: anonymous shared mappings made before the workers
+# are forked, so that a chunk reaches a worker by one copy, with no pickling and no pipe.
+_SLOTS: list[mmap.mmap] = []
+
+
+def _decode_slot(slot: int, n: int) -> dict[str, Any] | None:
+    return decode_chunk(_SLOTS[slot][:n])
+
+
+def decoded(
+    pieces: Iterator[bytes | memoryview],
+    workers: int,
+    on_chunk: Callable[[Callable[[], bytes], dict | None], None],
+) -> None:
+    """Decode every chunk, in worker processes when `workers` > 1, and hand each chunk
+    (a function giving its text) with its columns (None: refused) to `on_chunk`, in file
+    order. Two slots per worker: at most that many chunks are in flight, which bounds
+    memory."""
+    if workers <= 1:
+        for chunk in pieces:
+            on_chunk(lambda c=chunk: bytes(c), decode_chunk(b"[" + chunk + b"]"))
+        return
+    global _SLOTS
+    size = MAX_PENDING_BYTES + 2 * CHUNK_BYTES + 2  # the longest chunk chunks() yields
+    _SLOTS = [mmap.mmap(-1, size) for _ in range(2 * workers)]
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            inflight: collections.deque = collections.deque()
+            free = list(range(len(_SLOTS)))
+            for chunk in pieces:
+                if not free:
+                    slot, n, job = inflight.popleft()
+                    on_chunk(lambda s=slot, n=n: _SLOTS[s][1 : n - 1], job.get())
+                    free.append(slot)
+                slot = free.pop()
+                buf, n = _SLOTS[slot], len(chunk) + 2
+                buf[0:1], buf[1 : n - 1], buf[n - 1 : n] = b"[", chunk, b"]"
+                del chunk
+                inflight.append((slot, n, pool.apply_async(_decode_slot, (slot, n))))
+            while inflight:
+                slot, n, job = inflight.popleft()
+                on_chunk(lambda s=slot, n=n: _SLOTS[s][1 : n - 1], job.get())
+    finally:
+        for buf in _SLOTS:
+            buf.close()
+        _SLOTS = []
