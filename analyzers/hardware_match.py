@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfsuite.importers.dawnbench_detect import accelerator
+from perfsuite.devices.accelerators import accelerator, devices_used, is_count
 
 VENDOR_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "radeon"})
 # An accelerator model in a hardware name, with the count written before it where there is
@@ -56,23 +56,6 @@ def _variant(name: Any) -> dict[str, str]:
         elif w.startswith("sxm") or w in ("pcie", "nvl"):
             out["form"] = "sxm" if w.startswith("sxm") else w
     return out
-
-
-def devices_used(record: Mapping[str, Any]) -> int | None:
-    """How many accelerators the run used: one per rank of a data-parallel run on
-    accelerators (`distributed.world_size`; records made before `hardware.count` said so
-    have 1 there), else `hardware.count`; None where neither says."""
-    hw = record.get("hardware") or {}
-    kind = hw.get("accelerator") or accelerator(hw.get("name"))
-    world = (record.get("distributed") or {}).get("world_size")
-    if kind not in (None, "cpu") and _is_count(world):
-        return int(world)
-    count = hw.get("count")
-    return int(count) if _is_count(count) else None
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def instance_mismatch(
@@ -125,7 +108,7 @@ def _compare(
     accelerators, `devices_used`) against a price table entry's, wherever both say.
 
     - kind: the record's `accelerator`, else read from its name by the DAWNBench importer's
-      rule (`dawnbench_detect.accelerator`: "8 V100 (AWS p3.16xlarge)" is cuda);
+      rule (`devices.accelerators.accelerator`: "8 V100 (AWS p3.16xlarge)" is cuda);
     - model: the table name's model word (`V100` of "NVIDIA Tesla V100-SXM2-16GB") must be
       the record name's (`_models`: "Tesla V100-SXM2-16GB", "8 V100 (AWS p3.16xlarge)"), and
       where both names are device names, their memory and form factor agree where both say;
@@ -156,7 +139,7 @@ def _compare(
     if any(mine[k] != theirs[k] for k in mine.keys() & theirs.keys()):
         return "other", None
     want_count = want.get("count")
-    if not _is_count(want_count):
+    if not is_count(want_count):
         return "same", None
     n = count if count is not None else written[0]
     if n is None:
@@ -167,4 +150,4 @@ def _compare(
 def _label(hw: Mapping[str, Any], count: Any, default: str) -> str:
     """ "NVIDIA V100 x8": a hardware section's name, with its count above one."""
     name = str(hw.get("name") or default)
-    return f"{name} x{count}" if _is_count(count) and count > 1 else name
+    return f"{name} x{count}" if is_count(count) and count > 1 else name

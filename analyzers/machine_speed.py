@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from perfsuite.devices.maths import DTYPE_MATH
+
 SLOW = 0.85  # below this share of its roof the machine was contended during the window
 FAST = 1.05  # above this the roof is too low (a median of 3 beat the best of several)
 
@@ -47,9 +49,7 @@ def _value(q: Any) -> float | None:
 def window_speeds(record: Mapping[str, Any], roofs: Mapping[str, Any]) -> list[WindowSpeed]:
     """The check's benchmarks that have both sides and a roof to compare with.
 
-    `roofs`: the roofs the record is judged by (perfsuite.ceilings.roofs layout)."""
-    from analyzers.mathmode import DTYPE_MATH
-
+    `roofs`: the roofs the record is judged by (perfsuite.devices.roofs layout)."""
     check = (record.get("timeline") or {}).get("machine_check") or {}
     out = []
     for kind in ("matmul", "conv"):  # the compute roof's own benchmark (a CPU's may be a conv)

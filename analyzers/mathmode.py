@@ -14,82 +14,23 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
 from analyzers.roof_doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
-
-# Roof names, in the order outputs list them; `SPEC_DTYPE` maps them to the spec table's keys.
-MATHS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
-SPEC_DTYPE = {
-    "fp64": "float64",
-    "fp32": "float32",
-    "tf32": "tf32",
-    "bf16": "bfloat16",
-    "fp16": "float16",
-    "fp8": "fp8",
-    "int8": "int8",
-}
-DTYPE_MATH = {v: k for k, v in SPEC_DTYPE.items()}
-MATRIX_FAMILIES = ("convolution", "matmul", "attention")
-
-# Kernel-name patterns, first match wins. Written from the H100 fixture's cuDNN names
-# (sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_..., sm80_xmma_..._f32f32_f32f32_..._ffma_,
-# wgrad_alg0_engine<float,...>) and cuBLAS/CUTLASS conventions (ampere_sgemm_*, *_s16816gemm_*,
-# *_h1688gemm_*, sm90_xmma_gemm_bf16bf16_*, cutlass_*_tensorop_*). Order matters: "bf16"
-# contains "f16" and "f32f32_tf32f32" contains "f32f32".
-_KERNEL_MATH: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (m, re.compile(p, re.IGNORECASE))
-    for m, p in (
-        ("fp8", r"e4m3|e5m2|fp8|f8f8|qgmma"),
-        ("int8", r"i8i8|int8|imma|_s8_|igmma"),
-        ("tf32", r"tf32"),
-        # cuBLAS's Hopper nvjet GEMMs name their types in letters: nvjet_sm90_tst_ ran bf16,
-        # nvjet_sm90_hsh_ fp16 (the H100 GEMM fixture's per-precision counters say so)
-        ("bf16", r"bf16|bfloat16|nvjet_(?:sm\d+_)?t[a-z]{2}_"),
-        (
-            "fp16",
-            r"(?<!b)f16|fp16|half|hmma|hgmma|h\d{3,5}gemm|s884gemm|s16816gemm|h884|h1688"
-            r"|nvjet_(?:sm\d+_)?h[a-z]{2}_",
-        ),
-        ("fp64", r"dgemm|f64f64|fp64|dmma|<double"),
-        ("fp32", r"sgemm|ffma|f32f32_f32f32|wgrad_alg|dgrad_alg|fprop_alg|implicit_convolve"),
-    )
+from perfsuite.devices.kernels import kernel_math
+from perfsuite.devices.maths import (
+    MATHS,
+    OpMath,
+    converted_autocast,
+    from_policy,
+    math_section,
+    record_device,
+    unit_of,
 )
-# Names of matrix (compute) kernels; the others (elementwise, norms, layout transforms) move
-# data and are judged against bandwidth whatever their dtype.
-_MATRIX_KERNEL = re.compile(
-    r"gemm|xmma|gmma|mma|conv|wgrad|dgrad|fprop|_engine<|cutlass|flash|fmha|nvjet", re.IGNORECASE
-)
-_LAYOUT = re.compile(r"nchwToNhwc|nhwcToNchw|transpose|copy", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class OpMath:
-    """The math one op ran in and how that was decided."""
-
-    math: str  # a MATHS name: the roof the op is judged against
-    unit: str  # "tensor core" | "cuda core" | "cpu"
-    evidence: str  # "counters" | "kernel names" | "policy"
-    detail: str = ""
-    kernel_time_s: dict[str, float] = field(default_factory=dict)  # math -> kernel seconds
-
-
-def kernel_math(name: str) -> str | None:
-    """The math a matrix kernel's name encodes, or None (not a matrix kernel / not encoded)."""
-    if not _MATRIX_KERNEL.search(name) or _LAYOUT.search(name):
-        return None
-    for math, pat in _KERNEL_MATH:
-        if pat.search(name):
-            return math
-    return None
-
-
-def _unit(math: str) -> str:
-    return "cuda core" if math in ("fp32", "fp64") else "tensor core"
+from perfsuite.devices.roofs import record_roofs
 
 
 def _dominant(amounts: dict[str, float]) -> tuple[str, str]:
@@ -114,7 +55,7 @@ def from_kernels(kernels: Mapping[str, float]) -> OpMath | None:
     if not by_math:
         return None
     best, split = _dominant(by_math)
-    return OpMath(best, _unit(best), "kernel names", f"matrix-kernel time: {split}", by_math)
+    return OpMath(best, unit_of(best), "kernel names", f"matrix-kernel time: {split}", by_math)
 
 
 def from_counters(
@@ -128,98 +69,6 @@ def from_counters(
         return None
     best, split = _dominant(found)
     return OpMath(best, "tensor core", "counters", f"measured Tensor-Core FLOP: {split}")
-
-
-def _dtype_math(dtype: str | None) -> str:
-    d = (dtype or "float32").lower().removeprefix("torch.")
-    aliases = {
-        "float": "float32",
-        "half": "float16",
-        "double": "float64",
-        "bf16": "bfloat16",
-        "fp16": "float16",
-        "fp32": "float32",
-        "fp64": "float64",
-    }
-    return DTYPE_MATH.get(aliases.get(d, d), "fp32")
-
-
-# GPU makers' words in device names, for records that only name their device (last resort:
-# "Tesla T4", "A100-SXM4-40GB" and "AMD Instinct MI300X" carry no "cuda").
-_GPU_NAME = re.compile(r"nvidia|tesla|geforce|quadro|\brtx\b|instinct|radeon")
-
-
-def _on_cuda(device: str | None) -> bool:
-    """A CUDA/ROCm device: a framework string ("cuda", "cuda:1", "cpu") decides; a device name
-    only when nothing else is known (a spec-table part or a GPU maker's word in it)."""
-    d = (device or "").strip().lower()
-    if d.startswith("cuda"):
-        return True
-    if not d or d.startswith("cpu"):
-        return False
-    from perfsuite.ceilings.table import match_spec
-
-    return bool(_GPU_NAME.search(d)) or match_spec(d) is not None
-
-
-def record_device(record: Mapping[str, Any]) -> str | None:
-    """Where a record ran, for deciding GPU or CPU: the framework device (environment.device,
-    else hardware.accelerator: "cuda"/"cpu"), else the ceilings' device name."""
-    env = (record.get("environment") or {}).get("device")
-    acc = (record.get("hardware") or {}).get("accelerator")
-    dev = (record.get("ceilings") or {}).get("device")
-    # only strings say where: the schema refuses others, hand-built dicts may hold anything
-    return next((v for v in (env, acc, dev) if isinstance(v, str) and v), None)
-
-
-def converted_autocast(math: Mapping[str, Any], device: str | None) -> str | None:
-    """The autocast dtype a CPU without instructions for it converted to float32 (the record's
-    `math.autocast_native` false), else None: its matrix ops ran in fp32 arithmetic."""
-    auto = math.get("autocast_dtype")
-    if auto and not _on_cuda(device) and math.get("autocast_native") is False:
-        return str(auto)
-    return None
-
-
-def from_policy(family: str | None, math: Mapping[str, Any], device: str | None) -> OpMath:
-    """What PyTorch picks for an op of `family` under the math policy on `device`."""
-    on_cuda = _on_cuda(device)
-    src = math.get("source") or "math policy"
-    if family not in MATRIX_FAMILIES:
-        # elementwise, norms, pooling: arithmetic on CUDA cores/CPU vector units, in fp32 even
-        # for half tensors (PyTorch upcasts); their intensity puts them under the bandwidth roof
-        return OpMath(
-            "fp32",
-            "cuda core" if on_cuda else "cpu",
-            "policy",
-            f"{family or 'unmodeled'} op: CUDA-core/vector arithmetic ({src})",
-        )
-    auto = math.get("autocast_dtype")
-    if converted := converted_autocast(math, device):
-        # no bf16/fp16 instructions: operands are converted and multiplied in float32, so
-        # float32's roof is the physical limit (a bf16 matmul benchmark there is software)
-        return OpMath(
-            "fp32",
-            "cpu",
-            "policy",
-            f"autocast {converted} on a CPU without {converted} instructions ({src})",
-        )
-    if auto:
-        m = _dtype_math(auto)
-        return OpMath(m, "tensor core" if on_cuda else "cpu", "policy", f"autocast {auto} ({src})")
-    m = _dtype_math(math.get("param_dtype"))
-    if m != "fp32" or not on_cuda:
-        return OpMath(m, _unit(m) if on_cuda else "cpu", "policy", f"{m} tensors ({src})")
-    if family == "convolution":
-        tf32 = bool(math.get("cudnn_allow_tf32"))
-        why = f"cudnn.allow_tf32={tf32}"
-    else:
-        prec = math.get("float32_matmul_precision")
-        tf32 = bool(math.get("matmul_allow_tf32")) or prec in ("high", "medium")
-        why = f"matmul.allow_tf32={bool(math.get('matmul_allow_tf32'))}, precision {prec}"
-    if tf32:
-        return OpMath("tf32", "tensor core", "policy", f"fp32 {family} with {why} ({src})")
-    return OpMath("fp32", "cuda core", "policy", f"fp32 {family} with {why} ({src})")
 
 
 def op_maths(
@@ -292,7 +141,7 @@ def _kernel_math(
 class Context:
     """What judging needs: roofs per math, each op's math, and where the math came from."""
 
-    roofs: dict[str, Any]  # perfsuite.ceilings.roofs layout
+    roofs: dict[str, Any]  # perfsuite.devices.roofs layout
     maths: dict[str, OpMath]
     math_source: str
     notes: list[str] = field(default_factory=list)
@@ -337,39 +186,6 @@ def work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         acc["bytes"] += float(row.get("bytes") or 0)
         acc["calls"] += float(row.get("calls") or 0)
     return out
-
-
-def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's `math`, else PyTorch's defaults for its torch version (labeled assumed)."""
-    from perfsuite.backends.torch_math import default_math_for
-
-    if isinstance(record.get("math"), dict):
-        return dict(record["math"])
-    tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
-    try:
-        m = default_math_for(str(tv)) if tv else _unknown_math()
-    except ValueError:
-        m = _unknown_math()
-    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
-    if dtype and str(dtype).lower().removeprefix("torch.") in (
-        "bfloat16",
-        "float16",
-        "bf16",
-        "fp16",
-        "half",
-    ):
-        m["autocast_dtype"] = str(dtype)
-        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
-    return m
-
-
-def _unknown_math() -> dict[str, Any]:
-    from perfsuite.backends.torch_math import default_math_for
-
-    m = default_math_for("2.0")
-    m["torch"] = None
-    m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
-    return m
 
 
 def guess_family(op: str) -> str | None:
@@ -445,8 +261,6 @@ def context(
     kernels: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Context:
     """Roofs (peaks file, then the record's roofs, single peak, spec) and each op's math."""
-    from perfsuite.ceilings.roofs import record_roofs
-
     ceil = record.get("ceilings") or {}
     roofs = record_roofs(ceil, peaks)
     math = math_section(record)

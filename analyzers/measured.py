@@ -3,7 +3,7 @@
 Counted FLOP and modeled bytes come from `record["work"]["per_op"]` (shapes and formulas, per
 training step); measured FLOP and DRAM bytes from `record["counters"]` (hardware counters over
 `window_steps` steps, divided here to per step). By class, kernels are mapped to op classes BY
-NAME (`perfsuite.counters.kernels.kernel_class`): a name-based mapping, not an attribution. By
+NAME (`perfsuite.devices.kernels.kernel_class`): a name-based mapping, not an attribution. By
 op, a kernel belongs to the counted op whose NVTX range (`emit_nvtx` in the replay child) it ran
 in: an attribution, where the capture has such ranges.
 """
@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.counters.kernels import kernel_class
+from perfsuite.devices.counter_metrics import chip_tensor_precisions
+from perfsuite.devices.kernels import kernel_class
 
 MAPPING = "kernel name -> op class (name-based mapping, not an attribution)"
 OP_MAPPING = (
@@ -97,8 +98,6 @@ def unmeasured_precisions(counters: Mapping[str, Any] | None) -> list[str]:
     counters = counters or {}
     if "tensor_unmeasured" in counters:
         return list(counters["tensor_unmeasured"] or [])
-    from perfsuite.counters.metrics import chip_tensor_precisions
-
     totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
     chip = chip_tensor_precisions((counters.get("device") or {}).get("cc"))
     return [p for p in chip if p in totals and totals[p] is None]

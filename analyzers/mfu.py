@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.mathmode import from_policy, math_section, record_device
-from perfsuite.ceilings.roofs import record_roofs
+from perfsuite.devices.maths import from_policy, math_section, record_device
+from perfsuite.devices.roofs import record_roofs
 
 
 @dataclass(frozen=True)

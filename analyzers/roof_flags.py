@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from analyzers.mathmode import SPEC_DTYPE
 from analyzers.roof_doubts import Suspects
+from perfsuite.devices.maths import SPEC_DTYPE
 from perfsuite.fmt import si
 
 if TYPE_CHECKING:

@@ -34,6 +34,8 @@ from analyzers.roof_flags import (
 from analyzers.roofline_inputs import Labeled as Labeled
 from analyzers.roofline_inputs import RooflineInputError as RooflineInputError
 from analyzers.roofline_inputs import _labeled, _origin, _q, _step_time
+from perfsuite.devices.maths import DTYPE_MATH
+from perfsuite.devices.specs import normalize_dtype
 
 if TYPE_CHECKING:
     from analyzers.roofline_levels import Hierarchical
@@ -256,9 +258,6 @@ def run_roofline(record: Mapping[str, Any], ctx: Context | None = None) -> RunRo
         if bw is not None:
             roof_t += max(m["flops"] / pk, m["bytes"] / bw)
     if not model:  # no per-op table: one roof, the record's dtype
-        from perfsuite.ceilings.roofs import DTYPE_MATH
-        from perfsuite.ceilings.table import normalize_dtype
-
         math = DTYPE_MATH.get(normalize_dtype(ceil.get("dtype") or work.get("dtype")), "fp32")
         pk = ctx.peak(math)
         if pk:
@@ -348,7 +347,7 @@ def roofline(
 ) -> Roofline:
     """The whole analysis: run placement, per-op table, lost-time ranking, hierarchy.
 
-    `peaks`: roofs from a peaks file (perfsuite.ceilings.roofs.peaks_file_roofs), used first;
+    `peaks`: roofs from a peaks file (perfsuite.devices.roofs.peaks_file_roofs), used first;
     `kernels`: {op: {kernel: seconds}} (default: read from the record's trace sidecar).
     """
     from analyzers.roofline_levels import hierarchical

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.mathmode import MATRIX_FAMILIES, Context, context, guess_family, work_by_op
+from analyzers.mathmode import Context, context, guess_family, work_by_op
 from analyzers.measured import compare_counted_measured
 from analyzers.reconcile import Reconciled, own_times, profiled_times, reconcile_record
 from analyzers.roof_flags import counter_evidence
 from analyzers.roofline import OpRoofline, _div, place
 from analyzers.roofline_inputs import _q
+from perfsuite.devices.maths import MATRIX_FAMILIES
 
 
 def _flag_notes(record: Mapping[str, Any], rows: list[OpRoofline], bw: float | None) -> list[str]:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.distributed import record_comm_share, world_size
-from analyzers.mathmode import converted_autocast, record_device
 from analyzers.mfu import mfu
 from analyzers.record_view import FINISHED
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
+from perfsuite.devices.maths import converted_autocast, record_device
 
 
 @dataclass(frozen=True)

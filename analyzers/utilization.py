@@ -14,7 +14,9 @@ from typing import Any
 
 from analyzers.mathmode import Context, context
 from analyzers.roofline import RooflineInputError, _div, op_rooflines, run_roofline
-from perfsuite.ceilings.roofs import merge_roofs, spec_roofs
+from perfsuite.devices.maths import DTYPE_MATH
+from perfsuite.devices.roofs import merge_roofs, spec_roofs
+from perfsuite.devices.specs import normalize_dtype
 
 # A mean SM clock under this fraction of the spec max clock is reported as throttled.
 THROTTLE_FRACTION = 0.9
@@ -106,9 +108,6 @@ def ceilings_both(
     )
     fbm = dict(flops_by_math or {})
     if not fbm:
-        from perfsuite.ceilings.roofs import DTYPE_MATH
-        from perfsuite.ceilings.table import normalize_dtype
-
         ceil = record.get("ceilings") or {}
         dtype = ceil.get("dtype") or (record.get("work") or {}).get("dtype")
         fbm = {DTYPE_MATH.get(normalize_dtype(dtype), "fp32"): 1.0}

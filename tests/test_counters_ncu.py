@@ -55,7 +55,7 @@ def test_ncu_command_uses_start_end_filter_and_union_of_chip_metrics():
 def test_metric_names_exist_on_h100():
     import gzip
 
-    from perfsuite.counters.metrics import TENSOR_REQUEST_HOPPER, default_metrics
+    from perfsuite.devices.counter_metrics import TENSOR_REQUEST_HOPPER, default_metrics
 
     text = gzip.decompress(_gpu("h100-ncu-query-metrics.txt.gz").read_bytes()).decode()
     listed = {line.split()[0] for line in text.splitlines() if line.strip()}

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.mathmode import record_device
 from analyzers.stability import stability
 from perfsuite.cli import main
+from perfsuite.devices.maths import record_device
 from perfsuite.record import RecordError, validate_record, write_record
 from perfsuite.record.tta import planned_epochs
 from tests.test_roofline import build_record

@@ -176,7 +176,7 @@ KERNEL_CASES = [
 
 @pytest.mark.parametrize(("name", "cls", "backward"), KERNEL_CASES)
 def test_kernel_names_map_to_classes_and_backward(name, cls, backward):
-    from perfsuite.counters.kernels import is_backward_kernel, kernel_class
+    from perfsuite.devices.kernels import is_backward_kernel, kernel_class
 
     assert (kernel_class(name), is_backward_kernel(name)) == (cls, backward)
 
@@ -210,7 +210,7 @@ def test_a_precision_the_chip_lacks_is_not_unmeasured():
     """An A100 has no fp8 Tensor Cores: its captures are not lower bounds for want of fp8
     counters; sections written before `tensor_unmeasured` are read from their null totals."""
     from analyzers.measured import unmeasured_precisions
-    from perfsuite.counters.metrics import chip_tensor_precisions
+    from perfsuite.devices.counter_metrics import chip_tensor_precisions
 
     assert chip_tensor_precisions("8.0") == ("fp16", "bf16", "tf32", "fp64")
     assert chip_tensor_precisions("8.6") == ("fp16", "bf16", "tf32")

@@ -295,7 +295,7 @@ def test_load_text_names_old_and_unknown_loads():
 def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
     """A `perfsuite peaks --json` file measured with 2 threads, given to a 1-thread run."""
     from analyzers.roofline import roofline
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
     from tests.test_roof_causes import cpu_record
 
     row = {"quantity": "peak float32", "measured": 1e12, "load_before": 0.2, "busy": False}

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from analyzers.roofline import roofline
-from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
 

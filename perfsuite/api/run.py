@@ -158,7 +158,7 @@ class Run:
         file whose roofs are used before the record's own (as `roofline --peaks`)."""
         roofs = None
         if peaks is not None:
-            from perfsuite.ceilings.roofs import peaks_file_roofs
+            from perfsuite.devices.roofs import peaks_file_roofs
 
             roofs = peaks_file_roofs(peaks)
         return cls(load_record(path), roofs)

@@ -25,7 +25,7 @@ from perfsuite.ceilings.measure import (
     matmul_math,
     timed_calls,
 )
-from perfsuite.ceilings.table import normalize_dtype
+from perfsuite.devices.specs import normalize_dtype
 from perfsuite.record import quantity
 
 REPEATS = 3  # timed repeats per benchmark and side, after one untimed call

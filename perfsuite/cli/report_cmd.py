@@ -91,7 +91,7 @@ def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
 

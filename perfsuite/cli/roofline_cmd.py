@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_record
 
     top = top_rows(args.top)
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 
     rec = load_record(resolve_run(args.run))
     if args.output:  # refused before any work: never onto the record, a sidecar or an input

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzers.hardware_match import devices_used
+from perfsuite.devices.accelerators import accelerator, devices_used
 from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
-from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
@@ -291,7 +290,7 @@ def _origin(
 
 def _hardware(platform: Any, run: tuple[dict[str, Any], Path] | None) -> dict[str, Any]:
     """`submission_platform` as the record's hardware name. The accelerator kind is read from
-    it by the DAWNBench importer's rule (`dawnbench_detect.accelerator`: "NVIDIA H100 80GB
+    it by the DAWNBench importer's rule (`devices.accelerators.accelerator`: "NVIDIA H100 80GB
     HBM3" is cuda; None where it names none). A perfsuite run's own log (its run.json beside
     it, `_own_run`) ran on that run's hardware: its kind, accelerators used and instance type
     are taken from the run's record where the platform is the run's hardware name."""

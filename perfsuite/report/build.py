@@ -376,7 +376,7 @@ def report_page(
     """The whole self-contained report for one or more runs, with its sections and each run's
     warnings and notes; `first`: (id, title, body) sections shown before the summary (a
     study's section); `peaks`: roofs from a `perfsuite peaks --json` file
-    (`perfsuite.ceilings.roofs.peaks_file_roofs`), used before each record's own ceilings, as
+    (`perfsuite.devices.roofs.peaks_file_roofs`), used before each record's own ceilings, as
     `perfsuite roofline --peaks` uses them."""
     analyses = [_analyses(r, peaks) for r in records]
     title = (

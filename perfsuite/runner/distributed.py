@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.distributed import comm_from_ops, comm_share
-from analyzers.hardware_match import devices_used
+from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
 from perfsuite.runner.loop import Diverged, RunOptions, Terminated, _Run
 from perfsuite.runner.shard import ShardedSource

@@ -15,15 +15,36 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-# Roof names -> the spec table's and the peaks cache's dtype keys: one table, in analyzers.
-from analyzers.mathmode import DTYPE_MATH
-from perfsuite.ceilings.cache import env_text
-from perfsuite.ceilings.table import normalize_dtype
+from perfsuite.devices.maths import DTYPE_MATH
+from perfsuite.devices.specs import normalize_dtype
 from perfsuite.safeio import InputError, load_json
 
 # `perfsuite peaks --json` row fields carried into a measured roof's `measured_under`.
 _UNDER_ROW = ("mode", "load_before", "load_after", "cpus", "busy_limit", "busy")
 UNIT = {"fp64": "fp64 (Tensor Core where the part has one)", "fp32": "fp32 CUDA core"}
+
+
+def env_key(torch_version: str | None, threads: int | None, gpu: bool = False) -> str:
+    """The on-disk key of a measurement's software environment. CPU peaks depend on the thread
+    count; GPU peaks do not (the host threads only launch kernels), so GPU keys leave it out:
+    "torch <v>|gpu". GPU entries keyed with a thread count (an older key form) are not read
+    (each is measured again). The "|" form must stay, or older CPU caches would not be found."""
+    if gpu:
+        return f"torch {torch_version or 'none'}|gpu"
+    return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"
+
+
+def env_text(key: str) -> str:
+    """An `env_key` as users read it: "torch 2.13.0+cpu|threads 2" -> "torch 2.13.0+cpu,
+    2 threads". Anything not in the key's form is returned unchanged."""
+    torch_part, sep, threads_part = key.partition("|")
+    if sep and threads_part == "gpu":
+        return f"{torch_part}, GPU (any thread count)"
+    if not sep or not threads_part.startswith("threads "):
+        return key
+    n = threads_part.removeprefix("threads ")
+    threads = "1 thread" if n == "1" else f"{n} threads" if n.isdigit() else "threads n/a"
+    return f"{torch_part}, {threads}"
 
 
 class PeaksFileError(InputError):

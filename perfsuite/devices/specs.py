@@ -45,7 +45,7 @@ def normalize_dtype(dtype: str | None) -> str:
 @cache
 def spec_table() -> list[dict[str, Any]]:
     """All entries of specs.json, in matching order (most specific first)."""
-    text = resources.files("perfsuite.ceilings").joinpath("specs.json").read_text()
+    text = resources.files("perfsuite.devices").joinpath("specs.json").read_text()
     return json.loads(text)["entries"]
 
 
