@@ -29,7 +29,6 @@ from analyzers.compare_work import (
     spread_within,
     workload_of,
 )
-from analyzers.mfu import mfu
 from analyzers.record_view import (
     batch_size_of,
     crossing,
@@ -52,6 +51,7 @@ from analyzers.verdict import (
     decide,
 )
 from perfsuite import stats
+from perfsuite.flops.mfu import mfu
 from perfsuite.record import qvalue
 
 QUANTITIES = ("time_to_accuracy", "time_per_epoch")
@@ -96,7 +96,7 @@ class RunValues:
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
     accelerators: int | None = None  # hardware.count: time x accelerators compares sizes
     mlperf_round: str | None = None  # an imported MLPerf result's round ("5.1")
-    # transformer runs (a `model_flops` section, analyzers.mfu): tokens/s and MFU
+    # transformer runs (a `model_flops` section, perfsuite.flops.mfu): tokens/s and MFU
     tokens_per_s: float | None = None
     mfu: float | None = None
     direction: str = "higher"  # the task's: "lower" for a loss (reached at metric <= threshold)
@@ -145,7 +145,7 @@ class ItemSummary:
     # time to accuracy x accelerators (GPU-seconds), where all runs name one accelerator count
     accelerator_time_s: float | None = None
     accelerator_time_ratio: float | None = None
-    tokens_per_s: float | None = None  # transformer runs only (analyzers.mfu)
+    tokens_per_s: float | None = None  # transformer runs only (perfsuite.flops.mfu)
     mfu: float | None = None
     tokens_per_s_ratio: float | None = None
     direction: str = "higher"

@@ -19,11 +19,11 @@ from analyzers.hardware_match import instance_mismatch
 from analyzers.inference import energy_view, inference_view
 from analyzers.record_view import left_out, reached_time
 from analyzers.stability import task_direction
-from analyzers.tasks import items, target_text
+from perfsuite.pricing import ITEMS, inference_cost_per_10k_usd, training_cost_usd
 from perfsuite.record import qvalue
 from perfsuite.record.consistency import untrusted
+from perfsuite.task_metrics import items, target_text
 
-ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
 TAIL = 2.0  # a latency mean this many times its median is said: a heavy tail
 
 
@@ -116,16 +116,6 @@ def find_price(
         why = "no price: the record has no cost and no hardware.instance_type"
     notes.append(why)
     return Price(None, "unknown", None, "unknown", itype, why), notes
-
-
-def training_cost_usd(time_s: float, usd_per_hour: float) -> float:
-    """Time to accuracy in hours times the hourly price."""
-    return time_s / 3600.0 * usd_per_hour
-
-
-def inference_cost_per_10k_usd(latency_s: float, usd_per_hour: float) -> float:
-    """Serving 10,000 items one at a time at batch-1 latency, at the hourly price."""
-    return latency_s * ITEMS / 3600.0 * usd_per_hour
 
 
 def measured_elsewhere(record: Mapping[str, Any]) -> str | None:

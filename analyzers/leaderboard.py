@@ -41,9 +41,9 @@ from analyzers.record_view import (
     reached_time,
 )
 from analyzers.stability import hardware_label, is_inference_only, task_direction
-from analyzers.tasks import items, metric_info, metric_text, target_text
 from perfsuite import stats
 from perfsuite.record.consistency import untrusted
+from perfsuite.task_metrics import items, metric_info, metric_text, target_text
 
 BY = ("training-time", "training-cost", "inference-latency", "inference-cost")
 UNITS = {

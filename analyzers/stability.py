@@ -24,6 +24,7 @@ from analyzers.record_view import (
 )
 from analyzers.record_view import framework as record_framework
 from perfsuite import stats
+from perfsuite.record.olympic import max_dropped
 from perfsuite.record.tta import Crossing, planned_epochs
 
 DEFAULT_MAX_COV = 0.05
@@ -227,12 +228,7 @@ def _mlperf_rule(record: Mapping[str, Any]) -> tuple[str, int] | None:
     if not isinstance(info, dict):
         return None
     name = str((record.get("task") or {}).get("name"))
-    if "dropped_each_end" in info:
-        dropped = info["dropped_each_end"]
-    else:
-        from perfsuite.importers.mlperf_rules import max_dropped
-
-        dropped = max_dropped(name)
+    dropped = info["dropped_each_end"] if "dropped_each_end" in info else max_dropped(name)
     if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 1:
         return None
     return name, dropped

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from analyzers.distributed import record_comm_share, world_size
-from analyzers.mfu import mfu
 from analyzers.record_view import FINISHED
 from analyzers.stability import Summary, epoch_times, run_crossing, summarize, task_direction
 from perfsuite.devices.maths import converted_autocast, record_device
+from perfsuite.flops.mfu import mfu
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class RunPoint:
     nproc: int = 1  # data-parallel processes (record's distributed.world_size)
     comm_share: float | None = None  # collectives' in-flight time / step (profile window)
     corruption_accuracy: float | None = None  # threshold model, mean over corruption families
-    tokens_per_s: float | None = None  # transformer runs (analyzers.mfu)
+    tokens_per_s: float | None = None  # transformer runs (perfsuite.flops.mfu)
     mfu: float | None = None  # model FLOPs utilization, fraction of the matmul roof
 
 

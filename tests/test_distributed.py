@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.distributed import comm_from_ops, comm_share, world_size
+from analyzers.distributed import world_size
 from analyzers.study import analyze_study
 from perfsuite.record.tta import crossing_dict, record_crossing
+from perfsuite.runner.comm import comm_from_ops, comm_share
 from perfsuite.runner.launch import _first_cause, check_options, threads_per_rank
 from perfsuite.runner.loop import RunOptions
 from perfsuite.study.plan import plan

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from analyzers.compare import compare, items_from_records
-from analyzers.mfu import mfu
 from analyzers.study import analyze_study, run_point
 from perfsuite.cli import main
 from perfsuite.cli.compare_render import side_rows
+from perfsuite.flops.mfu import mfu
 from perfsuite.record import quantity, write_record
 from perfsuite.study.render import headers, rows
 from tests.test_roofline import build_record

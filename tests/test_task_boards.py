@@ -11,11 +11,11 @@ import pytest
 
 from analyzers.cost import cost_of
 from analyzers.leaderboard import leaderboard
-from analyzers.tasks import items, metric_text, target_text
 from perfsuite import fmt
 from perfsuite.cli import main
 from perfsuite.importers.dawnbench import TASKS, load_entry
 from perfsuite.record import new_record, quantity, write_record
+from perfsuite.task_metrics import items, metric_text, target_text
 from perfsuite.workloads import get_workload
 
 ENTRIES = Path(__file__).parent / "fixtures" / "dawnbench" / "entries"

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from analyzers.mfu import mfu
 from analyzers.record_view import framework
 from analyzers.roof_flags import roof_name
 from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, RunRoofline, roofline
 from analyzers.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
+from perfsuite.flops.mfu import mfu
 from perfsuite.record import load_record, qvalue
 from perfsuite.record.sidecars import (
     TELEMETRY_COLUMNS,

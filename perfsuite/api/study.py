@@ -20,7 +20,7 @@ _STATS = (
     ("epochs_to_threshold", "epochs_to_threshold", ""),
     ("epoch_time", "epoch_time", "_s"),
     ("samples_per_s", "samples_per_s", ""),
-    ("tokens_per_s", "tokens_per_s", ""),  # transformer runs (analyzers.mfu); else NaN
+    ("tokens_per_s", "tokens_per_s", ""),  # transformer runs (perfsuite.flops.mfu); else NaN
     ("mfu", "mfu", ""),
 )
 

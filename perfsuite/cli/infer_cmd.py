@@ -74,8 +74,8 @@ def register(sub: Any) -> None:
 
 
 def render(entry: dict[str, Any], cost: Any) -> str:
-    from analyzers.tasks import value_text
     from perfsuite.fmt import si, usd
+    from perfsuite.task_metrics import value_text
 
     lat = entry["latency"]
     threads = entry.get("threads")

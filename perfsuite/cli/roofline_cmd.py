@@ -145,7 +145,7 @@ def _text(
             "Model FLOPs utilization (transformer):",
             fmt.table(mfu_rows(mfu), MFU_HEADERS, align="lrll"),
         ]
-        from analyzers.mfu import why_counted_differs
+        from perfsuite.flops.mfu import why_counted_differs
 
         out += [f"  - {n}" for n in [*mfu.notes, why_counted_differs(mfu)]]
     if res.machine_check:
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     from analyzers.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
-    from analyzers.mfu import mfu
+    from perfsuite.flops.mfu import mfu
 
     model = mfu(rec)
     if args.output:

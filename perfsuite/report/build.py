@@ -11,7 +11,6 @@ from analyzers.machine_speed import check_line
 from analyzers.measured import counted_vs_measured
 from analyzers.roofline import Roofline, RooflineInputError, roofline
 from analyzers.stability import task_direction
-from analyzers.tasks import target_text
 from analyzers.utilization import Utilization, utilization
 from perfsuite import fmt
 from perfsuite.report import figures
@@ -38,6 +37,7 @@ from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
 from perfsuite.report.telemetry_section import telemetry_section
 from perfsuite.report.timeline_section import kernel_cell, timeline_section
+from perfsuite.task_metrics import target_text
 
 
 def _analyses(

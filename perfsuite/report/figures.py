@@ -13,11 +13,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from analyzers.roofline import Roofline
-from analyzers.tasks import metric_info, target_text
 from analyzers.utilization import Utilization
 from perfsuite import fmt
 from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
 from perfsuite.report.roofline_rows import own_time, run_frac
+from perfsuite.task_metrics import metric_info, target_text
 
 _LAYOUT = {
     "template": "plotly_white",

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analyzers.inference import OLDER_RULE, energy_view, inference_view
-from analyzers.tasks import value_text
 from perfsuite import fmt
 from perfsuite.report import html as h
+from perfsuite.task_metrics import value_text
 
 
 def latency_label(rule: str | None) -> str:

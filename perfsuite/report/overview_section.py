@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.mfu import mfu
 from analyzers.record_view import partial_run, reached_time
 from analyzers.roofline import Roofline
 from perfsuite import fmt
+from perfsuite.flops.mfu import mfu
 from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
@@ -37,7 +37,7 @@ def _how(section: Any, key: str) -> str:
 
 
 def _headline(rec: Mapping[str, Any]) -> str:
-    from analyzers.tasks import metric_info, metric_text, target_text
+    from perfsuite.task_metrics import metric_info, metric_text, target_text
 
     task = rec.get("task") or {}
     metric, threshold = str(task.get("metric")), float(task.get("threshold") or 0.0)

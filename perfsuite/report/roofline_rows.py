@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.mfu import MFU
 from analyzers.roofline import EXPLAIN, Roofline, RunRoofline
 from perfsuite import fmt
+from perfsuite.flops.mfu import MFU
 
 DOUBT = " DOUBT (see notes)"
 FLAGGED = "FLAGGED (see notes)"
@@ -59,9 +59,9 @@ MFU_HEADERS = ["field", "value", "provenance", "meaning"]
 
 
 def mfu_rows(m: MFU) -> list[list[str]]:
-    """A transformer run's model FLOPs block (analyzers.mfu), shared by the CLI and the report:
-    the model's FLOPs per token, tokens/s, MFU against the matmul roof, and the counted FLOPs
-    of the step beside them."""
+    """A transformer run's model FLOPs block (perfsuite.flops.mfu), shared by the CLI and the
+    report: the model's FLOPs per token, tokens/s, MFU against the matmul roof, and the
+    counted FLOPs of the step beside them."""
     peak = f"the {m.peak_math} peak"
     if m.peak_flops is not None:
         peak += f" ({fmt.si(m.peak_flops, 'FLOP/s')}, {m.peak_provenance})"

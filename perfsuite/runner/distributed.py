@@ -38,9 +38,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analyzers.distributed import comm_from_ops, comm_share
 from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
+from perfsuite.runner.comm import comm_from_ops, comm_share
 from perfsuite.runner.loop import Diverged, RunOptions, Terminated, _Run
 from perfsuite.runner.shard import ShardedSource
 from perfsuite.workloads.switches import scaled_lr

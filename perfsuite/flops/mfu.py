@@ -14,7 +14,8 @@ outside N when untied, norms, softmax, cross-entropy, dropout, the optimizer and
 Newton-Schulz products), and the rate they give over the same peak is the hardware FLOPs
 utilization (HFU) of the step. `counted_over_model` is their ratio.
 
-Pure: a record in, plain data out.
+Pure: a record in, plain data out. Beside `transformer.py` because capture (which completes the
+record's `model_flops` section) and analysis (which shows it) apply the one definition.
 """
 
 from __future__ import annotations
