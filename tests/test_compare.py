@@ -508,7 +508,7 @@ def test_different_models_are_different_networks_in_one_line(tmp_path, make_reco
 def test_run_table_says_dnc_for_runs_that_did_not_reach(make_record):
     """compare's run table uses the leaderboard's word: DNC (did not converge), diverged runs
     named so, and a crashed run is left out, not a DNC (as in the verdict)."""
-    from perfsuite.cli.compare_render import run_rows
+    from perfsuite.views.compare_rows import run_rows
 
     runs = [_run(make_record, "ok", 10.0), _run(make_record, "dnc", 10.0, reach=False)]
     runs += [_run(make_record, "nan", 10.0, reach=False), _run(make_record, "x", 10.0, reach=False)]

@@ -66,10 +66,7 @@ CAPTURE = {
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 # (importing module, imported module) pairs that break the contract today.
-KNOWN_VIOLATIONS: set[tuple[str, str]] = {
-    ("perfsuite.report.compare_section", "perfsuite.cli.compare_render"),
-    ("perfsuite.report.stability_section", "perfsuite.cli.stability_cmd"),
-}
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:

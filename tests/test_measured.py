@@ -184,7 +184,7 @@ def test_kernel_names_map_to_classes_and_backward(name, cls, backward):
 def test_partial_sums_are_lower_bounds_never_totals():
     """A kernel without its counters, or a capture without fp16's, makes the row a lower bound:
     marked, and shown with ">=" in the table, not as the measured total."""
-    from perfsuite.report.roofline_rows import measured_table
+    from perfsuite.views.roofline_rows import measured_table
 
     def kernel(name, tensor, dram):
         return {"name": name, "op": None, "flops": 0.0, "flops_tensor": tensor,

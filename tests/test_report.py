@@ -170,7 +170,7 @@ def _doc(path: str) -> str:
 
 def test_docs_name_the_roofline_fields_and_columns_the_code_prints():
     from analyzers.roofline import EXPLAIN
-    from perfsuite.report.roofline_rows import OP_HEADERS
+    from perfsuite.views.roofline_rows import OP_HEADERS
 
     doc = _doc("docs/roofline.md")
     block = doc[doc.index("## Whole-run block") :]

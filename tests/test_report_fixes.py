@@ -140,7 +140,7 @@ def test_op_bars_are_the_tables_ops_in_its_order_without_wrappers(h100):
     says how many wrapper rows it left out."""
     from analyzers.roofline import roofline
     from perfsuite.report.build import report_html
-    from perfsuite.report.roofline_rows import op_table
+    from perfsuite.views.roofline_rows import op_table
 
     res = roofline(h100)
     shown = [o for o in op_table(res, 20)[0] if not o.wrapper]

@@ -357,7 +357,7 @@ def _cpu_bf16(make_record, **math):
 
 def test_ops_in_a_math_without_a_roof_leave_the_whole_run_fraction_out(make_record):
     from analyzers.utilization import utilization
-    from perfsuite.report.roofline_rows import roof_rows
+    from perfsuite.views.roofline_rows import roof_rows
 
     res = roofline(_cpu_bf16(make_record))  # bf16 instructions unknown: judged as bf16
     mm = next(o for o in res.ops if o.op == "aten::mm").placement

@@ -304,7 +304,7 @@ def test_statistics_of_huge_finite_times_do_not_overflow():
 def test_runs_that_did_not_reach_are_dnc_and_diverged_ones_say_so(make_record, tmp_path, capsys):
     """One word for "finished without reaching the target" in every command: DAWNBench's DNC;
     a run ended by a NaN loss is a DNC too, named as diverged."""
-    from perfsuite.cli.stability_cmd import outcome_rows
+    from perfsuite.views.stability_rows import outcome_rows
 
     recs = _group(make_record)
     recs.append(

@@ -28,7 +28,7 @@ def h100(tmp_path_factory):
 
 
 def test_one_helper_renders_a_whole_run_fraction():
-    from perfsuite.report.roofline_rows import run_fraction
+    from perfsuite.views.roofline_rows import run_fraction
 
     assert run_fraction(0.38986, False, False) == "39.0%"
     assert run_fraction(0.38986, False, True) == SHOWN
@@ -60,8 +60,8 @@ def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_pat
 
 def test_compare_carries_the_doubt(h100, capsys):
     from analyzers.compare import compare
-    from perfsuite.cli import compare_render as rows
     from perfsuite.report.compare_figures import positions_figure
+    from perfsuite.views import compare_rows as rows
 
     c = compare([("base", [h100]), ("again", [h100])])
     for r in c.runs:
@@ -86,7 +86,7 @@ def test_compare_carries_the_doubt(h100, capsys):
 
 def test_compare_without_doubt_shows_the_plain_fraction(make_record):
     from analyzers.compare import compare
-    from perfsuite.cli import compare_render as rows
+    from perfsuite.views import compare_rows as rows
 
     rec = build_record(make_record)
     c = compare([("a", [rec]), ("b", [rec])])
@@ -130,7 +130,7 @@ def test_api_ops_are_the_cli_tables_rows_with_own_time_and_wrapper(h100, capsys)
 
 def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
     from perfsuite.report import figures
-    from perfsuite.report.roofline_rows import op_caption
+    from perfsuite.views.roofline_rows import op_caption
 
     res = roofline(h100)
     wrappers = (

@@ -307,7 +307,7 @@ class Run:
         res = self._roofline
         peak, bw = (False, False)
         if not isinstance(res, RooflineInputError):
-            from perfsuite.report.roofline_rows import utilization_doubted
+            from perfsuite.views.roofline_rows import utilization_doubted
 
             peak, bw = utilization_doubted(res.run)
         spec: Spec = [

@@ -178,7 +178,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, fewer_reached
-    from perfsuite.cli.compare_render import render
+    from perfsuite.views.compare_rows import render
 
     _check(args)
     result = compare(

@@ -76,7 +76,7 @@ def _measured_text(view: Any) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes, side by side: per op class,
     then per op where the capture attributes kernels to ops; then the calibration line."""
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import measured_tables
+    from perfsuite.views.roofline_rows import measured_tables
 
     out = []
     for caption, headers, body, notes in measured_tables(view):
@@ -98,7 +98,7 @@ def _text(
 ) -> str:
     from analyzers.machine_speed import check_line
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import (
+    from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
         OP_HEADERS,
         ROOF_HEADERS,

@@ -19,7 +19,12 @@ from perfsuite.report.environment_section import environment_section
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
-from perfsuite.report.roofline_rows import (
+from perfsuite.report.setup_section import setup_section
+from perfsuite.report.stability_section import stability_section
+from perfsuite.report.telemetry_section import telemetry_section
+from perfsuite.report.timeline_section import kernel_cell, timeline_section
+from perfsuite.task_metrics import target_text
+from perfsuite.views.roofline_rows import (
     OP_HEADERS,
     ROOF_HEADERS,
     TIME_HEADERS,
@@ -33,11 +38,6 @@ from perfsuite.report.roofline_rows import (
     time_rows,
     utilization_doubts,
 )
-from perfsuite.report.setup_section import setup_section
-from perfsuite.report.stability_section import stability_section
-from perfsuite.report.telemetry_section import telemetry_section
-from perfsuite.report.timeline_section import kernel_cell, timeline_section
-from perfsuite.task_metrics import target_text
 
 
 def _analyses(

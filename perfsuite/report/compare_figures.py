@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from analyzers.compare import RunValues
 from perfsuite import fmt
 from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
-from perfsuite.report.roofline_rows import of_roof_cell
+from perfsuite.views.roofline_rows import of_roof_cell
 
 _LAYOUT = {
     "template": "plotly_white",

@@ -5,7 +5,7 @@ opens with it: every run's curve on one chart, the verdict when groups of
 repeats are given, the side-by-side table with ratios to the baseline, FLOP agreement and the
 roofline positions; the per-run sections follow, each folded in a <details> element. Single-run
 pages do not use this module. Numbers come from `analyzers.compare`; the rows are the CLI's
-(`perfsuite.cli.compare_render`), so the page and `perfsuite compare` cannot disagree.
+(`perfsuite.views.compare_rows`), so the page and `perfsuite compare` cannot disagree.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from analyzers.compare import Comparison, compare, items_from_records
 from analyzers.record_view import crossing
-from perfsuite.cli import compare_render as rows
 from perfsuite.report import html as h
 from perfsuite.report.compare_figures import overlay_figure, positions_figure
+from perfsuite.views import compare_rows as rows
 
 # Plotly cannot size a plot drawn while folded; redraw plots when their <details> opens.
 _RESIZE = (

@@ -16,8 +16,8 @@ from analyzers.roofline import Roofline
 from analyzers.utilization import Utilization
 from perfsuite import fmt
 from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
-from perfsuite.report.roofline_rows import own_time, run_frac
 from perfsuite.task_metrics import metric_info, target_text
+from perfsuite.views.roofline_rows import own_time, run_frac
 
 _LAYOUT = {
     "template": "plotly_white",

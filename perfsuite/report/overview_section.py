@@ -14,7 +14,7 @@ from perfsuite.flops.mfu import mfu
 from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
-from perfsuite.report.roofline_rows import mfu_rows, run_frac
+from perfsuite.views.roofline_rows import mfu_rows, run_frac
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof

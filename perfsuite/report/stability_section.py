@@ -16,9 +16,9 @@ import plotly.graph_objects as go
 
 from analyzers.stability import GroupStability, stability, training_records
 from perfsuite import fmt
-from perfsuite.cli import stability_cmd as rows
 from perfsuite.report import html as h
 from perfsuite.report.figures import _LAYOUT, item_colour
+from perfsuite.views import stability_rows as rows
 
 
 def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:

@@ -1,4 +1,4 @@
-"""Text of `perfsuite compare`: the rows the report's comparison section shows too.
+"""Rows and text of `perfsuite compare`, shared with the report's comparison section.
 
 Presentation only: every number comes from `analyzers.compare`; the row builders here are
 shared with the HTML report so the terminal and the page cannot disagree.
@@ -11,7 +11,7 @@ from typing import Any
 from analyzers.compare import Comparison, ItemSummary, RunValues
 from analyzers.record_view import unfinished
 from perfsuite import fmt
-from perfsuite.report.roofline_rows import of_roof_cell
+from perfsuite.views.roofline_rows import of_roof_cell
 
 RUN_HEADERS = [
     "item",
