@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.stability import stability
+from analyzers.runs.stability import stability
 from perfsuite.cli import main
 from perfsuite.devices.maths import record_device
 from perfsuite.record import RecordError, validate_record, write_record

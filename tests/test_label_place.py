@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from analyzers.roofline import roofline
+from analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
 from perfsuite.report import figures, op_names
 from perfsuite.report.label_place import (

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from analyzers.reconcile import OTHER, reconcile, reconcile_timeline
+from analyzers.roofline.reconcile import OTHER, reconcile, reconcile_timeline
 from perfsuite.record import quantity
 
 
@@ -144,7 +144,7 @@ def test_step_cv_on_a_gpu_keeps_host_and_device_copies_of_the_steps_apart():
 
 
 def test_step_cv_reaches_the_roofline_rows():
-    from analyzers.roofline import op_rooflines
+    from analyzers.roofline.ops import op_rooflines
 
     rec = _record(1.0)
     rec["timeline"]["ops"][0]["step_cv"] = 0.25

@@ -1,4 +1,4 @@
-"""One own (self) time per op row, analyzers.reconcile.own_time: per row for the roofline's
+"""One own (self) time per op row, analyzers.roofline.reconcile.own_time: per row for the roofline's
 per-op rows (next to that row's time), one basis per record for the reconciled step sum (host
 and device times are never added together)."""
 
@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.reconcile import OTHER, is_device_row, own_time, own_times, reconcile_timeline
+from analyzers.roofline.reconcile import (
+    OTHER,
+    is_device_row,
+    own_time,
+    own_times,
+    reconcile_timeline,
+)
 from perfsuite.record import quantity
 
 GPU_OP = {"op": "aten::mm", "calls": 2, "self_time_s": 0.01, "total_time_s": 0.3,
@@ -47,7 +53,7 @@ def test_reconciled_sum_takes_one_basis_per_record():
     """A GPU record with an op row without device time: the reconciled rows add device self
     times only (the host op counts 0 and is left out), the roofline row keeps its host self
     time next to its host time."""
-    from analyzers.roofline import op_rooflines
+    from analyzers.roofline.ops import op_rooflines
 
     rec = _record(GPU_OP, HOST_OP, KERNEL)
     r = reconcile_timeline(rec)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from analyzers.roofline import roofline
+from analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity, write_record
 from perfsuite.report import figures
 from perfsuite.report.build import report_html

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from analyzers.roofline import roofline
-from analyzers.utilization import utilization
+from analyzers.roofline.roofline import roofline
+from analyzers.roofline.utilization import utilization
 from perfsuite.record import load_record
 from perfsuite.report import figures
 from perfsuite.report.figures import spread_labels

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.cost import cost_of
-from analyzers.leaderboard import leaderboard
+from analyzers.results.cost import cost_of
+from analyzers.runs.leaderboard import leaderboard
 from perfsuite import fmt
 from perfsuite.cli import main
 from perfsuite.importers.dawnbench import TASKS, load_entry

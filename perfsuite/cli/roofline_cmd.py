@@ -96,7 +96,7 @@ def _text(
     measured: Any = None,
     mfu: Any = None,
 ) -> str:
-    from analyzers.machine_speed import check_line
+    from analyzers.roofline.machine_speed import check_line
     from perfsuite import fmt
     from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
@@ -226,8 +226,8 @@ def _text(
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.roofline import EXPLAIN, RooflineInputError, roofline
-    from analyzers.utilization import utilization
+    from analyzers.roofline.roofline import EXPLAIN, RooflineInputError, roofline
+    from analyzers.roofline.utilization import utilization
     from perfsuite.record import load_record
 
     top = top_rows(args.top)
@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import counted_vs_measured
+    from analyzers.roofline.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
     from perfsuite.flops.mfu import mfu

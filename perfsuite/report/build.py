@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.machine_speed import check_line
-from analyzers.measured import counted_vs_measured
-from analyzers.roofline import Roofline, RooflineInputError, roofline
-from analyzers.stability import task_direction
-from analyzers.utilization import Utilization, utilization
+from analyzers.results.record_view import task_direction
+from analyzers.roofline.machine_speed import check_line
+from analyzers.roofline.measured import counted_vs_measured
+from analyzers.roofline.roofline import Roofline, RooflineInputError, roofline
+from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite import fmt
 from perfsuite.report import figures
 from perfsuite.report import html as h

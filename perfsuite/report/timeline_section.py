@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.timeline import TraceError, analyze_file
 from perfsuite import fmt
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
@@ -82,8 +83,6 @@ def _no_device_note(a: Any) -> str:
 
 def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
     """HTML for one run's saved profiler trace, or a note saying why there is none."""
-    from analyzers.timeline import TraceError, analyze_file
-
     try:
         path = trace_path(rec)
     except RecordError as exc:

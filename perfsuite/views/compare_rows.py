@@ -1,6 +1,6 @@
 """Rows and text of `perfsuite compare`, shared with the report's comparison section.
 
-Presentation only: every number comes from `analyzers.compare`; the row builders here are
+Presentation only: every number comes from `analyzers.runs.compare`; the row builders here are
 shared with the HTML report so the terminal and the page cannot disagree.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.compare import Comparison, ItemSummary, RunValues
-from analyzers.record_view import unfinished
+from analyzers.results.record_view import unfinished
+from analyzers.runs.compare import Comparison, ItemSummary, RunValues
 from perfsuite import fmt
 from perfsuite.views.roofline_rows import of_roof_cell
 

@@ -18,8 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
-from analyzers.roof_doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
+from analyzers.roofline.doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
+from analyzers.roofline.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
+from analyzers.timeline.device import US, DeviceArrays
+from analyzers.timeline.hostmap import build_host_map
+from analyzers.timeline.reader import read_trace
 from perfsuite.devices.kernels import kernel_math
 from perfsuite.devices.maths import (
     MATHS,
@@ -31,6 +34,7 @@ from perfsuite.devices.maths import (
     unit_of,
 )
 from perfsuite.devices.roofs import record_roofs
+from perfsuite.record.checks import resolve_sidecar
 
 
 def _dominant(amounts: dict[str, float]) -> tuple[str, str]:
@@ -102,10 +106,6 @@ def _kernel_math(
 ) -> dict[str, dict[str, float]]:
     """`kernel_math_by_op` for one version of the file (mtime and size are the cache key)."""
     import numpy as np
-
-    from analyzers.timeline.device import US, DeviceArrays
-    from analyzers.timeline.hostmap import build_host_map
-    from analyzers.timeline.reader import read_trace
 
     data = read_trace(trace_path)
     host = build_host_map(data)
@@ -207,7 +207,6 @@ def _trace_kernels(
     base = record.get("_dir")
     if not trace or not base or not ops:
         return {}
-    from perfsuite.record.checks import resolve_sidecar
 
     try:
         path = resolve_sidecar(base, trace)

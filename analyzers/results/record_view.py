@@ -200,3 +200,8 @@ def accelerator_seconds(rec: Mapping[str, Any], seconds: float | None) -> float 
     if seconds is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
         return None
     return seconds * count
+
+
+def task_direction(record: Mapping[str, Any]) -> str:
+    """The record's task.direction: "higher" (default) or "lower" (error rates, perplexity)."""
+    return str((record.get("task") or {}).get("direction") or "higher")

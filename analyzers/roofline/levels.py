@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.mathmode import Context
-from analyzers.roofline import OpRoofline, Placement, place
+from analyzers.roofline.mathmode import Context, from_counters, from_kernels
+from analyzers.roofline.measured import counted_ops, op_of
+from analyzers.roofline.points import OpRoofline, Placement, place
+from perfsuite.fmt import short_kernel_name
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,6 @@ def _kernel_points(
     capture's own op, else the kernel name. Each group against the roof of its math (measured
     precision, the op's, its kernel names'), else `peak`. A group whose kernels measured 0 FLOP
     is no point: its name goes to `zero` (one without FLOP counters, None, stays a point)."""
-    from analyzers.mathmode import from_counters, from_kernels
-    from analyzers.measured import op_of
-
     zero = [] if zero is None else zero
     groups: dict[str, dict[str, Any]] = {}
     for k in counters.get("kernels") or []:
@@ -111,8 +110,6 @@ def hierarchical(
     l2 = spec.get("l2_bandwidth")
     counters = record.get("counters")
     if counters and counters.get("kernels"):
-        from analyzers.measured import counted_ops
-
         zero: list[str] = []
         pts = _kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record), zero)
         notes = [
@@ -150,7 +147,6 @@ def zero_flop_note(names: list[str], what: str, how: str) -> list[str]:
     time is not dropped: the per-op table and the step's rows keep it."""
     if not names:
         return []
-    from perfsuite.fmt import short_kernel_name
 
     cut = [short_kernel_name(n) for n in names[:8]]  # zero_flop keeps the whole names
     cut = [n if len(n) <= 60 else n[:57] + "..." for n in cut]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.record_view import (
+from analyzers.results.record_view import (
     FINISHED,
     INCONSISTENT,
     batch_size_of,
@@ -22,7 +22,8 @@ from analyzers.record_view import (
     trusted_outcome,
     unfinished,
 )
-from analyzers.record_view import framework as record_framework
+from analyzers.results.record_view import framework as record_framework
+from analyzers.results.record_view import task_direction
 from perfsuite import stats
 from perfsuite.record.olympic import max_dropped
 from perfsuite.record.tta import Crossing, planned_epochs
@@ -37,7 +38,7 @@ MIN_RUNS_FOR_CI = 5
 def run_crossing(
     record: dict[str, Any], metric: str | None = None, threshold: float | None = None
 ) -> Crossing:
-    """Where one run reaches its threshold: `analyzers.record_view.crossing` (the record's own
+    """Where one run reaches its threshold: `analyzers.results.record_view.crossing` (the record's own
     time to accuracy, or the curve recomputed in the task's direction with overrides)."""
     return crossing(record, metric, threshold)
 
@@ -53,11 +54,6 @@ def training_records(records: Sequence[dict[str, Any]]) -> tuple[list[dict], lis
 def is_inference_only(record: Mapping[str, Any]) -> bool:
     """An entry with no training run behind it (a DAWNBench inference entry)."""
     return (record.get("source") or {}).get("entry_type") == "inference"
-
-
-def task_direction(record: Mapping[str, Any]) -> str:
-    """The record's task.direction: "higher" (default) or "lower" (error rates, perplexity)."""
-    return str((record.get("task") or {}).get("direction") or "higher")
 
 
 def threshold_problem(
