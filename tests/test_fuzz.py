@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analyzers.results.cost import cost_of
-from analyzers.roofline.roofline import RooflineInputError, roofline
+from analyzers.roofline.inputs import RooflineInputError
+from analyzers.roofline.roofline import roofline
 from analyzers.roofline.utilization import utilization
 from analyzers.runs.leaderboard import leaderboard
 from analyzers.runs.stability import stability

@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
+from analyzers.roofline.inputs import RooflineInputError
 from analyzers.roofline.points import place
-from analyzers.roofline.roofline import RooflineInputError, roofline
+from analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
 
 APPROX = {"rel": 1e-12}

@@ -13,9 +13,7 @@ from analyzers.roofline.flags import (
     flag_cause,
     run_flag,
 )
-from analyzers.roofline.inputs import Labeled as Labeled
-from analyzers.roofline.inputs import RooflineInputError as RooflineInputError
-from analyzers.roofline.inputs import _labeled, _origin, _q, _step_time
+from analyzers.roofline.inputs import Labeled, RooflineInputError, _labeled, _origin, _q, _step_time
 from analyzers.roofline.mathmode import Context, context, work_by_op
 from perfsuite.devices.maths import DTYPE_MATH
 from perfsuite.devices.specs import normalize_dtype

@@ -25,8 +25,6 @@ from analyzers.roofline.flags import (
     run_doubts,
     unroofed_note,
 )
-from analyzers.roofline.inputs import Labeled as Labeled
-from analyzers.roofline.inputs import RooflineInputError as RooflineInputError
 from analyzers.roofline.levels import Hierarchical, hierarchical
 from analyzers.roofline.machine_speed import WindowSpeed
 from analyzers.roofline.mathmode import context

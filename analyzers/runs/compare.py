@@ -39,7 +39,8 @@ from analyzers.results.record_view import (
     unfinished,
 )
 from analyzers.roofline.flags import roof_name
-from analyzers.roofline.roofline import RooflineInputError, roofline
+from analyzers.roofline.inputs import RooflineInputError
+from analyzers.roofline.roofline import roofline
 from analyzers.runs.stability import epoch_times
 from analyzers.runs.verdict import (
     DEFAULT_ALPHA,

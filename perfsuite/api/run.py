@@ -19,9 +19,10 @@ import pandas as pd
 from analyzers.results.cost import costs
 from analyzers.results.record_view import framework
 from analyzers.roofline.flags import roof_name
+from analyzers.roofline.inputs import RooflineInputError
 from analyzers.roofline.ops import ranked_ops
 from analyzers.roofline.points import RunRoofline
-from analyzers.roofline.roofline import EXPLAIN, Roofline, RooflineInputError, roofline
+from analyzers.roofline.roofline import EXPLAIN, Roofline, roofline
 from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
 from perfsuite.devices.roofs import peaks_file_roofs

@@ -226,7 +226,8 @@ def _text(
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.roofline.roofline import EXPLAIN, RooflineInputError, roofline
+    from analyzers.roofline.inputs import RooflineInputError
+    from analyzers.roofline.roofline import EXPLAIN, roofline
     from analyzers.roofline.utilization import utilization
     from perfsuite.record import load_record
 

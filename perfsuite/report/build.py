@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzers.results.record_view import task_direction
+from analyzers.roofline.inputs import RooflineInputError
 from analyzers.roofline.machine_speed import check_line
 from analyzers.roofline.measured import counted_vs_measured
-from analyzers.roofline.roofline import Roofline, RooflineInputError, roofline
+from analyzers.roofline.roofline import Roofline, roofline
 from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite import fmt
 from perfsuite.report import figures
