@@ -26,7 +26,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from analyzers.roofline import roofline
+from analyzers.roofline.roofline import roofline
 from bench.overhead import SMALL_CIFAR, cifar_data, gpu_visible
 from perfsuite.fmt import table
 

@@ -47,7 +47,7 @@ def compare(*items: Any, **named: Any) -> Any:
 
 def verdict(*items: Any, **options: Any) -> Any:
     """`perfsuite compare` as data: runs or groups side by side and, for two groups of
-    repeats, the statistical verdict (analyzers.compare.Comparison; docs/compare.md)."""
+    repeats, the statistical verdict (analyzers.runs.compare.Comparison; docs/compare.md)."""
     from perfsuite.api import verdict as _verdict
 
     return _verdict(*items, **options)

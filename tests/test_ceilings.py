@@ -17,8 +17,8 @@ from perfsuite.ceilings import (
     parse_setting,
     spec_table,
 )
-from perfsuite.ceilings.table import spec_bandwidth, spec_flops
 from perfsuite.cli import main
+from perfsuite.devices.specs import spec_bandwidth, spec_flops
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_a_slice_whose_name_says_nothing_is_told_by_its_compute_units():
     assert match_spec("NVIDIA A100-SXM4-40GB", compute_units=108)["id"] == "a100-40gb"
     assert match_spec("NVIDIA H100 80GB HBM3")["id"] == "h100-sxm"  # unknown count: the name
     # every GPU entry says how many units the whole device has
-    from perfsuite.ceilings.table import spec_table
+    from perfsuite.devices.specs import spec_table
 
     assert all(isinstance(e.get("compute_units"), int) for e in spec_table())
 
@@ -231,7 +231,7 @@ def test_quick_measure_is_positive_finite_and_cached(cache_dir, monkeypatch):
 
 
 def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
-    from perfsuite.ceilings.roofs import peaks_file_roofs, record_roofs, spec_roofs
+    from perfsuite.devices.roofs import peaks_file_roofs, record_roofs, spec_roofs
 
     spec = {k: v for k, v in match_spec("NVIDIA H100 80GB HBM3").items() if k != "match"}
     roofs = spec_roofs(spec)
@@ -283,7 +283,7 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     ],
 )
 def test_env_key_is_shown_without_its_separator(key, text):
-    from perfsuite.ceilings.cache import env_key, env_text
+    from perfsuite.devices.roofs import env_key, env_text
 
     assert env_text(key) == text
     assert env_text(env_key("2.13.0+cpu", 2)) == "torch 2.13.0+cpu, 2 threads"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.stats as ss
 
-from analyzers.ranktest import mann_whitney, midranks
-from analyzers.verdict import FASTER, NONE, SAME, SLOWER, decide
+from analyzers.runs.ranktest import mann_whitney, midranks
+from analyzers.runs.verdict import FASTER, NONE, SAME, SLOWER, decide
 from perfsuite import stats
 
 SAMPLES = [

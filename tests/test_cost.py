@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from analyzers.cost import cost_of
-from analyzers.hardware_match import devices_used
+from analyzers.results.cost import cost_of
 from perfsuite.cli import main
+from perfsuite.devices.accelerators import devices_used
 from perfsuite.pricing import PriceError, builtin_prices, load_prices
 from perfsuite.record import quantity, write_record
 from perfsuite.record.tta import crossing_dict, first_crossing

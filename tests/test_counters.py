@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from perfsuite.counters import CountersError, counters_from_trace, default_metrics
-from perfsuite.counters.metrics import (
+from perfsuite.devices.counter_metrics import (
     BASE_METRICS,
     TENSOR_INST,
     TENSOR_REQUEST_AMPERE,

@@ -55,7 +55,7 @@ def test_ncu_command_uses_start_end_filter_and_union_of_chip_metrics():
 def test_metric_names_exist_on_h100():
     import gzip
 
-    from perfsuite.counters.metrics import TENSOR_REQUEST_HOPPER, default_metrics
+    from perfsuite.devices.counter_metrics import TENSOR_REQUEST_HOPPER, default_metrics
 
     text = gzip.decompress(_gpu("h100-ncu-query-metrics.txt.gz").read_bytes()).decode()
     listed = {line.split()[0] for line in text.splitlines() if line.strip()}
@@ -318,7 +318,7 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
     under clone and under a pooling backward: two kernel rows, each with its own stack (one
     merged row would carry a union no launch ran in). The window is the start/end range, so no
     'backward left out' warning, and the conv bias add is attributed to aten::convolution."""
-    from analyzers.measured import compare_counted_measured
+    from analyzers.roofline.measured import compare_counted_measured
 
     sec = load_counters(FIX / "h200_emit_nvtx_sample.csv", window_steps=1)
     assert sec["nvtx"] == "push/pop+start/end" and sec["nvtx_range"] == "perfsuite.steps"

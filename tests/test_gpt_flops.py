@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from analyzers.mfu import mfu  # noqa: E402
 from perfsuite.flops import OpCall, OpCounter, TensorMeta, estimate  # noqa: E402
+from perfsuite.flops.mfu import mfu  # noqa: E402
 from perfsuite.flops.transformer import model_flops_per_token  # noqa: E402
 from perfsuite.workloads.gpt.model import GPT, GPTConfig, count_parameters  # noqa: E402
 from perfsuite.workloads.gpt.muon import NS_STEPS, Muon  # noqa: E402

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from analyzers.compare import compare, items_from_records
-from analyzers.mfu import mfu
-from analyzers.study import analyze_study, run_point
+from analyzers.runs.compare import compare, items_from_records
+from analyzers.runs.study import analyze_study, run_point
 from perfsuite.cli import main
-from perfsuite.cli.compare_render import side_rows
+from perfsuite.flops.mfu import mfu
 from perfsuite.record import quantity, write_record
 from perfsuite.study.render import headers, rows
+from perfsuite.views.compare_rows import side_rows
 from tests.helpers import build_record
 
 # per token 1e6 FLOP (modeled); batch 32 x 64 tokens per step of 0.1 s -> 20,480 token/s;

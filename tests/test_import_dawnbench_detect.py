@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.cost import cost_of
-from analyzers.leaderboard import leaderboard
+from analyzers.results.cost import cost_of
+from analyzers.runs.leaderboard import leaderboard
+from perfsuite.devices.accelerators import accelerator
 from perfsuite.importers import ImportFailure
 from perfsuite.importers.dawnbench import load_entry
-from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.record import validate_record
 from perfsuite.report.inference_section import inference_rows
 

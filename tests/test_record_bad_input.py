@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from analyzers.mathmode import record_device
-from analyzers.stability import stability
+from analyzers.runs.stability import stability
 from perfsuite.cli import main
+from perfsuite.devices.maths import record_device
 from perfsuite.record import RecordError, load_record, quantity, validate_record, write_record
 from perfsuite.record.checks import resolve_sidecar
 from perfsuite.record.tta import planned_epochs

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from analyzers.roofline import roofline
+from analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity, write_record
 from perfsuite.report import figures
 from perfsuite.report import html as h
@@ -306,7 +306,7 @@ def test_flagged_op_bars_are_grey_and_times_read_in_ms(h100):
     res = roofline(h100)
     fig = figures.ops_bar_figure(res, 20)
     bar = fig.data[0]
-    from analyzers.roofline_ops import rank_time, ranked_ops
+    from analyzers.roofline.ops import rank_time, ranked_ops
 
     ops = [o for o in ranked_ops(res.ops)[0] if rank_time(o)][:20]
     for o, colour, hover in zip(ops, bar.marker.color, bar.hovertext, strict=True):
@@ -324,7 +324,7 @@ def test_op_bars_are_the_tables_ops_in_its_order_without_wrappers(h100):
     out."""
     from analyzers.roofline import roofline
     from perfsuite.report.build import report_html
-    from perfsuite.report.roofline_rows import op_table
+    from perfsuite.views.roofline_rows import op_table
 
     res = roofline(h100)
     shown = [o for o in op_table(res, 20)[0] if not o.wrapper]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.tasks import metric_text, target_text
 from perfsuite.cli import main
 from perfsuite.importers.dawnbench import load_entry
 from perfsuite.record import load_record, new_record, write_record
+from perfsuite.task_metrics import metric_text, target_text
 
 SQUAD_ENTRY = (
     Path(__file__).parent / "fixtures" / "dawnbench" / "entries" / "SQuAD/train/normal_drqa.json"

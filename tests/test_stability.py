@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from analyzers.stability import epoch_times, group_records, stability
+from analyzers.runs.stability import epoch_times, group_records, stability
 from perfsuite import stats
 from perfsuite.cli import main
 from perfsuite.record import write_record
@@ -225,7 +225,7 @@ def _lower_record(make_record, run_id, curve, threshold=2.7):
 
 
 def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, capsys):
-    from analyzers.stability import is_inference_only, threshold_problem, training_records
+    from analyzers.runs.stability import is_inference_only, threshold_problem, training_records
 
     recs = [
         _lower_record(make_record, "p1", [(1, 10.0, 3.5), (2, 20.0, 2.6)]),
@@ -304,7 +304,7 @@ def test_statistics_of_huge_finite_times_do_not_overflow():
 def test_runs_that_did_not_reach_are_dnc_and_diverged_ones_say_so(make_record, tmp_path, capsys):
     """One word for "finished without reaching the target" in every command: DAWNBench's DNC;
     a run ended by a NaN loss is a DNC too, named as diverged."""
-    from perfsuite.cli.stability_cmd import outcome_rows
+    from perfsuite.views.stability_rows import outcome_rows
 
     recs = _group(make_record)
     recs.append(

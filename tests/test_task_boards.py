@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.cost import cost_of
-from analyzers.leaderboard import leaderboard
-from analyzers.tasks import items, metric_text, target_text
+from analyzers.results.cost import cost_of
+from analyzers.runs.leaderboard import leaderboard
 from perfsuite import fmt
 from perfsuite.cli import main
 from perfsuite.importers.dawnbench import load_entry
 from perfsuite.importers.dawnbench_detect import TASKS
 from perfsuite.record import new_record, quantity, write_record
+from perfsuite.task_metrics import items, metric_text, target_text
 from perfsuite.workloads import get_workload
 
 ENTRIES = Path(__file__).parent / "fixtures" / "dawnbench" / "entries"

@@ -254,7 +254,7 @@ def test_misshapen_peaks_cache_reads_as_empty(tmp_path, text):
     ],
 )
 def test_bad_peaks_file_is_one_line_error(tmp_path, rows, fragment):
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 
     path = tmp_path / "peaks.json"
     path.write_text('{"rows": ' + rows + "}")

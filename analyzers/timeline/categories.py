@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import re
 
+from perfsuite.devices.kernels import COMM_KERNEL as _COMM_KERNEL
+from perfsuite.devices.kernels import MEMCPY_NAME as _MEMCPY_NAME
+from perfsuite.devices.kernels import MEMSET_NAME as _MEMSET_NAME
+
 COMPUTE = "compute"
 MEMCPY = "memcpy"
 MEMSET = "memset"
 COMMUNICATION = "communication"
 CATEGORIES = (COMPUTE, MEMCPY, MEMSET, COMMUNICATION)
 NON_COMPUTE = (MEMCPY, MEMSET, COMMUNICATION)
-
-# NCCL and its forks: ncclKernel_AllReduce_..., ncclDevKernel_Generic, ncclDevKernel_SendRecv,
-# rccl (ROCm keeps the nccl prefix, older builds use rccl), msccl; the `void ` prefix appears in
-# demangled names.
-_COMM_KERNEL = re.compile(r"^(?:void\s+)?(?:nccl|rccl|msccl)", re.IGNORECASE)
-_MEMCPY_NAME = re.compile(r"^(?:Memcpy|dma)", re.IGNORECASE)
-_MEMSET_NAME = re.compile(r"^Memset", re.IGNORECASE)
 
 # Host ranges (annotations and cpu_ops) that are collectives: `nccl:all_reduce`,
 # `gloo:all_reduce`, c10d ops (`c10d::allreduce_`), the profiler's `record_param_comms`.

@@ -23,6 +23,8 @@ from analyzers.timeline.device import US, DeviceArrays
 from analyzers.timeline.hostmap import HostMap
 from analyzers.timeline.model import RooflinePoint
 from analyzers.timeline.reader import TraceData
+from perfsuite.flops import registry
+from perfsuite.flops.call import OpCall, TensorMeta
 
 # "Input type" values that are not tensors.
 _NON_TENSOR = {"", "Scalar", "ScalarList", "GenericList", "None", "String", "Device", "Layout"}
@@ -77,8 +79,6 @@ def trace_call(name: str, dims: Any, types: Any, concrete: Any) -> Any:
     out tensor (its last argument) stays among the inputs, TensorList elements are float32
     and broadcast views count at full size. Modeled bytes of such calls are upper bounds
     (docs/flops.md, "Trace limits")."""
-    from perfsuite.flops.call import OpCall, TensorMeta
-
     dims = list(dims or ())
     types = list(types or ())
     concrete = list(concrete or ())
@@ -111,8 +111,6 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
     """(FLOP, byte) of one call from its recorded shapes; None when no formula applies;
     INVALID when one does but the shapes or its result cannot describe a real call."""
     try:
-        from perfsuite.flops import registry
-
         if registry.lookup(name) is None:
             return None
     except ImportError:  # op models not available: no roofline points

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from analyzers.runs.compare import compare as compare_items
+from analyzers.runs.compare import items_from_records
 from perfsuite.api.group import Group
 from perfsuite.api.run import Run
 
@@ -51,8 +53,6 @@ def compare(*items: Any, **named: Any) -> pd.DataFrame:
 
 
 def _items(item: Any, label: str | None) -> list[tuple[str, list[dict[str, Any]]]]:
-    from analyzers.compare import items_from_records
-
     if isinstance(item, (str, os.PathLike)):
         from perfsuite.api.opening import open_path
 
@@ -68,13 +68,11 @@ def _items(item: Any, label: str | None) -> list[tuple[str, list[dict[str, Any]]
 
 
 def verdict(*items: Any, **options: Any) -> Any:
-    """What `perfsuite compare ITEMS --json` computes (`analyzers.compare.Comparison`): the
+    """What `perfsuite compare ITEMS --json` computes (`analyzers.runs.compare.Comparison`): the
     first item is the baseline; a group is split by group.id like the command splits a folder.
     Options: `alpha`, `min_effect`, `resamples`, `seed`, `flop_tolerance`, `top`, and
     `labels` (one name per item). `.verdicts` holds the statistical verdicts of two groups.
     """
-    from analyzers.compare import compare as compare_items
-
     labels = list(options.pop("labels", None) or [None] * len(items))
     if len(labels) != len(items):
         raise ValueError(f"labels: {len(labels)} names for {len(items)} items")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.record.sidecars import read_telemetry, telemetry_path
+
 if TYPE_CHECKING:
     from perfsuite.api.group import Group
     from perfsuite.api.run import Run
@@ -47,7 +49,6 @@ class RunFigures:
 
     def telemetry(self) -> Any:
         """The telemetry time series (CPU, memory, GPU when sampled)."""
-        from perfsuite.record.sidecars import read_telemetry, telemetry_path
         from perfsuite.report.figures import telemetry_figure
 
         path = telemetry_path(self._run.record)

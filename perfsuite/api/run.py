@@ -2,9 +2,9 @@
 
 Why a class of lazy members: opening a record must stay cheap (a notebook opens dozens), so
 each analysis (roofline, utilization, the trace sidecar) runs the first time a member needs it
-and is kept. Every number comes from the record, `analyzers.roofline`,
-`analyzers.utilization`, `analyzers.cost` or the trace analyzer: the same calls the CLI's
-`roofline`, `cost` and `timeline` commands make. Columns and units: docs/api.md.
+and is kept. Every number comes from the record, `analyzers.roofline.roofline`,
+`analyzers.roofline.utilization`, `analyzers.results.cost` or the trace analyzer: the same calls
+the CLI's `roofline`, `cost` and `timeline` commands make. Columns and units: docs/api.md.
 """
 
 from __future__ import annotations
@@ -16,12 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from analyzers.mfu import mfu
-from analyzers.record_view import framework
-from analyzers.roof_flags import roof_name
-from analyzers.roofline import EXPLAIN, Roofline, RooflineInputError, RunRoofline, roofline
-from analyzers.utilization import Utilization, utilization
+from analyzers.results.cost import costs
+from analyzers.results.record_view import framework
+from analyzers.roofline.flags import roof_name
+from analyzers.roofline.inputs import RooflineInputError
+from analyzers.roofline.ops import ranked_ops
+from analyzers.roofline.points import RunRoofline
+from analyzers.roofline.roofline import EXPLAIN, Roofline, roofline
+from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
+from perfsuite.devices.roofs import peaks_file_roofs
+from perfsuite.flops.mfu import mfu
+from perfsuite.pricing import load_prices
 from perfsuite.record import load_record, qvalue
 from perfsuite.record.sidecars import (
     TELEMETRY_COLUMNS,
@@ -29,6 +35,7 @@ from perfsuite.record.sidecars import (
     telemetry_path,
     trace_path,
 )
+from perfsuite.views.roofline_rows import utilization_doubted
 
 if TYPE_CHECKING:
     from perfsuite.api.figures import RunFigures
@@ -135,9 +142,6 @@ def cost_frame(
     records: list[Mapping[str, Any]], prices: str | None, instance: str | None
 ) -> pd.DataFrame:
     """`perfsuite cost --json` as a DataFrame, one row per record (same price rules)."""
-    from analyzers.cost import costs
-    from perfsuite.pricing import load_prices
-
     table = load_prices(prices)
     if instance and instance not in table:
         known = ", ".join(sorted(table))
@@ -158,8 +162,6 @@ class Run:
         file whose roofs are used before the record's own (as `roofline --peaks`)."""
         roofs = None
         if peaks is not None:
-            from perfsuite.ceilings.roofs import peaks_file_roofs
-
             roofs = peaks_file_roofs(peaks)
         return cls(load_record(path), roofs)
 
@@ -238,8 +240,6 @@ class Run:
     def ops(self) -> pd.DataFrame:
         """Per-op roofline rows, per training step, in the order of the CLI's per-op table
         (`--top 0`): ops by time, an unmodeled one by its own time, then the wrapper rows."""
-        from analyzers.roofline_ops import ranked_ops
-
         ranked, wrappers = ranked_ops(self._need_roofline().ops)
         return frame(ranked + wrappers, OPS)
 
@@ -307,8 +307,6 @@ class Run:
         res = self._roofline
         peak, bw = (False, False)
         if not isinstance(res, RooflineInputError):
-            from perfsuite.report.roofline_rows import utilization_doubted
-
             peak, bw = utilization_doubted(res.run)
         spec: Spec = [
             *RATES,

@@ -1,6 +1,6 @@
 """A study folder (`study.json` + one folder of runs per configuration) as DataFrames.
 
-Every number is `analyzers.study`'s, read through the same loader as `perfsuite study show`,
+Every number is `analyzers.runs.study`'s, read through the same loader as `perfsuite study show`,
 so `configs` and `runs` equal that command's `--json` (the tests check it).
 """
 
@@ -14,17 +14,19 @@ import pandas as pd
 
 from perfsuite.api.frames import Spec, frame, of_child
 from perfsuite.record import RecordError
+from perfsuite.study.folder import analyze_folder
+from perfsuite.study.spec import StudyError
 
 _STATS = (
     ("time_to_accuracy", "time_to_accuracy", "_s"),
     ("epochs_to_threshold", "epochs_to_threshold", ""),
     ("epoch_time", "epoch_time", "_s"),
     ("samples_per_s", "samples_per_s", ""),
-    ("tokens_per_s", "tokens_per_s", ""),  # transformer runs (analyzers.mfu); else NaN
+    ("tokens_per_s", "tokens_per_s", ""),  # transformer runs (perfsuite.flops.mfu); else NaN
     ("mfu", "mfu", ""),
 )
 
-# Rows are analyzers.study.ConfigResult.
+# Rows are analyzers.runs.study.ConfigResult.
 CONFIGS: Spec = [
     ("index", "index"),
     ("config", "name"),
@@ -92,9 +94,6 @@ class Study:
 
     @classmethod
     def load(cls, path: str | Path) -> Study:
-        from perfsuite.study.folder import analyze_folder
-        from perfsuite.study.spec import StudyError
-
         try:
             result, records = analyze_folder(path)
         except StudyError as exc:

@@ -16,6 +16,8 @@ import pandas as pd
 
 from analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
 from perfsuite.api.frames import Spec, column_frame, frame, of_child, series
+from perfsuite.record import load_record
+from perfsuite.record.sidecars import trace_path
 
 TEMPORAL: Spec = [
     ("device", "device"),
@@ -366,8 +368,5 @@ def trace(path: str | os.PathLike[str], device: int | None = None) -> Trace:
     the file (and the field)."""
     p = Path(path)
     if p.is_dir() or p.name == "run.json":
-        from perfsuite.record import load_record
-        from perfsuite.record.sidecars import trace_path
-
         p = trace_path(load_record(p))
     return Trace(p, device)

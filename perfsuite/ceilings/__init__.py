@@ -14,7 +14,7 @@ from perfsuite.ceilings.resolve import (
     parse_setting,
     set_user_values,
 )
-from perfsuite.ceilings.table import match_spec, normalize_dtype, spec_table
+from perfsuite.devices.specs import match_spec, normalize_dtype, spec_table
 
 __all__ = [
     "cache_path",

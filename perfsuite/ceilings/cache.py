@@ -41,29 +41,6 @@ def device_key(host: str, device_name: str) -> str:
     return f"{host}|{device_name}"
 
 
-def env_key(torch_version: str | None, threads: int | None, gpu: bool = False) -> str:
-    """The on-disk key of a measurement's software environment. CPU peaks depend on the thread
-    count; GPU peaks do not (the host threads only launch kernels), so GPU keys leave it out:
-    "torch <v>|gpu". GPU entries keyed with a thread count (an older key form) are not read
-    (each is measured again). The "|" form must stay, or older CPU caches would not be found."""
-    if gpu:
-        return f"torch {torch_version or 'none'}|gpu"
-    return f"torch {torch_version or 'none'}|threads {threads if threads else 'n/a'}"
-
-
-def env_text(key: str) -> str:
-    """An `env_key` as users read it: "torch 2.13.0+cpu|threads 2" -> "torch 2.13.0+cpu,
-    2 threads". Anything not in the key's form is returned unchanged."""
-    torch_part, sep, threads_part = key.partition("|")
-    if sep and threads_part == "gpu":
-        return f"{torch_part}, GPU (any thread count)"
-    if not sep or not threads_part.startswith("threads "):
-        return key
-    n = threads_part.removeprefix("threads ")
-    threads = "1 thread" if n == "1" else f"{n} threads" if n.isdigit() else "threads n/a"
-    return f"{torch_part}, {threads}"
-
-
 def device_entry(data: dict[str, Any], host: str, device_name: str) -> dict[str, Any]:
     """The cache entry of a device, created empty when absent."""
     key = device_key(host, device_name)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from perfsuite.ceilings.table import normalize_dtype
+from perfsuite.devices.specs import normalize_dtype
 
 # Per mode: target seconds per timed matmul, max repeats, time budget per dtype, copy size.
 _MODES = {

@@ -17,9 +17,9 @@ from typing import Any
 from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import load as _load
 from perfsuite.ceilings import measure as _measure
-from perfsuite.ceilings import roofs as _roofs_mod
 from perfsuite.ceilings.cpuspec import below_measured, this_cpu_spec
-from perfsuite.ceilings.table import (
+from perfsuite.devices import roofs as _roofs_mod
+from perfsuite.devices.specs import (
     DTYPES,
     match_spec,
     normalize_dtype,
@@ -236,7 +236,9 @@ def measure_device(
     tv, threads = _env()
     data = _cache.load_cache()
     entry = _cache.device_entry(data, host, name)
-    meas = _cache.measured_for(entry, _cache.env_key(tv, threads, gpu=device.startswith("cuda")))
+    meas = _cache.measured_for(
+        entry, _roofs_mod.env_key(tv, threads, gpu=device.startswith("cuda"))
+    )
     if dtypes is None:
         dtypes = list(_measure.measurable_dtypes(device))
     wanted = [normalize_dtype(d) for d in dtypes]
@@ -282,7 +284,7 @@ def measure_device(
         "device": device,
         "device_name": name,
         "host": host,
-        "env": _cache.env_key(tv, threads, gpu=device.startswith("cuda")),
+        "env": _roofs_mod.env_key(tv, threads, gpu=device.startswith("cuda")),
         "measured": {"flops": dict(meas["flops"]), "bandwidth": meas["bandwidth"]},
         "user": entry["user"],
         "warnings": warnings,
@@ -392,7 +394,7 @@ def ceilings_for(
         data = _cache.load_cache()
         measured = _cache.measured_for(
             _cache.device_entry(data, host, name),
-            _cache.env_key(tv, threads, gpu=device.startswith("cuda")),
+            _roofs_mod.env_key(tv, threads, gpu=device.startswith("cuda")),
         )
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     cpu = _is_cpu(device)

@@ -74,8 +74,8 @@ def register(sub: Any) -> None:
 
 
 def render(entry: dict[str, Any], cost: Any) -> str:
-    from analyzers.tasks import value_text
     from perfsuite.fmt import si, usd
+    from perfsuite.task_metrics import value_text
 
     lat = entry["latency"]
     threads = entry.get("threads")
@@ -165,7 +165,7 @@ def _rebuild(record: dict[str, Any], backend: Any, data_dir: str | None) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.cost import cost_of
+    from analyzers.results.cost import cost_of
     from perfsuite.backends import parse_device
     from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
     from perfsuite.record import load_record, write_record

@@ -94,7 +94,7 @@ def software_note(dtype: str) -> str | None:
 def _rows(
     result: dict[str, Any], spec: dict[str, Any] | None, dtypes: list[str], cpu: bool
 ) -> list[dict]:
-    from perfsuite.ceilings.table import spec_bandwidth, spec_flops
+    from perfsuite.devices.specs import spec_bandwidth, spec_flops
 
     meas, user = result["measured"], result["user"]
     rows = []
@@ -136,10 +136,10 @@ def run(args: argparse.Namespace) -> int:
         parse_setting,
         set_user_values,
     )
-    from perfsuite.ceilings.cache import env_text
     from perfsuite.ceilings.measure import measurable_dtypes
     from perfsuite.ceilings.resolve import implausible_setting
-    from perfsuite.ceilings.table import DTYPES, normalize_dtype
+    from perfsuite.devices.roofs import env_text
+    from perfsuite.devices.specs import DTYPES, normalize_dtype
 
     try:
         device = normalize_device(args.device)

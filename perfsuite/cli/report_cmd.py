@@ -85,13 +85,13 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
 
 def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
     """One line per WRONG MACHINE note of a run (the rule and wording of `perfsuite roofline`,
-    `analyzers.mathmode.foreign_roof_notes`), naming the run: printed on stderr after
+    `analyzers.roofline.mathmode.foreign_roof_notes`), naming the run: printed on stderr after
     "warning: ", so a user who never opens the page learns the peaks were not this machine's."""
     return [f"{r['run_id']}: {note}" for r in runs for note in r["warnings"]]
 
 
 def run(args: argparse.Namespace) -> int:
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
 

@@ -76,7 +76,7 @@ def _measured_text(view: Any) -> list[str]:
     """Counted vs measured FLOP and modeled vs measured DRAM bytes, side by side: per op class,
     then per op where the capture attributes kernels to ops; then the calibration line."""
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import measured_tables
+    from perfsuite.views.roofline_rows import measured_tables
 
     out = []
     for caption, headers, body, notes in measured_tables(view):
@@ -96,9 +96,9 @@ def _text(
     measured: Any = None,
     mfu: Any = None,
 ) -> str:
-    from analyzers.machine_speed import check_line
+    from analyzers.roofline.machine_speed import check_line
     from perfsuite import fmt
-    from perfsuite.report.roofline_rows import (
+    from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
         OP_HEADERS,
         ROOF_HEADERS,
@@ -145,7 +145,7 @@ def _text(
             "Model FLOPs utilization (transformer):",
             fmt.table(mfu_rows(mfu), MFU_HEADERS, align="lrll"),
         ]
-        from analyzers.mfu import why_counted_differs
+        from perfsuite.flops.mfu import why_counted_differs
 
         out += [f"  - {n}" for n in [*mfu.notes, why_counted_differs(mfu)]]
     if res.machine_check:
@@ -226,12 +226,13 @@ def _text(
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.roofline import EXPLAIN, RooflineInputError, roofline
-    from analyzers.utilization import utilization
+    from analyzers.roofline.inputs import RooflineInputError
+    from analyzers.roofline.roofline import EXPLAIN, roofline
+    from analyzers.roofline.utilization import utilization
     from perfsuite.record import load_record
 
     top = top_rows(args.top)
-    from perfsuite.ceilings.roofs import PeaksFileError, peaks_file_roofs
+    from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 
     rec = load_record(resolve_run(args.run))
     if args.output:  # refused before any work: never onto the record, a sidecar or an input
@@ -242,10 +243,10 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.measured import counted_vs_measured
+    from analyzers.roofline.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
-    from analyzers.mfu import mfu
+    from perfsuite.flops.mfu import mfu
 
     model = mfu(rec)
     if args.output:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.counters.cupti_trace import counters_from_trace
-from perfsuite.counters.metrics import default_metrics
 from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
 from perfsuite.counters.section import CountersError
+from perfsuite.devices.counter_metrics import default_metrics
 from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, open_regular
 
 __all__ = [

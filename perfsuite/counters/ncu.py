@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.counters.metrics import KERNEL_TIME, ncu_metrics
 from perfsuite.counters.ncu_csv import NcuData, read_ncu_csv
 from perfsuite.counters.section import CountersError, build_section
+from perfsuite.devices.counter_metrics import KERNEL_TIME, ncu_metrics
 
 STEPS_RANGE = "perfsuite.steps"
 

@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfsuite.counters.metrics import KERNEL_TIME
 from perfsuite.counters.rates import counted_names, counts_from_rates, rebuilt_note
 from perfsuite.counters.section import CountersError, Launch
+from perfsuite.devices.counter_metrics import KERNEL_TIME
 from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, read_bytes
 
 # ncu CSVs of long windows reach hundreds of MB; past this a file is refused, not read.

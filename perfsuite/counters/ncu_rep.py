@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.counters.metrics import KERNEL_TIME
 from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _data, _metric_column
 from perfsuite.counters.rates import counts_from_rates
 from perfsuite.counters.section import CountersError, Launch
+from perfsuite.devices.counter_metrics import KERNEL_TIME
 
 SIGNATURE = b"NVR\0"  # the first bytes of a .ncu-rep
 

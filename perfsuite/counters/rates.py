@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, MutableMapping
 
-from perfsuite.counters import metrics as m
+from perfsuite.devices import counter_metrics as m
 
 RATE_SUFFIX = ".per_cycle_elapsed"
 # in every public --set full report read (T4 to H800): the Tensor-Core pipe's busy cycles

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsuite.counters import calibration_cache
-from perfsuite.counters import metrics as m
-from perfsuite.counters.kernels import is_backward_kernel, kernel_class
-from perfsuite.counters.metrics import (
+from perfsuite.counters.rates import tensor_activity_note
+from perfsuite.devices import counter_metrics as m
+from perfsuite.devices.counter_metrics import (
     TENSOR_FLOAT,
     Formula,
     chip_tensor_precisions,
@@ -23,7 +23,7 @@ from perfsuite.counters.metrics import (
     sources,
     tensor_plan,
 )
-from perfsuite.counters.rates import tensor_activity_note
+from perfsuite.devices.kernels import is_backward_kernel, kernel_class
 
 CALIBRATION_REFERENCE = (
     "one 4096^3 GEMM each in bf16, fp16 and TF32 on an H100 SXM (Nsight Compute 2025.3.1): the "
@@ -58,7 +58,7 @@ class Launch:
 def op_from_ranges(ranges: tuple[str, ...] | list[str]) -> str | None:
     """An aten op name from `emit_nvtx`-style ranges (innermost one with '::'), else None. The
     capture's own view; analyzers attribute a kernel to the outermost op the FLOP counter
-    counted (`analyzers.measured.op_of`), which this file cannot know."""
+    counted (`analyzers.roofline.measured.op_of`), which this file cannot know."""
     for name in reversed(ranges):
         if "::" in name:
             return name

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.generalization import difference_ci, mean_ci
 from perfsuite.generalization.images import load_images, probe_splits
 from perfsuite.generalization.section import accuracy, provenance
 from perfsuite.generalization.threshold_model import ThresholdModel
+from perfsuite.stats import difference_ci, mean_ci
 
 DEFAULT_RIDGE = 1e-2
 

@@ -1,20 +1,20 @@
 """`eval shift`: the threshold model on another test set with the same classes, and on the
 common corruptions of its own test set. Accuracies come with percentile-bootstrap intervals
-over test images (analyzers.generalization)."""
+over test images (perfsuite.stats.mean_ci)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from analyzers.generalization import difference_ci, family_means, mean_ci
 from perfsuite.generalization import corruptions
 from perfsuite.generalization.images import eval_split, load_images
 from perfsuite.generalization.section import accuracy, provenance
 from perfsuite.generalization.threshold_model import OwnTest, ThresholdModel, correct
+from perfsuite.stats import difference_ci, mean_ci
 
 
 def _top5(tm: ThresholdModel) -> bool:
@@ -114,3 +114,8 @@ def evaluate_corruptions(
     entry["skipped"] = skipped
     entry["limit"] = limit
     return entry
+
+
+def family_means(accuracy: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Mean accuracy over the severities of each corruption family."""
+    return {name: float(np.mean(accs)) for name, accs in accuracy.items() if len(accs)}

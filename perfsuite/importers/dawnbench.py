@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from analyzers.cost import training_cost_usd
 from perfsuite.importers.common import (
     MAX_RESULT_BYTES,
     Imported,
@@ -35,6 +34,7 @@ from perfsuite.importers.common import (
     slug,
 )
 from perfsuite.importers.dawnbench_detect import Task, detect_task, entry_kind, hardware
+from perfsuite.pricing import training_cost_usd
 from perfsuite.record import new_record, quantity
 from perfsuite.record.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
 from perfsuite.record.migrate import IMPORTED_INFERENCE_RULE

@@ -10,11 +10,11 @@ and a contradiction is returned as a note for the record's flags.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite.devices.accelerators import accelerator
 from perfsuite.importers.common import ImportFailure
 
 
@@ -123,35 +123,6 @@ def _fits(task: Task, fields: list[str], header: list[str] | None) -> bool:
     if any(f not in task.columns for f in fields):
         return False
     return header is None or all(c in header for c in task.columns)
-
-
-# The accelerator kind named in the free hardware text, first match wins: device words (an
-# NVIDIA device name: "NVIDIA A10G", "NVIDIA L4", as torch and MLPerf logs write them), then
-# cloud instance families whose accelerator is fixed (so "p3.16xlarge" or "Azure ND40s_v2"
-# alone says cuda). Families with non-NVIDIA GPUs (AWS g4ad, Azure NVv4: AMD) or NPUs are not
-# listed and stay None.
-_B = r"(?<![a-z0-9])"  # start of a name: not inside a longer word or number
-_ACCELERATORS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("tpu", re.compile(r"tpu")),
-    (
-        "cuda",
-        re.compile(r"gpu|nvidia|v100|p100|k80|t4|a100|h100|1080|2080|m60|titan|tesla|volta"),
-    ),
-    ("cuda", re.compile(_B + r"p40?(?![a-z0-9.])")),  # Tesla P4 / P40 (not AWS p4d.*)
-    # AWS p2 K80, p3/p3dn V100, p4d A100, p5 H100, g3 M60, g4dn T4, g5 A10G; Huawei p1/p2,
-    # pi1 P4, pi2 T4
-    ("cuda", re.compile(_B + r"(?:p[1-5][a-z]*|pi[12]|g3s?|g4dn|g5g?|g6e?)\.\d*x?large")),
-    ("cuda", re.compile(_B + r"n[cd]\d+[a-z]*(?:_v\d+)?(?![a-z0-9])")),  # Azure NC, ND (ND40s_v2)
-    ("cuda", re.compile(_B + r"gn\d+[a-z]*[-.]")),  # Alibaba ecs.gn5/gn5i/gn6e/gn6i/gn6v/gn7
-    ("cpu", re.compile(r"cpu|xeon")),
-    ("cpu", re.compile(_B + r"[cmr][4-7][a-z]*\.\d*x?large")),  # AWS/Huawei c5, m5, r5: no GPU
-)
-
-
-def accelerator(text: str | None) -> str | None:
-    """ "cuda"/"tpu"/"cpu" when the hardware text names a device or a known instance family."""
-    low = (text or "").lower()
-    return next((kind for kind, pattern in _ACCELERATORS if pattern.search(low)), None)
 
 
 def hardware(text: Any) -> dict[str, Any]:

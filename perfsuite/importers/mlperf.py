@@ -14,16 +14,14 @@ run (`perfsuite_run`)"""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzers.hardware_match import devices_used
+from perfsuite.devices.accelerators import accelerator, devices_used
 from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
-from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
@@ -40,13 +38,12 @@ from perfsuite.importers.mlperf_submission import Place, is_placeholder, place, 
 from perfsuite.importers.mlperf_submission import framework as submission_framework
 from perfsuite.importers.mlperf_submission import hardware as submission_hardware
 from perfsuite.record import new_record, quantity
+from perfsuite.record.mllog_events import MARKER, parse_lines
 from perfsuite.record.tta import first_crossing
 from perfsuite.safeio import load_json
 
 __all__ = ["discover", "load_result", "parse_events"]
 
-MARKER = ":::MLLOG"
-MAX_TIME_MS = 1e15  # milliseconds since 1970: year 33658; anything beyond is not a clock
 CONFIG_KEYS = (
     "seed",
     "global_batch_size",
@@ -120,31 +117,8 @@ def discover(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 
 def parse_events(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    """`:::MLLOG` events in file order (any prefix before the marker), and bad line numbers."""
-    events, bad = [], []
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
-        at = line.find(MARKER)
-        if at < 0:
-            continue
-        try:
-            ev = json.loads(line[at + len(MARKER) :])
-            if not isinstance(ev, dict) or not isinstance(ev.get("key"), str):
-                raise ValueError("no string key")
-            ms = ev["time_ms"]
-            if isinstance(ms, bool) or not isinstance(ms, (int, float)):
-                raise ValueError("time_ms is not a number")
-            ev["time_ms"] = float(ms)
-            if not abs(ev["time_ms"]) < MAX_TIME_MS:  # NaN, Infinity, far outside any clock
-                raise ValueError("time_ms out of range")
-        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
-            bad.append(lineno)
-            continue
-        ev["lineno"] = lineno
-        ev.setdefault("metadata", {})
-        if not isinstance(ev["metadata"], dict):
-            ev["metadata"] = {}
-        events.append(ev)
-    return events, bad
+    """`:::MLLOG` events of a log file in file order, and bad line numbers."""
+    return parse_lines(read_text(path))
 
 
 def _first(events: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
@@ -291,7 +265,7 @@ def _origin(
 
 def _hardware(platform: Any, run: tuple[dict[str, Any], Path] | None) -> dict[str, Any]:
     """`submission_platform` as the record's hardware name. The accelerator kind is read from
-    it by the DAWNBench importer's rule (`dawnbench_detect.accelerator`: "NVIDIA H100 80GB
+    it by the DAWNBench importer's rule (`devices.accelerators.accelerator`: "NVIDIA H100 80GB
     HBM3" is cuda; None where it names none). A perfsuite run's own log (its run.json beside
     it, `_own_run`) ran on that run's hardware: its kind, accelerators used and instance type
     are taken from the run's record where the platform is the run's hardware name."""

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsuite.importers.common import ImportFailure
+from perfsuite.record.olympic import max_dropped
 
 INSTALL_HINT = (
     "pip install 'perfsuite[mlperf]' (MLCommons' mlperf-logging), or pass --target BENCH=VALUE"
 )
 USAGES = ("training", "hpc")
 _RULESET_DIR = re.compile(r"^(training|hpc)_(\d+)\.(\d+)\.(\d+)$")
-# how the result summarizer drops runs: 4 at each end for unet3d, 1 for every other benchmark
-_DROPPED = {"unet3d": 4}
 # record metric names, for display only (the rule files name no metric); else the log's key
 METRIC_NAMES = {
     "resnet": "top1",
@@ -112,11 +111,6 @@ def component_metric(bench: Benchmark, component: str | None) -> str:
     if component is None:
         return bench.metric
     return COMPONENT_METRICS.get(component, component.lower())
-
-
-def max_dropped(name: str) -> int:
-    """Runs the result summarizer drops at each end of a folder's sorted times."""
-    return _DROPPED.get(name, 1)
 
 
 def _package_dir() -> Path:

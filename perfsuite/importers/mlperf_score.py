@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.importers.common import Imported, ImportFailure, slug
-from perfsuite.importers.mlperf_rules import max_dropped
+from perfsuite.record.olympic import max_dropped
 from perfsuite.safeio import load_json
 from perfsuite.stats import olympic_mean
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfsuite.devices.accelerators import accelerator
 from perfsuite.importers.common import ImportFailure
-from perfsuite.importers.dawnbench_detect import accelerator
 from perfsuite.safeio import load_json
 
 _ROUND = re.compile(r"^(training|hpc)_results_v(\d+)\.(\d+)(?:\.(\d+))?$", re.IGNORECASE)

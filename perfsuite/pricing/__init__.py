@@ -3,7 +3,9 @@
 The built-in table (`prices.json`, with its sources and date) can be extended or overridden
 by a user file with the same format, given with `--prices FILE` or the environment variable
 PERFSUITE_PRICES; entries there replace built-in ones of the same instance type. Prices are
-list prices ("spec" provenance), never measured.
+list prices ("spec" provenance), never measured. The two cost formulas (a training time and
+batch-1 serving at an hourly price) are here too, so the cost analysis and the DAWNBench
+importer price with one rule.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from perfsuite.safeio import InputError, decode_utf8, first_line, json_depth_exc
 ENV_VAR = "PERFSUITE_PRICES"
 BUILTIN = "prices.json"
 MAX_PRICE_INT = 10**300  # a JSON integer beyond this has no float value to check
+ITEMS = 10_000  # DAWNBench reports inference cost per 10,000 images
 
 
 class PriceError(InputError):
@@ -86,3 +89,13 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, dict[st
         text = decode_utf8(read_bytes(p, 16 * 1024 * 1024, PriceError), origin, PriceError)
         table.update(_read(text, origin))
     return table
+
+
+def training_cost_usd(time_s: float, usd_per_hour: float) -> float:
+    """Time to accuracy in hours times the hourly price."""
+    return time_s / 3600.0 * usd_per_hour
+
+
+def inference_cost_per_10k_usd(latency_s: float, usd_per_hour: float) -> float:
+    """Serving 10,000 items one at a time at batch-1 latency, at the hourly price."""
+    return latency_s * ITEMS / 3600.0 * usd_per_hour

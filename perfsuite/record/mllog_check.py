@@ -12,6 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record.checks import resolve_sidecar
+from perfsuite.record.mllog_events import parse_lines
+from perfsuite.record.tta import record_crossing
+from perfsuite.safeio import InputError, decode_utf8, read_bytes
+
+MAX_LOG_BYTES = 256 * 1024 * 1024  # a run's own log; larger files are refused
 
 FINAL = ("reached", "not_reached", "diverged", "crashed", "interrupted")
 
@@ -37,10 +42,6 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     base = record.get("_dir")
     if not name or not base:
         return []
-    from perfsuite.importers.common import ImportFailure
-    from perfsuite.importers.mlperf import parse_events
-    from perfsuite.record.tta import record_crossing
-
     try:
         path = resolve_sidecar(base, name)
     except ValueError as exc:
@@ -48,8 +49,8 @@ def mllog_problems(record: Mapping[str, Any]) -> list[str]:
     if not path.is_file():
         return [f"sidecars.mllog: {Path(name).name} is listed but not in the run folder"]
     try:
-        events, bad = parse_events(path)
-    except ImportFailure as exc:
+        events, bad = parse_lines(decode_utf8(read_bytes(path, MAX_LOG_BYTES), path, InputError))
+    except InputError as exc:
         return [f"sidecars.mllog: {exc}"]
     out = [f"sidecars.mllog: {len(bad)} unreadable line(s), first line {bad[0]}"] if bad else []
     metric = (record.get("task") or {}).get("metric")

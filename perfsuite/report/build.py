@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.machine_speed import check_line
-from analyzers.measured import counted_vs_measured
-from analyzers.roofline import Roofline, RooflineInputError, roofline
-from analyzers.stability import task_direction
-from analyzers.tasks import target_text
-from analyzers.utilization import Utilization, utilization
+from analyzers.results.record_view import task_direction
+from analyzers.roofline.inputs import RooflineInputError
+from analyzers.roofline.machine_speed import check_line
+from analyzers.roofline.measured import counted_vs_measured
+from analyzers.roofline.roofline import Roofline, roofline
+from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite import fmt
 from perfsuite.report import figures
 from perfsuite.report import html as h
@@ -23,7 +23,12 @@ from perfsuite.report.overview_section import overview_section
 from perfsuite.report.ranks_section import diff_page as diff_page  # timeline --diff --html
 from perfsuite.report.ranks_section import ranks_page as ranks_page  # timeline DIR --html
 from perfsuite.report.ranks_section import runs_diff_sections
-from perfsuite.report.roofline_rows import (
+from perfsuite.report.setup_section import setup_section
+from perfsuite.report.stability_section import stability_section
+from perfsuite.report.telemetry_section import telemetry_section
+from perfsuite.report.timeline_section import kernel_cell, timeline_section
+from perfsuite.task_metrics import target_text
+from perfsuite.views.roofline_rows import (
     OP_HEADERS,
     ROOF_HEADERS,
     TIME_HEADERS,
@@ -37,10 +42,6 @@ from perfsuite.report.roofline_rows import (
     time_rows,
     utilization_doubts,
 )
-from perfsuite.report.setup_section import setup_section
-from perfsuite.report.stability_section import stability_section
-from perfsuite.report.telemetry_section import telemetry_section
-from perfsuite.report.timeline_section import kernel_cell, timeline_section
 
 
 def _analyses(
@@ -379,7 +380,7 @@ def report_page(
     """The whole self-contained report for one or more runs, with its sections and each run's
     warnings and notes; `first`: (id, title, body) sections shown before the summary (a
     study's section); `peaks`: roofs from a `perfsuite peaks --json` file
-    (`perfsuite.ceilings.roofs.peaks_file_roofs`), used before each record's own ceilings, as
+    (`perfsuite.devices.roofs.peaks_file_roofs`), used before each record's own ceilings, as
     `perfsuite roofline --peaks` uses them."""
     analyses = [_analyses(r, peaks) for r in records]
     title = (

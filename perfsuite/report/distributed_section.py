@@ -1,12 +1,12 @@
 """The report's data-parallel section: every rank's timing and the collectives' time, for runs
-trained with `--nproc N` (the numbers come from analyzers.distributed)."""
+trained with `--nproc N` (the numbers come from analyzers.results.distributed)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.distributed import rank_imbalance, rank_summaries
+from analyzers.results.distributed import rank_imbalance, rank_summaries
 from perfsuite import fmt
 from perfsuite.report import html as h
 

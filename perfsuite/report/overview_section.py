@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.mfu import mfu
-from analyzers.record_view import partial_run, reached_time
-from analyzers.roofline import Roofline
+from analyzers.results.record_view import partial_run, reached_time
+from analyzers.roofline.roofline import Roofline
 from perfsuite import fmt
+from perfsuite.flops.mfu import mfu
 from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
-from perfsuite.report.roofline_rows import mfu_rows, run_frac
+from perfsuite.task_metrics import metric_info, metric_text, target_text
+from perfsuite.views.roofline_rows import mfu_rows, run_frac
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
@@ -37,8 +38,6 @@ def _how(section: Any, key: str) -> str:
 
 
 def _headline(rec: Mapping[str, Any]) -> str:
-    from analyzers.tasks import metric_info, metric_text, target_text
-
     task = rec.get("task") or {}
     metric, threshold = str(task.get("metric")), float(task.get("threshold") or 0.0)
     goal = target_text(metric, threshold, task.get("direction") or "higher")  # as the summary

@@ -4,7 +4,7 @@ per epoch (statistical vs hardware variance), the olympic mean and the analyzer'
 
 Why: DAWNBench's finding that time to accuracy is stable across runs is the reason a single
 run is worth anything; a page of 5 seeds must show that spread. Numbers come from
-`analyzers.stability`; the rows are the CLI's (`perfsuite stability`), so the two agree.
+`analyzers.runs.stability`; the rows are the CLI's (`perfsuite stability`), so the two agree.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analyzers.stability import GroupStability, stability, training_records
+from analyzers.runs.stability import GroupStability, stability, training_records
 from perfsuite import fmt
-from perfsuite.cli import stability_cmd as rows
 from perfsuite.report import html as h
 from perfsuite.report.figures import _LAYOUT, item_colour
+from perfsuite.views import stability_rows as rows
 
 
 def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:

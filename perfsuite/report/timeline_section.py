@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite import fmt
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
@@ -90,8 +91,6 @@ def _analyses(a: Any, data: Any, top: int) -> str:
 
 def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
     """HTML for one run's saved profiler trace, or a note saying why there is none."""
-    from analyzers.timeline import TraceError, analyze_trace, read_trace
-
     try:
         path = trace_path(rec)
     except RecordError as exc:

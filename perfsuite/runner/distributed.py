@@ -38,9 +38,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analyzers.distributed import comm_from_ops, comm_share
-from analyzers.hardware_match import devices_used
+from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
+from perfsuite.runner.comm import comm_from_ops, comm_share
 from perfsuite.runner.engine import Diverged, Terminated
 from perfsuite.runner.loop import RunOptions, _Run
 from perfsuite.runner.shard import ShardedSource

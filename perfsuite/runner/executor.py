@@ -88,8 +88,8 @@ def config_error_types() -> tuple[type[BaseException], ...]:
 
 def outcome(run_dir: Path | None) -> str:
     """`reached top-1 >= 98% in 3.10 s (epoch 7)`, or the record's status and error."""
-    from analyzers.tasks import metric_info, metric_text, target_text
     from perfsuite.record import load_record
+    from perfsuite.task_metrics import metric_info, metric_text, target_text
 
     if run_dir is None:
         return "no record"

@@ -1,12 +1,12 @@
 """The record's `model_flops` section (transformer workloads): the workload's model FLOPs per
 token at setup, completed with tokens/s, MFU and the counted FLOPs per token from the run's
-throughput, ceilings and counted work (analyzers.mfu does the arithmetic)."""
+throughput, ceilings and counted work (perfsuite.flops.mfu does the arithmetic)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from analyzers.mfu import mfu, why_counted_differs
+from perfsuite.flops.mfu import mfu, why_counted_differs
 from perfsuite.record import quantity
 
 

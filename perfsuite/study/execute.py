@@ -25,14 +25,14 @@ from perfsuite.study.folder import (
     write_manifest,
 )
 from perfsuite.study.plan import Config, plan
+from perfsuite.study.robustness import evaluate_run
 from perfsuite.study.spec import StudyError, StudySpec, study_settings
+from perfsuite.workloads import get_workload
 
 
 def open_study(spec: StudySpec, out: str | Path | None) -> Study:
     """Plan `spec` against its workload and create its folder, or reopen the folder of the same
     study (resume). A folder holding a different study is an error, never overwritten."""
-    from perfsuite.workloads import get_workload
-
     try:
         wl = get_workload(spec.workload, spec.run.framework)
     except (KeyError, ValueError) as exc:
@@ -86,8 +86,6 @@ def evaluate_robustness(study: Study, say: Callable[[str], None]) -> None:
     """The study's generalization checks on every finished run, after all runs: evaluating
     while other runs of the study train would slow their clocks. A failing evaluation is
     reported and leaves the run record as it was."""
-    from perfsuite.study.robustness import evaluate_run
-
     for config in study.configs:
         for rec in config_records(study, config):
             run_dir = Path(rec["_path"]).parent

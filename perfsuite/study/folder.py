@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.distributed import world_size
-from analyzers.record_view import FINISHED
+from analyzers.results.distributed import world_size
+from analyzers.results.record_view import FINISHED
+from analyzers.runs.study import analyze_study
 from perfsuite.record import RecordError, load_record, write_json_atomic
 from perfsuite.record.model import utc_now
 from perfsuite.study.plan import Config
 from perfsuite.study.spec import StudyError, StudySpec, spec_from_dict
+from perfsuite.workloads import get_workload
 
 MANIFEST = "study.json"
 SCHEMA = "perfsuite.study"
@@ -188,8 +190,6 @@ def analyze_folder(folder: str | Path) -> tuple[Any, dict[str, list[dict[str, An
     """(StudyResult, records by configuration) of a study folder, the one analysis that the
     CLI, the report and the Python API show. Before any run, the heading names the
     workload's own target. Raises StudyError for a folder that is not a study."""
-    from analyzers.study import analyze_study
-
     study = load_study(folder)
     records = refresh_runs(study)
     metric, threshold = (None, None) if any(records.values()) else _workload_target(study.spec)
@@ -202,8 +202,6 @@ def analyze_folder(folder: str | Path) -> tuple[Any, dict[str, list[dict[str, An
 def _workload_target(spec: Any) -> tuple[str | None, float | None]:
     """The workload's metric and default threshold, for the heading of a study with no run
     record yet; (None, None) when the workload cannot be loaded here (a user file moved)."""
-    from perfsuite.workloads import get_workload
-
     try:
         wl = get_workload(spec.workload, spec.run.framework)
     except (KeyError, ValueError, ImportError, OSError):  # only the heading needs it

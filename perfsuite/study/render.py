@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.study import ConfigResult, StudyResult
+from analyzers.runs.study import ConfigResult, StudyResult
 from perfsuite import fmt
 
 HEADERS = [

@@ -12,6 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from perfsuite.generalization.section import store
+from perfsuite.generalization.shift import evaluate_corruptions
+from perfsuite.generalization.threshold_model import rebuild
+from perfsuite.record import load_record
 from perfsuite.study.spec import EvalSettings
 
 
@@ -28,11 +32,6 @@ def already_done(record: dict[str, Any], settings: EvalSettings) -> bool:
 def evaluate_run(run_dir: str | Path, settings: EvalSettings, device: str, seed: int = 0) -> str:
     """Evaluate one run folder; returns a one-line outcome for the progress display. Every
     run of a study uses the same `seed`, so all configurations see the same corrupted images."""
-    from perfsuite.generalization.section import store
-    from perfsuite.generalization.shift import evaluate_corruptions
-    from perfsuite.generalization.threshold_model import rebuild
-    from perfsuite.record import load_record
-
     record = load_record(run_dir)
     if record.get("status") != "reached" or not record.get("checkpoint"):
         return "corruptions skipped: no threshold model (the run did not reach the threshold)"

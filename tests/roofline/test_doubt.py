@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from analyzers.roofline import roofline
+from analyzers.roofline.roofline import roofline
 from perfsuite.cli import main
 from perfsuite.record import quantity
 from tests.helpers import build_record, table_rows
@@ -23,7 +23,7 @@ FLAGGED = ["aten::add", "aten::threshold_backward", "aten::relu"]  # 204%, 111%,
 
 
 def test_one_helper_renders_a_whole_run_fraction():
-    from perfsuite.report.roofline_rows import run_fraction
+    from perfsuite.views.roofline_rows import run_fraction
 
     assert run_fraction(0.38986, False, False) == "39.0%"
     assert run_fraction(0.38986, False, True) == SHOWN
@@ -55,9 +55,9 @@ def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_pat
 
 
 def test_compare_carries_the_doubt(h100, capsys):
-    from analyzers.compare import compare
-    from perfsuite.cli import compare_render as rows
+    from analyzers.runs.compare import compare
     from perfsuite.report.compare_figures import positions_figure
+    from perfsuite.views import compare_rows as rows
 
     c = compare([("base", [h100]), ("again", [h100])])
     for r in c.runs:
@@ -81,8 +81,8 @@ def test_compare_carries_the_doubt(h100, capsys):
 
 
 def test_compare_without_doubt_shows_the_plain_fraction(make_record):
-    from analyzers.compare import compare
-    from perfsuite.cli import compare_render as rows
+    from analyzers.runs.compare import compare
+    from perfsuite.views import compare_rows as rows
 
     rec = build_record(make_record)
     c = compare([("a", [rec]), ("b", [rec])])
@@ -125,7 +125,7 @@ def test_api_ops_are_the_cli_tables_rows_with_own_time_and_wrapper(h100, capsys)
 
 def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
     from perfsuite.report import figures
-    from perfsuite.report.roofline_rows import op_caption
+    from perfsuite.views.roofline_rows import op_caption
 
     res = roofline(h100)
     # the top 3 are modeled ops (convolution_backward, batch-norm backward, convolution); the

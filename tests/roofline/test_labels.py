@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from analyzers.roofline import roofline
-from analyzers.utilization import utilization
+from analyzers.roofline.roofline import roofline
+from analyzers.roofline.utilization import utilization
 from perfsuite.record import load_record, quantity
 from perfsuite.report import figures, op_names
 from perfsuite.report.figures import spread_labels
@@ -108,7 +108,7 @@ def test_measured_and_spec_roof_labels_part_on_the_figure(make_record):
 
 
 def test_h100_roof_labels_apart(tmp_path):
-    from perfsuite.ceilings.roofs import peaks_file_roofs
+    from perfsuite.devices.roofs import peaks_file_roofs
 
     rec = load_record(extract_h100_run(tmp_path))
     peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json"))
@@ -134,7 +134,7 @@ def test_h100_tf32_roof_shows_beside_the_blended_one(tmp_path):
     """tf32 (374 TFLOP/s) is 2% above the blend (366): drawn as a solid 2 px line under a solid
     3 px black one it would vanish, so the blend is dashed, thinner and on top: the roof under
     it shows in the dash gaps and along both edges; its margin label is still there."""
-    from perfsuite.ceilings.roofs import peaks_file_roofs
+    from perfsuite.devices.roofs import peaks_file_roofs
 
     rec = load_record(extract_h100_run(tmp_path))
     peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json"))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.mathmode import from_counters, from_kernels, from_policy, kernel_math, op_maths
-from perfsuite.backends.torch_math import default_math_for
+from analyzers.roofline.mathmode import from_counters, from_kernels, op_maths
+from perfsuite.devices.kernels import kernel_math
+from perfsuite.devices.maths import default_math_for, from_policy
 
 
 @pytest.mark.parametrize(
@@ -157,7 +158,7 @@ def test_gpu_names_without_nvidia_or_cuda_are_gpus(name):
 
 
 def test_record_device_prefers_the_framework_device():
-    from analyzers.mathmode import record_device
+    from perfsuite.devices.maths import record_device
 
     # the ceilings' name says nothing about CUDA; environment.device and the accelerator do
     rec = {"ceilings": {"device": "A100-SXM4-40GB"}, "environment": {"device": "cuda:0"}}
