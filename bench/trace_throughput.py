@@ -57,7 +57,7 @@ def _sample():
         time.sleep(0.01)
 threading.Thread(target=_sample, daemon=True).start()
 if mode.startswith("perfsuite"):
-    import analyzers.timeline.reader as reader
+    import perfsuite.traces.reader as reader
     from analyzers.timeline import analyze_trace
     if mode == "perfsuite-python":
         import ijson.backends.python as slow

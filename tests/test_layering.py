@@ -38,7 +38,7 @@ LAYERS: dict[str, int] = {
     "perfsuite.devices": 3,
     # the Chrome/Kineto trace file reader: a record sidecar's format, read by capture (the
     # counters) and by the timeline analyses; it imports nothing above the record
-    "analyzers.timeline.reader": 3,
+    "perfsuite.traces": 3,
     # op models, and MFU (model FLOPs against the device's roof)
     "perfsuite.flops": 4,
     # capture, importers and analysis, beside each other
@@ -126,7 +126,7 @@ def package_of(module: str) -> str | None:
     unit = _unit(module)
     if unit is None or unit == "capture":
         return unit
-    if unit in ("analyzers", "analyzers.timeline.reader"):
+    if unit == "analyzers":
         return ".".join(module.split(".")[:2])
     return unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analyzers.timeline.reader import read_trace
+from perfsuite.traces.reader import read_trace
 
 FIXTURE = Path(__file__).parent / "fixtures" / "timeline" / "cpu_profile_memory.json.gz"
 

@@ -163,7 +163,7 @@ def test_roofline_int_overflow_is_dropped_not_raised(tmp_path, monkeypatch):
     """The pure-Python ijson backend reads 10**200 as an int; float(FLOP) then overflows."""
     import ijson
 
-    import analyzers.timeline.reader as reader
+    import perfsuite.traces.reader as reader
     from analyzers.timeline.roofline import INVALID, op_work
 
     big = 10**200

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from analyzers.timeline import fastread, reader
-from analyzers.timeline.reader import TraceData, TraceError, read_trace
 from perfsuite.cli import main
+from perfsuite.traces import fastread, reader
+from perfsuite.traces.reader import TraceData, TraceError, read_trace
 from tests.conftest import extract_h100_run, shared_path
 from tests.test_fuzz import FUZZ, events
 
@@ -324,7 +324,7 @@ def test_deep_nesting_in_an_event_fails_as_the_reference_does(tmp_path):
 
 
 def test_cache_whose_columns_do_not_line_up_is_a_miss(tmp_path, monkeypatch):
-    from analyzers.timeline import colcache
+    from perfsuite.traces import colcache
 
     monkeypatch.setattr(reader, "CACHE_MIN_BYTES", 0)
     path = tmp_path / "t.json"

@@ -22,7 +22,6 @@ from analyzers.roofline.doubts import Suspects, is_cpu_record, roof_notes, run_t
 from analyzers.roofline.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
 from analyzers.timeline.device import US, DeviceArrays
 from analyzers.timeline.hostmap import build_host_map
-from analyzers.timeline.reader import read_trace
 from perfsuite.devices.kernels import kernel_math
 from perfsuite.devices.maths import (
     MATHS,
@@ -35,6 +34,7 @@ from perfsuite.devices.maths import (
 )
 from perfsuite.devices.roofs import record_roofs
 from perfsuite.record.checks import resolve_sidecar
+from perfsuite.traces.reader import read_trace
 
 
 def _dominant(amounts: dict[str, float]) -> tuple[str, str]:

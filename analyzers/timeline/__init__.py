@@ -23,7 +23,7 @@ from analyzers.timeline.model import (
     StreamStats,
     TimelineAnalysis,
 )
-from analyzers.timeline.reader import TraceData, TraceError, iter_events, read_trace
+from perfsuite.traces.reader import TraceData, TraceError, iter_events, read_trace
 
 __all__ = [
     "CategoryTime",

@@ -26,9 +26,9 @@ from analyzers.timeline.model import (
     TimelineAnalysis,
 )
 from analyzers.timeline.queues import queue_series, queue_stats
-from analyzers.timeline.reader import TraceData, TraceError, read_trace
 from analyzers.timeline.roofline import roofline_points
 from perfsuite.fmt import si
+from perfsuite.traces.reader import TraceData, TraceError, read_trace
 
 
 def _top(items: list, n: int | None) -> list:

@@ -28,7 +28,7 @@ from analyzers.timeline.model import (
     IdleBreakdown,
     StreamStats,
 )
-from analyzers.timeline.reader import TraceData
+from perfsuite.traces.reader import TraceData
 
 US = 1e-6  # trace time unit -> seconds
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analyzers.timeline.analysis import analyze_trace
 from analyzers.timeline.ranks import OpTotals, scan_files, trace_files
-from analyzers.timeline.reader import read_trace
+from perfsuite.traces.reader import read_trace
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
 

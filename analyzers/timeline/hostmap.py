@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.timeline.categories import is_step_annotation
-from analyzers.timeline.reader import TraceData
+from perfsuite.traces.reader import TraceData
 
 
 @dataclass

@@ -33,7 +33,7 @@ import numpy as np
 from analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
 from analyzers.timeline.device import US, DeviceArrays
 from analyzers.timeline.model import Distribution, KernelLaunchStat, LaunchGroup, LaunchStats
-from analyzers.timeline.reader import TraceData
+from perfsuite.traces.reader import TraceData
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's default runtime_cutoff
 DELAY_CUTOFF_US = 100.0  # HTA's default launch_delay_cutoff

@@ -25,7 +25,7 @@ import numpy as np
 from analyzers.timeline.device import US
 from analyzers.timeline.hostmap import HostMap
 from analyzers.timeline.model import MemoryStat, PeakHolder
-from analyzers.timeline.reader import TraceData
+from perfsuite.traces.reader import TraceData
 
 # c10::DeviceType codes as the profiler writes them in `Device Type`.
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia", 20: "privateuse1"}

@@ -20,7 +20,7 @@ from pathlib import Path
 from analyzers.timeline.analysis import analyze_trace, rank_table
 from analyzers.timeline.categories import COMMUNICATION
 from analyzers.timeline.model import MemoryStat, RankRow, TimelineAnalysis
-from analyzers.timeline.reader import TraceData, TraceError, read_trace
+from perfsuite.traces.reader import TraceData, TraceError, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)

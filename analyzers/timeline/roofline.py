@@ -22,9 +22,9 @@ import numpy as np
 from analyzers.timeline.device import US, DeviceArrays
 from analyzers.timeline.hostmap import HostMap
 from analyzers.timeline.model import RooflinePoint
-from analyzers.timeline.reader import TraceData
 from perfsuite.flops import registry
 from perfsuite.flops.call import OpCall, TensorMeta
+from perfsuite.traces.reader import TraceData
 
 # "Input type" values that are not tensors.
 _NON_TENSOR = {"", "Scalar", "ScalarList", "GenericList", "None", "String", "Device", "Layout"}

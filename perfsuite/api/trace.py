@@ -15,6 +15,11 @@ from typing import Any
 import pandas as pd
 
 from analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
+from analyzers.timeline.device import DeviceArrays
+from analyzers.timeline.hostmap import build_host_map
+from analyzers.timeline.launch import launch_flags, launch_pairs
+from analyzers.timeline.memory import memory_series
+from analyzers.timeline.queues import queue_series
 from perfsuite.api.frames import Spec, column_frame, frame, of_child, series
 from perfsuite.record import load_record
 from perfsuite.record.sidecars import trace_path
@@ -272,9 +277,6 @@ class Trace:
 
     @cached_property
     def _launch_pairs(self) -> Any:
-        from analyzers.timeline.device import DeviceArrays
-        from analyzers.timeline.hostmap import build_host_map
-        from analyzers.timeline.launch import launch_pairs
 
         arrays = DeviceArrays(self._data, build_host_map(self._data))
         keep = None if self.device is None else arrays.device == self.device
@@ -287,7 +289,6 @@ class Trace:
         (`gpu_s`) and the launch delay (`delay_s`: device start minus call end, clipped at 0,
         as HTA's get_cuda_kernel_launch_stats), and the short / outlier flags of
         `launch_kernels` (HTA's cutoffs: 50 µs call, 100 µs delay)."""
-        from analyzers.timeline.launch import launch_flags
 
         p = self._launch_pairs
         names = self._data.names.values
@@ -328,7 +329,6 @@ class Trace:
         """Queue length per stream over time (launched, not yet started; HTA's definition):
         a step series, one row per change (`t_s`, seconds from the trace start), the value
         holding until the stream's next row."""
-        from analyzers.timeline.queues import queue_series
 
         return _stacked(queue_series(self._launch_pairs), QUEUE_SERIES)
 
@@ -341,7 +341,6 @@ class Trace:
     def memory_timeline(self) -> pd.DataFrame:
         """Allocated and reserved bytes after each allocator event, per device (`t_s`:
         seconds from the trace start; reserved -1 where the trace does not say)."""
-        from analyzers.timeline.memory import memory_series
 
         return _stacked(memory_series(self._data), MEMORY_SERIES)
 

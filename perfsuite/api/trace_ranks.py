@@ -15,6 +15,8 @@ import pandas as pd
 from analyzers.timeline.diff import TraceDiff, diff_paths
 from analyzers.timeline.ranks import STRAGGLER_MARGIN, FolderScan, is_rank_folder, scan_folder
 from perfsuite.api.frames import Spec, frame
+from perfsuite.record import load_record
+from perfsuite.record.sidecars import trace_path
 
 RANKS: Spec = [
     ("rank", "rank"),
@@ -157,9 +159,6 @@ def _side(path: str | os.PathLike[str]) -> Path:
     if is_rank_folder(p):
         return p
     if p.is_dir() or p.name == "run.json":
-        from perfsuite.record import load_record
-        from perfsuite.record.sidecars import trace_path
-
         return trace_path(load_record(p))
     return p
 

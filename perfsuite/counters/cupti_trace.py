@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.timeline.reader import TraceError, iter_events
 from perfsuite.counters.section import CountersError, Launch, build_section
+from perfsuite.traces.reader import TraceError, iter_events
 
 RANGE_CATEGORY = "cuda_profiler_range"
 LAUNCH_APIS = frozenset(

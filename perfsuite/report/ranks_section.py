@@ -8,7 +8,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from analyzers.timeline import TraceError
+from analyzers.timeline.diff import diff_paths
 from perfsuite import fmt
+from perfsuite.record import RecordError
+from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h
 from perfsuite.report.timeline_section import kernel_cell
 
@@ -221,10 +225,6 @@ def diff_page(d: Any, top: int = 20) -> str:
 def runs_diff_sections(records: Any, top: int = 20) -> list[tuple[str, str, str]]:
     """For a page of several runs: the trace diff of the first run with a trace sidecar against
     each other one that has one (none when fewer than two have a trace)."""
-    from analyzers.timeline import TraceError
-    from analyzers.timeline.diff import diff_paths
-    from perfsuite.record import RecordError
-    from perfsuite.record.sidecars import trace_path
 
     traced = []
     for rec in records:

@@ -10,6 +10,11 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from analyzers.timeline.device import DeviceArrays
+from analyzers.timeline.hostmap import build_host_map
+from analyzers.timeline.launch import launch_pairs
+from analyzers.timeline.memory import memory_series
+from analyzers.timeline.queues import queue_series
 from perfsuite import fmt
 from perfsuite.report import html as h
 from perfsuite.report.figures import _LAYOUT, time_scale
@@ -202,11 +207,6 @@ def memory_html(memory: list[Any], series: list[Any]) -> str:
 def analyses_html(a: Any, data: Any, top: int, kernel_cell: Any) -> str:
     """The three parts, each only where the trace has its data; `data` is the TraceData the
     analysis `a` came from (the charts draw its series)."""
-    from analyzers.timeline.device import DeviceArrays
-    from analyzers.timeline.hostmap import build_host_map
-    from analyzers.timeline.launch import launch_pairs
-    from analyzers.timeline.memory import memory_series
-    from analyzers.timeline.queues import queue_series
 
     parts = []
     if a.launches is not None:

@@ -21,8 +21,9 @@ from typing import Any, BinaryIO
 import ijson
 import numpy as np
 
-from analyzers.timeline import colcache, fastread
-from analyzers.timeline.kineto import (
+from perfsuite.safeio import MAX_JSON_DEPTH, DepthGuard, InputError, open_regular
+from perfsuite.traces import colcache, fastread
+from perfsuite.traces.kineto import (
     _I64,
     DEVICE_CATS,
     MAX_DUR_US,
@@ -38,7 +39,6 @@ from analyzers.timeline.kineto import (
     _int,
     _num,
 )
-from perfsuite.safeio import MAX_JSON_DEPTH, DepthGuard, InputError, open_regular
 
 _BOM = b"\xef\xbb\xbf"
 

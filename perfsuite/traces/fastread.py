@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from analyzers.timeline.kineto import (
+from perfsuite.traces.kineto import (
     DEVICE_CATS,
     MAX_DUR_US,
     MAX_TS_US,
