@@ -11,7 +11,7 @@ TENSORFLOW ?= tensorflow-cpu==2.21.0
 
 .PHONY: setup demo test lint bench fuzz gpu-evidence clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray,ncu,mlperf]'
 	$(BIN)/pip install -q --disable-pip-version-check "$(TENSORFLOW)"

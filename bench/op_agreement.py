@@ -26,8 +26,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from analyzers.roofline.roofline import roofline
 from bench.overhead import SMALL_CIFAR, cifar_data, gpu_visible
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.fmt import table
 
 HEADERS = [

@@ -58,7 +58,7 @@ def _sample():
 threading.Thread(target=_sample, daemon=True).start()
 if mode.startswith("perfsuite"):
     import perfsuite.traces.reader as reader
-    from analyzers.timeline import analyze_trace
+    from perfsuite.analyzers.timeline import analyze_trace
     if mode == "perfsuite-python":
         import ijson.backends.python as slow
         reader._ijson_backend = lambda: slow

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import perfsuite
-from analyzers.timeline import TraceError
+from perfsuite.analyzers.timeline import TraceError
 from tests.api_compare import assert_rows, cli_json, dig, same_value
 from tests.conftest import shared_path
 

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from analyzers.timeline import TraceError
 from perfsuite import api
+from perfsuite.analyzers.timeline import TraceError
 from tests.api_compare import assert_rows, cli_json
 from tests.conftest import shared_path
 

@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from analyzers.results.record_view import framework
-from analyzers.runs.compare import compare, items_from_records
-from analyzers.runs.compare_work import flop_check
+from perfsuite.analyzers.results.record_view import framework
+from perfsuite.analyzers.runs.compare import compare, items_from_records
+from perfsuite.analyzers.runs.compare_work import flop_check
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from perfsuite.record.tta import crossing_dict, first_crossing
@@ -114,7 +114,7 @@ def test_comparison_values_and_ratios(make_record):
 def test_page_faults_per_step_come_from_the_steady_epochs(tmp_path, make_record, capsys):
     """Faults per step = median of epochs 2.. / steps per epoch; a run whose allocator hands
     pages back every step shows a higher rate beside the same model's other run."""
-    from analyzers.results.record_view import faults_per_step
+    from perfsuite.analyzers.results.record_view import faults_per_step
 
     a, b = _run(make_record, "a", 10.0), _run(make_record, "b", 12.0)
     a["extra"] = {"steps_per_epoch": 20}
@@ -311,7 +311,7 @@ def test_gate_picks_the_verdicts_that_set_the_exit_code():
 def test_runs_on_other_hardware_are_drawn_under_their_own_roofs(make_record):
     """A CPU run and an H100-class run in one report: each hardware gets its roof; before,
     only the baseline's was drawn and the GPU point sat 600x above it."""
-    from analyzers.runs.compare import run_values
+    from perfsuite.analyzers.runs.compare import run_values
     from perfsuite.report.compare_figures import positions_figure
 
     cpu = _run(make_record, "cpu-run", 10.0)

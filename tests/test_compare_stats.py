@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import scipy.stats as ss
 
-from analyzers.runs.ranktest import mann_whitney, midranks
-from analyzers.runs.verdict import FASTER, NONE, SAME, SLOWER, decide
 from perfsuite import stats
+from perfsuite.analyzers.runs.ranktest import mann_whitney, midranks
+from perfsuite.analyzers.runs.verdict import FASTER, NONE, SAME, SLOWER, decide
 
 SAMPLES = [
     ([1.2, 3.4, 2.2], [4.1, 5.0, 3.9]),

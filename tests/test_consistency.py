@@ -8,10 +8,10 @@ import copy
 
 import pytest
 
-from analyzers.results.cost import cost_of
-from analyzers.runs.compare import compare
-from analyzers.runs.leaderboard import leaderboard
-from analyzers.runs.stability import stability
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.runs.compare import compare
+from perfsuite.analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.runs.stability import stability
 from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from perfsuite.record.consistency import problems, untrusted

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from analyzers.results.cost import cost_of
+from perfsuite.analyzers.results.cost import cost_of
 from perfsuite.cli import main
 from perfsuite.devices.accelerators import devices_used
 from perfsuite.pricing import PriceError, builtin_prices, load_prices

@@ -138,7 +138,7 @@ def test_calibration_is_per_chip_and_kept_for_later_sections(
     counters are not "calibrated" on that chip until `perfsuite counters --calibrate` ran there;
     then every section from a chip of that name says so, with when and the verdict."""
     torch = pytest.importorskip("torch")
-    from analyzers.roofline.measured import calibration_text
+    from perfsuite.analyzers.roofline.measured import calibration_text
     from perfsuite.cli import main
     from perfsuite.counters import calibration_cache, load_counters
 
@@ -182,7 +182,7 @@ def test_calibration_is_per_chip_and_kept_for_later_sections(
 
 
 def test_older_sections_say_their_rule(tmp_path):
-    from analyzers.roofline.measured import calibration_text
+    from perfsuite.analyzers.roofline.measured import calibration_text
 
     cal = {"precisions": {"tf32": True, "fp8": False}, "device_cc": "9.0"}
     old = {"device": {"name": "NVIDIA H200", "cc": "9.0"}, "calibrated": cal}

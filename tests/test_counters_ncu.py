@@ -318,7 +318,7 @@ def test_real_h200_emit_nvtx_capture_keeps_each_launch_stack():
     under clone and under a pooling backward: two kernel rows, each with its own stack (one
     merged row would carry a union no launch ran in). The window is the start/end range, so no
     'backward left out' warning, and the conv bias add is attributed to aten::convolution."""
-    from analyzers.roofline.measured import compare_counted_measured
+    from perfsuite.analyzers.roofline.measured import compare_counted_measured
 
     sec = load_counters(FIX / "h200_emit_nvtx_sample.csv", window_steps=1)
     assert sec["nvtx"] == "push/pop+start/end" and sec["nvtx_range"] == "perfsuite.steps"

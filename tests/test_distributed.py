@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.results.distributed import world_size
-from analyzers.runs.study import analyze_study
+from perfsuite.analyzers.results.distributed import world_size
+from perfsuite.analyzers.runs.study import analyze_study
 from perfsuite.record.tta import crossing_dict, record_crossing
 from perfsuite.runner.comm import comm_from_ops, comm_share
 from perfsuite.runner.launch import _first_cause, check_options, threads_per_rank
@@ -358,7 +358,7 @@ def test_a_study_matches_records_to_configurations_by_process_count(make_record,
 
 
 def test_rank_summaries_and_the_report_section(make_record):
-    from analyzers.results.distributed import rank_imbalance, rank_summaries
+    from perfsuite.analyzers.results.distributed import rank_imbalance, rank_summaries
     from perfsuite.report.distributed_section import distributed_section
 
     d = _dist_section()

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzers.results.cost import cost_of
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.roofline import roofline
-from analyzers.roofline.utilization import utilization
-from analyzers.runs.leaderboard import leaderboard
-from analyzers.runs.stability import stability
-from analyzers.timeline import TraceError, analyze_trace, read_trace
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.utilization import utilization
+from perfsuite.analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.runs.stability import stability
+from perfsuite.analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite.counters import CountersError
 from perfsuite.counters.ncu_csv import read_ncu_csv
 from perfsuite.importers import ImportFailure

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from analyzers.runs.compare import compare, items_from_records
-from analyzers.runs.study import analyze_study, run_point
+from perfsuite.analyzers.runs.compare import compare, items_from_records
+from perfsuite.analyzers.runs.study import analyze_study, run_point
 from perfsuite.cli import main
 from perfsuite.flops.mfu import mfu
 from perfsuite.record import quantity, write_record

@@ -295,7 +295,7 @@ def test_parse_date_numeric_in_range():
 
 
 def test_summary_cost_is_the_leaderboards_training_cost():
-    from analyzers.results.cost import cost_of
+    from perfsuite.analyzers.results.cost import cost_of
 
     item = load_entry(ENTRIES / "CIFAR10" / "train" / "normal_resnet9.json")
     c = cost_of(item.record, {})

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.results.cost import cost_of
-from analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.runs.leaderboard import leaderboard
 from perfsuite.devices.accelerators import accelerator
 from perfsuite.importers import ImportFailure
 from perfsuite.importers.dawnbench import load_entry

@@ -298,8 +298,8 @@ def test_without_mlperf_logging_a_one_line_error_or_target(tmp_path, monkeypatch
 def test_leaderboard_and_compare_per_benchmark_and_round_with_accelerator_time(real, tmp_path):
     """Imported MLPerf folders: one board per benchmark and round; time x accelerators beside
     time; compare says another round is not comparable."""
-    from analyzers.runs.compare import compare
-    from analyzers.runs.leaderboard import leaderboard
+    from perfsuite.analyzers.runs.compare import compare
+    from perfsuite.analyzers.runs.leaderboard import leaderboard
 
     pytest.importorskip("mlperf_logging")
     result = ours([folder(real, "llama31_405b"), folder(real, "flux1")], tmp_path / "out")

@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from analyzers.results.cost import cost_of  # noqa: E402
-from analyzers.results.inference import OLDER_RULE, inference_view  # noqa: E402
-from analyzers.runs.leaderboard import leaderboard  # noqa: E402
+from perfsuite.analyzers.results.cost import cost_of  # noqa: E402
+from perfsuite.analyzers.results.inference import OLDER_RULE, inference_view  # noqa: E402
+from perfsuite.analyzers.runs.leaderboard import leaderboard  # noqa: E402
 from perfsuite.backends import torch_backend  # noqa: E402
 from perfsuite.record import quantity  # noqa: E402
 from perfsuite.runner import inference  # noqa: E402

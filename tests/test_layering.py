@@ -44,7 +44,7 @@ LAYERS: dict[str, int] = {
     # capture, importers and analysis, beside each other
     "capture": 5,
     "perfsuite.importers": 5,
-    "analyzers": 5,
+    "perfsuite.analyzers": 5,
     # orchestration
     "perfsuite.study": 6,
     # shared row builders of the front ends
@@ -95,6 +95,8 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] == "analyzers":  # the source tree's analyzers/ installs as perfsuite.analyzers
+        parts.insert(0, "perfsuite")
     return ".".join(parts)
 
 
@@ -110,8 +112,6 @@ def _unit(module: str) -> str | None:
     parts = module.split(".")
     if module in LAYERS:
         return module
-    if parts[0] == "analyzers":
-        return "analyzers"
     if parts[0] != "perfsuite":
         return None
     unit = ".".join(parts[:2])
@@ -120,14 +120,14 @@ def _unit(module: str) -> str | None:
 
 def package_of(module: str) -> str | None:
     """The package a module belongs to, for the cycle rule: `perfsuite.X` (a package, or a
-    top-level module such as `perfsuite.fmt`) and `analyzers.X` (a concept folder such as
-    `analyzers.roofline`), whole with their subpackages; capture's packages are one, as in
-    `LAYERS`. None outside the project."""
+    top-level module such as `perfsuite.fmt`) and `perfsuite.analyzers.X` (a concept folder
+    such as `perfsuite.analyzers.roofline`), whole with their subpackages; capture's packages are
+    one, as in `LAYERS`. None outside the project."""
     unit = _unit(module)
     if unit is None or unit == "capture":
         return unit
-    if unit == "analyzers":
-        return ".".join(module.split(".")[:2])
+    if unit == "perfsuite.analyzers":
+        return ".".join(module.split(".")[:3])
     return unit
 
 
@@ -333,11 +333,11 @@ def test_every_allowed_lazy_import_is_used():
 def test_analysis_never_imports_a_framework_capture_or_presentation():
     bad = []
     for module, path, target, line, _ in _all_imports(MODULES):
-        if not module.startswith("analyzers"):
+        if not module.startswith("perfsuite.analyzers"):
             continue
         dst = _unit(target)
         if target.split(".")[0] in FRAMEWORKS or (
-            dst is not None and LAYERS[dst] >= 5 and dst != "analyzers"
+            dst is not None and LAYERS[dst] >= 5 and dst != "perfsuite.analyzers"
         ):
             bad.append(f"{path.relative_to(ROOT)}:{line}: {target}")
     assert not bad, bad
@@ -367,9 +367,12 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
 
 
 def test_a_planted_layer_violation_fails(tmp_path):
-    modules = _plant(tmp_path, {"analyzers.planted": "from perfsuite.runner import loop\n"})
+    modules = _plant(
+        tmp_path, {"perfsuite.analyzers.planted": "from perfsuite.runner import loop\n"}
+    )
     assert [v for v in violations(modules) if "planted" in v] == [
-        "planted.py:1: analyzers (layer 5) imports perfsuite.runner.loop: capture (layer 5)"
+        "planted.py:1: perfsuite.analyzers (layer 5) imports perfsuite.runner.loop: "
+        "capture (layer 5)"
     ]
 
 
@@ -388,7 +391,7 @@ def test_a_planted_function_level_import_fails(tmp_path):
     modules = _plant(
         tmp_path,
         {
-            "analyzers.planted": (
+            "perfsuite.analyzers.planted": (
                 "def f():\n    from perfsuite import fmt\n\n\n"
                 "def g():\n    from perfsuite.report import figures\n"
             )
@@ -396,5 +399,31 @@ def test_a_planted_function_level_import_fails(tmp_path):
     )
     # fmt needs nothing heavy: flagged; the report's figures need plotly: allowed
     assert [f for f in lazy_imports(modules) if "planted" in f] == [
-        "planted.py:2: analyzers.planted imports perfsuite.fmt in a function"
+        "planted.py:2: perfsuite.analyzers.planted imports perfsuite.fmt in a function"
     ]
+
+
+def test_nothing_imports_a_top_level_analyzers():
+    """The source tree's `analyzers/` is installed as `perfsuite.analyzers` (setup.py): an
+    `import analyzers...` would work from a checkout and fail once installed."""
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for _module, path, target, line, _ in _all_imports(MODULES)
+        if target.split(".")[0] == "analyzers"
+    ]
+    tests = [*ROOT.glob("tests/**/*.py"), *ROOT.glob("bench/*.py"), *ROOT.glob("examples/*.py")]
+    for path in tests:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            bad += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {n}"
+                for n in names
+                if n.split(".")[0] == "analyzers"
+            ]
+    assert not bad, bad

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.runs.leaderboard import leaderboard
 from perfsuite.cli import main
 from perfsuite.mllog import MLLogWriter
 from perfsuite.record import load_record, load_records, new_record, quantity, write_record

@@ -8,8 +8,8 @@ import html
 
 import pytest
 
-from analyzers.roofline.machine_speed import window_speeds
-from analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.machine_speed import window_speeds
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.ceilings.probe import check_section, probe_plan, run_probe
 from perfsuite.record import quantity
 from perfsuite.record.io import validate_record

@@ -1,11 +1,11 @@
-"""analyzers.roofline.measured: counted vs measured FLOP and bytes per op class, on the real
-H100 window."""
+"""perfsuite.analyzers.roofline.measured: counted vs measured FLOP and bytes per op class, on the
+real H100 window."""
 
 from __future__ import annotations
 
 import pytest
 
-from analyzers.roofline.measured import MAPPING, compare_counted_measured
+from perfsuite.analyzers.roofline.measured import MAPPING, compare_counted_measured
 from tests.conftest import shared_path
 
 
@@ -70,7 +70,7 @@ def test_by_op_attributes_kernels_to_the_outermost_counted_op_range():
     is the latter, and so is the bias add_ it runs inside (add_ is counted where called on its
     own); a kernel in no counted op's range lands in one UNATTRIBUTED row; captures without op
     ranges give no per-op table at all (the class table stays)."""
-    from analyzers.roofline.measured import OP_MAPPING, UNATTRIBUTED, has_op_ranges
+    from perfsuite.analyzers.roofline.measured import OP_MAPPING, UNATTRIBUTED, has_op_ranges
 
     steps = "perfsuite.steps"
     conv = [steps, "aten::conv2d", "aten::convolution", "aten::_convolution",
@@ -155,7 +155,7 @@ def test_real_capture_with_op_ranges_reads_per_op(tmp_path):
     # forward convolutions are a third of the convolution work: counted vs measured within 2%
     assert fwd.flops_ratio == pytest.approx(1.0, abs=0.02)
     # the hierarchical roofline groups those kernels under the same counted op
-    from analyzers.roofline.levels import _kernel_points
+    from perfsuite.analyzers.roofline.levels import _kernel_points
 
     names = {p.name for p in _kernel_points(sec, 3e12, None, 4e14, None, {"aten::convolution"})}
     assert "aten::convolution" in names and "aten::cudnn_convolution" not in names
@@ -210,7 +210,7 @@ def test_partial_sums_are_lower_bounds_never_totals():
 def test_a_precision_the_chip_lacks_is_not_unmeasured():
     """An A100 has no fp8 Tensor Cores: its captures are not lower bounds for want of fp8
     counters; sections written before `tensor_unmeasured` are read from their null totals."""
-    from analyzers.roofline.measured import unmeasured_precisions
+    from perfsuite.analyzers.roofline.measured import unmeasured_precisions
     from perfsuite.devices.counter_metrics import chip_tensor_precisions
 
     assert chip_tensor_precisions("8.0") == ("fp16", "bf16", "tf32", "fp64")
@@ -248,7 +248,7 @@ def test_counted_work_that_measures_as_none_is_explained():
     """Max pooling's comparisons are counted FLOP, which the FP add/mul/FMA counters never see
     (the H100 cifar10 run: 120 MFLOP counted per step, 0 measured); a measured 0 where
     nothing was counted needs no word."""
-    from analyzers.roofline.measured import table_notes
+    from perfsuite.analyzers.roofline.measured import table_notes
 
     rec = {
         "work": {"per_op": [
@@ -275,7 +275,7 @@ def test_the_h100_cifar10_window_reads_per_op():
     import json
     from pathlib import Path
 
-    from analyzers.roofline.measured import table_notes
+    from perfsuite.analyzers.roofline.measured import table_notes
     from perfsuite.counters import load_counters
 
     here = Path(__file__).parent / "fixtures" / "ncu"

@@ -294,7 +294,7 @@ def test_load_text_names_old_and_unknown_loads():
 
 def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
     """A `perfsuite peaks --json` file measured with 2 threads, given to a 1-thread run."""
-    from analyzers.roofline.roofline import roofline
+    from perfsuite.analyzers.roofline.roofline import roofline
     from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
     from tests.helpers import cpu_record
 
@@ -407,7 +407,7 @@ def test_a_track_record_gets_roofs_as_a_run_does(env, tmp_path):
 
 
 def test_the_machine_check_of_a_conv_roof_is_judged_against_it():
-    from analyzers.roofline.machine_speed import window_speeds
+    from perfsuite.analyzers.roofline.machine_speed import window_speeds
     from perfsuite.ceilings.probe import check_section
 
     plan = {"conv": {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from analyzers.runs.stability import stability
+from perfsuite.analyzers.runs.stability import stability
 from perfsuite.cli import main
 from perfsuite.devices.maths import record_device
 from perfsuite.record import RecordError, load_record, quantity, validate_record, write_record

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.results.cost import cost_of
-from analyzers.results.inference import OLDER_RULE, inference_view
-from analyzers.runs.leaderboard import leaderboard
-from analyzers.runs.stability import stability
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.results.inference import OLDER_RULE, inference_view
+from perfsuite.analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.runs.stability import stability
 from perfsuite.record import (
     SCHEMA_VERSION,
     RecordError,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.results.cost import cost_of
-from analyzers.results.record_view import crossing, reached_time
-from analyzers.runs.leaderboard import leaderboard
-from analyzers.runs.stability import run_crossing, stability
-from analyzers.runs.thresholds import analyze_thresholds
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.results.record_view import crossing, reached_time
+from perfsuite.analyzers.runs.leaderboard import leaderboard
+from perfsuite.analyzers.runs.stability import run_crossing, stability
+from perfsuite.analyzers.runs.thresholds import analyze_thresholds
 from tests.conftest import settle
 
 LOWER_CURVE = [(1, 10.0, 0.30), (2, 20.0, 0.12), (3, 30.0, 0.05)]

@@ -117,7 +117,7 @@ def test_roofline_cli_errors(tmp_path, make_record, capsys):
 
 
 def test_throughput_missing_step_time_falls_back_to_timeline(make_record):
-    from analyzers.roofline.roofline import roofline
+    from perfsuite.analyzers.roofline.roofline import roofline
 
     rec = build_record(make_record)
     rec["throughput"] = {"samples_per_s": quantity(10.0, "1/s", "measured")}
@@ -169,7 +169,7 @@ def _doc(path: str) -> str:
 
 
 def test_docs_name_the_roofline_fields_and_columns_the_code_prints():
-    from analyzers.roofline.roofline import EXPLAIN
+    from perfsuite.analyzers.roofline.roofline import EXPLAIN
     from perfsuite.views.roofline_rows import OP_HEADERS
 
     doc = _doc("docs/roofline.md")

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from analyzers.runs.stability import epoch_times, group_records, stability
 from perfsuite import stats
+from perfsuite.analyzers.runs.stability import epoch_times, group_records, stability
 from perfsuite.cli import main
 from perfsuite.record import write_record
 from perfsuite.record.tta import crossing_dict, first_crossing
@@ -225,7 +225,11 @@ def _lower_record(make_record, run_id, curve, threshold=2.7):
 
 
 def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, capsys):
-    from analyzers.runs.stability import is_inference_only, threshold_problem, training_records
+    from perfsuite.analyzers.runs.stability import (
+        is_inference_only,
+        threshold_problem,
+        training_records,
+    )
 
     recs = [
         _lower_record(make_record, "p1", [(1, 10.0, 3.5), (2, 20.0, 2.6)]),

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from analyzers.runs.stability import group_records, stability
+from perfsuite.analyzers.runs.stability import group_records, stability
 from perfsuite.cli import main
 from perfsuite.record import write_record
 from perfsuite.record.tta import crossing_dict, first_crossing

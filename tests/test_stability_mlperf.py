@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from analyzers.runs.stability import olympic_rule, stability
+from perfsuite.analyzers.runs.stability import olympic_rule, stability
 from perfsuite.cli import main
 from perfsuite.importers.mlperf import discover, load_result
 from perfsuite.importers.mlperf_score import score_folders

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.runs.study import analyze_study, run_point
+from perfsuite.analyzers.runs.study import analyze_study, run_point
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from tests.helpers import perfsuite_process
 
 torch = pytest.importorskip("torch")
 
-from analyzers.runs.study import analyze_study  # noqa: E402
+from perfsuite.analyzers.runs.study import analyze_study  # noqa: E402
 from perfsuite.record import load_record, write_record  # noqa: E402
 from perfsuite.runner import RunOptions  # noqa: E402
 from perfsuite.runner.executor import Job, LocalExecutor  # noqa: E402

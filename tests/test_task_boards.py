@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.results.cost import cost_of
-from analyzers.runs.leaderboard import leaderboard
 from perfsuite import fmt
+from perfsuite.analyzers.results.cost import cost_of
+from perfsuite.analyzers.runs.leaderboard import leaderboard
 from perfsuite.cli import main
 from perfsuite.importers.dawnbench import load_entry
 from perfsuite.importers.dawnbench_detect import TASKS

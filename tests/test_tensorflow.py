@@ -229,7 +229,7 @@ def _space():
 
 
 def test_xspace_conversion_of_a_hand_made_message(tmp_path):
-    from analyzers.timeline import analyze_file
+    from perfsuite.analyzers.timeline import analyze_file
     from perfsuite.runner.tf_profile import write_trace
     from perfsuite.runner.xplane import op_rows, read_xspace, to_chrome_trace
 
@@ -302,7 +302,7 @@ def test_unreadable_xspace_is_one_line(tmp_path):
 @pytest.mark.slow
 def test_tensorflow_digits_end_to_end_through_the_cli(tmp_path, capsys):
     _tf()
-    from analyzers.timeline import analyze_file
+    from perfsuite.analyzers.timeline import analyze_file
     from perfsuite.cli import main
     from perfsuite.record import load_record
 

@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from analyzers.runs.thresholds import Placing, Ranking, _rank, analyze_thresholds, find_swaps
+from perfsuite.analyzers.runs.thresholds import (
+    Placing,
+    Ranking,
+    _rank,
+    analyze_thresholds,
+    find_swaps,
+)
 from perfsuite.cli import main
 from perfsuite.record import write_record
 
@@ -110,7 +116,7 @@ def test_inference_only_records_skipped_and_missing_metric_noted(make_record):
 
 
 def test_lower_is_better_records_use_their_direction(tmp_path, make_record):
-    from analyzers.runs.stability import run_crossing
+    from perfsuite.analyzers.runs.stability import run_crossing
 
     rec = make_record(
         [(1, 10.0, 0.30), (2, 20.0, 0.08), (3, 30.0, 0.05)],

@@ -139,7 +139,7 @@ def test_docs_list_the_json_fields_the_code_writes():
     from dataclasses import fields
     from pathlib import Path
 
-    from analyzers.timeline import IdleBreakdown, OpStat, RankRow
+    from perfsuite.analyzers.timeline import IdleBreakdown, OpStat, RankRow
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "timeline.md").read_text("utf-8")
     section = " ".join(doc[doc.index("## JSON (`--json`)") : doc.index("## Cross-check")].split())

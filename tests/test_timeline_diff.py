@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.timeline import iter_events
-from analyzers.timeline.diff import diff_paths
+from perfsuite.analyzers.timeline import iter_events
+from perfsuite.analyzers.timeline.diff import diff_paths
 from perfsuite.cli import main
 from perfsuite.record import write_record
 from tests.conftest import shared_path
@@ -202,8 +202,8 @@ def test_docs_list_the_json_fields_the_code_writes():
     import re
     from dataclasses import fields
 
-    from analyzers.timeline.diff import DiffRow, TraceDiff
-    from analyzers.timeline.ranks import (
+    from perfsuite.analyzers.timeline.diff import DiffRow, TraceDiff
+    from perfsuite.analyzers.timeline.ranks import (
         FolderScan,
         RankExtreme,
         RankSummary,

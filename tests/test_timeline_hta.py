@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.timeline import analyze_file
+from perfsuite.analyzers.timeline import analyze_file
 from tests.conftest import shared_path
 
 pytestmark = pytest.mark.shared

@@ -1,4 +1,4 @@
-"""The memory timeline (analyzers.timeline.memory) on real traces written by torch's CPU
+"""The memory timeline (perfsuite.analyzers.timeline.memory) on real traces written by torch's CPU
 profiler with profile_memory=True, checked against an independent walk of the raw events and
 against torch's own accounts: the per-op memory of `key_averages()` (net bytes) and
 `export_memory_timeline` (allocated bytes over time, with the tensors that existed before
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import perfsuite
-from analyzers.timeline import analyze_file
+from perfsuite.analyzers.timeline import analyze_file
 
 FIXTURE = Path(__file__).parent / "fixtures" / "timeline" / "cpu_profile_memory.json.gz"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.timeline import TraceError, analyze_file
-from analyzers.timeline.ranks import RankSummary, extremes, scan_folder, stragglers
+from perfsuite.analyzers.timeline import TraceError, analyze_file
+from perfsuite.analyzers.timeline.ranks import RankSummary, extremes, scan_folder, stragglers
 from perfsuite.cli import main
 from tests.conftest import shared_path
 from tests.test_timeline_synthetic import call, kern, op, write_trace
@@ -195,8 +195,8 @@ def test_extremes_need_two_ranks_and_take_the_lowest_rank_on_a_tie():
 
 
 def test_memory_peak_prefers_the_accelerator():
-    from analyzers.timeline.model import MemoryStat
-    from analyzers.timeline.ranks import _memory_peak
+    from perfsuite.analyzers.timeline.model import MemoryStat
+    from perfsuite.analyzers.timeline.ranks import _memory_peak
 
     def stat(kind, dev, peak):
         return MemoryStat(kind, dev, 2, 1, 1, peak, peak, 0, 0, peak, 1.0, None, False, 0)
@@ -428,7 +428,7 @@ def test_folder_is_given_alone(tmp_path, capsys):
 
 
 def _row(rank: int, compute: float | None, step: float | None, comm: float | None = None):
-    from analyzers.timeline.ranks import RankSummary
+    from perfsuite.analyzers.timeline.ranks import RankSummary
 
     return RankSummary(f"r{rank}", f"r{rank}", rank, 1.0, compute, None, comm, None, None, None,
                        step_mean_s=step)  # fmt: skip

@@ -1,6 +1,6 @@
 """Trace analysis on every real trace in ../shared/data/traces.
 
-Expected values were computed independently of analyzers.timeline: a brute-force script on
+Expected values were computed independently of perfsuite.analyzers.timeline: a brute-force script on
 json.load output (endpoint sweep for unions, linear search for the enclosing cpu_op) and,
 where HTA can parse the trace, HTA itself (see test_timeline_hta.py).
 """
@@ -11,7 +11,7 @@ from functools import cache
 
 import pytest
 
-from analyzers.timeline import analyze_file
+from perfsuite.analyzers.timeline import analyze_file
 from tests.conftest import shared_path
 
 pytestmark = pytest.mark.shared

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.timeline import TraceError, analyze_file, read_trace
+from perfsuite.analyzers.timeline import TraceError, analyze_file, read_trace
 
 PID = 100
 
@@ -235,7 +235,7 @@ def test_annotations_threads_steps(analysis):
 
 def test_roofline_point_from_shapes(analysis):
     pytest.importorskip("perfsuite.flops.registry")
-    from analyzers.timeline.roofline import op_work
+    from perfsuite.analyzers.timeline.roofline import op_work
 
     if op_work("aten::mm", (((4, 8), (8, 16)), ("float", "float"), ("", ""))) is None:
         pytest.skip("op registry cannot model aten::mm yet")
@@ -334,7 +334,7 @@ def test_iter_events_bad_gzip_and_missing_file_are_trace_errors(tmp_path):
     import gzip
     import json
 
-    from analyzers.timeline import iter_events
+    from perfsuite.analyzers.timeline import iter_events
 
     events = [
         {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "ts": i, "dur": 1} for i in range(9000)

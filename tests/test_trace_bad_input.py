@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from analyzers.timeline import TraceError, analyze_trace, read_trace
-from analyzers.timeline.roofline import _concrete
+from perfsuite.analyzers.timeline import TraceError, analyze_trace, read_trace
+from perfsuite.analyzers.timeline.roofline import _concrete
 from perfsuite.counters import CountersError, load_counters
 from perfsuite.counters.ncu_csv import read_ncu_csv
 
@@ -164,7 +164,7 @@ def test_roofline_int_overflow_is_dropped_not_raised(tmp_path, monkeypatch):
     import ijson
 
     import perfsuite.traces.reader as reader
-    from analyzers.timeline.roofline import INVALID, op_work
+    from perfsuite.analyzers.timeline.roofline import INVALID, op_work
 
     big = 10**200
     shape = (((big, big), (big, big)), ("float", "float"), ("", ""))

@@ -2,8 +2,8 @@
 
 DAWNBench cost rules: training cost = time to accuracy (h) x price (USD/h); inference cost per
 10,000 items = latency (s per item, batch 1, items served one after another; the mean over the
-evaluation set by the DAWNBench rule, analyzers.results.inference) x 10,000 / 3600 x price (USD/h),
-unless the record carries its own imported cost per item. A price is never guessed: the
+evaluation set by the DAWNBench rule, perfsuite.analyzers.results.inference) x 10,000 / 3600 x price
+(USD/h), unless the record carries its own imported cost per item. A price is never guessed: the
 record's own `cost.usd_per_hour`, else the price table entry for its instance type, else
 "unknown" and no cost. A run that crashed or is unfinished without reaching its target has no
 training cost and is not DNC either (`record_view.left_out`): it says nothing about converging.
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.results.hardware_match import instance_mismatch
-from analyzers.results.inference import energy_view, inference_view
-from analyzers.results.record_view import left_out, reached_time, task_direction
+from perfsuite.analyzers.results.hardware_match import instance_mismatch
+from perfsuite.analyzers.results.inference import energy_view, inference_view
+from perfsuite.analyzers.results.record_view import left_out, reached_time, task_direction
 from perfsuite.pricing import ITEMS, inference_cost_per_10k_usd, training_cost_usd
 from perfsuite.record import qvalue
 from perfsuite.record.consistency import untrusted
@@ -55,8 +55,8 @@ class Cost:
     inference_cost_per_10k_usd: float | None
     inference_cost_provenance: str | None
     notes: list[str] = field(default_factory=list)
-    # analyzers.results.inference: the latency's rule, its percentiles, and energy (J) where
-    # measured
+    # perfsuite.analyzers.results.inference: the latency's rule, its percentiles, and energy (J)
+    # where measured
     inference_rule: str | None = None
     inference_p50_s: float | None = None
     inference_p90_s: float | None = None

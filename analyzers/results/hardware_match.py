@@ -1,7 +1,7 @@
 """Whether a record's hardware is the hardware of a price table entry: the check that keeps a
-measured time from being priced as another machine (analyzers.results.cost.find_price).
+measured time from being priced as another machine (perfsuite.analyzers.results.cost.find_price).
 
-Split from analyzers.results.cost: hardware names come as device names ("NVIDIA Tesla
+Split from perfsuite.analyzers.results.cost: hardware names come as device names ("NVIDIA Tesla
 V100-SXM2-16GB") and as free text ("8 V100 (AWS p3.16xlarge)"), and reading the accelerator's
 model and count out of both is its own job. Pure, torch-free.
 """

@@ -2,8 +2,8 @@
 
 Why: "wrong math assumed" was said of CPU convolutions at 351-410% of a roof measured while
 other jobs loaded the machine; the roof was wrong, not the math. Causes are ordered by what the
-record shows (analyzers.roofline.doubts): a measured roof the record doubts first, a wrong math
-only when a faster roof exists that would hold the point, then the FLOP/byte model and time
+record shows (perfsuite.analyzers.roofline.doubts): a measured roof the record doubts first, a wrong
+math only when a faster roof exists that would hold the point, then the FLOP/byte model and time
 attribution. Pure, torch-free.
 """
 
@@ -13,13 +13,13 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from analyzers.roofline.doubts import Suspects
+from perfsuite.analyzers.roofline.doubts import Suspects
 from perfsuite.devices.maths import SPEC_DTYPE
 from perfsuite.fmt import si
 
 if TYPE_CHECKING:
-    from analyzers.roofline.mathmode import Context
-    from analyzers.roofline.points import OpRoofline, RunRoofline
+    from perfsuite.analyzers.roofline.mathmode import Context
+    from perfsuite.analyzers.roofline.points import OpRoofline, RunRoofline
 
 
 def _wrong_math(evidence: str | None, ratio: float, peak: float | None, s: Suspects) -> str:

@@ -1,6 +1,6 @@
 """Inputs of the roofline read from a record: labeled numbers and the measured step time.
 
-Split from analyzers.roofline.roofline to keep that module small; pure, torch-free.
+Split from perfsuite.analyzers.roofline.roofline to keep that module small; pure, torch-free.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def _origin(record: Mapping[str, Any]) -> str:
 
 def _step_time(record: Mapping[str, Any]) -> Labeled:
     # The whole run is judged on the run's typical step (median epoch); per-op rows are
-    # reconciled to the step of the epoch the window was taken in (analyzers.roofline.reconcile).
+    # reconciled to the step of the epoch the window was taken in
+    # (perfsuite.analyzers.roofline.reconcile).
     for section, key in (("throughput", "step_time"), ("timeline", "measured_step_time")):
         step = _labeled(_q(record.get(section), key), "s", "measured")
         if step.value is not None:

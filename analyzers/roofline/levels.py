@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.mathmode import Context, from_counters, from_kernels
-from analyzers.roofline.measured import counted_ops, op_of
-from analyzers.roofline.points import OpRoofline, Placement, place
+from perfsuite.analyzers.roofline.mathmode import Context, from_counters, from_kernels
+from perfsuite.analyzers.roofline.measured import counted_ops, op_of
+from perfsuite.analyzers.roofline.points import OpRoofline, Placement, place
 from perfsuite.fmt import short_kernel_name
 
 

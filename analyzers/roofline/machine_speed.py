@@ -114,7 +114,7 @@ def check_line(speeds: list[WindowSpeed]) -> str:
 
 
 def roof_too_low(speeds: list[WindowSpeed], roof: str) -> str:
-    """Evidence for analyzers.roofline.doubts: '' unless the check beat the `roof`."""
+    """Evidence for perfsuite.analyzers.roofline.doubts: '' unless the check beat the `roof`."""
     for s in speeds:
         if s.roof == roof and s.ratio > FAST:
             return f"its own benchmark ran at {s.ratio:.0%} of it next to the window"

@@ -18,10 +18,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.doubts import Suspects, is_cpu_record, roof_notes, run_threads, suspects
-from analyzers.roofline.machine_speed import WindowSpeed, roof_too_low, speed_notes, window_speeds
-from analyzers.timeline.device import US, DeviceArrays
-from analyzers.timeline.hostmap import build_host_map
+from perfsuite.analyzers.roofline.doubts import (
+    Suspects,
+    is_cpu_record,
+    roof_notes,
+    run_threads,
+    suspects,
+)
+from perfsuite.analyzers.roofline.machine_speed import (
+    WindowSpeed,
+    roof_too_low,
+    speed_notes,
+    window_speeds,
+)
+from perfsuite.analyzers.timeline.device import US, DeviceArrays
+from perfsuite.analyzers.timeline.hostmap import build_host_map
 from perfsuite.devices.kernels import kernel_math
 from perfsuite.devices.maths import (
     MATHS,

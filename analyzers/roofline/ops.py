@@ -1,7 +1,8 @@
 """The roofline's per-op rows: work.per_op joined with timeline.ops, each op's own time, and
 which unmodeled rows are wrappers.
 
-Split from analyzers.roofline.roofline to keep that module small. A wrapper row is one with no FLOP
+Split from perfsuite.analyzers.roofline.roofline to keep that module small. A wrapper row is one
+with no FLOP
 model and no time of its own: `timeline.ops` keeps, per op, its self time ("kernels launched
 by this op itself", perfsuite.runner.profile_window; on the host, duration minus its
 children) next to its inclusive time ("also by its children"), and a wrapper's self time is
@@ -14,12 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.roofline.flags import counter_evidence
-from analyzers.roofline.inputs import _q
-from analyzers.roofline.mathmode import Context, context, guess_family, work_by_op
-from analyzers.roofline.measured import compare_counted_measured
-from analyzers.roofline.points import OpRoofline, _div, place
-from analyzers.roofline.reconcile import Reconciled, own_times, profiled_times, reconcile_record
+from perfsuite.analyzers.roofline.flags import counter_evidence
+from perfsuite.analyzers.roofline.inputs import _q
+from perfsuite.analyzers.roofline.mathmode import Context, context, guess_family, work_by_op
+from perfsuite.analyzers.roofline.measured import compare_counted_measured
+from perfsuite.analyzers.roofline.points import OpRoofline, _div, place
+from perfsuite.analyzers.roofline.reconcile import (
+    Reconciled,
+    own_times,
+    profiled_times,
+    reconcile_record,
+)
 from perfsuite.devices.maths import MATRIX_FAMILIES
 
 

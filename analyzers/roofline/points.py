@@ -8,13 +8,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.doubts import Suspects
-from analyzers.roofline.flags import (
+from perfsuite.analyzers.roofline.doubts import Suspects
+from perfsuite.analyzers.roofline.flags import (
     flag_cause,
     run_flag,
 )
-from analyzers.roofline.inputs import Labeled, RooflineInputError, _labeled, _origin, _q, _step_time
-from analyzers.roofline.mathmode import Context, context, work_by_op
+from perfsuite.analyzers.roofline.inputs import (
+    Labeled,
+    RooflineInputError,
+    _labeled,
+    _origin,
+    _q,
+    _step_time,
+)
+from perfsuite.analyzers.roofline.mathmode import Context, context, work_by_op
 from perfsuite.devices.maths import DTYPE_MATH
 from perfsuite.devices.specs import normalize_dtype
 
@@ -71,7 +78,8 @@ class RunRoofline:
     # math -> counted FLOPs of ops whose math has no roof: the blend would leave them out
     unroofed_flops: dict[str, float] = field(default_factory=dict)
     # roof ("memory" or a math) -> ops flagged above it; field (frac_of_roof, frac_of_peak)
-    # -> those roofs it uses: a fraction shown, but in doubt (analyzers.roofline.flags.run_doubts)
+    # -> those roofs it uses: a fraction shown, but in doubt
+    # (perfsuite.analyzers.roofline.flags.run_doubts)
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
     doubts: dict[str, list[str]] = field(default_factory=dict)
 
@@ -90,7 +98,7 @@ class OpRoofline:
     lost_time_s: float | None  # time_s x (1 - frac_of_roof), >= 0; None when flagged
     step_cv: float | None = None  # the op's per-step time, stdev/mean over the window's steps
     own_time_s: float | None = None  # the part of time_s not in its children (self time)
-    wrapper: bool = False  # no FLOP model and no time of its own (analyzers.roofline.ops)
+    wrapper: bool = False  # no FLOP model and no time of its own (perfsuite.analyzers.roofline.ops)
     lost_time_why: str | None = None  # why lost_time_s is None (no roof, no time, flagged...)
 
 

@@ -8,8 +8,8 @@ ridge point (peak / bandwidth). The fraction of the roof is achieved FLOP/s over
 roof when compute-bound, achieved byte/s over the bandwidth when memory-bound (the same
 number as achieved / attainable, and still defined for ops with zero FLOPs).
 
-Each op is judged against the roof of the math it ran in (analyzers.roofline.mathmode: TF32
-convolutions against the TF32 Tensor-Core peak, elementwise ops against bandwidth); the whole
+Each op is judged against the roof of the math it ran in (perfsuite.analyzers.roofline.mathmode:
+TF32 convolutions against the TF32 Tensor-Core peak, elementwise ops against bandwidth); the whole
 run against the time its ops would take at their roofs. A point above its roof is flagged, never
 reported as a fraction: the model or a ceiling is wrong there, not the hardware.
 """
@@ -20,17 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.flags import (
+from perfsuite.analyzers.roofline.flags import (
     missing_roofs_note,
     run_doubts,
     unroofed_note,
 )
-from analyzers.roofline.levels import Hierarchical, hierarchical
-from analyzers.roofline.machine_speed import WindowSpeed
-from analyzers.roofline.mathmode import context
-from analyzers.roofline.ops import op_rooflines
-from analyzers.roofline.points import OpRoofline, RunRoofline, run_roofline
-from analyzers.roofline.reconcile import Reconciled
+from perfsuite.analyzers.roofline.levels import Hierarchical, hierarchical
+from perfsuite.analyzers.roofline.machine_speed import WindowSpeed
+from perfsuite.analyzers.roofline.mathmode import context
+from perfsuite.analyzers.roofline.ops import op_rooflines
+from perfsuite.analyzers.roofline.points import OpRoofline, RunRoofline, run_roofline
+from perfsuite.analyzers.roofline.reconcile import Reconciled
 
 # One line per field of the whole-run block; the CLI and report show these verbatim.
 EXPLAIN = {

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.mathmode import Context, context
-from analyzers.roofline.ops import op_rooflines
-from analyzers.roofline.points import _div, run_roofline
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.mathmode import Context, context
+from perfsuite.analyzers.roofline.ops import op_rooflines
+from perfsuite.analyzers.roofline.points import _div, run_roofline
 from perfsuite.devices.maths import DTYPE_MATH
 from perfsuite.devices.roofs import merge_roofs, spec_roofs
 from perfsuite.devices.specs import normalize_dtype

@@ -2,12 +2,12 @@
 report show.
 
 Each item is one run or a group of repeats; the first item is the baseline. Per run: the
-framework, time to accuracy (`analyzers.results.record_view.crossing`), time per epoch
-(`analyzers.runs.stability.epoch_times`), the measured step time, FLOPs per step, achieved FLOP/s
-and the roofline position (`analyzers.roofline.roofline`). Per item: the means over its runs and the
+framework, time to accuracy (`perfsuite.analyzers.results.record_view.crossing`), time per epoch
+(`perfsuite.analyzers.runs.stability.epoch_times`), the measured step time, FLOPs per step, achieved FLOP/s
+and the roofline position (`perfsuite.analyzers.roofline.roofline`). Per item: the means over its runs and the
 ratio to the baseline. Per pair (item, baseline): the FLOP agreement and the op time deltas
-(`analyzers.runs.compare_work`), and for two groups the statistical verdict on time to accuracy
-and time per epoch (`analyzers.runs.verdict`), withheld ("no verdict") where the two groups' values
+(`perfsuite.analyzers.runs.compare_work`), and for two groups the statistical verdict on time to accuracy
+and time per epoch (`perfsuite.analyzers.runs.verdict`), withheld ("no verdict") where the two groups' values
 measure different work (other targets, workloads or epoch sizes), so that a CI gate never
 fails on a difference in the work. Framework-agnostic: it reads only the record.
 Pure: records in, dataclasses out; rules in docs/compare.md.
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from analyzers.runs.compare_work import (
+from perfsuite.analyzers.runs.compare_work import (
     DEFAULT_FLOP_TOLERANCE,
     FlopCheck,
     OpDeltas,
@@ -29,7 +29,7 @@ from analyzers.runs.compare_work import (
     spread_within,
     workload_of,
 )
-from analyzers.results.record_view import (
+from perfsuite.analyzers.results.record_view import (
     batch_size_of,
     crossing,
     faults_per_step,
@@ -38,11 +38,11 @@ from analyzers.results.record_view import (
     trusted_outcome,
     unfinished,
 )
-from analyzers.roofline.flags import roof_name
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.roofline import roofline
-from analyzers.runs.stability import epoch_times
-from analyzers.runs.verdict import (
+from perfsuite.analyzers.roofline.flags import roof_name
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.runs.stability import epoch_times
+from perfsuite.analyzers.runs.verdict import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
     FASTER,
@@ -164,7 +164,7 @@ class Comparison:
 
 
 def run_values(item: str, record: Mapping[str, Any]) -> RunValues:
-    """The numbers of one run (roofline position from `analyzers.roofline.roofline`)."""
+    """The numbers of one run (roofline position from `perfsuite.analyzers.roofline.roofline`)."""
     c = crossing(record)
     # an inconsistent record (claims its evaluations do not bear out) is left out like a crash
     status, reached, time_s, _ = trusted_outcome(record, c.reached, c.time_s)

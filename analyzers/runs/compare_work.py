@@ -6,7 +6,7 @@ framework or the machine, so two runs of the same workload at the same batch siz
 when they do not, a counter or a formula is wrong somewhere (or the networks are not the same),
 and the per-op differences show where. Op names differ between frameworks (aten::convolution vs
 Conv2D), so differences are also summed per op family and phase, which both counters share.
-Op times are the reconciled per-step times of `analyzers.roofline.reconcile` (they add up to the
+Op times are the reconciled per-step times of `perfsuite.analyzers.roofline.reconcile` (they add up to the
 measured step). Pure functions on record dicts.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.roofline.reconcile import OTHER, reconcile_timeline
-from analyzers.results.record_view import batch_size_of
+from perfsuite.analyzers.roofline.reconcile import OTHER, reconcile_timeline
+from perfsuite.analyzers.results.record_view import batch_size_of
 from perfsuite import stats
 from perfsuite.record import qvalue
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.results.record_view import (
+from perfsuite.analyzers.results.record_view import (
     FINISHED,
     INCONSISTENT,
     batch_size_of,
@@ -23,7 +23,7 @@ from analyzers.results.record_view import (
     trusted_outcome,
     unfinished,
 )
-from analyzers.results.record_view import framework as record_framework
+from perfsuite.analyzers.results.record_view import framework as record_framework
 from perfsuite import stats
 from perfsuite.record.tta import Crossing, planned_epochs
 
@@ -37,7 +37,7 @@ MIN_RUNS_FOR_CI = 5
 def run_crossing(
     record: dict[str, Any], metric: str | None = None, threshold: float | None = None
 ) -> Crossing:
-    """Where one run reaches its threshold: `analyzers.results.record_view.crossing` (the record's own
+    """Where one run reaches its threshold: `perfsuite.analyzers.results.record_view.crossing` (the record's own
     time to accuracy, or the curve recomputed in the task's direction with overrides)."""
     return crossing(record, metric, threshold)
 

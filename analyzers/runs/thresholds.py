@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.runs.compare_work import workload_of
-from analyzers.runs.stability import (
+from perfsuite.analyzers.runs.compare_work import workload_of
+from perfsuite.analyzers.runs.stability import (
     group_records,
     task_direction,
     threshold_problem,

@@ -1,7 +1,7 @@
 """Is a group of repeated runs faster, slower, or not distinguishable from a baseline group?
 
 Why two tests: a CI pipeline must fail on a real regression and not on noise. The rank test
-(Mann-Whitney U, `analyzers.runs.ranktest`) decides whether the two groups differ at all, without
+(Mann-Whitney U, `perfsuite.analyzers.runs.ranktest`) decides whether the two groups differ at all, without
 assuming a distribution and with runs that never reached the target ranked slowest; the
 bootstrap interval of the ratio of means (`perfsuite.stats.bootstrap_ratio_ci`) says by how
 much. A difference is called only when both agree, and when its size reaches `min_effect`.
@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analyzers.runs.ranktest import RankTest, mann_whitney
+from perfsuite.analyzers.runs.ranktest import RankTest, mann_whitney
 from perfsuite import stats
 
 FASTER = "faster"

@@ -5,8 +5,8 @@ launch statistics, queue length per stream and the allocator's memory timeline.
 Torch-free: a trace from any machine (CUDA, ROCm, CPU-only) can be analyzed anywhere.
 """
 
-from analyzers.timeline.analysis import analyze_file, analyze_trace, rank_table
-from analyzers.timeline.model import (
+from perfsuite.analyzers.timeline.analysis import analyze_file, analyze_trace, rank_table
+from perfsuite.analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
     IdleBreakdown,

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from analyzers.timeline.categories import CATEGORIES, is_comm_range, is_step_annotation
-from analyzers.timeline.device import US, DeviceArrays, combine, device_timelines
-from analyzers.timeline.hostmap import HostMap, build_host_map
-from analyzers.timeline.launch import launch_pairs, launch_stats
-from analyzers.timeline.memory import memory_stats
-from analyzers.timeline.model import (
+from perfsuite.analyzers.timeline.categories import CATEGORIES, is_comm_range, is_step_annotation
+from perfsuite.analyzers.timeline.device import US, DeviceArrays, combine, device_timelines
+from perfsuite.analyzers.timeline.hostmap import HostMap, build_host_map
+from perfsuite.analyzers.timeline.launch import launch_pairs, launch_stats
+from perfsuite.analyzers.timeline.memory import memory_stats
+from perfsuite.analyzers.timeline.model import (
     KernelStat,
     LaunchStats,
     MemoryStat,
@@ -25,8 +25,8 @@ from analyzers.timeline.model import (
     ThreadStat,
     TimelineAnalysis,
 )
-from analyzers.timeline.queues import queue_series, queue_stats
-from analyzers.timeline.roofline import roofline_points
+from perfsuite.analyzers.timeline.queues import queue_series, queue_stats
+from perfsuite.analyzers.timeline.roofline import roofline_points
 from perfsuite.fmt import si
 from perfsuite.traces.reader import TraceData, TraceError, read_trace
 

@@ -13,16 +13,16 @@ from collections import defaultdict
 
 import numpy as np
 
-from analyzers.timeline.categories import (
+from perfsuite.analyzers.timeline.categories import (
     CATEGORIES,
     COMMUNICATION,
     COMPUTE,
     device_category,
     is_sync_call,
 )
-from analyzers.timeline.hostmap import HostMap, calls_for
-from analyzers.timeline.intervals import CoverIndex, merge, union_length
-from analyzers.timeline.model import (
+from perfsuite.analyzers.timeline.hostmap import HostMap, calls_for
+from perfsuite.analyzers.timeline.intervals import CoverIndex, merge, union_length
+from perfsuite.analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
     IdleBreakdown,

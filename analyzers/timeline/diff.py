@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzers.timeline.analysis import analyze_trace
-from analyzers.timeline.ranks import OpTotals, scan_files, trace_files
+from perfsuite.analyzers.timeline.analysis import analyze_trace
+from perfsuite.analyzers.timeline.ranks import OpTotals, scan_files, trace_files
 from perfsuite.traces.reader import read_trace
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"

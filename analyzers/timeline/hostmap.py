@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.timeline.categories import is_step_annotation
+from perfsuite.analyzers.timeline.categories import is_step_annotation
 from perfsuite.traces.reader import TraceData
 
 

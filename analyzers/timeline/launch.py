@@ -30,9 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
-from analyzers.timeline.device import US, DeviceArrays
-from analyzers.timeline.model import Distribution, KernelLaunchStat, LaunchGroup, LaunchStats
+from perfsuite.analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
+from perfsuite.analyzers.timeline.device import US, DeviceArrays
+from perfsuite.analyzers.timeline.model import (
+    Distribution,
+    KernelLaunchStat,
+    LaunchGroup,
+    LaunchStats,
+)
 from perfsuite.traces.reader import TraceData
 
 RUNTIME_CUTOFF_US = 50.0  # HTA's default runtime_cutoff

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.timeline.device import US
-from analyzers.timeline.hostmap import HostMap
-from analyzers.timeline.model import MemoryStat, PeakHolder
+from perfsuite.analyzers.timeline.device import US
+from perfsuite.analyzers.timeline.hostmap import HostMap
+from perfsuite.analyzers.timeline.model import MemoryStat, PeakHolder
 from perfsuite.traces.reader import TraceData
 
 # c10::DeviceType codes as the profiler writes them in `Device Type`.

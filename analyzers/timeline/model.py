@@ -163,8 +163,8 @@ class ProfilerRanges:
     top: list[KernelStat]
 
 
-# Launch statistics, queue length and memory timeline: definitions in analyzers.timeline.launch,
-# .queues and .memory.
+# Launch statistics, queue length and memory timeline: definitions in
+# perfsuite.analyzers.timeline.launch, .queues and .memory.
 
 
 @dataclass
@@ -233,7 +233,7 @@ class LaunchStats:
 
 @dataclass
 class QueueStat:
-    """Queue length of one stream (analyzers.timeline.queues)."""
+    """Queue length of one stream (perfsuite.analyzers.timeline.queues)."""
 
     device: int
     stream: int
@@ -255,7 +255,7 @@ class PeakHolder:
 
 @dataclass
 class MemoryStat:
-    """Memory timeline summary of one device (analyzers.timeline.memory); bytes."""
+    """Memory timeline summary of one device (perfsuite.analyzers.timeline.memory); bytes."""
 
     device_type: str
     device: int

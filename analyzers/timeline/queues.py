@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analyzers.timeline.device import US
-from analyzers.timeline.launch import LaunchPairs
-from analyzers.timeline.model import QueueStat
+from perfsuite.analyzers.timeline.device import US
+from perfsuite.analyzers.timeline.launch import LaunchPairs
+from perfsuite.analyzers.timeline.model import QueueStat
 
 
 @dataclass

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzers.timeline.analysis import analyze_trace, rank_table
-from analyzers.timeline.categories import COMMUNICATION
-from analyzers.timeline.model import MemoryStat, RankRow, TimelineAnalysis
+from perfsuite.analyzers.timeline.analysis import analyze_trace, rank_table
+from perfsuite.analyzers.timeline.categories import COMMUNICATION
+from perfsuite.analyzers.timeline.model import MemoryStat, RankRow, TimelineAnalysis
 from perfsuite.traces.reader import TraceData, TraceError, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -46,8 +46,8 @@ class RankSummary(RankRow):
     compute_comm_overlap_s: float | None = None
     steps: int = 0
     step_mean_s: float | None = None
-    # Launch statistics (analyzers.timeline.launch; None without a launch joined to a device
-    # event): launches, launch delay distribution, short kernels and their share of the
+    # Launch statistics (perfsuite.analyzers.timeline.launch; None without a launch joined to a
+    # device event): launches, launch delay distribution, short kernels and their share of the
     # launched device time, runtime (launch call) and delay outliers.
     launches: int = 0
     launch_delay_mean_s: float | None = None
@@ -59,13 +59,13 @@ class RankSummary(RankRow):
     short_share: float | None = None
     runtime_outliers: int | None = None
     delay_outliers: int | None = None
-    # The deepest stream queue (analyzers.timeline.queues): its maximum length and stream;
+    # The deepest stream queue (perfsuite.analyzers.timeline.queues): its maximum length and stream;
     # the first by (device, stream) on a tie.
     queue_max_length: int | None = None
     queue_max_device: int | None = None
     queue_max_stream: int | None = None
-    # Memory peak (analyzers.timeline.memory; None without [memory] events): allocated bytes
-    # at the peak of the accelerator with the highest one, the CPU only when no other device
+    # Memory peak (perfsuite.analyzers.timeline.memory; None without [memory] events): allocated
+    # bytes at the peak of the accelerator with the highest one, the CPU only when no other device
     # has memory events; when (seconds from the trace start) and which (`cuda:0`, `cpu`).
     memory_peak_bytes: int | None = None
     memory_peak_t_s: float | None = None

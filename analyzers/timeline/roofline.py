@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.timeline.device import US, DeviceArrays
-from analyzers.timeline.hostmap import HostMap
-from analyzers.timeline.model import RooflinePoint
+from perfsuite.analyzers.timeline.device import US, DeviceArrays
+from perfsuite.analyzers.timeline.hostmap import HostMap
+from perfsuite.analyzers.timeline.model import RooflinePoint
 from perfsuite.flops import registry
 from perfsuite.flops.call import OpCall, TensorMeta
 from perfsuite.traces.reader import TraceData

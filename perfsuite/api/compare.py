@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from analyzers.runs.compare import compare as compare_items
-from analyzers.runs.compare import items_from_records
+from perfsuite.analyzers.runs.compare import compare as compare_items
+from perfsuite.analyzers.runs.compare import items_from_records
 from perfsuite.api.group import Group
 from perfsuite.api.run import Run
 
@@ -68,7 +68,8 @@ def _items(item: Any, label: str | None) -> list[tuple[str, list[dict[str, Any]]
 
 
 def verdict(*items: Any, **options: Any) -> Any:
-    """What `perfsuite compare ITEMS --json` computes (`analyzers.runs.compare.Comparison`): the
+    """What `perfsuite compare ITEMS --json` computes
+    (`perfsuite.analyzers.runs.compare.Comparison`): the
     first item is the baseline; a group is split by group.id like the command splits a folder.
     Options: `alpha`, `min_effect`, `resamples`, `seed`, `flop_tolerance`, `top`, and
     `labels` (one name per item). `.verdicts` holds the statistical verdicts of two groups.

@@ -3,7 +3,7 @@
 Why one object for "a folder of runs": `perfsuite stability` groups whatever it is given (by
 `group.id`, else task, model, hardware and configuration), so a folder of five repeats is one
 group and a folder of two configurations is two; the tables carry a `group` column either way.
-Every number is `analyzers.runs.stability`'s, with the CLI's defaults.
+Every number is `perfsuite.analyzers.runs.stability`'s, with the CLI's defaults.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from analyzers.runs.stability import (
+from perfsuite.analyzers.runs.stability import (
     DEFAULT_MAX_CI_REL,
     DEFAULT_MAX_COV,
     GroupStability,

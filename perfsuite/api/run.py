@@ -2,8 +2,9 @@
 
 Why a class of lazy members: opening a record must stay cheap (a notebook opens dozens), so
 each analysis (roofline, utilization, the trace sidecar) runs the first time a member needs it
-and is kept. Every number comes from the record, `analyzers.roofline.roofline`,
-`analyzers.roofline.utilization`, `analyzers.results.cost` or the trace analyzer: the same calls
+and is kept. Every number comes from the record, `perfsuite.analyzers.roofline.roofline`,
+`perfsuite.analyzers.roofline.utilization`, `perfsuite.analyzers.results.cost` or the trace
+analyzer: the same calls
 the CLI's `roofline`, `cost` and `timeline` commands make. Columns and units: docs/api.md.
 """
 
@@ -16,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from analyzers.results.cost import costs
-from analyzers.results.record_view import framework
-from analyzers.roofline.flags import roof_name
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.ops import ranked_ops
-from analyzers.roofline.points import RunRoofline
-from analyzers.roofline.roofline import EXPLAIN, Roofline, roofline
-from analyzers.roofline.utilization import Utilization, utilization
+from perfsuite.analyzers.results.cost import costs
+from perfsuite.analyzers.results.record_view import framework
+from perfsuite.analyzers.roofline.flags import roof_name
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.ops import ranked_ops
+from perfsuite.analyzers.roofline.points import RunRoofline
+from perfsuite.analyzers.roofline.roofline import EXPLAIN, Roofline, roofline
+from perfsuite.analyzers.roofline.utilization import Utilization, utilization
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
 from perfsuite.devices.roofs import peaks_file_roofs
 from perfsuite.flops.mfu import mfu

@@ -1,7 +1,7 @@
 """A study folder (`study.json` + one folder of runs per configuration) as DataFrames.
 
-Every number is `analyzers.runs.study`'s, read through the same loader as `perfsuite study show`,
-so `configs` and `runs` equal that command's `--json` (the tests check it).
+Every number is `perfsuite.analyzers.runs.study`'s, read through the same loader as `perfsuite study
+show`, so `configs` and `runs` equal that command's `--json` (the tests check it).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _STATS = (
     ("mfu", "mfu", ""),
 )
 
-# Rows are analyzers.runs.study.ConfigResult.
+# Rows are perfsuite.analyzers.runs.study.ConfigResult.
 CONFIGS: Spec = [
     ("index", "index"),
     ("config", "name"),

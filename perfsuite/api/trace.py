@@ -14,12 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
-from analyzers.timeline.device import DeviceArrays
-from analyzers.timeline.hostmap import build_host_map
-from analyzers.timeline.launch import launch_flags, launch_pairs
-from analyzers.timeline.memory import memory_series
-from analyzers.timeline.queues import queue_series
+from perfsuite.analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
+from perfsuite.analyzers.timeline.device import DeviceArrays
+from perfsuite.analyzers.timeline.hostmap import build_host_map
+from perfsuite.analyzers.timeline.launch import launch_flags, launch_pairs
+from perfsuite.analyzers.timeline.memory import memory_series
+from perfsuite.analyzers.timeline.queues import queue_series
 from perfsuite.api.frames import Spec, column_frame, frame, of_child, series
 from perfsuite.record import load_record
 from perfsuite.record.sidecars import trace_path
@@ -104,7 +104,7 @@ ROOFLINE: Spec = [
 RANGES: Spec = [("name", "name"), ("count", "count"), ("total_s", "total_s")]
 
 
-# Launch statistics, queue length and memory timeline (analyzers.timeline.launch, .queues,
+# Launch statistics, queue length and memory timeline (perfsuite.analyzers.timeline.launch, .queues,
 # .memory). Per-event tables are read by column; `*_start_s` and `t_s` are seconds from the
 # trace's first event.
 def _dist_columns(prefix: str) -> Spec:

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from analyzers.timeline.diff import TraceDiff, diff_paths
-from analyzers.timeline.ranks import STRAGGLER_MARGIN, FolderScan, is_rank_folder, scan_folder
+from perfsuite.analyzers.timeline.diff import TraceDiff, diff_paths
+from perfsuite.analyzers.timeline.ranks import (
+    STRAGGLER_MARGIN,
+    FolderScan,
+    is_rank_folder,
+    scan_folder,
+)
 from perfsuite.api.frames import Spec, frame
 from perfsuite.record import load_record
 from perfsuite.record.sidecars import trace_path

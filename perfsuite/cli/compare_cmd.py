@@ -127,7 +127,7 @@ def _folder_label(path: str) -> str:
 def items(args: argparse.Namespace) -> list[tuple[str, list[dict[str, Any]]]]:
     """(label, records) per item, the baseline first, from the positional paths or the
     --group-a/--group-b lists."""
-    from analyzers.runs.compare import items_from_records
+    from perfsuite.analyzers.runs.compare import items_from_records
 
     if args.group_a or args.group_b:
         if not (args.group_a and args.group_b):
@@ -177,7 +177,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.runs.compare import compare, fewer_reached
+    from perfsuite.analyzers.runs.compare import compare, fewer_reached
     from perfsuite.views.compare_rows import render
 
     _check(args)

@@ -22,7 +22,7 @@ def add_prices_flag(p: argparse.ArgumentParser) -> None:
 
 def add_instance_type_flag(p: argparse.ArgumentParser) -> None:
     """--instance-type TYPE, shared with `perfsuite leaderboard` (same rule:
-    analyzers.results.cost)."""
+    perfsuite.analyzers.results.cost)."""
     p.add_argument(
         "--instance-type",
         metavar="TYPE",
@@ -86,7 +86,7 @@ def percentiles(c: Any) -> str:
 
 
 def render(results: list[Any]) -> str:
-    from analyzers.results.inference import OLDER_RULE
+    from perfsuite.analyzers.results.inference import OLDER_RULE
     from perfsuite.fmt import duration, si, table, usd
 
     rows = []
@@ -145,7 +145,7 @@ def render(results: list[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.results.cost import costs
+    from perfsuite.analyzers.results.cost import costs
     from perfsuite.cli.common import load_runs
 
     prices = load_price_table(args.prices)

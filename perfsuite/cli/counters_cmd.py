@@ -81,7 +81,7 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
 
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
-    from analyzers.roofline.measured import calibration_text, unmeasured_precisions
+    from perfsuite.analyzers.roofline.measured import calibration_text, unmeasured_precisions
     from perfsuite.counters.section import trains
     from perfsuite.fmt import short_kernel_name, si, table, truncate
 

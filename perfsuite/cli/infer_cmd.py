@@ -165,7 +165,7 @@ def _rebuild(record: dict[str, Any], backend: Any, data_dir: str | None) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.results.cost import cost_of
+    from perfsuite.analyzers.results.cost import cost_of
     from perfsuite.backends import parse_device
     from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
     from perfsuite.record import load_record, write_record

@@ -9,7 +9,7 @@ from perfsuite.cli.common import CLIError, add_json_flag, print_json
 
 
 def register(sub: Any) -> None:
-    from analyzers.runs.leaderboard import BY
+    from perfsuite.analyzers.runs.leaderboard import BY
     from perfsuite.cli.cost_cmd import add_instance_type_flag, add_prices_flag
 
     p = sub.add_parser(
@@ -131,7 +131,7 @@ def render(boards: list[Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.runs.leaderboard import leaderboard
+    from perfsuite.analyzers.runs.leaderboard import leaderboard
     from perfsuite.cli.common import load_runs
     from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
 

@@ -85,7 +85,8 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
 
 def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
     """One line per WRONG MACHINE note of a run (the rule and wording of `perfsuite roofline`,
-    `analyzers.roofline.mathmode.foreign_roof_notes`), naming the run: printed on stderr after
+    `perfsuite.analyzers.roofline.mathmode.foreign_roof_notes`), naming the run: printed on stderr
+    after
     "warning: ", so a user who never opens the page learns the peaks were not this machine's."""
     return [f"{r['run_id']}: {note}" for r in runs for note in r["warnings"]]
 

@@ -96,8 +96,8 @@ def _text(
     measured: Any = None,
     mfu: Any = None,
 ) -> str:
-    from analyzers.roofline.machine_speed import check_line
     from perfsuite import fmt
+    from perfsuite.analyzers.roofline.machine_speed import check_line
     from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
         OP_HEADERS,
@@ -226,9 +226,9 @@ def _text(
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.roofline.inputs import RooflineInputError
-    from analyzers.roofline.roofline import EXPLAIN, roofline
-    from analyzers.roofline.utilization import utilization
+    from perfsuite.analyzers.roofline.inputs import RooflineInputError
+    from perfsuite.analyzers.roofline.roofline import EXPLAIN, roofline
+    from perfsuite.analyzers.roofline.utilization import utilization
     from perfsuite.record import load_record
 
     top = top_rows(args.top)
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     except (RooflineInputError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
     util = utilization(rec, peaks)
-    from analyzers.roofline.measured import counted_vs_measured
+    from perfsuite.analyzers.roofline.measured import counted_vs_measured
 
     measured = counted_vs_measured(rec)
     from perfsuite.flops.mfu import mfu

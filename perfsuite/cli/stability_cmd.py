@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.runs.stability import stability, threshold_problem, training_records
+    from perfsuite.analyzers.runs.stability import stability, threshold_problem, training_records
 
     records, skipped = training_records(load_runs(args.paths))
     if skipped:

@@ -113,7 +113,7 @@ def render(res: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.runs.thresholds import analyze_thresholds
+    from perfsuite.analyzers.runs.thresholds import analyze_thresholds
     from perfsuite.cli.common import load_runs
 
     records = load_runs(args.paths)

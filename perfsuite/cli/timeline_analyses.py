@@ -1,5 +1,5 @@
 """Text sections of `perfsuite timeline` for kernel launch statistics, queue length per stream
-and the memory timeline (analyzers.timeline.launch, .queues, .memory)."""
+and the memory timeline (perfsuite.analyzers.timeline.launch, .queues, .memory)."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def resolve_trace(path: str) -> Path:
 
 
 def _analyze(path: Path, top: int, device: int | None) -> Any:
-    from analyzers.timeline import TraceError, analyze_file
+    from perfsuite.analyzers.timeline import TraceError, analyze_file
 
     bar = None
     progress = None
@@ -96,7 +96,7 @@ def run(args: Any) -> int:
         return timeline_ranks.run_diff(args)
     if not args.paths:
         raise CLIError("give a TRACE (file, run, or folder of rank traces), or --diff A B")
-    from analyzers.timeline.ranks import is_rank_folder
+    from perfsuite.analyzers.timeline.ranks import is_rank_folder
 
     if any(is_rank_folder(p) for p in args.paths):
         if len(args.paths) > 1:
@@ -111,7 +111,7 @@ def run(args: Any) -> int:
             status(f"analyzing {path}")
         results.append(_analyze(path, top, args.device))
     if args.json:
-        from analyzers.timeline import rank_table
+        from perfsuite.analyzers.timeline import rank_table
 
         print_json({"time_unit": "s", "traces": results, "ranks": rank_table(results)})
         return 0
@@ -253,7 +253,7 @@ def _analyses(a: Any) -> list[str]:
 
 def render_ranks(results: list[Any]) -> str:
     """One row per trace: spot the straggler or the rank that waits (`ranks` in --json)."""
-    from analyzers.timeline import rank_table
+    from perfsuite.analyzers.timeline import rank_table
     from perfsuite.fmt import pct, si, table, truncate
 
     rows = []

@@ -1,5 +1,5 @@
 """`perfsuite timeline DIR` (a folder of per-rank traces) and `perfsuite timeline --diff A B`:
-the argument handling, text and --json of `analyzers.timeline.ranks` / `.diff`."""
+the argument handling, text and --json of `perfsuite.analyzers.timeline.ranks` / `.diff`."""
 
 from __future__ import annotations
 
@@ -66,8 +66,8 @@ def _progress(n: int) -> Any:
 
 
 def run_folder(args: Any, folder: str) -> int:
-    from analyzers.timeline import TraceError
-    from analyzers.timeline.ranks import scan_folder, trace_files
+    from perfsuite.analyzers.timeline import TraceError
+    from perfsuite.analyzers.timeline.ranks import scan_folder, trace_files
 
     try:
         n = len(trace_files(folder))
@@ -190,7 +190,7 @@ def diff_side(path: str) -> str:
     p = Path(path)
     if not p.exists():
         raise CLIError(f"{p}: no such file or folder")
-    from analyzers.timeline.ranks import is_rank_folder
+    from perfsuite.analyzers.timeline.ranks import is_rank_folder
 
     if is_rank_folder(p):
         return path
@@ -200,8 +200,8 @@ def diff_side(path: str) -> str:
 
 
 def run_diff(args: Any) -> int:
-    from analyzers.timeline import TraceError
-    from analyzers.timeline.diff import diff_paths, side_files
+    from perfsuite.analyzers.timeline import TraceError
+    from perfsuite.analyzers.timeline.diff import diff_paths, side_files
     from perfsuite.record import RecordError
 
     try:

@@ -41,8 +41,8 @@ CUPTI_SPAN_TID = "__cupti_profiler__"
 
 
 def iter_trace_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Stream `traceEvents` of a Chrome trace through analyzers.timeline's reader (plain or
-    gzip, object or bare list, C ijson backend); its errors become one-line CountersErrors."""
+    """Stream `traceEvents` of a Chrome trace through perfsuite.analyzers.timeline's reader (plain
+    or gzip, object or bare list, C ijson backend); its errors become one-line CountersErrors."""
     try:
         yield from iter_events(path)
     except TraceError as exc:

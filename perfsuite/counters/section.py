@@ -58,7 +58,7 @@ class Launch:
 def op_from_ranges(ranges: tuple[str, ...] | list[str]) -> str | None:
     """An aten op name from `emit_nvtx`-style ranges (innermost one with '::'), else None. The
     capture's own view; analyzers attribute a kernel to the outermost op the FLOP counter
-    counted (`analyzers.roofline.measured.op_of`), which this file cannot know."""
+    counted (`perfsuite.analyzers.roofline.measured.op_of`), which this file cannot know."""
     for name in reversed(ranges):
         if "::" in name:
             return name

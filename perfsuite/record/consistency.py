@@ -5,7 +5,8 @@ The claims are recomputed by the one time-to-accuracy rule (`perfsuite.record.tt
 record's evaluations and compared with what it stores: `time_to_accuracy` (reached, time, epoch,
 evaluation index) and the `status` that follows from it. A stored claim that disagrees is a
 problem naming the field and both values; `perfsuite validate` reports it as an error and the
-analyses leave the record out of their rankings with that reason (`analyzers.results.record_view`).
+analyses leave the record out of their rankings with that reason
+(`perfsuite.analyzers.results.record_view`).
 
 Source rules: perfsuite runs and DAWNBench imports state time to accuracy as the training time
 of the first evaluation at or past the threshold. An MLPerf import states MLPerf's time to

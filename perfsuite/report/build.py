@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyzers.results.record_view import task_direction
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.machine_speed import check_line
-from analyzers.roofline.measured import counted_vs_measured
-from analyzers.roofline.roofline import Roofline, roofline
-from analyzers.roofline.utilization import Utilization, utilization
 from perfsuite import fmt
+from perfsuite.analyzers.results.record_view import task_direction
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.machine_speed import check_line
+from perfsuite.analyzers.roofline.measured import counted_vs_measured
+from perfsuite.analyzers.roofline.roofline import Roofline, roofline
+from perfsuite.analyzers.roofline.utilization import Utilization, utilization
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import environment_section

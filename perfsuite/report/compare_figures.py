@@ -1,6 +1,6 @@
 """Plotly figures of a comparison: every run's curve on one chart, coloured per item, and every
-run's roofline position on one roofline. They draw what `analyzers.runs.compare` and the record
-hold; the only arithmetic is geometry (where a roof line crosses the visible range)."""
+run's roofline position on one roofline. They draw what `perfsuite.analyzers.runs.compare` and the
+record hold; the only arithmetic is geometry (where a roof line crosses the visible range)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analyzers.runs.compare import RunValues
 from perfsuite import fmt
+from perfsuite.analyzers.runs.compare import RunValues
 from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
 from perfsuite.views.roofline_rows import of_roof_cell
 

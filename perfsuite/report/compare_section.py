@@ -4,8 +4,8 @@ Why: N stacked copies of the single-run page hide what a comparison needs. The p
 opens with it: every run's curve on one chart, the verdict when groups of
 repeats are given, the side-by-side table with ratios to the baseline, FLOP agreement and the
 roofline positions; the per-run sections follow, each folded in a <details> element. Single-run
-pages do not use this module. Numbers come from `analyzers.runs.compare`; the rows are the CLI's
-(`perfsuite.views.compare_rows`), so the page and `perfsuite compare` cannot disagree.
+pages do not use this module. Numbers come from `perfsuite.analyzers.runs.compare`; the rows are the
+CLI's (`perfsuite.views.compare_rows`), so the page and `perfsuite compare` cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.results.record_view import crossing
-from analyzers.runs.compare import Comparison, compare, items_from_records
+from perfsuite.analyzers.results.record_view import crossing
+from perfsuite.analyzers.runs.compare import Comparison, compare, items_from_records
 from perfsuite.report import html as h
 from perfsuite.report.compare_figures import overlay_figure, positions_figure
 from perfsuite.views import compare_rows as rows

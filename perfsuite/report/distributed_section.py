@@ -1,13 +1,13 @@
 """The report's data-parallel section: every rank's timing and the collectives' time, for runs
-trained with `--nproc N` (the numbers come from analyzers.results.distributed)."""
+trained with `--nproc N` (the numbers come from perfsuite.analyzers.results.distributed)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.results.distributed import rank_imbalance, rank_summaries
 from perfsuite import fmt
+from perfsuite.analyzers.results.distributed import rank_imbalance, rank_summaries
 from perfsuite.report import html as h
 
 HEADERS = [

@@ -12,10 +12,10 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from analyzers.roofline.ops import rank_time, ranked_ops
-from analyzers.roofline.roofline import Roofline
-from analyzers.roofline.utilization import Utilization
 from perfsuite import fmt
+from perfsuite.analyzers.roofline.ops import rank_time, ranked_ops
+from perfsuite.analyzers.roofline.roofline import Roofline
+from perfsuite.analyzers.roofline.utilization import Utilization
 from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
 from perfsuite.task_metrics import metric_info, target_text
 from perfsuite.views.roofline_rows import own_time, run_frac
@@ -356,8 +356,8 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
 
 def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
     """Per-op time per step, coloured by fraction of roof: the ops of the per-op table, in its
-    order and with its times (analyzers.roofline.ops.ranked_ops: an unmodeled op by its own
-    time; wrapper rows, whose time is their children's, are no bars)."""
+    order and with its times (perfsuite.analyzers.roofline.ops.ranked_ops: an unmodeled op by its
+    own time; wrapper rows, whose time is their children's, are no bars)."""
     ops = [o for o in ranked_ops(res.ops)[0] if rank_time(o)][:top]
     times = [float(rank_time(o) or 0.0) for o in ops]
     scale, unit = time_scale(times)

@@ -1,22 +1,22 @@
 """Report section: batch-1 inference (the rule it follows, the latency statistic it takes,
 percentiles, the accuracy those predictions reached) and energy (to accuracy, per 10,000
 inferences) with its source or the reason it is absent. Figures come from
-analyzers.results.inference and the record."""
+perfsuite.analyzers.results.inference and the record."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.results.inference import OLDER_RULE, energy_view, inference_view
 from perfsuite import fmt
+from perfsuite.analyzers.results.inference import OLDER_RULE, energy_view, inference_view
 from perfsuite.report import html as h
 from perfsuite.task_metrics import value_text
 
 
 def latency_label(rule: str | None) -> str:
     """The latency row's label, naming the statistic the rule takes
-    (analyzers.results.inference)."""
+    (perfsuite.analyzers.results.inference)."""
     if rule == "dawnbench":
         return "latency (mean, batch 1)"
     if rule == OLDER_RULE:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.results.record_view import partial_run, reached_time
-from analyzers.roofline.roofline import Roofline
 from perfsuite import fmt
+from perfsuite.analyzers.results.record_view import partial_run, reached_time
+from perfsuite.analyzers.roofline.roofline import Roofline
 from perfsuite.flops.mfu import mfu
 from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h

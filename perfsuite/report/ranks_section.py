@@ -1,6 +1,7 @@
 """Report sections for per-rank traces and trace diffs: the rank table with its stragglers, and
 the ops and kernels that changed between two traces. The numbers are
-`analyzers.timeline.ranks` / `.diff`'s, as `perfsuite timeline DIR` and `--diff A B` print."""
+`perfsuite.analyzers.timeline.ranks` / `.diff`'s, as `perfsuite timeline DIR` and `--diff A B`
+print."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analyzers.timeline import TraceError
-from analyzers.timeline.diff import diff_paths
 from perfsuite import fmt
+from perfsuite.analyzers.timeline import TraceError
+from perfsuite.analyzers.timeline.diff import diff_paths
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h

@@ -4,7 +4,8 @@ per epoch (statistical vs hardware variance), the olympic mean and the analyzer'
 
 Why: DAWNBench's finding that time to accuracy is stable across runs is the reason a single
 run is worth anything; a page of 5 seeds must show that spread. Numbers come from
-`analyzers.runs.stability`; the rows are the CLI's (`perfsuite stability`), so the two agree.
+`perfsuite.analyzers.runs.stability`; the rows are the CLI's (`perfsuite stability`), so the two
+agree.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analyzers.runs.stability import GroupStability, stability, training_records
 from perfsuite import fmt
+from perfsuite.analyzers.runs.stability import GroupStability, stability, training_records
 from perfsuite.report import html as h
 from perfsuite.report.figures import _LAYOUT, item_colour
 from perfsuite.views import stability_rows as rows

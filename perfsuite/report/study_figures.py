@@ -1,11 +1,11 @@
 """Plotly figures of a study: both speed-ups per configuration, DNC marked. They draw what
-`analyzers.runs.study` returns; nothing is computed here."""
+`perfsuite.analyzers.runs.study` returns; nothing is computed here."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from analyzers.runs.study import StudyResult
+from perfsuite.analyzers.runs.study import StudyResult
 
 _LAYOUT = {
     "template": "plotly_white",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analyzers.runs.study import StudyResult
+from perfsuite.analyzers.runs.study import StudyResult
 from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import run_curve

@@ -1,6 +1,6 @@
 """The timeline section's kernel launch statistics, queue length per stream and memory
-timeline: tables of `analyzers.timeline`'s summaries and two step charts of its series. The
-only arithmetic here is drawing: a series longer than MAX_POINTS is drawn as the maximum of
+timeline: tables of `perfsuite.analyzers.timeline`'s summaries and two step charts of its series.
+The only arithmetic here is drawing: a series longer than MAX_POINTS is drawn as the maximum of
 each run of points (said in the chart title), so a page stays small for long traces."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from analyzers.timeline.device import DeviceArrays
-from analyzers.timeline.hostmap import build_host_map
-from analyzers.timeline.launch import launch_pairs
-from analyzers.timeline.memory import memory_series
-from analyzers.timeline.queues import queue_series
 from perfsuite import fmt
+from perfsuite.analyzers.timeline.device import DeviceArrays
+from perfsuite.analyzers.timeline.hostmap import build_host_map
+from perfsuite.analyzers.timeline.launch import launch_pairs
+from perfsuite.analyzers.timeline.memory import memory_series
+from perfsuite.analyzers.timeline.queues import queue_series
 from perfsuite.report import html as h
 from perfsuite.report.figures import _LAYOUT, time_scale
 

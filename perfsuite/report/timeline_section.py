@@ -1,15 +1,15 @@
 """The single-run report's timeline section: the saved trace's temporal breakdown (busy,
 compute, idle and why), kernel time by category, the busiest CPU operators, kernel launch
 statistics, queue length per stream, the memory timeline, and how to open the trace in
-Perfetto. The numbers are `analyzers.timeline`'s, as `perfsuite timeline` shows."""
+Perfetto. The numbers are `perfsuite.analyzers.timeline`'s, as `perfsuite timeline` shows."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite import fmt
+from perfsuite.analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h

@@ -139,7 +139,8 @@ def resolve_ceilings(
     """The record's `ceilings` section from perfsuite.ceilings, or None with the reason.
 
     `policy` (the record's `math`): its autocast dtype's roof is measured too, unless the CPU lacks
-    instructions for it (its ops are then judged against float32's, analyzers.roofline.mathmode)."""
+    instructions for it (its ops are then judged against float32's,
+    perfsuite.analyzers.roofline.mathmode)."""
     try:
         from perfsuite.ceilings import ceilings_for
     except ImportError as exc:

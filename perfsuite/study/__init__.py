@@ -2,5 +2,5 @@
 
 `spec` says what a study is, `plan` which configurations it runs, `folder` how its folder and
 `study.json` look, `execute` runs what is missing through an executor. The analysis is pure
-and lives in `analyzers.runs.study`. See docs/studies.md.
+and lives in `perfsuite.analyzers.runs.study`. See docs/studies.md.
 """

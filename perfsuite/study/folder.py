@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.results.distributed import world_size
-from analyzers.results.record_view import FINISHED
-from analyzers.runs.study import analyze_study
+from perfsuite.analyzers.results.distributed import world_size
+from perfsuite.analyzers.results.record_view import FINISHED
+from perfsuite.analyzers.runs.study import analyze_study
 from perfsuite.record import RecordError, load_record, write_json_atomic
 from perfsuite.record.model import utc_now
 from perfsuite.study.plan import Config

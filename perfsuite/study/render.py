@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.runs.study import ConfigResult, StudyResult
 from perfsuite import fmt
+from perfsuite.analyzers.runs.study import ConfigResult, StudyResult
 
 HEADERS = [
     "configuration",

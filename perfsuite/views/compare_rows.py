@@ -1,16 +1,16 @@
 """Rows and text of `perfsuite compare`, shared with the report's comparison section.
 
-Presentation only: every number comes from `analyzers.runs.compare`; the row builders here are
-shared with the HTML report so the terminal and the page cannot disagree.
+Presentation only: every number comes from `perfsuite.analyzers.runs.compare`; the row builders here
+are shared with the HTML report so the terminal and the page cannot disagree.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from analyzers.results.record_view import unfinished
-from analyzers.runs.compare import Comparison, ItemSummary, RunValues
 from perfsuite import fmt
+from perfsuite.analyzers.results.record_view import unfinished
+from perfsuite.analyzers.runs.compare import Comparison, ItemSummary, RunValues
 from perfsuite.views.roofline_rows import of_roof_cell
 
 RUN_HEADERS = [

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyzers.roofline.measured import OP_MAPPING
-from analyzers.roofline.ops import ranked_ops
-from analyzers.roofline.points import RunRoofline
-from analyzers.roofline.roofline import EXPLAIN, Roofline
 from perfsuite import fmt
+from perfsuite.analyzers.roofline.measured import OP_MAPPING
+from perfsuite.analyzers.roofline.ops import ranked_ops
+from perfsuite.analyzers.roofline.points import RunRoofline
+from perfsuite.analyzers.roofline.roofline import EXPLAIN, Roofline
 from perfsuite.flops.mfu import MFU
 
 DOUBT = " DOUBT (see notes)"
@@ -28,7 +28,8 @@ def run_fraction(value: float | None, flagged: bool, doubted: bool) -> str:
 
 
 def of_roof_cell(r: Any) -> str:
-    """A compared run's (`analyzers.runs.compare.RunValues`) or an item's mean (`ItemSummary`)
+    """A compared run's (`perfsuite.analyzers.runs.compare.RunValues`) or an item's mean
+    (`ItemSummary`)
     frac_of_roof as the roofline shows it (`run_fraction`; the comparison's notes say which
     roofs a DOUBT is over): `perfsuite compare`'s tables and the report's figure."""
     flagged = bool(getattr(r, "roof_flag", None))  # an item's mean leaves flagged runs out
@@ -106,8 +107,8 @@ _EVIDENCE = {"kernel names": "kernels", "counters": "counters"}  # short, for th
 
 def op_table(res: Roofline, top: int) -> tuple[list[Any], list[Any], list[Any]]:
     """(rows shown, ops ranked, wrapper rows) of the per-op table: ops by time, largest first
-    (analyzers.roofline.ops.rank_time), then wrapper rows (no FLOP model, no time of their own)
-    only where `top` leaves room after every op, so that their children's time counted again
+    (perfsuite.analyzers.roofline.ops.rank_time), then wrapper rows (no FLOP model, no time of their
+    own) only where `top` leaves room after every op, so that their children's time counted again
     never crowds out an op."""
     ranked, wrappers = ranked_ops(res.ops)
     return (ranked + wrappers)[:top], ranked, wrappers
@@ -251,7 +252,8 @@ def time_rows(tr: Any, top: int) -> list[list[Any]]:
 
 def measured_table(rows: list[Any]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: counted vs measured FLOP and modeled vs measured DRAM bytes per step,
-    per op class or per op (`analyzers.roofline.measured.compare_counted_measured` rows)."""
+    per op class or per op (`perfsuite.analyzers.roofline.measured.compare_counted_measured`
+    rows)."""
 
     def si(v: float | None, unit: str, low: bool = False) -> str:
         return ("≥" if low else "") + fmt.si(v, unit) if v is not None else "n/a"

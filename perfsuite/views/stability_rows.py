@@ -1,5 +1,5 @@
 """Rows of `perfsuite stability`, shared by its text and the report's stability section, so the
-terminal and the page cannot disagree. Numbers come from `analyzers.runs.stability`."""
+terminal and the page cannot disagree. Numbers come from `perfsuite.analyzers.runs.stability`."""
 
 from __future__ import annotations
 

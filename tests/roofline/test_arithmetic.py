@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from analyzers.roofline.inputs import RooflineInputError
-from analyzers.roofline.points import place
-from analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.inputs import RooflineInputError
+from perfsuite.analyzers.roofline.points import place
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
 from tests.helpers import build_record
 
@@ -185,7 +185,7 @@ def test_missing_flops_names_file_and_field(make_record):
 def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
     """On CUDA the conv kernel belongs to aten::cudnn_convolution (a child of the modeled
     aten::convolution); the modeled op must be timed by its inclusive device time."""
-    from analyzers.roofline.ops import op_rooflines
+    from perfsuite.analyzers.roofline.ops import op_rooflines
 
     rec = {
         "work": {
@@ -310,7 +310,7 @@ def _cpu_bf16(make_record, **math):
 
 
 def test_ops_in_a_math_without_a_roof_leave_the_whole_run_fraction_out(make_record):
-    from analyzers.roofline.utilization import utilization
+    from perfsuite.analyzers.roofline.utilization import utilization
     from perfsuite.views.roofline_rows import roof_rows
 
     res = roofline(_cpu_bf16(make_record))  # bf16 instructions unknown: judged as bf16
@@ -337,7 +337,7 @@ def test_autocast_on_a_cpu_without_its_instructions_is_judged_in_fp32(make_recor
 
 def test_a_rate_above_the_peak_is_flagged_without_intensity():
     """No bytes (so no ridge and no bound): 10x the peak is still flagged, never a fraction."""
-    from analyzers.roofline.points import place
+    from perfsuite.analyzers.roofline.points import place
 
     p = place(1e12, None, 1.0, 1e11, 1e9)
     assert p.frac_of_peak is None and p.frac_of_roof is None

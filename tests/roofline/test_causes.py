@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
 from tests.helpers import cpu_record
 

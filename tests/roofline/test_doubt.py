@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.cli import main
 from perfsuite.record import quantity
 from tests.helpers import build_record, table_rows
@@ -55,7 +55,7 @@ def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_pat
 
 
 def test_compare_carries_the_doubt(h100, capsys):
-    from analyzers.runs.compare import compare
+    from perfsuite.analyzers.runs.compare import compare
     from perfsuite.report.compare_figures import positions_figure
     from perfsuite.views import compare_rows as rows
 
@@ -81,7 +81,7 @@ def test_compare_carries_the_doubt(h100, capsys):
 
 
 def test_compare_without_doubt_shows_the_plain_fraction(make_record):
-    from analyzers.runs.compare import compare
+    from perfsuite.analyzers.runs.compare import compare
     from perfsuite.views import compare_rows as rows
 
     rec = build_record(make_record)

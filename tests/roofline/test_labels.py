@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from analyzers.roofline.roofline import roofline
-from analyzers.roofline.utilization import utilization
+from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.utilization import utilization
 from perfsuite.record import load_record, quantity
 from perfsuite.report import figures, op_names
 from perfsuite.report.figures import spread_labels

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.roofline.mathmode import from_counters, from_kernels, op_maths
+from perfsuite.analyzers.roofline.mathmode import from_counters, from_kernels, op_maths
 from perfsuite.devices.kernels import kernel_math
 from perfsuite.devices.maths import default_math_for, from_policy
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from analyzers.roofline import roofline
+from perfsuite.analyzers.roofline import roofline
 from perfsuite.cli import main
 from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
@@ -26,7 +26,7 @@ def test_wrapper_rows_do_not_crowd_out_ops(h100, capsys):
     """127 rows, 90 of them with no FLOP model and no device time of their own (43 only their
     children's, 47 none): they are left out of the ranking, so fill_, index and copy_ (their
     own kernels) are in a table of 20 rows, and the caption counts what it leaves out."""
-    from analyzers.roofline.ops import ranked_ops
+    from perfsuite.analyzers.roofline.ops import ranked_ops
 
     res = roofline(h100)
     ranked, wrappers = ranked_ops(res.ops)
@@ -73,7 +73,7 @@ def test_an_op_above_its_roof_is_noted_once_with_its_cause(h100, capsys):
     for op in FLAGGED:
         (note,) = [n for n in notes if n.startswith(f"  - {op} ") or n.startswith(f"  - {op}:")]
         assert "of its roof: not a result" in note and "likely bytes over-counted" in note
-    from analyzers.roofline.utilization import utilization
+    from perfsuite.analyzers.roofline.utilization import utilization
 
     u = utilization(h100)
     assert not [n for n in u.notes if n.split(":")[0] in FLAGGED]
@@ -84,7 +84,7 @@ def test_an_op_above_its_roof_is_noted_once_with_its_cause(h100, capsys):
 def test_an_op_over_a_ceiling_the_roofline_does_not_flag_keeps_its_note(make_record):
     """A spec bandwidth below the measured copy roof: add_ at 3 GB/s is 0.3 of the measured
     roof (no flag) and 1.5x the spec: utilization's note is the only one, so it stays."""
-    from analyzers.roofline.utilization import utilization
+    from perfsuite.analyzers.roofline.utilization import utilization
 
     rec = build_record(make_record)
     rec["ceilings"]["spec"] = {"memory_bandwidth": 2e9}

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from analyzers.roofline.reconcile import (
+from perfsuite.analyzers.roofline.reconcile import (
     OTHER,
     is_device_row,
     own_time,
@@ -151,7 +151,7 @@ def test_step_cv_on_a_gpu_keeps_host_and_device_copies_of_the_steps_apart():
 
 
 def test_step_cv_reaches_the_roofline_rows():
-    from analyzers.roofline.ops import op_rooflines
+    from perfsuite.analyzers.roofline.ops import op_rooflines
 
     rec = _record(1.0)
     rec["timeline"]["ops"][0]["step_cv"] = 0.25
@@ -182,7 +182,7 @@ def test_a_window_far_from_the_clock_is_said(window_s, apart):
 
 
 # -----------------------------------------------------------------------------------------------
-# One own (self) time per op row, analyzers.reconcile.own_time: per row for the roofline's
+# One own (self) time per op row, perfsuite.analyzers.reconcile.own_time: per row for the roofline's
 # per-op rows (next to that row's time), one basis per record for the reconciled step sum (host
 # and device times are never added together).
 
@@ -225,7 +225,7 @@ def test_reconciled_sum_takes_one_basis_per_record():
     """A GPU record with an op row without device time: the reconciled rows add device self
     times only (the host op counts 0 and is left out), the roofline row keeps its host self
     time next to its host time."""
-    from analyzers.roofline.ops import op_rooflines
+    from perfsuite.analyzers.roofline.ops import op_rooflines
 
     rec = _ops_record(GPU_OP, HOST_OP, KERNEL)
     r = reconcile_timeline(rec)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
@@ -127,7 +127,7 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
 def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, capsys):
     """The 2-step window divided by 1 step would read a 2.0 FLOP ratio: attaching needs
     --steps, and a section that lacks window_steps yields a note instead of a table."""
-    from analyzers.roofline.measured import NO_STEPS, counted_vs_measured
+    from perfsuite.analyzers.roofline.measured import NO_STEPS, counted_vs_measured
     from perfsuite.cli import main
     from perfsuite.counters import load_counters
     from perfsuite.record.io import update_record
@@ -183,7 +183,7 @@ def test_utilization_never_shows_a_rate_above_a_ceiling(h100):
     """With the measured peaks, modeled bytes put three elementwise ops above the copy roof
     (add at 1.92x): their fractions are None; the roofline flags them, and its note (naming
     the likely cause) is the only one: utilization adds none of its own."""
-    from analyzers.roofline.utilization import utilization
+    from perfsuite.analyzers.roofline.utilization import utilization
 
     u = utilization(h100, peaks_file_roofs(shared_path("gpu", "h100-peaks.json")))
     fracs = ("of_measured_peak", "of_spec_peak", "of_measured_bandwidth", "of_spec_bandwidth")
@@ -235,7 +235,7 @@ def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
 def test_only_device_names_are_compared_with_a_peaks_file():
     """ "cpu" or "cuda:0" name no machine (a record without ceilings has only those), and
     "AMD EPYC (2 CPUs)" is the machine a peaks file names "AMD EPYC"."""
-    from analyzers.roofline.mathmode import device_name, foreign_roof_notes
+    from perfsuite.analyzers.roofline.mathmode import device_name, foreign_roof_notes
 
     peaks = {"fp32": {"peak_flops": {"value": 1e11, "device": "AMD EPYC"}}}
     no_ceilings = {"ceilings": None, "environment": {"device": "cpu"}}
@@ -251,7 +251,7 @@ def test_the_trace_is_read_once_per_command_and_again_when_it_changes(h100, monk
     seconds, so one command reads it once, and a rewritten trace is read again."""
     import os
 
-    from analyzers.roofline import mathmode
+    from perfsuite.analyzers.roofline import mathmode
 
     reads = []
     real = mathmode.read_trace  # the timeline reader, as mathmode calls it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers.roofline.utilization import clock_summary, utilization
+from perfsuite.analyzers.roofline.utilization import clock_summary, utilization
 from perfsuite.ceilings import match_spec
 from perfsuite.record import quantity
 from tests.helpers import build_record
