@@ -37,6 +37,7 @@ def _source_checkout_analyzers() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    globals()["analyzers"] = module  # as the import system binds a loaded submodule
 
 
 _source_checkout_analyzers()

@@ -241,7 +241,7 @@ def test_latency_label_names_the_rules_statistic(h100, make_record):
 def test_overview_names_frac_of_roof_and_the_records_throughput_source(tmp_path, make_record):
     rec = _run(tmp_path, make_record, trace=False)
     rec["throughput"]["samples_per_s"]["source"] = "batch_size / step_time"
-    from perfsuite.analyzers.roofline import roofline
+    from perfsuite.analyzers.roofline.roofline import roofline
 
     text = overview_section(rec, roofline(rec), None)
     assert "achieved of attainable" not in text
@@ -301,7 +301,7 @@ def test_a_group_has_one_colour_in_every_chart():
 
 
 def test_flagged_op_bars_are_grey_and_times_read_in_ms(h100):
-    from perfsuite.analyzers.roofline import roofline
+    from perfsuite.analyzers.roofline.roofline import roofline
 
     res = roofline(h100)
     fig = figures.ops_bar_figure(res, 20)
@@ -322,7 +322,7 @@ def test_op_bars_are_the_tables_ops_in_its_order_without_wrappers(h100):
     """The bar chart's bars are the per-op table's ops in its order (no wrapper row, whose
     time is its children's counted again), and the page says how many wrapper rows it left
     out."""
-    from perfsuite.analyzers.roofline import roofline
+    from perfsuite.analyzers.roofline.roofline import roofline
     from perfsuite.report.build import report_html
     from perfsuite.views.roofline_rows import op_table
 

@@ -58,7 +58,7 @@ def test_the_records_own_trace_notes_are_shown(tmp_path, make_record):
 
 
 def test_arithmetic_error_in_analysis_is_a_note(tmp_path, make_record, monkeypatch):
-    import perfsuite.analyzers.timeline
+    import perfsuite.report.timeline_section as section
 
     trace = write_trace(tmp_path / "t.json.gz", scenario(), gz=True)
     rec = _record_with(tmp_path, make_record, trace)
@@ -66,7 +66,7 @@ def test_arithmetic_error_in_analysis_is_a_note(tmp_path, make_record, monkeypat
     def boom(*_a, **_k):
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(perfsuite.analyzers.timeline, "analyze_trace", boom)
+    monkeypatch.setattr(section, "analyze_trace", boom)
     html = timeline_section(rec)
     assert "Trace analysis failed:" in html and "OverflowError" in html
     assert "trace.json.gz" in html and "ui.perfetto.dev" in html

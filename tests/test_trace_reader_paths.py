@@ -338,3 +338,59 @@ def test_cache_whose_columns_do_not_line_up_is_a_miss(tmp_path, monkeypatch):
     data = read_trace(path)
     assert not data.backend.startswith("cache ")
     assert_same(data, ref)
+
+
+def test_a_process_running_threads_reads_without_forking(monkeypatch):
+    """The pool is forked; a child forked while another thread holds a lock can wait forever,
+    so a process with other threads reads in one process (the same result)."""
+    import threading
+
+    monkeypatch.setenv("PERFSUITE_TRACE_WORKERS", "2")
+    assert fastread.worker_count() == (2 if threading.active_count() == 1 else 1)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert fastread.worker_count() == 1
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_worker_pool_reads_every_shared_trace_the_same():
+    """The forked pool itself, in a fresh single-threaded process (a test runner's own threads
+    make the reader skip the pool): 2 workers, small chunks, equal to the reference path."""
+    import subprocess
+    import sys
+
+    paths = sorted(shared_path("traces").glob("*.json.gz"))
+    code = (
+        "import sys, threading\n"
+        "from tests.test_trace_reader_paths import assert_same\n"
+        "from perfsuite.traces import fastread, reader\n"
+        "fastread.CHUNK_BYTES = 2048\n"
+        "fastread.MAX_PENDING_BYTES = 1 << 20\n"
+        "reader.PARALLEL_MIN_BYTES = 0\n"
+        "used = []\n"
+        "real = fastread.decoded\n"
+        "def spy(pieces, workers, on_chunk):\n"
+        "    used.append(workers)\n"
+        "    return real(pieces, workers, on_chunk)\n"
+        "fastread.decoded = spy\n"
+        "for path in sys.argv[1:]:\n"
+        "    assert threading.active_count() == 1\n"
+        "    ref = reader.read_trace(path, fast=False, cache=False)\n"
+        "    assert_same(reader.read_trace(path, fast=True, cache=False), ref)\n"
+        "print(used)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**__import__("os").environ, "PERFSUITE_TRACE_WORKERS": "2"},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert set(json.loads(out.stdout)) == {2}, out.stdout

@@ -182,6 +182,12 @@ def diff_section(d: Any, top: int = 20) -> str:
         f"{h.esc(fmt.si(d.total_a_s['kernel'], 's'))} -> "
         f"{h.esc(fmt.si(d.total_b_s['kernel'], 's'))}: {c['added']} added, "
         f"{c['removed']} removed, {c['changed']} changed, {c['same']} unchanged.</p>",
+    ]
+    if not changed:  # no bars to draw and no rows to list
+        parts.append("<p>No CPU operator or device kernel differs in count or total time.</p>")
+        parts.append(h.notes(list(d.notes)))
+        return "".join(parts)
+    parts += [
         h.figure(diff_figure(d, top), "diff-figure"),
         h.table(
             [

@@ -24,6 +24,7 @@ import mmap
 import multiprocessing
 import os
 import re
+import threading
 from array import array
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
@@ -451,6 +452,13 @@ def open_stream(raw: BinaryIO) -> BinaryIO:
 
 
 def worker_count() -> int:
+    """Worker processes for one read: one per CPU this process may use, or
+    PERFSUITE_TRACE_WORKERS. One (no pool) when this process runs other threads: the pool is
+    forked, and a child forked while another thread holds a lock can wait on it forever (a
+    notebook kernel, a test runner's I/O thread); the read is then sequential, with the same
+    result."""
+    if threading.active_count() > 1:
+        return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:

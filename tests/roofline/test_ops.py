@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from perfsuite.analyzers.roofline import roofline
+from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.cli import main
 from perfsuite.record import load_record
 from tests.conftest import extract_h100_run, shared_path
