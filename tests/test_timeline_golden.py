@@ -30,8 +30,8 @@ SHARED_TRACES = [
     "trace_filter__sampled_rank-0.json.gz",
     "trace_filter__sampled_rank-1.json.gz",
 ]
-# (seed, steps, device filter) of the generated traces.
-GENERATED = [(1, 400, None), (2, 1500, None), (2, 1500, 1), (3, 60, 0)]
+# (seed, steps, device filter) of the generated traces; seed 4 is CPU-only (host roofline).
+GENERATED = [(1, 400, None), (2, 1500, None), (2, 1500, 1), (3, 60, 0), (4, 300, None)]
 
 
 def generated_trace(path: Path, seed: int, steps: int) -> None:
@@ -62,6 +62,9 @@ def generated_trace(path: Path, seed: int, steps: int) -> None:
             d = rng.uniform(1, (span - 6) / 4)
             ev.append(_x("cpu_op", rng.choice(["aten::empty", "aten::copy_"]), pid, tid,
                          inner_t, d))  # fmt: skip
+            if seed == 4:
+                inner_t += d + rng.uniform(0.1, 2)
+                continue
             corr += 1
             dev = rng.choice((0, 1))
             ev.append(_x("cuda_runtime", "cudaLaunchKernel", pid, tid, inner_t + d / 3, d / 3,
