@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from analyzers.timeline import analyze_trace, read_trace
+from tests.conftest import SHARED_DATA
 
 FIXTURES = Path(__file__).parent / "fixtures" / "timeline_golden"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA
 SHARED_TRACES = [
     "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
@@ -200,3 +201,67 @@ if __name__ == "__main__":
         sys.exit("usage: PYTHONPATH=. python tests/test_timeline_golden.py --write")
     with tempfile.TemporaryDirectory() as d:
         _write(Path(d))
+
+
+def _sweep_reference(data) -> tuple:
+    """The host map as one sweep with a stack over ranges and runtime calls (the definition
+    the vectorized build_host_map must reproduce), including fields no figure shows yet."""
+    import numpy as np
+
+    from analyzers.timeline.categories import is_step_annotation
+
+    rg, rt = data.ranges, data.runtime
+    n_rg, n_rt = len(rg.ts), len(rt.ts)
+    r_ts, r_dur = np.array(rg.ts, float), np.array(rg.dur, float)
+    step = {i for i, n in enumerate(data.names.values) if is_step_annotation(n)}
+    thread = np.concatenate([np.array(rg.thread, int), np.array(rt.thread, int)])
+    start = np.concatenate([r_ts, np.array(rt.ts, float)])
+    is_call = np.concatenate([np.zeros(n_rg, int), np.ones(n_rt, int)])
+    neg = np.concatenate([-r_dur, np.zeros(n_rt)])
+    order = np.lexsort((neg, is_call, start, thread)) if len(start) else []
+    call_op, call_ann = [-1] * n_rt, [-1] * n_rt
+    parent, child = [-1] * n_rg, [0.0] * n_rg
+    r_end = (r_ts + r_dur).tolist()
+    stack: list[int] = []
+    cur = None
+    for idx in list(order):
+        if thread[idx] != cur:
+            stack, cur = [], thread[idx]
+        t = float(start[idx])
+        while stack and r_end[stack[-1]] <= t:
+            stack.pop()
+        if idx < n_rg:
+            if stack:
+                parent[idx] = stack[-1]
+                child[stack[-1]] += float(r_dur[idx])
+            stack.append(int(idx))
+            continue
+        c = idx - n_rg
+        for r in reversed(stack):
+            if rg.kind[r] == 0:
+                call_op[c] = r
+                break
+            if call_ann[c] < 0 and rg.name[r] not in step:
+                call_ann[c] = r
+    self_time = [max(d - ch, 0.0) for d, ch in zip(r_dur.tolist(), child, strict=True)]
+    first: dict[int, int] = {}
+    for i, c in enumerate(rt.corr):
+        if c >= 0:
+            first.setdefault(c, i)
+    return call_op, call_ann, parent, self_time, first
+
+
+@pytest.mark.parametrize("label", [lb for lb in LABELS if "@" not in lb or lb.startswith("gen")])
+def test_host_map_equals_sweep(cases, label):
+    from analyzers.timeline.hostmap import build_host_map
+
+    if label not in cases or not cases[label][1].exists():
+        pytest.skip(f"{label}: not available")
+    data = read_trace(cases[label][1])
+    host = build_host_map(data)
+    call_op, call_ann, parent, self_time, first = _sweep_reference(data)
+    assert host.call_op.tolist() == call_op
+    assert host.call_annotation.tolist() == call_ann
+    assert host.parent.tolist() == parent
+    assert host.self_time.tolist() == self_time
+    assert host.corr_to_call == first

@@ -26,7 +26,12 @@ class HostMap:
     call_annotation: np.ndarray
     parent: np.ndarray
     self_time: np.ndarray
-    corr_to_call: dict[int, int]
+    corr_keys: np.ndarray  # correlation ids with a runtime call, sorted
+    corr_calls: np.ndarray  # the first runtime call carrying each of them
+
+    @property
+    def corr_to_call(self) -> dict[int, int]:
+        return dict(zip(self.corr_keys.tolist(), self.corr_calls.tolist(), strict=True))
 
 
 def build_host_map(data: TraceData) -> HostMap:
@@ -47,57 +52,111 @@ def build_host_map(data: TraceData) -> HostMap:
     neg_len = np.concatenate([-r_dur, np.zeros(n_rt)])
     order = np.lexsort((neg_len, is_call, start, thread)) if len(start) else np.zeros(0, int)
 
-    call_op = np.full(n_rt, -1, dtype=np.int64)
-    call_ann = np.full(n_rt, -1, dtype=np.int64)
-    parent = np.full(n_rg, -1, dtype=np.int64)
-    child_time = np.zeros(n_rg)
-    kind = rg.kind
-    names = rg.name
-    r_end = (r_ts + r_dur).tolist()
-    r_dur_l = r_dur.tolist()
-    start_l = start.tolist()
-    thread_l = thread.tolist()
+    r_end = r_ts + r_dur
+    r_sorted = order[order < n_rg]
+    parent = _parents(r_sorted, thread, r_ts, r_end)
+    # Child time summed in start order, as the sweep adds it (bincount adds in input order).
+    ps = parent[r_sorted]
+    child_time = np.bincount(ps[ps >= 0], weights=r_dur[r_sorted][ps >= 0], minlength=n_rg)
+    call_op, call_ann = _call_owners(
+        order,
+        n_rg,
+        thread,
+        start,
+        r_end,
+        parent,
+        np.asarray(rg.kind, dtype=np.int64),
+        np.isin(np.asarray(rg.name, dtype=np.int64), list(step_names)),
+    )
+    self_time = np.maximum(r_dur - child_time, 0.0) if n_rg else np.zeros(0)
+    corr_keys, corr_calls = _first_calls(np.asarray(rt.corr, dtype=np.int64))
+    return HostMap(call_op, call_ann, parent, self_time, corr_keys, corr_calls)
 
+
+def calls_for(host: HostMap, corr: np.ndarray) -> np.ndarray:
+    """Runtime call index for each correlation id (-1: none), vectorized."""
+    keys, vals = host.corr_keys, host.corr_calls
+    if not len(keys) or len(corr) == 0:
+        return np.full(len(corr), -1, dtype=np.int64)
+    pos = np.clip(np.searchsorted(keys, corr), 0, len(keys) - 1)
+    return np.where((keys[pos] == corr) & (corr >= 0), vals[pos], -1)
+
+
+def _first_calls(corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct correlation ids (>= 0) and the first call index of each."""
+    valid = np.flatnonzero(corr >= 0)
+    keys, first = np.unique(corr[valid], return_index=True)
+    return keys.astype(np.int64), valid[first].astype(np.int64)
+
+
+def _parents(
+    r_order: np.ndarray, thread: np.ndarray, r_ts: np.ndarray, r_end: np.ndarray
+) -> np.ndarray:
+    """Per range, the open range on top of the stack when it starts (-1: none): a sweep in
+    start order per thread that pops ranges ended by then. Equivalently the latest range
+    before it in that order whose end is after its start."""
+    parent = np.full(len(r_ts), -1, dtype=np.int64)
+    start_l, end_l, thread_l = r_ts.tolist(), r_end.tolist(), thread.tolist()
+    parent_l = parent.tolist()
     stack: list[int] = []
     cur_thread = None
-    for idx in order.tolist():
+    for idx in r_order.tolist():
         th = thread_l[idx]
         if th != cur_thread:
             stack.clear()
             cur_thread = th
         t = start_l[idx]
-        while stack and r_end[stack[-1]] <= t:
+        while stack and end_l[stack[-1]] <= t:
             stack.pop()
-        if idx < n_rg:
-            if stack:
-                parent[idx] = stack[-1]
-                child_time[stack[-1]] += r_dur_l[idx]
-            stack.append(idx)
-            continue
-        c = idx - n_rg
-        for r in reversed(stack):
-            if kind[r] == 0:
-                if call_op[c] < 0:
-                    call_op[c] = r
-                break
-            if call_ann[c] < 0 and names[r] not in step_names:
-                call_ann[c] = r
-    self_time = np.maximum(r_dur - child_time, 0.0) if n_rg else np.zeros(0)
-
-    corr_to_call: dict[int, int] = {}
-    for i, c in enumerate(rt.corr):
-        if c >= 0:
-            corr_to_call.setdefault(c, i)
-    return HostMap(call_op, call_ann, parent, self_time, corr_to_call)
+        if stack:
+            parent_l[idx] = stack[-1]
+        stack.append(idx)
+    return np.asarray(parent_l, dtype=np.int64)
 
 
-def calls_for(host: HostMap, corr: np.ndarray) -> np.ndarray:
-    """Runtime call index for each correlation id (-1: none), vectorized."""
-    if not host.corr_to_call or len(corr) == 0:
-        return np.full(len(corr), -1, dtype=np.int64)
-    keys = np.fromiter(host.corr_to_call.keys(), dtype=np.int64, count=len(host.corr_to_call))
-    vals = np.fromiter(host.corr_to_call.values(), dtype=np.int64, count=len(keys))
-    order = np.argsort(keys)
-    keys, vals = keys[order], vals[order]
-    pos = np.clip(np.searchsorted(keys, corr), 0, len(keys) - 1)
-    return np.where((keys[pos] == corr) & (corr >= 0), vals[pos], -1)
+def _call_owners(
+    order: np.ndarray,
+    n_rg: int,
+    thread: np.ndarray,
+    start: np.ndarray,
+    r_end: np.ndarray,
+    parent: np.ndarray,
+    kind: np.ndarray,
+    is_step: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per runtime call: the innermost enclosing cpu_op and the innermost non-step annotation
+    inside it (or anywhere, without an op), as the sweep's stack gives them. The stack at a
+    call is the latest range before it (same thread) and that range's parent chain; ranges
+    ended by the call's start are popped from the top first."""
+    n_rt = len(order) - n_rg
+    call_op = np.full(n_rt, -1, dtype=np.int64)
+    call_ann = np.full(n_rt, -1, dtype=np.int64)
+    if not n_rt or not n_rg:
+        return call_op, call_ann
+    is_range = order < n_rg
+    last = np.maximum.accumulate(np.where(is_range, np.arange(len(order)), -1))
+    at_call = np.flatnonzero(~is_range)
+    c = order[at_call] - n_rg
+    prev = last[at_call]
+    top = np.where(prev >= 0, order[np.maximum(prev, 0)], -1)
+    same = (top >= 0) & (thread[np.maximum(top, 0)] == thread[order[at_call]])
+    top = np.where(same, top, -1)
+    t = start[order[at_call]]
+    act = np.flatnonzero(top >= 0)
+    while len(act):  # pop ranges that ended at or before the call's start
+        r = top[act]
+        ended = r_end[r] <= t[act]
+        act = act[ended]
+        top[act] = parent[r[ended]]
+        act = act[top[act] >= 0]
+    act = np.flatnonzero(top >= 0)
+    while len(act):  # walk down the stack to the innermost cpu_op
+        r = top[act]
+        is_op = kind[r] == 0
+        call_op[c[act[is_op]]] = r[is_op]
+        ann = ~is_op & ~is_step[r] & (call_ann[c[act]] < 0)
+        call_ann[c[act[ann]]] = r[ann]
+        act = act[~is_op]
+        top[act] = parent[r[~is_op]]
+        act = act[top[act] >= 0]
+    return call_op, call_ann
