@@ -265,3 +265,22 @@ def test_host_map_equals_sweep(cases, label):
     assert host.parent.tolist() == parent
     assert host.self_time.tolist() == self_time
     assert host.corr_to_call == first
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_range_parents_equal_stack_sweep(seed):
+    """Random ranges on a few threads, with ties, touching ends, zero lengths and partial
+    overlaps (not nested): the max-tree parents equal the stack sweep's."""
+    import numpy as np
+
+    from analyzers.timeline.hostmap import _parents, _parents_sweep
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    ts = rng.integers(0, 400, n).astype(float) / 4
+    dur = rng.choice([0.0, 0.25, 1.0, 5.0, 40.0, 300.0], n)
+    thread = rng.integers(0, 3 + seed, n)
+    order = np.lexsort((-dur, ts, thread))
+    got = _parents(order, thread, ts, ts + dur)
+    assert got.tolist() == _parents_sweep(order, thread, ts, ts + dur).tolist()
+    assert (got >= 0).sum() > n // 4  # nesting happened

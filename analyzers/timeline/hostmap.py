@@ -92,9 +92,71 @@ def _first_calls(corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _parents(
     r_order: np.ndarray, thread: np.ndarray, r_ts: np.ndarray, r_end: np.ndarray
 ) -> np.ndarray:
-    """Per range, the open range on top of the stack when it starts (-1: none): a sweep in
-    start order per thread that pops ranges ended by then. Equivalently the latest range
-    before it in that order whose end is after its start."""
+    """Per range, the open range on top of the stack when it starts (-1: none), for a sweep
+    in start order per thread that pops ranges ended by then: the latest range before it in
+    that order, on its thread, whose end is after its start (ranges popped earlier ended
+    before any later start). Found for all ranges at once with a max-tree over the ends."""
+    n = len(r_order)
+    parent = np.full(len(r_ts), -1, dtype=np.int64)
+    if n < 2:
+        return parent
+    end = r_end[r_order]
+    t = r_ts[r_order]
+    if not (np.isfinite(end).all() and np.isfinite(t).all()):
+        return _parents_sweep(r_order, thread, r_ts, r_end)
+    size = 1 << int(n).bit_length()  # leaves 0..n-1 used, and n itself exists
+    tree = np.full(2 * size, -np.inf)
+    tree[size : size + n] = end
+    half = size // 2
+    while half >= 1:
+        tree[half : 2 * half] = np.maximum(
+            tree[2 * half : 4 * half : 2], tree[2 * half + 1 : 4 * half : 2]
+        )
+        half //= 2
+    # Most ranges are settled without the tree: the range just before encloses the start
+    # (a first child), or no earlier range on the thread ends after it (top level).
+    ths = thread[r_order]
+    first = np.flatnonzero(np.r_[True, ths[1:] != ths[:-1]])
+    reach = np.empty(n)
+    for a, b in zip(first.tolist(), [*first[1:].tolist(), n], strict=True):
+        reach[a:b] = np.maximum.accumulate(end[a:b])
+    prev_reach = np.r_[-np.inf, reach[:-1]]
+    prev_reach[first] = -np.inf
+    node = np.full(n, -1, dtype=np.int64)
+    enclosed = np.r_[False, end[:-1] > t[1:]]
+    enclosed[first] = False
+    node[enclosed] = size + np.flatnonzero(enclosed) - 1
+    # The rest climb from their leaf: the first left sibling whose max end is after the start
+    # holds the answer (positions before the range, nearest first).
+    v = size + np.arange(n, dtype=np.int64)
+    act = np.flatnonzero(~enclosed & (prev_reach > t))
+    while len(act):
+        va = v[act]
+        hit = ((va & 1) == 1) & (tree[va - 1] > t[act])
+        node[act[hit]] = va[hit] - 1
+        act, va = act[~hit], va[~hit] >> 1
+        v[act] = va
+        act = act[va > 1]
+    # Descend to the rightmost leaf under that node whose end is after the start.
+    act = np.flatnonzero(node >= 0)
+    while len(act):
+        va = node[act]
+        inner = va < size
+        act, va = act[inner], va[inner]
+        right = 2 * va + 1
+        node[act] = np.where(tree[right] > t[act], right, 2 * va)
+    found = np.flatnonzero(node >= 0)
+    pos = node[found] - size
+    same = ths[pos] == ths[found]  # the latest such range on an earlier thread: none here
+    parent[r_order[found[same]]] = r_order[pos[same]]
+    return parent
+
+
+def _parents_sweep(
+    r_order: np.ndarray, thread: np.ndarray, r_ts: np.ndarray, r_end: np.ndarray
+) -> np.ndarray:
+    """`_parents` by the sweep itself (timestamps that are not finite compare as the sweep's
+    own comparisons do, not as the max-tree's)."""
     parent = np.full(len(r_ts), -1, dtype=np.int64)
     start_l, end_l, thread_l = r_ts.tolist(), r_end.tolist(), thread.tolist()
     parent_l = parent.tolist()
