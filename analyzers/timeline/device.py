@@ -22,6 +22,7 @@ from analyzers.timeline.categories import (
 )
 from analyzers.timeline.hostmap import HostMap, calls_for
 from analyzers.timeline.intervals import CoverIndex, merge, union_length
+from analyzers.timeline.keys import unique_ints
 from analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
@@ -73,7 +74,7 @@ def _categories(names: list[str], name: np.ndarray, cat_code: np.ndarray) -> np.
     if not len(name):
         return np.zeros(0, dtype=np.int64)
     width = int(cat_code.max()) + 1
-    pairs, inv = np.unique(name * width + cat_code, return_inverse=True)
+    pairs, inv = unique_ints(name * width + cat_code, return_inverse=True)
     per_pair = [
         CATEGORIES.index(device_category(names[p // width], p % width)) for p in pairs.tolist()
     ]
@@ -93,7 +94,7 @@ def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
         return {}
     names = data.names.values
     name = np.asarray(rt.name, dtype=np.int64)
-    sync_names = [i for i in np.unique(name).tolist() if is_sync_call(names[i])]
+    sync_names = [i for i in unique_ints(name).tolist() if is_sync_call(names[i])]
     if not sync_names:
         return {}
     sel = np.flatnonzero(np.isin(name, sync_names))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.timeline.categories import is_step_annotation
+from analyzers.timeline.keys import unique_ints
 from analyzers.timeline.reader import TraceData
 
 
@@ -85,7 +86,7 @@ def calls_for(host: HostMap, corr: np.ndarray) -> np.ndarray:
 def _first_calls(corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct correlation ids (>= 0) and the first call index of each."""
     valid = np.flatnonzero(corr >= 0)
-    keys, first = np.unique(corr[valid], return_index=True)
+    keys, first = unique_ints(corr[valid], return_index=True)
     return keys.astype(np.int64), valid[first].astype(np.int64)
 
 

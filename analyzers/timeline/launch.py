@@ -32,6 +32,7 @@ import numpy as np
 
 from analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
 from analyzers.timeline.device import US, DeviceArrays
+from analyzers.timeline.keys import unique_ints
 from analyzers.timeline.model import Distribution, KernelLaunchStat, LaunchGroup, LaunchStats
 from analyzers.timeline.reader import TraceData
 
@@ -76,7 +77,7 @@ def _launch_calls(data: TraceData) -> tuple[np.ndarray, np.ndarray]:
     nm = np.asarray(rt.name, dtype=np.int64)
     corr = np.asarray(rt.corr, dtype=np.int64)
     idx = np.flatnonzero(np.isin(nm, launch_ids) & (corr >= 0))
-    keys, first = np.unique(corr[idx], return_index=True)  # sorted; first occurrence
+    keys, first = unique_ints(corr[idx], return_index=True)  # sorted; first occurrence
     return keys, idx[first]
 
 
@@ -173,7 +174,7 @@ def _group(p: LaunchPairs, f: LaunchFlags, m: np.ndarray, device: int, stream: i
 def _kernels(p: LaunchPairs, f: LaunchFlags, names: list[str]) -> list[KernelLaunchStat]:
     out = []
     order = np.argsort(p.name, kind="stable")
-    uniq, starts = np.unique(p.name[order], return_index=True)
+    uniq, starts = unique_ints(p.name[order], return_index=True)
     bounds = [*starts.tolist(), len(order)]
     for k, nm in enumerate(uniq.tolist()):
         rows = order[bounds[k] : bounds[k + 1]]

@@ -20,6 +20,7 @@ import numpy as np
 
 from analyzers.timeline.device import US, DeviceArrays
 from analyzers.timeline.hostmap import HostMap
+from analyzers.timeline.keys import unique_ints
 from analyzers.timeline.model import RooflinePoint
 from analyzers.timeline.reader import TraceData
 
@@ -192,14 +193,14 @@ def roofline_points(
     else:
         op, dur = arrays.op[mask], arrays.dur[mask]
         keep = op >= 0
-        ops, inv = np.unique(op[keep], return_inverse=True)
+        ops, inv = unique_ints(op[keep], return_inverse=True)
         t_seq = np.bincount(inv.reshape(-1), weights=dur[keep], minlength=len(ops))
         m_seq = modeled[ops]
     sel = m_seq >= 0
     m_seq, t_seq = m_seq[sel], t_seq[sel]
     # Per modeled op, its time summed in sequence order (bincount adds in input order), the
     # ops taken in order of first appearance; then per (operator, shapes) group likewise.
-    uniq, first, inv = np.unique(m_seq, return_index=True, return_inverse=True)
+    uniq, first, inv = unique_ints(m_seq, return_index=True, return_inverse=True)
     per_m = np.bincount(inv.reshape(-1), weights=t_seq, minlength=len(uniq))
     by_first = np.argsort(first, kind="stable")
     m_ord, t_ord = uniq[by_first], per_m[by_first]
