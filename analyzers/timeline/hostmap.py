@@ -49,9 +49,13 @@ def build_host_map(data: TraceData) -> HostMap:
         [np.asarray(rg.thread, dtype=np.int64), np.asarray(rt.thread, dtype=np.int64)]
     )
     start = np.concatenate([r_ts, c_ts])
-    is_call = np.concatenate([np.zeros(n_rg, dtype=np.int8), np.ones(n_rt, dtype=np.int8)])
-    neg_len = np.concatenate([-r_dur, np.zeros(n_rt)])
-    order = np.lexsort((neg_len, is_call, start, thread)) if len(start) else np.zeros(0, int)
+    if np.isfinite(r_dur).all():  # one key: ranges by -duration (<= 0), then calls (+inf)
+        tie = np.concatenate([-r_dur, np.full(n_rt, np.inf)])
+        order = np.lexsort((tie, start, thread)) if len(start) else np.zeros(0, int)
+    else:
+        is_call = np.concatenate([np.zeros(n_rg, np.int8), np.ones(n_rt, np.int8)])
+        neg_len = np.concatenate([-r_dur, np.zeros(n_rt)])
+        order = np.lexsort((neg_len, is_call, start, thread)) if len(start) else np.zeros(0, int)
 
     r_end = r_ts + r_dur
     r_sorted = order[order < n_rg]

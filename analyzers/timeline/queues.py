@@ -47,9 +47,10 @@ def queue_series(pairs: LaunchPairs) -> list[QueueSeries]:
     for dev, s in keys:
         m = (pairs.device == dev) & (pairs.stream == s)
         n = int(m.sum())
-        t = np.concatenate([pairs.cpu_ts[m], pairs.gpu_ts[m]])
-        step = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
-        order = np.lexsort((step, t))  # by time; at a tie the start (-1) before the launch
+        t = np.concatenate([pairs.gpu_ts[m], pairs.cpu_ts[m]])
+        step = np.concatenate([-np.ones(n, np.int64), np.ones(n, np.int64)])
+        # By time; at a tie the start (-1, placed first) before the launch: a stable sort.
+        order = np.argsort(t, kind="stable")
         t, length = t[order], np.cumsum(step[order])
         last = np.append(t[1:] != t[:-1], True)  # the value after all changes at a time
         out.append(QueueSeries(dev, s, pairs.base, t[last], length[last]))
