@@ -34,3 +34,17 @@ def unique_ints(
     if return_inverse:
         out.append((np.cumsum(present) - 1)[keys])
     return tuple(out) if len(out) > 1 else out[0]
+
+
+def pairs_sorted(a: np.ndarray, b: np.ndarray) -> list[tuple[int, int]]:
+    """`sorted(set(zip(a.tolist(), b.tolist())))` for two integer arrays, without building a
+    Python tuple per element."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if not len(a):
+        return []
+    a0, b0 = int(a.min()), int(b.min())
+    span_a, span_b = int(a.max()) - a0 + 1, int(b.max()) - b0 + 1
+    if span_a * span_b >= 1 << 62:  # codes would not fit in int64
+        return sorted(set(zip(a.tolist(), b.tolist(), strict=True)))
+    codes = unique_ints((a - a0) * span_b + (b - b0))
+    return [(a0 + c // span_b, b0 + c % span_b) for c in codes.tolist()]

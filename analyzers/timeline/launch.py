@@ -32,7 +32,7 @@ import numpy as np
 
 from analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
 from analyzers.timeline.device import US, DeviceArrays
-from analyzers.timeline.keys import unique_ints
+from analyzers.timeline.keys import pairs_sorted, unique_ints
 from analyzers.timeline.model import Distribution, KernelLaunchStat, LaunchGroup, LaunchStats
 from analyzers.timeline.reader import TraceData
 
@@ -213,7 +213,7 @@ def launch_stats(
     every = np.ones(len(pairs), bool)
     overall = _group(pairs, f, every, -1, -1)
     streams = []
-    keys = sorted(set(zip(pairs.device.tolist(), pairs.stream.tolist(), strict=True)))
+    keys = pairs_sorted(pairs.device, pairs.stream)
     for dev, s in keys:
         m = (pairs.device == dev) & (pairs.stream == s)
         streams.append(_group(pairs, f, m, dev, s))

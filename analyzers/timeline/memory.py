@@ -24,6 +24,7 @@ import numpy as np
 
 from analyzers.timeline.device import US
 from analyzers.timeline.hostmap import HostMap
+from analyzers.timeline.keys import pairs_sorted
 from analyzers.timeline.model import MemoryStat, PeakHolder
 from analyzers.timeline.reader import TraceData
 
@@ -67,7 +68,7 @@ def _devices(data: TraceData, base: float) -> list[_Device]:
     reserved = np.asarray(mem.total_reserved, dtype=np.int64)
     nbytes = np.asarray(mem.bytes, dtype=np.int64)
     out = []
-    for dt, d in sorted(set(zip(dtype.tolist(), dev.tolist(), strict=True))):
+    for dt, d in pairs_sorted(dtype, dev):
         idx = np.flatnonzero((dtype == dt) & (dev == d))
         idx = idx[np.argsort(ts[idx], kind="stable")]  # trace order breaks ties
         allocated = total[idx]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analyzers.timeline.device import US
+from analyzers.timeline.keys import pairs_sorted
 from analyzers.timeline.launch import LaunchPairs
 from analyzers.timeline.model import QueueStat
 
@@ -43,7 +44,7 @@ class QueueSeries:
 def queue_series(pairs: LaunchPairs) -> list[QueueSeries]:
     """The step series of every (device, stream) that has launches, sorted by key."""
     out = []
-    keys = sorted(set(zip(pairs.device.tolist(), pairs.stream.tolist(), strict=True)))
+    keys = pairs_sorted(pairs.device, pairs.stream)
     for dev, s in keys:
         m = (pairs.device == dev) & (pairs.stream == s)
         n = int(m.sum())
