@@ -10,6 +10,7 @@ import numpy as np
 from perfsuite.analyzers.timeline.categories import CATEGORIES, is_comm_range, is_step_annotation
 from perfsuite.analyzers.timeline.device import US, DeviceArrays, combine, device_timelines
 from perfsuite.analyzers.timeline.hostmap import HostMap, build_host_map
+from perfsuite.analyzers.timeline.keys import unique_ints
 from perfsuite.analyzers.timeline.launch import launch_pairs, launch_stats
 from perfsuite.analyzers.timeline.memory import memory_stats
 from perfsuite.analyzers.timeline.model import (
@@ -37,7 +38,7 @@ def _top(items: list, n: int | None) -> list:
 
 def _group(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per distinct key: (key, count, sum, min, max) of values."""
-    uniq, inv = np.unique(keys, return_inverse=True)
+    uniq, inv = unique_ints(keys, return_inverse=True)
     count = np.bincount(inv, minlength=len(uniq))
     total = np.bincount(inv, weights=values, minlength=len(uniq))
     lo = np.full(len(uniq), np.inf)
@@ -86,7 +87,7 @@ def _host_stats(
     op_stats = []
     if is_op.any():
         nm = name[is_op]
-        uniq, inv = np.unique(nm, return_inverse=True)
+        uniq, inv = unique_ints(nm, return_inverse=True)
         calls = np.bincount(inv)
         tot = np.bincount(inv, weights=r_dur[is_op])
         slf = np.bincount(inv, weights=host.self_time[is_op])

@@ -22,6 +22,7 @@ from perfsuite.analyzers.timeline.categories import (
 )
 from perfsuite.analyzers.timeline.hostmap import HostMap, calls_for
 from perfsuite.analyzers.timeline.intervals import CoverIndex, merge, union_length
+from perfsuite.analyzers.timeline.keys import unique_ints
 from perfsuite.analyzers.timeline.model import (
     CategoryTime,
     DeviceTimeline,
@@ -51,17 +52,7 @@ class DeviceArrays:
         self.stream = np.asarray(d.stream, dtype=np.int64)
         self.name = np.asarray(d.name, dtype=np.int64)
         self.corr = np.asarray(d.corr, dtype=np.int64)
-        cat_code = np.asarray(d.cat, dtype=np.int64)
-        cache: dict[tuple[int, int], int] = {}
-        cats = np.empty(n, dtype=np.int64)
-        names = data.names.values
-        for i, (nm, cc) in enumerate(zip(self.name.tolist(), cat_code.tolist(), strict=True)):
-            key = (nm, cc)
-            c = cache.get(key)
-            if c is None:
-                c = cache[key] = CATEGORIES.index(device_category(names[nm], cc))
-            cats[i] = c
-        self.category = cats
+        self.category = _categories(data.names.values, self.name, np.asarray(d.cat, np.int64))
         self.call = calls_for(host, self.corr)
         self.op = np.full(n, -1, dtype=np.int64)
         has_call = self.call >= 0
@@ -78,18 +69,40 @@ class DeviceArrays:
             self.launch_end[has_call] = rt_end[self.call[has_call]] - self.base
 
 
+def _categories(names: list[str], name: np.ndarray, cat_code: np.ndarray) -> np.ndarray:
+    """Category index per event, classified once per distinct (name, Kineto category)."""
+    if not len(name):
+        return np.zeros(0, dtype=np.int64)
+    width = int(cat_code.max()) + 1
+    pairs, inv = unique_ints(name * width + cat_code, return_inverse=True)
+    per_pair = [
+        CATEGORIES.index(device_category(names[p // width], p % width)) for p in pairs.tolist()
+    ]
+    return np.asarray(per_pair, dtype=np.int64)[inv.reshape(-1)]
+
+
+def _seq_sum(values: np.ndarray) -> float:
+    """Sum in index order, one addition after another (np.sum adds pairwise, which can differ
+    in the last digit from the sequential sum the figures are defined by)."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
+
+
 def _sync_covers(data: TraceData, base: float) -> dict[int, CoverIndex]:
     """Per host thread: the union of its blocking runtime calls."""
     rt = data.runtime
+    if not len(rt.ts):
+        return {}
     names = data.names.values
-    sync_names = {i for i in set(rt.name) if is_sync_call(names[i])}
-    spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for i, nm in enumerate(rt.name):
-        if nm in sync_names:
-            spans[rt.thread[i]].append((rt.ts[i] - base, rt.ts[i] - base + rt.dur[i]))
+    name = np.asarray(rt.name, dtype=np.int64)
+    sync_names = [i for i in unique_ints(name).tolist() if is_sync_call(names[i])]
+    if not sync_names:
+        return {}
+    sel = np.flatnonzero(np.isin(name, sync_names))
+    thread = np.asarray(rt.thread, dtype=np.int64)[sel]
+    start = np.frombuffer(rt.ts, dtype=np.float64)[sel] - base
+    end = start + np.frombuffer(rt.dur, dtype=np.float64)[sel]
     return {
-        th: CoverIndex(np.array([a for a, _ in iv]), np.array([b for _, b in iv]))
-        for th, iv in spans.items()
+        th: CoverIndex(start[thread == th], end[thread == th]) for th in np.unique(thread).tolist()
     }
 
 
@@ -110,27 +123,32 @@ def _idle(
         return out
     gap_a, gap_b = ends[:-1], starts[1:]
     nxt = first[1:]
-    out.gaps = int(np.count_nonzero(gap_b > gap_a))
-    rt_thread = data.runtime.thread
-    launch_l, launch_end_l = launch.tolist(), launch_end.tolist()  # Python floats, not np
-    for a, b, k in zip(gap_a.tolist(), gap_b.tolist(), nxt.tolist(), strict=True):
-        length = b - a
-        if length <= 0:
-            continue
-        out.idle_s += length
-        t_launch = launch_l[k]
-        if t_launch != t_launch:  # NaN: no correlated launch
-            out.unattributed_s += length
-            continue
-        wait = min(max(t_launch - a, 0.0), length)
-        in_call = max(min(launch_end_l[k], b) - max(t_launch, a), 0.0)
-        out.host_wait_s += wait
-        out.in_launch_s += in_call
-        out.queued_s += max(length - wait - in_call, 0.0)
-        if wait > 0:
-            cover = syncs.get(rt_thread[int(call[k])])
-            if cover is not None:
-                out.host_sync_s += cover.covered(a, a + wait)
+    keep = gap_b > gap_a
+    out.gaps = int(np.count_nonzero(keep))
+    a, b = gap_a[keep], gap_b[keep]
+    k = nxt[keep]
+    length = b - a
+    t_launch, t_end = launch[k], launch_end[k]
+    has = ~np.isnan(t_launch)  # NaN: no correlated launch
+    wait = np.where(has, np.minimum(np.maximum(t_launch - a, 0.0), length), 0.0)
+    in_call = np.where(has, np.maximum(np.minimum(t_end, b) - np.maximum(t_launch, a), 0.0), 0.0)
+    queued = np.where(has, np.maximum(length - wait - in_call, 0.0), 0.0)
+    sync = np.zeros(len(a))
+    if syncs:
+        rt_thread = np.asarray(data.runtime.thread, dtype=np.int64)
+        waited = np.flatnonzero(wait > 0)
+        th = rt_thread[call[k[waited]]]
+        for t, cover in syncs.items():
+            at = waited[th == t]
+            sync[at] = cover.covered_many(a[at], a[at] + wait[at])
+    # Zeros added to a running float sum leave it unchanged, so these sums in gap order equal
+    # the per-gap accumulation the figures are defined by.
+    out.idle_s = _seq_sum(length)
+    out.unattributed_s = _seq_sum(np.where(has, 0.0, length))
+    out.host_wait_s = _seq_sum(wait)
+    out.in_launch_s = _seq_sum(in_call)
+    out.queued_s = _seq_sum(queued)
+    out.host_sync_s = _seq_sum(sync)
     for f in ("idle_s", "host_wait_s", "host_sync_s", "in_launch_s", "queued_s", "unattributed_s"):
         setattr(out, f, getattr(out, f) * US)
     return out

@@ -55,3 +55,18 @@ class CoverIndex:
             return 0.0
         full = self.cum[i - 1]
         return float(full + min(x, self.ends[i - 1]) - self.starts[i - 1])
+
+    def covered_many(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """`covered` for each pair (a[i], b[i]), with the same arithmetic per element."""
+        out = np.zeros(len(a))
+        if len(self.starts) == 0 or len(a) == 0:
+            return out
+        ok = b > a
+        out[ok] = self._upto_many(b[ok]) - self._upto_many(a[ok])
+        return out
+
+    def _upto_many(self, x: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.starts, x, side="right")
+        j = np.maximum(i - 1, 0)
+        full = self.cum[j] + np.minimum(x, self.ends[j]) - self.starts[j]
+        return np.where(i == 0, 0.0, full)

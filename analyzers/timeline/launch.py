@@ -32,6 +32,7 @@ import numpy as np
 
 from perfsuite.analyzers.timeline.categories import CATEGORIES, QUEUE_LAUNCH_CALLS
 from perfsuite.analyzers.timeline.device import US, DeviceArrays
+from perfsuite.analyzers.timeline.keys import pairs_sorted, unique_ints
 from perfsuite.analyzers.timeline.model import (
     Distribution,
     KernelLaunchStat,
@@ -81,7 +82,7 @@ def _launch_calls(data: TraceData) -> tuple[np.ndarray, np.ndarray]:
     nm = np.asarray(rt.name, dtype=np.int64)
     corr = np.asarray(rt.corr, dtype=np.int64)
     idx = np.flatnonzero(np.isin(nm, launch_ids) & (corr >= 0))
-    keys, first = np.unique(corr[idx], return_index=True)  # sorted; first occurrence
+    keys, first = unique_ints(corr[idx], return_index=True)  # sorted; first occurrence
     return keys, idx[first]
 
 
@@ -178,7 +179,7 @@ def _group(p: LaunchPairs, f: LaunchFlags, m: np.ndarray, device: int, stream: i
 def _kernels(p: LaunchPairs, f: LaunchFlags, names: list[str]) -> list[KernelLaunchStat]:
     out = []
     order = np.argsort(p.name, kind="stable")
-    uniq, starts = np.unique(p.name[order], return_index=True)
+    uniq, starts = unique_ints(p.name[order], return_index=True)
     bounds = [*starts.tolist(), len(order)]
     for k, nm in enumerate(uniq.tolist()):
         rows = order[bounds[k] : bounds[k + 1]]
@@ -217,7 +218,7 @@ def launch_stats(
     every = np.ones(len(pairs), bool)
     overall = _group(pairs, f, every, -1, -1)
     streams = []
-    keys = sorted(set(zip(pairs.device.tolist(), pairs.stream.tolist(), strict=True)))
+    keys = pairs_sorted(pairs.device, pairs.stream)
     for dev, s in keys:
         m = (pairs.device == dev) & (pairs.stream == s)
         streams.append(_group(pairs, f, m, dev, s))

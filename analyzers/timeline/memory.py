@@ -24,6 +24,7 @@ import numpy as np
 
 from perfsuite.analyzers.timeline.device import US
 from perfsuite.analyzers.timeline.hostmap import HostMap
+from perfsuite.analyzers.timeline.keys import pairs_sorted
 from perfsuite.analyzers.timeline.model import MemoryStat, PeakHolder
 from perfsuite.traces.reader import TraceData
 
@@ -67,7 +68,7 @@ def _devices(data: TraceData, base: float) -> list[_Device]:
     reserved = np.asarray(mem.total_reserved, dtype=np.int64)
     nbytes = np.asarray(mem.bytes, dtype=np.int64)
     out = []
-    for dt, d in sorted(set(zip(dtype.tolist(), dev.tolist(), strict=True))):
+    for dt, d in pairs_sorted(dtype, dev):
         idx = np.flatnonzero((dtype == dt) & (dev == d))
         idx = idx[np.argsort(ts[idx], kind="stable")]  # trace order breaks ties
         allocated = total[idx]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfsuite.analyzers.timeline.device import US
+from perfsuite.analyzers.timeline.keys import pairs_sorted
 from perfsuite.analyzers.timeline.launch import LaunchPairs
 from perfsuite.analyzers.timeline.model import QueueStat
 
@@ -43,13 +44,14 @@ class QueueSeries:
 def queue_series(pairs: LaunchPairs) -> list[QueueSeries]:
     """The step series of every (device, stream) that has launches, sorted by key."""
     out = []
-    keys = sorted(set(zip(pairs.device.tolist(), pairs.stream.tolist(), strict=True)))
+    keys = pairs_sorted(pairs.device, pairs.stream)
     for dev, s in keys:
         m = (pairs.device == dev) & (pairs.stream == s)
         n = int(m.sum())
-        t = np.concatenate([pairs.cpu_ts[m], pairs.gpu_ts[m]])
-        step = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
-        order = np.lexsort((step, t))  # by time; at a tie the start (-1) before the launch
+        t = np.concatenate([pairs.gpu_ts[m], pairs.cpu_ts[m]])
+        step = np.concatenate([-np.ones(n, np.int64), np.ones(n, np.int64)])
+        # By time; at a tie the start (-1, placed first) before the launch: a stable sort.
+        order = np.argsort(t, kind="stable")
         t, length = t[order], np.cumsum(step[order])
         last = np.append(t[1:] != t[:-1], True)  # the value after all changes at a time
         out.append(QueueSeries(dev, s, pairs.base, t[last], length[last]))

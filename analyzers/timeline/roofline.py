@@ -14,13 +14,13 @@ non-negative, so a corrupt or hand-edited trace cannot put -120 FLOP or 1e600 on
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from perfsuite.analyzers.timeline.device import US, DeviceArrays
 from perfsuite.analyzers.timeline.hostmap import HostMap
+from perfsuite.analyzers.timeline.keys import unique_ints
 from perfsuite.analyzers.timeline.model import RooflinePoint
 from perfsuite.flops import registry
 from perfsuite.flops.call import OpCall, TensorMeta
@@ -133,6 +133,44 @@ def op_work(name: str, shape: tuple[Any, Any, Any]) -> tuple[float, float] | Non
     return flops, nbytes
 
 
+def _modeled_ops(
+    data: TraceData, parent: np.ndarray
+) -> tuple[dict[tuple[int, int], tuple[float, float] | None], np.ndarray]:
+    """Per range, the innermost modeled cpu_op at or above it (-1: none), with the work of
+    each (name, shapes) pair of cpu_ops. A cpu_op is modeled when a formula applies to its
+    recorded shapes (INVALID included: such a point is counted as dropped)."""
+    rg = data.ranges
+    n = len(rg.ts)
+    kind = np.asarray(rg.kind, dtype=np.int64)
+    name = np.asarray(rg.name, dtype=np.int64)
+    shape = np.asarray(rg.shape, dtype=np.int64)
+    cand = np.flatnonzero((kind == 0) & (shape >= 0))
+    work: dict[tuple[int, int], tuple[float, float] | None] = {}
+    is_modeled = np.zeros(n, dtype=bool)
+    if len(cand):
+        width = int(shape.max()) + 1
+        keys, inv = np.unique(name[cand] * width + shape[cand], return_inverse=True)
+        names, shapes = data.names.values, data.shapes.values
+        ok = np.zeros(len(keys), dtype=bool)
+        for i, key in enumerate(keys.tolist()):
+            nm, sh = divmod(key, width)
+            work[(nm, sh)] = op_work(names[nm], shapes[sh])
+            ok[i] = work[(nm, sh)] is not None
+        is_modeled[cand] = ok[inv.reshape(-1)]
+    # Walk every range up its parents at once until a modeled op (or the top) is reached.
+    found = np.where(is_modeled, np.arange(n), -1)
+    cur = np.where(is_modeled, -1, np.asarray(parent, dtype=np.int64))
+    todo = np.flatnonzero(cur >= 0)
+    while len(todo):
+        at = cur[todo]
+        hit = is_modeled[at]
+        found[todo[hit]] = at[hit]
+        nxt = np.where(hit, -1, parent[at])
+        cur[todo] = nxt
+        todo = todo[nxt >= 0]
+    return work, found
+
+
 def roofline_points(
     data: TraceData, host: HostMap, arrays: DeviceArrays, mask: np.ndarray
 ) -> tuple[list[RooflinePoint], int]:
@@ -145,51 +183,39 @@ def roofline_points(
     if not len(data.shapes.values):
         return [], 0
     names = data.names.values
-    work_cache: dict[tuple[int, int], tuple[float, float] | None] = {}
-    credited: dict[int, int] = {}  # innermost op -> modeled op (or -1)
-    parent = host.parent
-
-    def modeled(op: int) -> int:
-        got = credited.get(op)
-        if got is not None:
-            return got
-        r = op
-        found = -1
-        while r >= 0:
-            sh = rg.shape[r]
-            if rg.kind[r] == 0 and sh >= 0:
-                key = (rg.name[r], sh)
-                if key not in work_cache:
-                    work_cache[key] = op_work(names[rg.name[r]], data.shapes.values[sh])
-                if work_cache[key] is not None:
-                    found = r
-                    break
-            r = int(parent[r])
-        credited[op] = found
-        return found
-
-    time_of: dict[int, float] = defaultdict(float)
+    work_cache, modeled = _modeled_ops(data, host.parent)
     if on_host:  # each cpu_op's own time goes to the modeled op it runs in (or is)
-        kinds, self_time = rg.kind, host.self_time
-        for r in range(len(rg.ts)):
-            if kinds[r] == 0:
-                m = modeled(r)
-                if m >= 0:
-                    time_of[m] += float(self_time[r])
+        kind = np.asarray(rg.kind, dtype=np.int64)
+        m_seq = modeled[kind == 0]
+        t_seq = np.asarray(host.self_time, dtype=np.float64)[kind == 0]
     else:
         op, dur = arrays.op[mask], arrays.dur[mask]
         keep = op >= 0
-        ops, inv = np.unique(op[keep], return_inverse=True)
-        per_op = np.bincount(inv, weights=dur[keep], minlength=len(ops))
-        for o, t in zip(ops.tolist(), per_op.tolist(), strict=True):
-            m = modeled(o)
-            if m >= 0:
-                time_of[m] += t
+        ops, inv = unique_ints(op[keep], return_inverse=True)
+        t_seq = np.bincount(inv.reshape(-1), weights=dur[keep], minlength=len(ops))
+        m_seq = modeled[ops]
+    sel = m_seq >= 0
+    m_seq, t_seq = m_seq[sel], t_seq[sel]
+    # Per modeled op, its time summed in sequence order (bincount adds in input order), the
+    # ops taken in order of first appearance; then per (operator, shapes) group likewise.
+    uniq, first, inv = unique_ints(m_seq, return_index=True, return_inverse=True)
+    per_m = np.bincount(inv.reshape(-1), weights=t_seq, minlength=len(uniq))
+    by_first = np.argsort(first, kind="stable")
+    m_ord, t_ord = uniq[by_first], per_m[by_first]
+    r_name = np.asarray(rg.name, dtype=np.int64)[m_ord]
+    r_shape = np.asarray(rg.shape, dtype=np.int64)[m_ord]
     groups: dict[tuple[int, int], list[float]] = {}
-    for r, t in time_of.items():
-        g = groups.setdefault((rg.name[r], rg.shape[r]), [0, 0.0])
-        g[0] += 1
-        g[1] += t
+    if len(m_ord):
+        width = int(r_shape.max()) + 1
+        g_keys, g_first, g_inv = np.unique(
+            r_name * width + r_shape, return_index=True, return_inverse=True
+        )
+        g_inv = g_inv.reshape(-1)
+        g_calls = np.bincount(g_inv, minlength=len(g_keys))
+        g_time = np.bincount(g_inv, weights=t_ord, minlength=len(g_keys))
+        for g in np.argsort(g_first, kind="stable").tolist():
+            key = (int(r_name[g_first[g]]), int(r_shape[g_first[g]]))
+            groups[key] = [int(g_calls[g]), float(g_time[g])]
     points = []
     dropped = 0
     for (nm, sh), (calls, t) in groups.items():
