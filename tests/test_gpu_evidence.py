@@ -25,7 +25,8 @@ SECTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
+# Session scope: a module fixture is rebuilt when a parallel worker interleaves files.
+@pytest.fixture(scope="session")
 def dry(tmp_path_factory) -> tuple[dict, str]:
     out = tmp_path_factory.mktemp("evidence")
     argv = ["gpu_evidence", "--dry-run", "--device", "cpu", "--out", str(out)]

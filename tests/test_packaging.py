@@ -3,6 +3,7 @@ source tree's `analyzers/` installed as `perfsuite.analyzers` and the data files
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,17 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
+    # Built from a copy of the sources: a build writes build/ and *.egg-info beside them, which
+    # must neither land in the checkout nor race another process reading it.
+    src = tmp / "src"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.perfsuite-columns")
+    for folder in ("perfsuite", "analyzers"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=skip)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     build = subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(ROOT)],
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(src)],
         capture_output=True,
         text=True,
     )
