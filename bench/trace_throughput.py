@@ -38,24 +38,32 @@ TIMEOUT_S = 1800
 HTA_MAX_EVENTS = 30_000
 
 _CHILD = r"""
-import json, os, sys, time, warnings, logging, resource, threading
+import json, os, sys, time, warnings, logging, resource
 warnings.simplefilter("ignore")
 logging.disable(logging.WARNING)
 mode, path = sys.argv[1], sys.argv[2]
-import psutil
-me = psutil.Process()
-tree_peak = [0]
-sampler_cpu = [0.0]  # the sampler's own CPU time, taken out of the figure
-def _sample():
-    while True:
-        try:
-            rss = me.memory_info().rss + sum(c.memory_info().rss for c in me.children(True))
-            tree_peak[0] = max(tree_peak[0], rss)
-        except psutil.Error:
-            pass
-        sampler_cpu[0] = time.thread_time()
-        time.sleep(0.01)
-threading.Thread(target=_sample, daemon=True).start()
+import psutil, subprocess, tempfile
+# The memory sampler is a process of its own: a thread here would make this process
+# multi-threaded, and the trace reader forks its worker pool only in a single-threaded one.
+_SAMPLER = '''
+import os, sys, time, psutil
+pid, out, me, peak = int(sys.argv[1]), sys.argv[2], os.getpid(), 0
+while True:
+    try:
+        p = psutil.Process(pid)
+        rss = p.memory_info().rss + sum(
+            c.memory_info().rss for c in p.children(True) if c.pid != me)
+    except psutil.Error:
+        break
+    if rss > peak:
+        peak = rss
+        with open(out + ".tmp", "w") as fh:
+            fh.write(str(peak))
+        os.replace(out + ".tmp", out)
+    time.sleep(0.01)
+'''
+_peak_file = os.path.join(tempfile.mkdtemp(prefix="perfsuite-bench-"), "peak")
+_sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(os.getpid()), _peak_file])
 if mode.startswith("perfsuite"):
     import perfsuite.traces.reader as reader
     from perfsuite.analyzers.timeline import analyze_trace
@@ -101,8 +109,16 @@ wall = time.perf_counter() - t0
 with open("/proc/self/status") as fh:
     hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
 peak = hwm * 1024
+# the sampler is not yet waited for, so RUSAGE_CHILDREN leaves its CPU time out
 own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime - sampler_cpu[0]
+cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+_sampler.terminate()
+_sampler.wait()
+try:
+    with open(_peak_file) as fh:
+        tree_peak = [int(fh.read())]
+except (OSError, ValueError):
+    tree_peak = [0]
 print(json.dumps({"wall_s": wall, "events": events, "mem_bytes": max(peak - base, 0),
                   "cpu_s": cpu, "tree_peak_bytes": max(tree_peak[0], peak),
                   "backend": locals().get("backend", ""), "read_s": locals().get("read_s")}))
