@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.cifar10.data import CLASSES
 from perfsuite.workloads.data import DataSource
 from perfsuite.workloads.switches import COMMON
 
@@ -35,18 +36,7 @@ class Cifar10Task(Workload):
     switches = COMMON | {"label_smoothing", "tta", "data", "muon", "activation"}
     scheduler_interval = "step"  # both families' LambdaLR factors are per optimizer step
     image_stats = (MEAN, STD)  # to_images / from_images undo and apply this normalization
-    class_names = (
-        "airplane",
-        "automobile",
-        "bird",
-        "cat",
-        "deer",
-        "dog",
-        "frog",
-        "horse",
-        "ship",
-        "truck",
-    )  # data.CLASSES, the canonical label order
+    class_names = CLASSES  # the canonical label order
 
     def __init__(self) -> None:
         self.download = False
@@ -63,7 +53,6 @@ class Cifar10Task(Workload):
         random crop, flip) instead of the recipe's on-device augmentation."""
         from pathlib import Path
 
-        from perfsuite.workloads.cifar10.data import CLASSES
         from perfsuite.workloads.imagefolder import ImageFolderSource
         from perfsuite.workloads.transforms import cifar_transforms
 
