@@ -7,7 +7,11 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from perfsuite.record import quantity
 
@@ -24,6 +28,23 @@ def perfsuite_process(
         [sys.executable, "-m", "perfsuite", *args],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout,
     )  # fmt: skip
+
+
+@contextmanager
+def hta_in_process() -> Iterator[None]:
+    """HTA parses several ranks in a fork()ed pool; a fork of a test process that earlier tests
+    left running torch, TensorFlow, Ray or tqdm threads can inherit a held lock, and the pool's
+    child then waits forever. Inside this block HTA parses every rank in this process."""
+    from hta.common.trace import Trace
+
+    parse = Trace.parse_multiple_ranks
+
+    def in_process(self, ranks, use_multiprocessing=True, use_memory_profiling=True):
+        return parse(self, ranks, False, use_memory_profiling)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Trace, "parse_multiple_ranks", in_process)
+        yield
 
 
 def build_record(make_record, bytes_per_step=1e8):

@@ -16,6 +16,7 @@ from perfsuite.analyzers.timeline.diff import diff_paths
 from perfsuite.cli import main
 from perfsuite.record import write_record
 from tests.conftest import shared_path
+from tests.helpers import hta_in_process
 from tests.test_timeline_synthetic import call, kern, op, write_trace
 
 NCCL = ["trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
@@ -50,8 +51,9 @@ def _hta_diff(a: Path, b: Path, control_rank):
     from hta.trace_diff import DeviceType, LabeledTrace, TraceDiff
 
     logging.getLogger("hta").setLevel(logging.ERROR)
-    la = LabeledTrace("A", trace_dir=str(a))
-    lb = LabeledTrace("B", trace_dir=str(b))
+    with hta_in_process():
+        la = LabeledTrace("A", trace_dir=str(a))
+        lb = LabeledTrace("B", trace_dir=str(b))
     return {
         kind: TraceDiff.compare_traces(la, lb, control_rank=control_rank, device_type=dt)
         for kind, dt in (("cpu_op", DeviceType.CPU), ("kernel", DeviceType.GPU))

@@ -24,6 +24,7 @@ import pytest
 
 from perfsuite.analyzers.timeline import analyze_file
 from tests.conftest import shared_path
+from tests.helpers import hta_in_process
 
 pytestmark = pytest.mark.shared
 US = 1e-6
@@ -59,19 +60,8 @@ def comparable_copy(src: Path, dst: Path) -> Path:
 
 def _hta(folder: Path):
     hta = pytest.importorskip("hta.trace_analysis", reason="holistictraceanalysis not installed")
-    from hta.common.trace import Trace
-
     logging.getLogger("hta").setLevel(logging.ERROR)
-    # HTA parses several ranks in a fork()ed pool; a fork of this process, which earlier tests
-    # left running torch, TensorFlow and Ray threads, can inherit a held lock and hang forever
-    # (seen in a full local CI run: the pool's child waited on a futex). Parse in-process.
-    load = Trace.load_traces
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(
-            Trace,
-            "load_traces",
-            lambda self, *a, **k: load(self, *a, **{**k, "use_multiprocessing": False}),
-        )
+    with hta_in_process():
         ta = hta.TraceAnalysis(trace_dir=str(folder))
     temporal = ta.get_temporal_breakdown(visualize=False).set_index("rank")
     _, kernels = ta.get_gpu_kernel_breakdown(

@@ -32,6 +32,7 @@ import pytest
 
 import perfsuite
 from tests.conftest import extract_h100_run, shared_path
+from tests.helpers import hta_in_process
 
 pytestmark = pytest.mark.shared
 HTA_LAUNCH_CALLS = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
@@ -72,7 +73,6 @@ def _source(case: str, tmp: Path) -> Path:
 def hta_results(tmp_path_factory):
     """Per case: (perfsuite Trace, HTA launch stats, HTA queue series, the HTA object)."""
     hta = pytest.importorskip("hta.trace_analysis", reason="holistictraceanalysis not installed")
-    from hta.common.trace import Trace
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     cache: dict[str, tuple] = {}
@@ -82,15 +82,8 @@ def hta_results(tmp_path_factory):
             return cache[case]
         tmp = tmp_path_factory.mktemp(case)
         path = _copy(_source(case, tmp), tmp / "traces")
-        load = Trace.load_traces
-        with pytest.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp, hta_in_process():
             mp.setenv("HTA_DISABLE_NS_ROUNDING", "1")
-            # parse in-process: a fork of a process running torch threads can hang
-            mp.setattr(
-                Trace,
-                "load_traces",
-                lambda self, *a, **k: load(self, *a, **{**k, "use_multiprocessing": False}),
-            )
             ta = hta.TraceAnalysis(trace_dir=str(path.parent))
             (rank,) = ta.t.traces
             launches = ta.get_cuda_kernel_launch_stats(ranks=[rank], visualize=False)[rank]
