@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 from perfsuite.record import write_record
 from tests.conftest import extract_h100_run, shared_path
 from tests.helpers import build_record

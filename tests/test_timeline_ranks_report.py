@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from perfsuite.__main__ import main
 from perfsuite.analyzers.timeline.diff import diff_paths
 from perfsuite.analyzers.timeline.ranks import scan_folder
-from perfsuite.cli import main
 from perfsuite.record import load_record, write_record
 from perfsuite.report.ranks_section import (
     diff_figure,

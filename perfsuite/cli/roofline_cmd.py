@@ -10,7 +10,7 @@ from perfsuite.cli.common import (
     add_deprecated,
     add_json_flag,
     add_top_flag,
-    html_builder,
+    html_pages,
     output_path,
     print_json,
     resolve_run,
@@ -252,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
-        page = html_builder().roofline_html(rec, top, peaks)
+        page = html_pages(args).roofline(rec, top, peaks)
         path = write_text_atomic(args.output, page)
         status(f"wrote {path}")
     if args.json:

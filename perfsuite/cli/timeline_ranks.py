@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, print_json, status
+from perfsuite.cli.common import CLIError, html_pages, print_json, status
 
 PROGRESS_FILES = 4  # a folder with at least this many traces reports each on stderr
 NAME_WIDTH = 60
@@ -77,10 +77,8 @@ def run_folder(args: Any, folder: str) -> int:
     for s in scan.skipped:
         status(f"skipped {s['error']}")
     if args.html:
-        from perfsuite.cli.common import html_builder
-
         inputs = [folder, *map(str, trace_files(folder))]
-        _write_page(args.html, html_builder().ranks_page(scan), inputs)
+        _write_page(args.html, html_pages(args).ranks(scan), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(scan)})
     else:
@@ -211,10 +209,8 @@ def run_diff(args: Any) -> int:
     except (TraceError, RecordError) as exc:
         raise CLIError(str(exc)) from None
     if args.html:
-        from perfsuite.cli.common import html_builder
-
         inputs = [*args.diff, a, b, *(str(f) for x in (a, b) for f in side_files(x))]
-        _write_page(args.html, html_builder().diff_page(d, args.top or 20), inputs)
+        _write_page(args.html, html_pages(args).diff(d, args.top or 20), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(d)})
     else:

@@ -16,8 +16,8 @@ from perfsuite.analyzers.timeline.hostmap import build_host_map
 from perfsuite.analyzers.timeline.launch import launch_pairs
 from perfsuite.analyzers.timeline.memory import memory_series
 from perfsuite.analyzers.timeline.queues import queue_series
+from perfsuite.figures.runs import LAYOUT, time_scale
 from perfsuite.report import html as h
-from perfsuite.report.figures import _LAYOUT, time_scale
 
 MAX_POINTS = 20_000  # per drawn series
 NUM = True
@@ -51,7 +51,7 @@ def queue_figure(series: list[Any]) -> go.Figure:
         title=title + (" - max per bin" if thinned else ""),
         xaxis_title=f"time since the trace start ({unit})",
         yaxis_title="device events queued",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -84,7 +84,7 @@ def memory_figure(series: list[Any], stats: list[Any]) -> go.Figure:
         + (" - max per bin" if thinned else ""),
         xaxis_title=f"time since the trace start ({unit})",
         yaxis={"title": "allocated", "ticksuffix": f" {prefix}B", "rangemode": "tozero"},
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
