@@ -29,12 +29,15 @@ from perfsuite.views.curves import curve_data
 from perfsuite.views.pages import ReportPage
 from perfsuite.views.roofline_rows import (
     OP_HEADERS,
+    RANKING_HEADERS,
     ROOF_HEADERS,
+    RUN_HEADERS,
     TIME_HEADERS,
     measured_tables,
     of_roof,
     op_caption,
     op_rows,
+    ranking_rows,
     roof_rows,
     run_frac,
     run_rows,
@@ -123,9 +126,7 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _run_block(res: Roofline) -> str:
-    return h.table(
-        ["field", "value", "provenance", "meaning"], run_rows(res), [False, True, False, False]
-    )
+    return h.table(RUN_HEADERS, run_rows(res), [False, True, False, False])
 
 
 def _util_block(u: Utilization, res: Roofline) -> str:
@@ -254,20 +255,7 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
         if res.ranking:
             parts.append("<h4>Where to look first: lost time = time x (1 - of roof)</h4>")
             parts.append(
-                h.table(
-                    ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
-                    [
-                        [
-                            k + 1,
-                            o.op,
-                            fmt.si(o.lost_time_s, "s"),
-                            fmt.si(o.time_s, "s"),
-                            of_roof(o.placement),
-                            o.placement.bound,
-                        ]
-                        for k, o in enumerate(res.ranking[:top])
-                    ],
-                )
+                h.table(RANKING_HEADERS, ranking_rows(res, top)),
             )
     return "".join(parts)
 
