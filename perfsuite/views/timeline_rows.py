@@ -16,6 +16,7 @@ from perfsuite.fmt import si
 if TYPE_CHECKING:
     from perfsuite.analyzers.timeline.model import (
         KernelLaunchStat,
+        KernelStat,
         LaunchGroup,
         MemoryStat,
         QueueStat,
@@ -28,6 +29,15 @@ KERNEL_HEADERS = ["kernel (most outliers first)", "launches", "call mean", "dela
 QUEUE_HEADERS = ["device", "stream", "launches", "max", "mean (time-weighted)", "time at max",
                  "span"]  # fmt: skip
 HOLDER_HEADERS = ["allocations", "bytes"]  # after the column naming who held the peak
+TOP_KERNEL_HEADERS = ["category", "count", "total", "mean"]  # after the kernel's name
+
+
+def top_kernel_rows(kernels: list[KernelStat], name: Callable[[str], Any]) -> list[list[Any]]:
+    """The kernels with the most device time: name, category, count, total and mean time
+    (`TOP_KERNEL_HEADERS` after the name)."""
+    return [
+        [name(k.name), k.category, k.count, si(k.total_s, "s"), si(k.mean_s, "s")] for k in kernels
+    ]
 
 
 def stream_rows(streams: list[LaunchGroup]) -> list[list[Any]]:
