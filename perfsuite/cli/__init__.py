@@ -2,7 +2,9 @@
 
 Each command lives in its own module under perfsuite.cli with a `register(subparsers)`
 function. Command modules must not import torch at module level: `perfsuite --help` and the
-analysis commands have to work, fast, on machines without it.
+analysis commands have to work, fast, on machines without it. The CLI never imports the HTML
+report: the commands that write a page get it through `common.html_pages`, which the program
+(`perfsuite.__main__`, the console script) wires to the report.
 """
 
 from __future__ import annotations

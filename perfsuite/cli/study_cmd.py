@@ -264,11 +264,11 @@ def _show(args: argparse.Namespace) -> int:
         folder = Path(args.folder)
         records = load_records([folder]) if folder.is_dir() else []
         output_path(args.output, records, [str(folder / "study.json"), args.folder])
+        pages = html_pages(args)  # refused, like the path, before anything is printed
     _print(Path(args.folder), args.json)
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
-        pages = html_pages(args)
         result, records = analysis(args.folder)
         out = write_text_atomic(args.output, pages.study(result, records))
         status(f"report: {out}")
