@@ -1,5 +1,7 @@
-"""Plotly figures. They draw what the analyzers return; the only arithmetic here is geometry
-(where to draw a roof line across the visible axis range, where its label goes)."""
+"""Plotly figures of one run or several: accuracy against training time, the roofline, per-op
+time, telemetry; and the layout and colours the other figures share. They draw what the
+analyzers return; the only arithmetic here is geometry (where to draw a roof line across the
+visible axis range, where its label goes)."""
 
 from __future__ import annotations
 
