@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 from perfsuite.record import quantity, write_record
 from tests.browser import OP_NAME_BOXES, Browser, find_chromium
 from tests.conftest import extract_h100_run

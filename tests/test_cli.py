@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from perfsuite.cli import COMMANDS, build_parser, main
+from perfsuite.__main__ import main
+from perfsuite.cli import COMMANDS, build_parser
 from perfsuite.record import quantity, write_record
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from perfsuite import fmt
-from perfsuite.cli import build_parser, main
+from perfsuite.__main__ import main
+from perfsuite.cli import build_parser
 from perfsuite.cli.common import TOP_DEFAULT, CLIError, fraction, resolve_run
 from perfsuite.record import write_record
 

@@ -10,10 +10,10 @@ import re
 import numpy as np
 import pytest
 
+from perfsuite.__main__ import main
 from perfsuite.analyzers.results.record_view import framework
 from perfsuite.analyzers.runs.compare import compare, items_from_records
 from perfsuite.analyzers.runs.compare_work import flop_check
-from perfsuite.cli import main
 from perfsuite.record import quantity, write_record
 from perfsuite.record.tta import crossing_dict, first_crossing
 from tests.helpers import build_record
@@ -312,7 +312,7 @@ def test_runs_on_other_hardware_are_drawn_under_their_own_roofs(make_record):
     """A CPU run and an H100-class run in one report: each hardware gets its roof; before,
     only the baseline's was drawn and the GPU point sat 600x above it."""
     from perfsuite.analyzers.runs.compare import run_values
-    from perfsuite.report.compare_figures import positions_figure
+    from perfsuite.figures.compare import positions_figure
 
     cpu = _run(make_record, "cpu-run", 10.0)
     gpu = _run(make_record, "gpu-run", 1.0)

@@ -49,12 +49,14 @@ LAYERS: dict[str, int] = {
     "perfsuite.study": 6,
     # shared row builders of the front ends
     "perfsuite.views": 7,
-    # the HTML report: below the front ends that write its pages and show its figures
-    "perfsuite.report": 8,
-    # the command line and the Python API, beside each other
+    # the plotly figures the report embeds and the API returns
+    "perfsuite.figures": 8,
+    # the front ends, beside each other: the command line, the HTML report, the Python API
     "perfsuite.cli": 9,
+    "perfsuite.report": 9,
     "perfsuite.api": 9,
-    # the package facade and `python -m perfsuite`
+    # the package facade, and the program (`perfsuite`, `python -m perfsuite`) that wires the
+    # report's pages into the command line
     "perfsuite": 10,
     "perfsuite.__main__": 10,
 }
@@ -393,11 +395,11 @@ def test_a_planted_function_level_import_fails(tmp_path):
         {
             "perfsuite.analyzers.planted": (
                 "def f():\n    from perfsuite import fmt\n\n\n"
-                "def g():\n    from perfsuite.report import figures\n"
+                "def g():\n    from perfsuite.figures import runs\n"
             )
         },
     )
-    # fmt needs nothing heavy: flagged; the report's figures need plotly: allowed
+    # fmt needs nothing heavy: flagged; the figures need plotly: allowed
     assert [f for f in lazy_imports(modules) if "planted" in f] == [
         "planted.py:2: perfsuite.analyzers.planted imports perfsuite.fmt in a function"
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 from perfsuite.record import write_record
 
 

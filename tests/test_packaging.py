@@ -73,3 +73,29 @@ def test_installed_analyzers_import_from_the_installed_tree(installed: Path) -> 
     assert out.returncode == 0, out.stderr
     for line in out.stdout.split():
         assert line.startswith(str(installed)), line
+
+
+def test_the_console_script_runs_the_program_with_the_report(
+    installed: Path, tmp_path: Path, make_record
+) -> None:
+    """The installed `perfsuite` script is `perfsuite.__main__:main`, the program that hands
+    the report's pages to the command line: run from the installed tree, it writes a page."""
+    from perfsuite.record import write_record
+
+    (entry_points,) = installed.glob("perfsuite-*.dist-info/entry_points.txt")
+    assert "perfsuite = perfsuite.__main__:main" in entry_points.read_text().splitlines()
+    run = write_record(tmp_path / "run", make_record([(1, 2.0, 0.95)]))
+    page = tmp_path / "page.html"
+    script = installed / "bin" / "perfsuite"
+    code = (
+        f"import runpy, sys; sys.path.insert(0, {str(installed)!r}); "
+        f"sys.argv = [{str(script)!r}, 'report', {str(run)!r}, '-o', {str(page)!r}]; "
+        f"runpy.run_path({str(script)!r}, run_name='__main__')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(page)
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert "perfsuite report: r1" in page.read_text()

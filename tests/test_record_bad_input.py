@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from perfsuite.__main__ import main
 from perfsuite.analyzers.runs.stability import stability
-from perfsuite.cli import main
 from perfsuite.devices.maths import record_device
 from perfsuite.record import RecordError, load_record, quantity, validate_record, write_record
 from perfsuite.record.checks import resolve_sidecar

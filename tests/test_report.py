@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 from perfsuite.record import quantity, write_record
 from tests.helpers import build_record
 
@@ -131,7 +131,7 @@ class Block:
         if name.split(".")[0] == "plotly":
             raise ImportError("no plotly in this test")
 sys.meta_path.insert(0, Block())
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsuite.cli import main
+from perfsuite.__main__ import main
 from perfsuite.record import write_record
 from tests.conftest import extract_h100_run, shared_path
 from tests.helpers import build_record
@@ -145,3 +145,21 @@ def test_docs_list_the_json_fields_the_code_writes(two_runs, tmp_path, capsys):
     assert list(rows) == list(data)  # the top-level fields, in the order written
     run_fields = re.findall(r"`(\w+)`(?: \([^)]*\))?[,:]?", rows["runs"].split(": ", 1)[1])
     assert run_fields == list(data["runs"][0])
+
+
+def test_the_program_writes_pages_and_the_cli_alone_refuses_them(two_runs, tmp_path, capsys):
+    """The report's pages reach the CLI only through the program (`perfsuite.__main__`): the
+    CLI's own `main` runs the command up to the page and refuses it in one line, writing
+    nothing; the text commands need no report."""
+    from perfsuite import cli
+
+    a, _ = two_runs
+    out = tmp_path / "page.html"
+    assert cli.main(["report", str(a), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfsuite: error: ") and err.count("\n") == 1
+    assert "perfsuite.__main__" in err and not out.exists()
+    assert cli.main(["roofline", str(a), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["roofline"]["run"]["run_id"] == "roof1"
+    assert main(["report", str(a), "-o", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out) and "roof1" in out.read_text()

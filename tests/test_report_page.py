@@ -12,8 +12,8 @@ import re
 import pytest
 
 from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.figures import runs as figures
 from perfsuite.record import quantity, write_record
-from perfsuite.report import figures
 from perfsuite.report import html as h
 from perfsuite.report.build import report_html
 from perfsuite.report.inference_section import inference_rows
@@ -267,7 +267,7 @@ def test_headline_names_the_partial_run_and_links_the_other_flags(tmp_path, make
 
 
 def test_report_peaks_flag_names_another_machine_first(h100, tmp_path):
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
 
     other = json.loads(shared_path("gpu", "h100-peaks.json").read_text())
     other["device_name"] = "NVIDIA A100-SXM4-40GB"
@@ -288,7 +288,7 @@ def test_report_peaks_flag_names_another_machine_first(h100, tmp_path):
 
 
 def test_a_group_has_one_colour_in_every_chart():
-    from perfsuite.report.compare_figures import overlay_figure
+    from perfsuite.figures.compare import overlay_figure
 
     assert figures.item_colour("g2") == figures.item_colour("g2")
     curves = [

@@ -86,3 +86,23 @@ def test_report_section_memory_timeline(tmp_path, make_record):
     assert "<th>held at the cpu peak by</th>" in html
     assert '<td>aten::mm</td><td class="num">1</td><td class="num">512 B</td>' in html
     assert "Kernel launches" not in html  # a CPU trace: no launches, no queues
+
+
+def test_the_terminal_and_the_page_show_the_same_stream_and_queue_rows():
+    """One row builder (`perfsuite.views.timeline_rows`) for `perfsuite timeline` and the
+    report: every per-stream launch row and queue row is in both, cell by cell."""
+    import re
+
+    from perfsuite.analyzers.timeline.analysis import analyze_file
+    from perfsuite.cli.timeline_analyses import launch_lines, queue_lines
+    from perfsuite.report.timeline_analyses import launch_html, queue_html
+    from perfsuite.views.timeline_rows import queue_rows, stream_rows
+
+    a = analyze_file(shared_path("traces", RANK0))
+    text = "\n".join([*launch_lines(a.launches), *queue_lines(a.queues)])
+    html = launch_html(a.launches, 3, str) + queue_html(a.queues, [])
+    rows = [*stream_rows(a.launches.streams), *queue_rows(a.queues)]
+    assert len(rows) >= 2 and ["0", "7", "1052", "80"] in [list(map(str, r[:4])) for r in rows]
+    for row in rows:
+        assert re.search(r"\s+".join(re.escape(str(c)) for c in row), text), row
+        assert "".join(f'<td class="num">{c}</td>' for c in row) in html, row

@@ -4,12 +4,13 @@ analyzers' numbers; `timeline DIR --html`, `--diff --html` and a multi-run repor
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from perfsuite.__main__ import main
 from perfsuite.analyzers.timeline.diff import diff_paths
 from perfsuite.analyzers.timeline.ranks import scan_folder
-from perfsuite.cli import main
 from perfsuite.record import load_record, write_record
 from perfsuite.report.ranks_section import (
     diff_figure,
@@ -41,7 +42,7 @@ def test_ranks_section_and_figure(folder):
     assert list(idle.y) == [r.idle_s for r in scan.ranks]
     assert list(compute.marker.line.width) == [0, 0, 3]  # the straggler outlined
     html = ranks_section(scan)
-    assert "<li>rank 2: busy_compute_s 40 µs against a median of 10 µs (+300.0%)" in html
+    assert "<li>rank 2: busy_compute_s 40 µs, median 10 µs (+300.0%)" in html
     assert '<td class="num">2</td><td>r2.json</td><td>distributedInfo.rank</td>' in html
 
 
@@ -61,6 +62,27 @@ def test_ranks_section_carries_launches_queues_and_their_highest_rank(folder):
         "<li>deepest stream queue: rank 0, 1 on device 0 stream 7 (median over 3 ranks 1)" in html
     )
     assert "memory peak" not in " ".join(x.label for x in scan.extremes)
+
+
+def test_the_terminal_and_the_page_say_the_same_about_the_ranks(folder):
+    """One row builder (`perfsuite.views.rank_rows`) for `timeline DIR` and the page: every
+    straggler and extreme line, and every rank's step and compute cells, show in both."""
+    from perfsuite.cli.timeline_ranks import render_folder
+    from perfsuite.views.rank_rows import extreme_lines, rank_rows, straggler_lines
+
+    scan = scan_folder(folder)
+    text, html = render_folder(scan), ranks_section(scan)
+    lines = [*straggler_lines(scan), *extreme_lines(scan)]
+    assert len(lines) == 1 + len(scan.extremes) >= 2
+    for line in lines:
+        assert f"  {line}" in text.splitlines()
+        assert f"<li>{line}</li>" in html
+    rows = rank_rows(scan, "n/a")
+    assert [row[6] for row in rows] == ["10 µs", "10 µs", "40 µs"]  # compute per rank
+    for row in rows:  # steps to host wait, in order, in the rank's text line and table row
+        line = next(x for x in text.splitlines() if x.split()[:1] == [str(row[0])])
+        assert re.search(r"\s+".join(re.escape(str(c)) for c in row[3:]), line), line
+        assert "".join(f'<td class="num">{c}</td>' for c in row[3:]) in html
 
 
 def test_diff_section_and_figure(tmp_path):

@@ -1,6 +1,6 @@
 """Plotly figures for notebooks, reachable as `run.figures.roofline()` and the like.
 
-Why no drawing code here: the figures are `perfsuite.report.figures`, the ones the HTML report
+Why no drawing code here: the figures are `perfsuite.figures.runs`, the ones the HTML report
 embeds, fed with the analysis the Run or Group already holds. plotly is imported on first use.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from perfsuite.record.sidecars import read_telemetry, telemetry_path
+from perfsuite.views.curves import curve_data
 
 if TYPE_CHECKING:
     from perfsuite.api.group import Group
@@ -16,8 +17,7 @@ if TYPE_CHECKING:
 
 
 def _curves(records: list[dict[str, Any]]) -> Any:
-    from perfsuite.report.build import curve_data
-    from perfsuite.report.figures import curves_figure
+    from perfsuite.figures.runs import curves_figure
 
     curves = curve_data(records)
     metric = next((c["metric"] for c in curves if c["metric"]), None)
@@ -32,7 +32,7 @@ class RunFigures:
 
     def roofline(self, title: str = "Roofline") -> Any:
         """Log-log roofline: the roofs, the ridge, each op (size = time share), the run."""
-        from perfsuite.report.figures import roofline_figure
+        from perfsuite.figures.runs import roofline_figure
 
         run = self._run
         return roofline_figure(run._need_roofline(), run._utilization, title)
@@ -43,13 +43,13 @@ class RunFigures:
 
     def ops(self, top: int = 20) -> Any:
         """Per-op time per step, coloured by fraction of roof (the `top` longest ops)."""
-        from perfsuite.report.figures import ops_bar_figure
+        from perfsuite.figures.runs import ops_bar_figure
 
         return ops_bar_figure(self._run._need_roofline(), top)
 
     def telemetry(self) -> Any:
         """The telemetry time series (CPU, memory, GPU when sampled)."""
-        from perfsuite.report.figures import telemetry_figure
+        from perfsuite.figures.runs import telemetry_figure
 
         path = telemetry_path(self._run.record)
         return telemetry_figure(read_telemetry(path) if path else {})

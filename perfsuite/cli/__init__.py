@@ -2,7 +2,9 @@
 
 Each command lives in its own module under perfsuite.cli with a `register(subparsers)`
 function. Command modules must not import torch at module level: `perfsuite --help` and the
-analysis commands have to work, fast, on machines without it.
+analysis commands have to work, fast, on machines without it. The CLI never imports the HTML
+report: the commands that write a page get it through `common.html_pages`, which the program
+(`perfsuite.__main__`, the console script) wires to the report.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from perfsuite.cli.common import CLIError
 from perfsuite.version import __version__
+from perfsuite.views.pages import HtmlPages
 
 # (module, one-line summary); the order is the order of `perfsuite --help`.
 COMMANDS: list[str] = [
@@ -60,12 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, html_pages: Callable[[], HtmlPages] | None = None
+) -> int:
+    """Run one command. `html_pages` loads the pages the HTML-writing commands write (the
+    report's, handed in by `perfsuite.__main__`, which is the program); without it those
+    commands say so in one line and the rest work."""
     from perfsuite.fmt import PrintableStream, printable
     from perfsuite.record import RecordError
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.html_pages = html_pages  # read by `common.html_pages`
     stdout = sys.stdout
     sys.stdout = PrintableStream(stdout)  # type: ignore[assignment]  # record text escaped
     try:

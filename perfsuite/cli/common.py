@@ -13,22 +13,30 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from perfsuite.views.pages import HtmlPages
+
 
 class CLIError(Exception):
     """A user-facing error; `main` prints it as one line and exits with status 2."""
 
 
-def html_builder() -> Any:
-    """The report builder module, or a one-line error where plotly is missing (only the HTML
-    pages need it; text and --json output do not)."""
+def html_pages(args: argparse.Namespace) -> HtmlPages:
+    """The report's pages, as the program that runs the CLI wired them in (`perfsuite.__main__`),
+    or a one-line error: where plotly is missing (only the HTML pages need it; text and --json
+    output do not), or where the CLI runs without the report."""
+    load = getattr(args, "html_pages", None)
+    if load is None:
+        raise CLIError(
+            "HTML pages come from the report, which this entry point does not load: "
+            "run the `perfsuite` program (perfsuite.__main__.main)"
+        )
     try:
-        from perfsuite.report import build
+        return load()
     except ImportError as exc:
         raise CLIError(
             f"HTML output needs plotly, which does not import here ({exc}); "
             "pip install 'plotly>=5.18', or use the text or --json output"
         ) from None
-    return build
 
 
 def _plain(obj: Any) -> Any:

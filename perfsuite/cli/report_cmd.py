@@ -10,12 +10,13 @@ from typing import Any
 from perfsuite.cli.common import (
     CLIError,
     add_top_flag,
-    html_builder,
+    html_pages,
     output_path,
     print_json,
     status,
     top_rows,
 )
+from perfsuite.views.pages import HtmlPages
 
 
 def register(subparsers: Any) -> None:
@@ -68,7 +69,7 @@ def default_output(records: list[dict[str, Any]]) -> Path:
     return Path("reports") / f"{name}.html"
 
 
-def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
+def _study_sections(paths: list[str], pages: HtmlPages) -> list[tuple[str, str, str]]:
     """A Study section for every study folder among `paths`."""
     from perfsuite.study.folder import MANIFEST
 
@@ -76,10 +77,10 @@ def _study_sections(paths: list[str]) -> list[tuple[str, str, str]]:
     for i, p in enumerate(paths):
         if (Path(p) / MANIFEST).is_file():
             from perfsuite.cli.study_cmd import analysis
-            from perfsuite.report.study_section import study_section
 
             result, records = analysis(p)
-            out.append((f"study-{i}", f"Study: {result.kind}", study_section(result, records)))
+            section = pages.study_section(result, records)
+            out.append((f"study-{i}", f"Study: {result.kind}", section))
     return out
 
 
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
 
-    build = html_builder()
+    pages = html_pages(args)
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     except PeaksFileError as exc:
         raise CLIError(str(exc)) from None
     status(f"building report for {len(records)} run(s)")
-    page = build.report_page(records, top_rows(args.top), _study_sections(args.runs), peaks)
+    page = pages.report(records, top_rows(args.top), _study_sections(args.runs, pages), peaks)
     write_text_atomic(out, page.html)  # unguessable temp name, exclusive create, rename
     warnings = warning_lines(page.runs)
     for line in warnings:

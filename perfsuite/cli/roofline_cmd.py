@@ -10,7 +10,7 @@ from perfsuite.cli.common import (
     add_deprecated,
     add_json_flag,
     add_top_flag,
-    html_builder,
+    html_pages,
     output_path,
     print_json,
     resolve_run,
@@ -101,11 +101,14 @@ def _text(
     from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
         OP_HEADERS,
+        RANKING_HEADERS,
         ROOF_HEADERS,
+        RUN_HEADERS,
         TIME_HEADERS,
         mfu_rows,
         op_caption,
         op_rows,
+        ranking_rows,
         roof_rows,
         run_rows,
         time_rows,
@@ -121,7 +124,7 @@ def _text(
         "",
     ]
     rows = run_rows(res)
-    out.append(fmt.table(rows, ["field", "value", "provenance", "meaning"], align="lrll"))
+    out.append(fmt.table(rows, RUN_HEADERS, align="lrll"))
     if r.flag:
         out.append(f"WHOLE RUN FLAGGED: {r.flag}")
     out += [
@@ -191,18 +194,8 @@ def _text(
             "",
             "Where to look first (lost time = time x (1 - achieved/attainable)):",
             fmt.table(
-                [
-                    [
-                        k + 1,
-                        o.op,
-                        fmt.si(o.lost_time_s, "s"),
-                        fmt.si(o.time_s, "s"),
-                        fmt.pct(o.placement.frac_of_roof),
-                        o.placement.bound,
-                    ]
-                    for k, o in enumerate(res.ranking[:top])
-                ],
-                ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
+                ranking_rows(res, top),
+                RANKING_HEADERS,
                 align="rlrrrl",
             ),
         ]
@@ -252,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         from perfsuite.record.io import write_text_atomic
 
-        page = html_builder().roofline_html(rec, top, peaks)
+        page = html_pages(args).roofline(rec, top, peaks)
         path = write_text_atomic(args.output, page)
         status(f"wrote {path}")
     if args.json:

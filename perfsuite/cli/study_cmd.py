@@ -11,6 +11,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_deprecated,
     add_json_flag,
+    html_pages,
     output_path,
     positive_int,
     print_json,
@@ -263,13 +264,12 @@ def _show(args: argparse.Namespace) -> int:
         folder = Path(args.folder)
         records = load_records([folder]) if folder.is_dir() else []
         output_path(args.output, records, [str(folder / "study.json"), args.folder])
+        pages = html_pages(args)  # refused, like the path, before anything is printed
     _print(Path(args.folder), args.json)
     if args.output:
-        from perfsuite.report.study_section import study_html
-
-        result, records = analysis(args.folder)
         from perfsuite.record.io import write_text_atomic
 
-        out = write_text_atomic(args.output, study_html(result, records))
+        result, records = analysis(args.folder)
+        out = write_text_atomic(args.output, pages.study(result, records))
         status(f"report: {out}")
     return 0

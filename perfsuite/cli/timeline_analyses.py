@@ -6,6 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from perfsuite.fmt import pct, short_kernel_name, si, table, truncate
+from perfsuite.views.timeline_rows import (
+    HOLDER_HEADERS,
+    KERNEL_HEADERS,
+    QUEUE_HEADERS,
+    STREAM_HEADERS,
+    holder_rows,
+    kernel_rows,
+    memory_place,
+    queue_rows,
+    stream_rows,
+)
 
 NAME_WIDTH = 60
 
@@ -33,40 +44,19 @@ def launch_lines(s: Any) -> list[str]:
         f"launch delay > {cut_delay}: {s.delay_outliers}",
     ]
     if len(s.streams) > 1:
-        rows = [
-            [g.device, g.stream, g.launches, si(g.cpu.p50_s, "s"), si(g.delay.p50_s, "s"),
-             si(g.delay.p99_s, "s"), si(g.delay.max_s, "s"), g.short, g.delay_outliers]
-            for g in s.streams
-        ]  # fmt: skip
-        headers = ["device", "stream", "launches", "call p50", "delay p50", "delay p99",
-                   "delay max", "short", "delay outliers"]  # fmt: skip
-        out.append(_indent(table(rows, headers, "rrrrrrrrr")))
+        out.append(_indent(table(stream_rows(s.streams), STREAM_HEADERS, "rrrrrrrrr")))
     if s.kernels:
-        rows = [
-            [truncate(short_kernel_name(k.name), NAME_WIDTH), k.launches, si(k.cpu_mean_s, "s"),
-             si(k.delay_mean_s, "s"), si(k.delay_max_s, "s"), k.short, k.runtime_outliers,
-             k.delay_outliers]
-            for k in s.kernels
-        ]  # fmt: skip
-        headers = ["kernel (most outliers first)", "launches", "call mean", "delay mean",
-                   "delay max", "short", "call outliers", "delay outliers"]  # fmt: skip
-        out.append(_indent(table(rows, headers, "lrrrrrrr")))
+        rows = kernel_rows(s.kernels, lambda name: truncate(short_kernel_name(name), NAME_WIDTH))
+        out.append(_indent(table(rows, KERNEL_HEADERS, "lrrrrrrr")))
     return out
 
 
 def queue_lines(queues: list[Any]) -> list[str]:
     """Queue length per stream: launched and not yet started (HTA's definition)."""
-    rows = [
-        [q.device, q.stream, q.launches, q.max_length, f"{q.mean_length:.2f}",
-         si(q.time_at_max_s, "s"), si(q.span_s, "s")]
-        for q in queues
-    ]  # fmt: skip
-    headers = ["device", "stream", "launches", "max", "mean (time-weighted)", "time at max",
-               "span"]  # fmt: skip
     return [
         "",
         "queue length per stream (launched, not yet started)",
-        _indent(table(rows, headers, "rrrrrrr")),
+        _indent(table(queue_rows(queues), QUEUE_HEADERS, "rrrrrrr")),
     ]
 
 
@@ -74,22 +64,16 @@ def memory_lines(memory: list[Any]) -> list[str]:
     """Allocated bytes per device from the allocator's [memory] events; who held the peak."""
     out = ["", "memory (allocator [memory] events)"]
     for m in memory:
-        where = m.device_type if m.device < 0 else f"{m.device_type}:{m.device}"
         out.append(
-            f"  {where}: {m.events} events ({m.allocations} allocations, {m.frees} frees); "
-            f"peak {si(m.peak_allocated_bytes, 'B')} allocated at {si(m.peak_t_s, 's')}, "
+            f"  {memory_place(m)}: {m.events} events ({m.allocations} allocations, {m.frees} "
+            f"frees); peak {si(m.peak_allocated_bytes, 'B')} allocated at {si(m.peak_t_s, 's')}, "
             f"final {si(m.final_allocated_bytes, 'B')}, at start "
             f"{si(m.allocated_at_start_bytes, 'B')}"
             + (f", peak reserved {si(m.peak_reserved_bytes, 'B')}" if m.peak_reserved_bytes else "")
         )
         if m.peak_holders:
-            rows = [[truncate(h.op, NAME_WIDTH), h.allocations, si(h.bytes, "B")]
-                    for h in m.peak_holders]  # fmt: skip
-            if m.peak_unattributed_bytes:
-                rows.append(
-                    ["(unattributed: before the trace)", "", si(m.peak_unattributed_bytes, "B")]
-                )
-            out.append(_indent(table(rows, ["held at the peak by", "allocations", "bytes"], "lrr")))
+            rows = holder_rows(m, lambda op: truncate(op, NAME_WIDTH))
+            out.append(_indent(table(rows, ["held at the peak by", *HOLDER_HEADERS], "lrr")))
     return out
 
 

@@ -181,17 +181,10 @@ def render(a: Any) -> str:
     if len(a.devices) > 1 and a.overall is not None:
         out.extend(_device_lines(a.overall))
     if a.top_kernels:
-        rows = [
-            [
-                name(short_kernel_name(k.name)),
-                k.category,
-                k.count,
-                si(k.total_s, "s"),
-                si(k.mean_s, "s"),
-            ]
-            for k in a.top_kernels
-        ]
-        out += ["", "top kernels", table(rows, ["kernel", "category", "count", "total", "mean"])]
+        from perfsuite.views.timeline_rows import TOP_KERNEL_HEADERS, top_kernel_rows
+
+        rows = top_kernel_rows(a.top_kernels, lambda k: name(short_kernel_name(k)))
+        out += ["", "top kernels", table(rows, ["kernel", *TOP_KERNEL_HEADERS])]
     if a.profiler_ranges is not None:
         pr = a.profiler_ranges
         rows = [[name(k.name), k.count, si(k.total_s, "s")] for k in pr.top]

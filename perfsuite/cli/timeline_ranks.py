@@ -6,7 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, print_json, status
+from perfsuite.cli.common import CLIError, html_pages, print_json, status
+from perfsuite.views.rank_rows import (
+    ANALYSES_HEADERS,
+    DIFF_HEADERS,
+    RANK_HEADERS,
+    analyses_rows,
+    diff_rows,
+    extreme_lines,
+    rank_rows,
+    straggler_lines,
+)
 
 PROGRESS_FILES = 4  # a folder with at least this many traces reports each on stderr
 NAME_WIDTH = 60
@@ -77,10 +87,8 @@ def run_folder(args: Any, folder: str) -> int:
     for s in scan.skipped:
         status(f"skipped {s['error']}")
     if args.html:
-        from perfsuite.cli.common import html_builder
-
         inputs = [folder, *map(str, trace_files(folder))]
-        _write_page(args.html, html_builder().ranks_page(scan), inputs)
+        _write_page(args.html, html_pages(args).ranks(scan), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(scan)})
     else:
@@ -89,27 +97,13 @@ def run_folder(args: Any, folder: str) -> int:
 
 
 def render_folder(scan: Any) -> str:
-    from perfsuite.fmt import pct, si, table
+    from perfsuite.fmt import table
 
-    rows = []
-    for r in scan.ranks:
-        rows.append(
-            [r.rank, r.trace[-40:], "name" if r.rank_source == "file name" else "meta",
-             r.steps, si(r.step_mean_s, "s") if r.step_mean_s is not None else "-",
-             si(r.span_s, "s") if r.span_s is not None else "-",
-             si(r.busy_compute_s, "s") if r.busy_compute_s is not None else "-",
-             pct(r.compute_share) if r.compute_share is not None else "-",
-             si(r.communication_busy_s, "s") if r.communication_busy_s is not None else "-",
-             pct(r.idle_share) if r.idle_share is not None else "-",
-             si(r.host_wait_s, "s") if r.host_wait_s is not None else "-"]
-        )  # fmt: skip
-    headers = ["rank", "trace", "rank from", "steps", "step mean", "span", "compute",
-               "of span", "communication", "idle", "host wait"]  # fmt: skip
     out = [
         f"{len(scan.ranks)} ranks in {scan.folder}",
-        table(rows, headers, "rllrrrrrrrr"),
+        table(rank_rows(scan, "-", brief=True), RANK_HEADERS, "rllrrrrrrrr"),
     ]
-    rows = analyses_rows(scan)
+    rows = analyses_rows(scan, "-")
     if rows:
         out += [
             "",
@@ -120,68 +114,11 @@ def render_folder(scan: Any) -> str:
     out += ["", f"stragglers ({scan.stragglers.rule}):"]
     if not scan.stragglers.ranks:
         out.append("  none")
-    for s in scan.stragglers.ranks:
-        caused = (
-            f"; communication wait on the other ranks (estimate) {si(s.comm_wait_caused_s, 's')}"
-            if s.comm_wait_caused_s is not None
-            else ""
-        )
-        out.append(
-            f"  rank {s.rank}: {s.metric} {si(s.value_s, 's')}, median {si(s.median_s, 's')} "
-            f"(+{pct(s.excess_share)}){caused}"
-        )
+    out += [f"  {line}" for line in straggler_lines(scan)]
     out += [f"note: {n}" for n in scan.stragglers.notes]
     if scan.skipped:
         out.append(f"note: {len(scan.skipped)} file(s) skipped (listed on stderr)")
     return "\n".join(out)
-
-
-ANALYSES_HEADERS = ["rank", "launches", "delay p50", "delay p99", "short", "short share",
-                    "call outliers", "delay outliers", "queue max", "device:stream", "memory peak",
-                    "peak at", "on"]  # fmt: skip
-
-
-def analyses_rows(scan: Any) -> list[list[Any]]:
-    """Per rank: launch statistics, the deepest queue and the memory peak (`-` where the
-    trace has none); no rows when no rank has launches or memory events."""
-    from perfsuite.fmt import pct, si
-
-    def opt(x: Any, text: Any) -> Any:
-        return "-" if x is None else text
-
-    if not any(r.launches or r.memory_peak_bytes is not None for r in scan.ranks):
-        return []
-    rows = []
-    for r in scan.ranks:
-        queue = f"{r.queue_max_device}:{r.queue_max_stream}"
-        rows.append(
-            [r.rank, r.launches, opt(r.launch_delay_p50_s, si(r.launch_delay_p50_s, "s")),
-             opt(r.launch_delay_p99_s, si(r.launch_delay_p99_s, "s")),
-             opt(r.short_kernels, r.short_kernels), opt(r.short_share, pct(r.short_share)),
-             opt(r.runtime_outliers, r.runtime_outliers), opt(r.delay_outliers, r.delay_outliers),
-             opt(r.queue_max_length, r.queue_max_length), opt(r.queue_max_stream, queue),
-             opt(r.memory_peak_bytes, si(r.memory_peak_bytes, "B")),
-             opt(r.memory_peak_t_s, si(r.memory_peak_t_s, "s")),
-             opt(r.memory_peak_device, r.memory_peak_device)]
-        )  # fmt: skip
-    return rows
-
-
-def extreme_lines(scan: Any) -> list[str]:
-    """One line per RankExtreme: which rank, its value, where, and the median over ranks."""
-    from perfsuite.fmt import si
-
-    by_rank = {r.rank: r for r in scan.ranks}
-    out = []
-    for x in scan.extremes:
-        r = by_rank[x.rank]
-        value, median = si(x.value, x.unit), si(x.median, x.unit)
-        if x.metric == "queue_max_length":
-            value += f" on device {r.queue_max_device} stream {r.queue_max_stream}"
-        elif x.metric == "memory_peak_bytes":
-            value += f" on {r.memory_peak_device} at {si(r.memory_peak_t_s, 's')}"
-        out.append(f"{x.label}: rank {x.rank}, {value} (median over {x.ranks} ranks {median})")
-    return out
 
 
 def diff_side(path: str) -> str:
@@ -211,10 +148,8 @@ def run_diff(args: Any) -> int:
     except (TraceError, RecordError) as exc:
         raise CLIError(str(exc)) from None
     if args.html:
-        from perfsuite.cli.common import html_builder
-
         inputs = [*args.diff, a, b, *(str(f) for x in (a, b) for f in side_files(x))]
-        _write_page(args.html, html_builder().diff_page(d, args.top or 20), inputs)
+        _write_page(args.html, html_pages(args).diff(d, args.top or 20), inputs)
     if args.json:
         print_json({"time_unit": "s", **vars(d)})
     else:
@@ -225,20 +160,9 @@ def run_diff(args: Any) -> int:
 def render_diff(d: Any, top: int) -> str:
     from perfsuite.fmt import short_kernel_name, si, table, truncate
 
-    def signed(x: float | None, unit: str) -> str:
-        if x is None:
-            return "-"
-        return ("+" if x > 0 else "") + si(x, unit)
-
     changed = [r for r in d.rows if r.status != "same"]
     shown = changed if not top or top <= 0 else changed[:top]
-    rows = [
-        [r.kind, truncate(short_kernel_name(r.name), NAME_WIDTH), r.status,
-         r.count_a, r.count_b, f"{r.count_delta:+d}",
-         si(r.total_a_s, "s"), si(r.total_b_s, "s"), signed(r.total_delta_s, "s"),
-         signed(r.mean_delta_s, "s")]
-        for r in shown
-    ]  # fmt: skip
+    rows = diff_rows(shown, lambda name: truncate(short_kernel_name(name), NAME_WIDTH), "-")
     c = d.counts
     out = [
         f"A: {d.a} ({d.ranks_a} rank(s)); B: {d.b} ({d.ranks_b} rank(s))",
@@ -247,22 +171,7 @@ def render_diff(d: Any, top: int) -> str:
         f"{c['added']} added, {c['removed']} removed, {c['changed']} changed, "
         f"{c['same']} unchanged (by kind and name)",
         "",
-        table(
-            rows,
-            [
-                "kind",
-                "name",
-                "status",
-                "count A",
-                "count B",
-                "delta",
-                "total A",
-                "total B",
-                "delta",
-                "mean delta",
-            ],
-            "lllrrrrrrr",
-        ),
+        table(rows, DIFF_HEADERS, "lllrrrrrrr"),
     ]
     if len(shown) < len(changed):
         out.append(f"({len(changed) - len(shown)} more; --top 0 or --json lists all)")

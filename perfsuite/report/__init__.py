@@ -1,7 +1,9 @@
 """Presentation: self-contained HTML reports with interactive plotly figures.
 
-Only this package draws; it shows what the analyzers return and computes nothing new. The
-entry points are `perfsuite.report.build.report_html` and `roofline_html`; the package itself
-imports nothing. Rows it shares with the CLI and the API are built in `perfsuite.views`, which
-needs no plotly.
+A front end beside the CLI and the API; it shows what the analyzers return and computes
+nothing new. The pages the command line writes are `perfsuite.report.pages.PAGES` (built in
+`build`, `ranks_section`, `study_section`), which `perfsuite.__main__` hands to the CLI; the
+package itself imports nothing. Its plotly figures are `perfsuite.figures`, shared with the
+API; rows it shares with the CLI and the API are built in `perfsuite.views`, which needs no
+plotly.
 """

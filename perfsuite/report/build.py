@@ -4,7 +4,6 @@ comes from the record or from an analyzer."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from perfsuite import fmt
@@ -14,28 +13,31 @@ from perfsuite.analyzers.roofline.machine_speed import check_line
 from perfsuite.analyzers.roofline.measured import counted_vs_measured
 from perfsuite.analyzers.roofline.roofline import Roofline, roofline
 from perfsuite.analyzers.roofline.utilization import Utilization, utilization
-from perfsuite.report import figures
+from perfsuite.figures import runs as figures
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import environment_section
 from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
-from perfsuite.report.ranks_section import diff_page as diff_page  # timeline --diff --html
-from perfsuite.report.ranks_section import ranks_page as ranks_page  # timeline DIR --html
 from perfsuite.report.ranks_section import runs_diff_sections
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
 from perfsuite.report.telemetry_section import telemetry_section
 from perfsuite.report.timeline_section import kernel_cell, timeline_section
 from perfsuite.task_metrics import target_text
+from perfsuite.views.curves import curve_data
+from perfsuite.views.pages import ReportPage
 from perfsuite.views.roofline_rows import (
     OP_HEADERS,
+    RANKING_HEADERS,
     ROOF_HEADERS,
+    RUN_HEADERS,
     TIME_HEADERS,
     measured_tables,
     of_roof,
     op_caption,
     op_rows,
+    ranking_rows,
     roof_rows,
     run_frac,
     run_rows,
@@ -108,29 +110,6 @@ def _roofs_named(run: Any) -> str:
     return ", ".join(f"{m} {lab.provenance}" for m, lab in run.roofs_used.items())
 
 
-def run_curve(rec: Mapping[str, Any], label: Any) -> dict[str, Any]:
-    """One run's task metric against cumulative training time, as `curves_figure` takes it."""
-    task = rec.get("task") or {}
-    m = task.get("metric")
-    pts = [
-        (ev["train_time_s"], (ev.get("metrics") or {}).get(m))
-        for ev in rec.get("evaluations") or []
-    ]
-    pts = [p for p in pts if p[1] is not None]
-    return {
-        "label": label,
-        "metric": m,
-        "time_s": [p[0] for p in pts],
-        "values": [p[1] for p in pts],
-        "threshold": task.get("threshold"),
-    }
-
-
-def curve_data(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each run's evaluation curve, labeled by run id (the report and run.figures.curves())."""
-    return [run_curve(rec, rec.get("run_id")) for rec in records]
-
-
 def _curves(records: Sequence[Mapping[str, Any]]) -> str:
     curves = curve_data(records)
     if not any(c["values"] for c in curves):
@@ -147,9 +126,7 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _run_block(res: Roofline) -> str:
-    return h.table(
-        ["field", "value", "provenance", "meaning"], run_rows(res), [False, True, False, False]
-    )
+    return h.table(RUN_HEADERS, run_rows(res), [False, True, False, False])
 
 
 def _util_block(u: Utilization, res: Roofline) -> str:
@@ -278,20 +255,7 @@ def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int)
         if res.ranking:
             parts.append("<h4>Where to look first: lost time = time x (1 - of roof)</h4>")
             parts.append(
-                h.table(
-                    ["rank", "op", "lost/step", "time/step", "of roof", "bound"],
-                    [
-                        [
-                            k + 1,
-                            o.op,
-                            fmt.si(o.lost_time_s, "s"),
-                            fmt.si(o.time_s, "s"),
-                            of_roof(o.placement),
-                            o.placement.bound,
-                        ]
-                        for k, o in enumerate(res.ranking[:top])
-                    ],
-                )
+                h.table(RANKING_HEADERS, ranking_rows(res, top)),
             )
     return "".join(parts)
 
@@ -331,16 +295,6 @@ def wrong_machine(res: Roofline | None) -> list[str]:
 
 def wrong_machine_html(res: Roofline | None) -> str:
     return "".join(f"<p><b>{h.esc(n)}</b></p>" for n in wrong_machine(res))
-
-
-@dataclass(frozen=True)
-class ReportPage:
-    """A built report: the page and what a script needs to know about it (`report --json`)."""
-
-    html: str
-    title: str
-    sections: list[tuple[str, str]]  # (id, title) of every section, in page order
-    runs: list[dict[str, Any]]  # per record, in page order: `page_facts`
 
 
 def page_facts(rec: Mapping[str, Any], analysis: tuple) -> dict[str, Any]:

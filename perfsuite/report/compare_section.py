@@ -15,9 +15,10 @@ from typing import Any
 
 from perfsuite.analyzers.results.record_view import crossing
 from perfsuite.analyzers.runs.compare import Comparison, compare, items_from_records
+from perfsuite.figures.compare import overlay_figure, positions_figure
 from perfsuite.report import html as h
-from perfsuite.report.compare_figures import overlay_figure, positions_figure
 from perfsuite.views import compare_rows as rows
+from perfsuite.views.curves import run_curve
 
 # Plotly cannot size a plot drawn while folded; redraw plots when their <details> opens.
 _RESIZE = (
@@ -30,8 +31,6 @@ _RESIZE = (
 
 def _curves(items: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[dict[str, Any]]:
     """Every run's curve with its item, and the point where it reached the target."""
-    from perfsuite.report.build import run_curve
-
     out = []
     for label, recs in items:
         for rec in recs:

@@ -16,6 +16,16 @@ from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h
 from perfsuite.report.timeline_section import kernel_cell
+from perfsuite.views.rank_rows import (
+    ANALYSES_HEADERS,
+    DIFF_HEADERS,
+    RANK_HEADERS,
+    analyses_rows,
+    diff_rows,
+    extreme_lines,
+    rank_rows,
+    straggler_lines,
+)
 
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 70, "r": 30, "t": 50, "b": 60}}
 STATUS_COLOURS = {"added": "#2ca02c", "removed": "#d62728", "changed": "#1f77b4", "same": "#999"}
@@ -49,37 +59,12 @@ def ranks_figure(scan: Any) -> go.Figure:
 
 def ranks_section(scan: Any) -> str:
     """The rank table, the straggler rule and its findings, and the per-rank figure."""
-
-    def s(x: float | None) -> str:
-        return fmt.si(x, "s") if x is not None else "n/a"
-
-    def p(x: float | None) -> str:
-        return fmt.pct(x) if x is not None else "n/a"
-
-    rows = [
-        [r.rank, r.trace, r.rank_source, r.steps, s(r.step_mean_s), s(r.span_s),
-         s(r.busy_compute_s), p(r.compute_share), s(r.communication_busy_s), p(r.idle_share),
-         s(r.host_wait_s)]
-        for r in scan.ranks
-    ]  # fmt: skip
-    headers = ["rank", "trace", "rank from", "steps", "step mean", "span", "compute",
-               "of span", "communication", "idle", "host wait"]  # fmt: skip
     st = scan.stragglers
-    found = [
-        f"rank {x.rank}: {x.metric} {fmt.si(x.value_s, 's')} against a median of "
-        f"{fmt.si(x.median_s, 's')} (+{fmt.pct(x.excess_share)})"
-        + (
-            f"; communication wait it causes on the other ranks (estimate): "
-            f"{fmt.si(x.comm_wait_caused_s, 's')}"
-            if x.comm_wait_caused_s is not None
-            else ""
-        )
-        for x in st.ranks
-    ]
+    found = straggler_lines(scan)
     parts = [
         f"<p>{len(scan.ranks)} ranks in <code>{h.esc(scan.folder)}</code>, each read and "
         "summarized in turn.</p>",
-        h.table(headers, rows, [True, False, False, *[True] * 8]),
+        h.table(RANK_HEADERS, rank_rows(scan, "n/a"), [True, False, False, *[True] * 8]),
         _analyses(scan),
         f"<p>Stragglers: {h.esc(st.rule)}.</p>",
         "<ul>" + "".join(f"<li>{h.esc(f)}</li>" for f in found) + "</ul>"
@@ -94,44 +79,15 @@ def ranks_section(scan: Any) -> str:
 def _analyses(scan: Any) -> str:
     """Per rank: launch statistics, the deepest stream queue and the memory peak, and the
     ranks with the highest of them; nothing when no rank has launches or memory events."""
-    if not any(r.launches or r.memory_peak_bytes is not None for r in scan.ranks):
+    rows = analyses_rows(scan, "n/a")
+    if not rows:
         return ""
-
-    def opt(x: Any, text: Any) -> Any:
-        return "n/a" if x is None else text
-
-    rows = [
-        [r.rank, r.launches, opt(r.launch_delay_p50_s, fmt.si(r.launch_delay_p50_s, "s")),
-         opt(r.launch_delay_p99_s, fmt.si(r.launch_delay_p99_s, "s")),
-         opt(r.short_kernels, r.short_kernels), opt(r.short_share, fmt.pct(r.short_share)),
-         opt(r.runtime_outliers, r.runtime_outliers), opt(r.delay_outliers, r.delay_outliers),
-         opt(r.queue_max_length, r.queue_max_length),
-         opt(r.queue_max_stream, f"{r.queue_max_device}:{r.queue_max_stream}"),
-         opt(r.memory_peak_bytes, fmt.si(r.memory_peak_bytes, "B")),
-         opt(r.memory_peak_t_s, fmt.si(r.memory_peak_t_s, "s")),
-         opt(r.memory_peak_device, r.memory_peak_device)]
-        for r in scan.ranks
-    ]  # fmt: skip
-    headers = ["rank", "launches", "delay p50", "delay p99", "short", "short share",
-               "call outliers", "delay outliers", "queue max", "device:stream", "memory peak",
-               "peak at", "on"]  # fmt: skip
-    by_rank = {r.rank: r for r in scan.ranks}
-    found = []
-    for x in scan.extremes:
-        r, where = by_rank[x.rank], ""
-        if x.metric == "queue_max_length":
-            where = f" on device {r.queue_max_device} stream {r.queue_max_stream}"
-        elif x.metric == "memory_peak_bytes":
-            where = f" on {r.memory_peak_device} at {fmt.si(r.memory_peak_t_s, 's')}"
-        found.append(
-            f"{x.label}: rank {x.rank}, {fmt.si(x.value, x.unit)}{where} (median over "
-            f"{x.ranks} ranks {fmt.si(x.median, x.unit)})"
-        )
+    found = extreme_lines(scan)
     return "".join(
         [
             "<p>Kernel launches (launch delay: device start minus the launch call's end), the "
             "deepest stream queue (launched, not yet started) and the memory peak per rank.</p>",
-            h.table(headers, rows, [True] * 12 + [False]),
+            h.table(ANALYSES_HEADERS, rows, [True] * 12 + [False]),
             "<ul>" + "".join(f"<li>{h.esc(f)}</li>" for f in found) + "</ul>" if found else "",
         ]
     )
@@ -164,16 +120,8 @@ def diff_figure(d: Any, top: int = 20) -> go.Figure:
 def diff_section(d: Any, top: int = 20) -> str:
     """Summary line, the figure and the table of the `top` largest changes."""
 
-    def signed(x: float | None) -> str:
-        return "n/a" if x is None else ("+" if x > 0 else "") + fmt.si(x, "s")
-
     changed = [r for r in d.rows if r.status != "same"]
-    rows = [
-        [r.kind, kernel_cell(r.name), r.status, r.count_a, r.count_b, f"{r.count_delta:+d}",
-         fmt.si(r.total_a_s, "s"), fmt.si(r.total_b_s, "s"), signed(r.total_delta_s),
-         signed(r.mean_delta_s)]
-        for r in changed[:top]
-    ]  # fmt: skip
+    rows = diff_rows(changed[:top], kernel_cell, "n/a")
     c = d.counts
     parts = [
         f"<p>A: <code>{h.esc(d.a)}</code> ({d.ranks_a} rank(s)); B: <code>{h.esc(d.b)}</code> "
@@ -190,18 +138,7 @@ def diff_section(d: Any, top: int = 20) -> str:
     parts += [
         h.figure(diff_figure(d, top), "diff-figure"),
         h.table(
-            [
-                "kind",
-                "name",
-                "status",
-                "count A",
-                "count B",
-                "delta",
-                "total A",
-                "total B",
-                "delta",
-                "mean delta",
-            ],
+            DIFF_HEADERS,
             rows,
             [False, False, False, *[True] * 7],
         ),

@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 
 from perfsuite import fmt
 from perfsuite.analyzers.runs.stability import GroupStability, stability, training_records
+from perfsuite.figures.runs import LAYOUT, item_colour
 from perfsuite.report import html as h
-from perfsuite.report.figures import _LAYOUT, item_colour
 from perfsuite.views import stability_rows as rows
 
 
@@ -70,7 +70,7 @@ def spread_figure(groups: Sequence[GroupStability]) -> go.Figure:
     fig.update_yaxes(title="", automargin=True)
     fig.update_layout(
         title="Time to accuracy of each run; group mean with its 95% CI",
-        **{**_LAYOUT, "height": max(260, 120 + 70 * len(groups))},
+        **{**LAYOUT, "height": max(260, 120 + 70 * len(groups))},
         showlegend=False,
     )
     return fig

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite.analyzers.runs.study import StudyResult
-from perfsuite.report import figures
+from perfsuite.figures import runs as figures
+from perfsuite.figures.study import speedup_figure
 from perfsuite.report import html as h
-from perfsuite.report.build import run_curve
-from perfsuite.report.study_figures import speedup_figure
 from perfsuite.study.render import align, headers, rows, target
+from perfsuite.views.curves import run_curve
 
 
 def _curves(result: StudyResult, records: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite import fmt
+from perfsuite.figures import runs as figures
 from perfsuite.record.sidecars import load_telemetry, telemetry_path
-from perfsuite.report import figures
 from perfsuite.report import html as h
 
 

@@ -16,8 +16,19 @@ from perfsuite.analyzers.timeline.hostmap import build_host_map
 from perfsuite.analyzers.timeline.launch import launch_pairs
 from perfsuite.analyzers.timeline.memory import memory_series
 from perfsuite.analyzers.timeline.queues import queue_series
+from perfsuite.figures.runs import LAYOUT, time_scale
 from perfsuite.report import html as h
-from perfsuite.report.figures import _LAYOUT, time_scale
+from perfsuite.views.timeline_rows import (
+    HOLDER_HEADERS,
+    KERNEL_HEADERS,
+    QUEUE_HEADERS,
+    STREAM_HEADERS,
+    holder_rows,
+    kernel_rows,
+    memory_place,
+    queue_rows,
+    stream_rows,
+)
 
 MAX_POINTS = 20_000  # per drawn series
 NUM = True
@@ -51,7 +62,7 @@ def queue_figure(series: list[Any]) -> go.Figure:
         title=title + (" - max per bin" if thinned else ""),
         xaxis_title=f"time since the trace start ({unit})",
         yaxis_title="device events queued",
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -84,7 +95,7 @@ def memory_figure(series: list[Any], stats: list[Any]) -> go.Figure:
         + (" - max per bin" if thinned else ""),
         xaxis_title=f"time since the trace start ({unit})",
         yaxis={"title": "allocated", "ticksuffix": f" {prefix}B", "rangemode": "tozero"},
-        **_LAYOUT,
+        **LAYOUT,
     )
     return fig
 
@@ -117,33 +128,10 @@ def launch_html(s: Any, top: int, kernel_cell: Any) -> str:
         ),
     ]
     if len(s.streams) > 1:
-        parts.append(
-            h.table(
-                ["device", "stream", "launches", "call p50", "delay p50", "delay p99",
-                 "delay max", "short", "delay outliers"],
-                [
-                    [g.device, g.stream, g.launches, fmt.si(g.cpu.p50_s, "s"),
-                     fmt.si(g.delay.p50_s, "s"), fmt.si(g.delay.p99_s, "s"),
-                     fmt.si(g.delay.max_s, "s"), g.short, g.delay_outliers]
-                    for g in s.streams
-                ],
-                [NUM] * 9,
-            )
-        )  # fmt: skip
+        parts.append(h.table(STREAM_HEADERS, stream_rows(s.streams), [NUM] * 9))
     if s.kernels:
-        parts.append(
-            h.table(
-                ["kernel (most outliers first)", "launches", "call mean", "delay mean",
-                 "delay max", "short", "call outliers", "delay outliers"],
-                [
-                    [kernel_cell(k.name), k.launches, fmt.si(k.cpu_mean_s, "s"),
-                     fmt.si(k.delay_mean_s, "s"), fmt.si(k.delay_max_s, "s"), k.short,
-                     k.runtime_outliers, k.delay_outliers]
-                    for k in s.kernels[:top]
-                ],
-                [False] + [NUM] * 7,
-            )
-        )  # fmt: skip
+        rows = kernel_rows(s.kernels[:top], kernel_cell)
+        parts.append(h.table(KERNEL_HEADERS, rows, [False] + [NUM] * 7))
     return "".join(parts)
 
 
@@ -153,16 +141,8 @@ def queue_html(queues: list[Any], series: list[Any]) -> str:
         "<p>Device events launched and not yet started (HTA's definition: a launch joins its "
         "stream's queue when the launch call starts and leaves it when the event starts). The "
         "mean is weighted by time over each stream's first to last change.</p>",
-        h.table(
-            ["device", "stream", "launches", "max", "mean", "time at max", "span"],
-            [
-                [q.device, q.stream, q.launches, q.max_length, f"{q.mean_length:.2f}",
-                 fmt.si(q.time_at_max_s, "s"), fmt.si(q.span_s, "s")]
-                for q in queues
-            ],
-            [NUM] * 7,
-        ),
-    ]  # fmt: skip
+        h.table(QUEUE_HEADERS, queue_rows(queues), [NUM] * 7),
+    ]
     if series:
         parts.append(h.figure(queue_figure(series), "fig-timeline-queues"))
     return "".join(parts)
@@ -175,8 +155,8 @@ def memory_html(memory: list[Any], series: list[Any]) -> str:
             ["device", "events", "allocations", "frees", "at start", "peak", "peak at",
              "final", "peak reserved"],
             [
-                [m.device_type if m.device < 0 else f"{m.device_type}:{m.device}", m.events,
-                 m.allocations, m.frees, fmt.si(m.allocated_at_start_bytes, "B"),
+                [memory_place(m), m.events, m.allocations, m.frees,
+                 fmt.si(m.allocated_at_start_bytes, "B"),
                  fmt.si(m.peak_allocated_bytes, "B"), fmt.si(m.peak_t_s, "s"),
                  fmt.si(m.final_allocated_bytes, "B"),
                  fmt.si(m.peak_reserved_bytes, "B") if m.peak_reserved_bytes else "n/a"]
@@ -188,15 +168,11 @@ def memory_html(memory: list[Any], series: list[Any]) -> str:
     for m in memory:
         if not m.peak_holders:
             continue
-        rows = [[h_.op, h_.allocations, fmt.si(h_.bytes, "B")] for h_ in m.peak_holders]
-        if m.peak_unattributed_bytes:
-            rows.append(
-                ["(unattributed: before the trace)", "", fmt.si(m.peak_unattributed_bytes, "B")]
-            )
-        where = m.device_type if m.device < 0 else f"{m.device_type}:{m.device}"
         parts.append(
             h.table(
-                [f"held at the {where} peak by", "allocations", "bytes"], rows, [False, NUM, NUM]
+                [f"held at the {memory_place(m)} peak by", *HOLDER_HEADERS],
+                holder_rows(m, lambda op: op),
+                [False, NUM, NUM],
             )
         )
     if series:

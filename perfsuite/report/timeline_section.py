@@ -13,6 +13,7 @@ from perfsuite.analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h
+from perfsuite.views.timeline_rows import TOP_KERNEL_HEADERS, top_kernel_rows
 
 PERFETTO = "https://ui.perfetto.dev/"
 KERNEL_NAME_CHARS = 60  # a shortened kernel name is cut here; the cell's title has it whole
@@ -131,17 +132,8 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
     if a.top_kernels:
         parts.append(
             h.table(
-                ["top kernels", "category", "count", "total", "mean"],
-                [
-                    [
-                        kernel_cell(k.name),
-                        k.category,
-                        k.count,
-                        fmt.si(k.total_s, "s"),
-                        fmt.si(k.mean_s, "s"),
-                    ]
-                    for k in a.top_kernels
-                ],
+                ["top kernels", *TOP_KERNEL_HEADERS],
+                top_kernel_rows(a.top_kernels, kernel_cell),
                 [False, False, True, True, True],
             )
         )

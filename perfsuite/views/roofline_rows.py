@@ -43,6 +43,9 @@ def run_frac(run: RunRoofline | None, key: str = "frac_of_roof") -> str:
     return run_fraction(getattr(run, key), run.over_roof is not None, key in run.doubts)
 
 
+RUN_HEADERS = ["field", "value", "provenance", "meaning"]
+
+
 def run_rows(res: Roofline) -> list[list[str]]:
     """Whole-run block as [field, value, provenance, meaning] rows (shared with the CLI)."""
     r = res.run
@@ -59,7 +62,7 @@ def run_rows(res: Roofline) -> list[list[str]]:
     return rows
 
 
-MFU_HEADERS = ["field", "value", "provenance", "meaning"]
+MFU_HEADERS = RUN_HEADERS
 
 
 def mfu_rows(m: MFU) -> list[list[str]]:
@@ -222,6 +225,19 @@ def roof_rows(res: Roofline) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+RANKING_HEADERS = ["rank", "op", "lost/step", "time/step", "of roof", "bound"]
+
+
+def ranking_rows(res: Roofline, top: int) -> list[list[Any]]:
+    """Where to look first: the `top` ops by time lost against their roof, each with its
+    fraction of roof as the op table shows it (`of_roof`: an op above its roof is flagged)."""
+    return [
+        [k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"), of_roof(o.placement),
+         o.placement.bound]
+        for k, o in enumerate(res.ranking[:top])
+    ]  # fmt: skip
 
 
 def time_rows(tr: Any, top: int) -> list[list[Any]]:

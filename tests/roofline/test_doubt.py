@@ -12,8 +12,8 @@ import json
 
 import pytest
 
+from perfsuite.__main__ import main
 from perfsuite.analyzers.roofline.roofline import roofline
-from perfsuite.cli import main
 from perfsuite.record import quantity
 from tests.helpers import build_record, table_rows
 
@@ -32,7 +32,7 @@ def test_one_helper_renders_a_whole_run_fraction():
 
 
 def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_path, capsys):
-    from perfsuite.report import figures
+    from perfsuite.figures import runs as figures
     from perfsuite.report.build import _summary, report_page
     from perfsuite.report.overview_section import FRAC_OF_ROOF_LABEL, overview_section
 
@@ -56,7 +56,7 @@ def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_pat
 
 def test_compare_carries_the_doubt(h100, capsys):
     from perfsuite.analyzers.runs.compare import compare
-    from perfsuite.report.compare_figures import positions_figure
+    from perfsuite.figures.compare import positions_figure
     from perfsuite.views import compare_rows as rows
 
     c = compare([("base", [h100]), ("again", [h100])])
@@ -124,7 +124,7 @@ def test_api_ops_are_the_cli_tables_rows_with_own_time_and_wrapper(h100, capsys)
 
 
 def test_nested_times_are_said_once_an_unmodeled_op_is_shown(h100):
-    from perfsuite.report import figures
+    from perfsuite.figures import runs as figures
     from perfsuite.views.roofline_rows import op_caption
 
     res = roofline(h100)

@@ -13,10 +13,9 @@ import pytest
 
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.analyzers.roofline.utilization import utilization
-from perfsuite.record import load_record, quantity
-from perfsuite.report import figures, op_names
-from perfsuite.report.figures import spread_labels
-from perfsuite.report.label_place import (
+from perfsuite.figures import op_names
+from perfsuite.figures import runs as figures
+from perfsuite.figures.label_place import (
     GAP_PX,
     POSITIONS,
     Spot,
@@ -28,6 +27,8 @@ from perfsuite.report.label_place import (
     shift,
     text_size,
 )
+from perfsuite.figures.runs import spread_labels
+from perfsuite.record import load_record, quantity
 from tests.conftest import extract_h100_run, shared_path
 from tests.helpers import build_record
 

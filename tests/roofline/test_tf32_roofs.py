@@ -49,7 +49,7 @@ def test_h100_old_record_reads_assumed_defaults(h100, capsys):
     assert "math" not in h100
     res = roofline(h100)
     assert res.math_source.startswith("assumed PyTorch 2.11 defaults")
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
 
     assert main(["roofline", h100["_path"], "--top", "3"]) == 0
     out = capsys.readouterr().out
@@ -58,7 +58,7 @@ def test_h100_old_record_reads_assumed_defaults(h100, capsys):
 
 
 def test_h100_json_names_roofs(h100, capsys):
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
 
     assert (
         main(
@@ -91,7 +91,7 @@ def test_bad_peaks_file_is_one_line_error(tmp_path):
 def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
     """The H100 run with the measured ncu window attached: the roofline prints counted and
     measured FLOP per op class next to each other (same network, batch 512, TF32)."""
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
 
     run_dir = extract_h100_run(tmp_path)
     ncu = shared_path("gpu", "h100-resnet9-2steps-tf32.ncu.csv")
@@ -127,8 +127,8 @@ def test_h100_roofline_shows_counted_vs_measured_side_by_side(tmp_path, capsys):
 def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, capsys):
     """The 2-step window divided by 1 step would read a 2.0 FLOP ratio: attaching needs
     --steps, and a section that lacks window_steps yields a note instead of a table."""
+    from perfsuite.__main__ import main
     from perfsuite.analyzers.roofline.measured import NO_STEPS, counted_vs_measured
-    from perfsuite.cli import main
     from perfsuite.counters import load_counters
     from perfsuite.record.io import update_record
 
@@ -153,7 +153,7 @@ def test_counters_without_their_step_count_are_not_compared_per_step(tmp_path, c
 def test_gemm_kernels_are_judged_in_the_precision_their_counters_measured(tmp_path):
     """cuBLAS's nvjet GEMMs (fp16 and bf16, 653 and 662 TFLOP/s) read 179-181% of a TF32
     blend; judged in the precision their Tensor-Core counters measured, none is above 100%."""
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
     from perfsuite.record.io import update_record
 
     run_dir = extract_h100_run(tmp_path)
@@ -215,7 +215,7 @@ def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
     the device; the same file against the H100 run says nothing."""
     import copy
 
-    from perfsuite.cli import main
+    from perfsuite.__main__ import main
 
     peaks = peaks_file_roofs(shared_path("gpu", "h100-peaks.json"))
     assert not [n for n in roofline(h100, peaks).notes if n.startswith("WRONG MACHINE")]

@@ -1,5 +1,7 @@
-"""Plotly figures. They draw what the analyzers return; the only arithmetic here is geometry
-(where to draw a roof line across the visible axis range, where its label goes)."""
+"""Plotly figures of one run or several: accuracy against training time, the roofline, per-op
+time, telemetry; and the layout and colours the other figures share. They draw what the
+analyzers return; the only arithmetic here is geometry (where to draw a roof line across the
+visible axis range, where its label goes)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ from perfsuite import fmt
 from perfsuite.analyzers.roofline.ops import rank_time, ranked_ops
 from perfsuite.analyzers.roofline.roofline import Roofline
 from perfsuite.analyzers.roofline.utilization import Utilization
-from perfsuite.report.op_names import RUN_STAR_PX, draw_op_names, op_size
+from perfsuite.figures.op_names import RUN_STAR_PX, draw_op_names, op_size
 from perfsuite.task_metrics import metric_info, target_text
 from perfsuite.views.roofline_rows import own_time, run_frac
 
-_LAYOUT = {
+LAYOUT = {
     "template": "plotly_white",
     "margin": {"l": 70, "r": 30, "t": 50, "b": 60},
     "height": 480,
@@ -38,7 +40,7 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
 LABELLED_OPS = 5
 _SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
 # One colour per roof of a math, shared by its line and its label (the template's own colours).
-_COLORWAY = pio.templates[_LAYOUT["template"]].layout.colorway
+_COLORWAY = pio.templates[LAYOUT["template"]].layout.colorway
 # One colour per compared item (a run or a group), in order, on every chart of a page, so a
 # group keeps its colour from the overlay of curves to the stability strip.
 ITEM_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
@@ -313,7 +315,7 @@ def roofline_figure(
     fig.update_layout(
         title=title,
         **{
-            **_LAYOUT,
+            **LAYOUT,
             "height": _ROOF_HEIGHT,
             "margin": {**_ROOF_MARGIN, "r": 30 + math.ceil(_CHAR_PX * width)},
         },
@@ -350,7 +352,7 @@ def curves_figure(curves: Sequence[dict[str, Any]], metric: str) -> go.Figure:
         )
     fig.update_xaxes(title="training time (s)")
     fig.update_yaxes(title=f"{metric_info(metric).label} (fraction)")
-    fig.update_layout(title="Accuracy vs training time", **_LAYOUT)
+    fig.update_layout(title="Accuracy vs training time", **LAYOUT)
     return fig
 
 
@@ -413,7 +415,7 @@ def ops_bar_figure(res: Roofline, top: int = 20) -> go.Figure:
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title=f"time per step ({unit})", ticksuffix=f" {unit}")
-    fig.update_layout(title="Per-op time (profiled window)", **_LAYOUT)
+    fig.update_layout(title="Per-op time (profiled window)", **LAYOUT)
     return fig
 
 
@@ -487,5 +489,5 @@ def telemetry_figure(columns: dict[str, list[float | None]]) -> go.Figure:
             axis.update(exponentformat="none", ticksuffix=f" {prefix}{unit}")
         fig.update_yaxes(row=row, col=1, **axis)
     fig.update_xaxes(title="time since the run started (s)", row=len(shown), col=1)
-    fig.update_layout(title="Telemetry", **{**_LAYOUT, "height": 180 * len(shown) + 120})
+    fig.update_layout(title="Telemetry", **{**LAYOUT, "height": 180 * len(shown) + 120})
     return fig

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from perfsuite import fmt
 from perfsuite.analyzers.runs.compare import RunValues
-from perfsuite.report.figures import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
+from perfsuite.figures.runs import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
 from perfsuite.views.roofline_rows import of_roof_cell
 
 _LAYOUT = {
