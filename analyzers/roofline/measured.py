@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.devices.counter_metrics import chip_tensor_precisions
 from perfsuite.devices.kernels import kernel_class
 
 MAPPING = "kernel name -> op class (name-based mapping, not an attribution)"
@@ -93,14 +92,8 @@ def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
 
 def unmeasured_precisions(counters: Mapping[str, Any] | None) -> list[str]:
     """Tensor-Core precisions the chip has but the capture did not measure: the section's
-    `tensor_unmeasured`, or, for sections written before it, the chip's precisions whose
-    totals are null."""
-    counters = counters or {}
-    if "tensor_unmeasured" in counters:
-        return list(counters["tensor_unmeasured"] or [])
-    totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
-    chip = chip_tensor_precisions((counters.get("device") or {}).get("cc"))
-    return [p for p in chip if p in totals and totals[p] is None]
+    `tensor_unmeasured` (older sections get it at load: perfsuite/record/migrate.py)."""
+    return list((counters or {}).get("tensor_unmeasured") or [])
 
 
 def counted_ops(record: Mapping[str, Any]) -> set[str]:

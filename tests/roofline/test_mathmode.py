@@ -6,7 +6,8 @@ import pytest
 
 from perfsuite.analyzers.roofline.mathmode import from_counters, from_kernels, op_maths
 from perfsuite.devices.kernels import kernel_math
-from perfsuite.devices.maths import default_math_for, from_policy
+from perfsuite.devices.maths import from_policy
+from perfsuite.record.maths import default_math_for
 
 
 @pytest.mark.parametrize(
