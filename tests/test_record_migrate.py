@@ -230,3 +230,16 @@ def test_imports_write_the_assumed_math_of_the_current_version():
     math = rec["math"]  # the result names no math: PyTorch's defaults, labeled assumed
     assert (math["provenance"], math["torch"]) == ("assumed", None)
     assert math["source"].startswith("assumed PyTorch >= 1.12 defaults")
+
+
+def test_version_2_calibrations_without_a_basis_say_their_older_rule():
+    from perfsuite.analyzers.roofline.measured import calibration_text
+
+    cal = {"precisions": {"tf32": True, "bf16": False}, "device_cc": "9.0"}
+    counters = {"device": {"name": "NVIDIA H200", "cc": "9.0"}, "calibrated": cal}
+    basis = migrate({"schema_version": 2, "counters": counters})["counters"]["calibrated"]["basis"]
+    assert "older rule" in basis and "cc 9.0" in basis and basis.endswith("NVIDIA H200")
+    assert calibration_text(counters).startswith("calibration: tf32 calibrated;")
+    kept = {"precisions": {}, "basis": "the reference chip (X)"}
+    migrate({"schema_version": 2, "counters": {"calibrated": kept}})
+    assert kept["basis"] == "the reference chip (X)"

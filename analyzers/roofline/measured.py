@@ -191,21 +191,13 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
 
 def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
     """One line: which measured Tensor-Core precisions rest on counters calibrated on the chip
-    that ran, and on what basis (None without a `calibrated` entry). Sections written before
-    the basis was kept marked any cc 9.x chip calibrated; that is said, not repeated."""
+    that ran, and on what basis (None without a `calibrated` entry; older sections get their
+    basis at load: perfsuite/record/migrate.py)."""
     cal = (counters or {}).get("calibrated")
     if not cal:
         return None
     yes = [p for p, ok in (cal.get("precisions") or {}).items() if ok]
-    basis = cal.get("basis")
-    if basis is None:
-        name = ((counters or {}).get("device") or {}).get("name") or "an unnamed chip"
-        yes_text = ", ".join(yes) if yes else "none"
-        return (
-            f"calibration: {yes_text} marked calibrated by an older rule (formulas checked on "
-            f"H100 GEMMs, any cc {cal.get('device_cc')} chip); this capture is from {name}"
-        )
-    return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {basis}"
+    return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {cal.get('basis')}"
 
 
 def table_notes(rows: list[Row]) -> list[str]:

@@ -117,6 +117,8 @@ def _v2_to_v3(record: dict[str, Any]) -> None:
       (`perfsuite.record.maths.assumed_math`).
     - `counters.tensor_unmeasured`: absent in counter sections written before the capture
       stored it; filled with the chip's Tensor-Core precisions whose totals are null.
+    - `counters.calibrated.basis`: absent where the capture marked any chip of the reference's
+      compute capability calibrated; set to say so.
     """
     record["framework"] = _v2_framework(record)
     if not isinstance(record.get("math"), dict):
@@ -126,6 +128,13 @@ def _v2_to_v3(record: dict[str, Any]) -> None:
         totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
         chip = _v2_chip_precisions((counters.get("device") or {}).get("cc"))
         counters["tensor_unmeasured"] = [p for p in chip if p in totals and totals[p] is None]
+    calibrated = counters.get("calibrated") if isinstance(counters, dict) else None
+    if isinstance(calibrated, dict) and calibrated and calibrated.get("basis") is None:
+        name = (counters.get("device") or {}).get("name") or "an unnamed chip"
+        calibrated["basis"] = (
+            f"marked by an older rule (formulas checked on H100 GEMMs, any cc "
+            f"{calibrated.get('device_cc')} chip); this capture is from {name}"
+        )
 
 
 # version -> the step that turns a record of that version into the next one
