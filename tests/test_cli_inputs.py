@@ -220,7 +220,8 @@ def test_deprecated_spellings_still_work(capsys):
 def test_retired_counters_force_notes_and_does_nothing(capsys):
     parser = build_parser()
     args = parser.parse_args(["counters", "t.json", "--force"])
-    assert capsys.readouterr().err == "note: --force is deprecated; it does nothing\n"
+    err = capsys.readouterr().err
+    assert err.startswith("note: --force is deprecated") and err.count("\n") == 1
     plain = vars(parser.parse_args(["counters", "t.json"]))
     assert {k: v for k, v in vars(args).items() if k != "force"} == plain  # nothing else set
     assert "--force" not in dict(_subparsers(parser))["counters"].format_help()
