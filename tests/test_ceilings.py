@@ -255,9 +255,9 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     mine = peaks_file_roofs(peaks)
     assert mine["tf32"]["peak_flops"]["provenance"] == "measured"
     # the cache key's "|" is not shown; its thread count still reaches measured_under
-    assert mine["tf32"]["peak_flops"]["source"] == (
-        "peaks file peaks.json (measured; H100, torch 2.11.0, 16 threads)"
-    )
+    source = mine["tf32"]["peak_flops"]["source"]
+    assert source.startswith("peaks file peaks.json (measured;")
+    assert "H100, torch 2.11.0, 16 threads" in source
     assert mine["tf32"]["peak_flops"]["measured_under"] == {"threads": 16}
     assert mine["memory"]["bandwidth"]["provenance"] == "spec"  # no measurement: the spec
     ceil = {
@@ -369,13 +369,9 @@ def test_a_dtype_without_a_benchmark_is_absent_even_when_measuring(cache_dir):
 
     ceil, flag = resolve_ceilings("cpu", "float16", True)  # no CPU fp16 benchmark: none run
     assert ceil["peak_flops"]["provenance"] == "absent"
-    assert ceil["peak_flops"]["source"] == (
-        "no cached measurement (no micro-benchmark for float16 here) and no spec value"
-    )
-    assert flag == (
-        "no measured or spec peak_flops or memory_bandwidth for float16 on this device: set one "
-        "with `perfsuite peaks --set`"
-    )
+    source = ceil["peak_flops"]["source"]
+    assert source.startswith("no cached measurement") and source.endswith("no spec value")
+    assert "for float16 on this device" in flag and "`perfsuite peaks --set`" in flag
 
 
 def _fake_measure(monkeypatch, flops):

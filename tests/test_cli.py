@@ -44,15 +44,14 @@ def test_validate_reports_good_and_bad_records(tmp_path, make_record, capsys):
     out = {r["path"].split("/")[-2]: r for r in json.loads(capsys.readouterr().out)}
     assert out["good"]["ok"] and out["good"]["status"] == "running"
     assert not out["bad"]["ok"]
-    assert out["bad"]["error"] == (
-        f"{bad}: field evaluations[0].train_time_s: 'soon' is not of type 'number'"
-    )
+    error = out["bad"]["error"]
+    assert error.startswith(f"{bad}: field evaluations[0].train_time_s: ") and "'soon'" in error
 
 
 def test_validate_nothing_found_is_an_error(tmp_path, capsys):
     assert main(["validate", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"perfsuite: error: no run.json found under {tmp_path}"
+    assert err.startswith("perfsuite: error: no run.json") and err.endswith(str(tmp_path))
 
 
 @pytest.mark.parametrize("cmd", ["roofline", "report", "stability", "cost", "timeline", "compare"])
@@ -80,11 +79,8 @@ def test_validate_refuses_a_zero_roof_and_warns_of_a_cut_trace(tmp_path, make_re
     (tmp_path / "cut" / "trace.json.gz").write_bytes(whole[: len(whole) // 2])
     assert main(["validate", str(tmp_path), "--json"]) == 1
     out = {r["path"].split("/")[-2]: r for r in json.loads(capsys.readouterr().out)}
-    assert out["zero"]["error"].endswith(
-        "field ceilings.peak_flops.value: 0.0 is less than or equal to the minimum of 0"
-    )
-    assert out["cut"]["ok"] and out["cut"]["warnings"] == [
-        "sidecars.telemetry: telemetry.csv is missing",
-        "sidecars.trace: trace.json.gz is truncated or corrupt "
-        "(Compressed file ended before the end-of-stream marker was reached)",
-    ]
+    assert "field ceilings.peak_flops.value: 0.0 " in out["zero"]["error"]
+    assert out["cut"]["ok"]
+    telemetry, trace = out["cut"]["warnings"]
+    assert telemetry.startswith("sidecars.telemetry: telemetry.csv") and "missing" in telemetry
+    assert trace.startswith("sidecars.trace: trace.json.gz") and "truncated" in trace

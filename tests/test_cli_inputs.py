@@ -209,7 +209,8 @@ def test_help_texts_show_no_doubled_percent():
 def test_deprecated_spellings_still_work(capsys):
     args = build_parser().parse_args(["run", "digits", "--keep-going"])
     assert args.keep_going is True
-    assert "--keep-going is deprecated; use --all-epochs" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--keep-going is deprecated" in err and "--all-epochs" in err
     args = build_parser().parse_args(["roofline", "r", "--html", "x.html"])
     assert args.output == "x.html"
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
@@ -220,7 +221,8 @@ def test_deprecated_spellings_still_work(capsys):
 def test_retired_counters_force_notes_and_does_nothing(capsys):
     parser = build_parser()
     args = parser.parse_args(["counters", "t.json", "--force"])
-    assert capsys.readouterr().err == "note: --force is deprecated; it does nothing\n"
+    err = capsys.readouterr().err
+    assert err.startswith("note: --force is deprecated") and err.count("\n") == 1
     plain = vars(parser.parse_args(["counters", "t.json"]))
     assert {k: v for k, v in vars(args).items() if k != "force"} == plain  # nothing else set
     assert "--force" not in dict(_subparsers(parser))["counters"].format_help()

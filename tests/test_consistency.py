@@ -179,7 +179,8 @@ def test_validate_reports_the_field_and_both_values(good, tmp_path, capsys):
     write_record(tmp_path / "bad", bad)
     assert main(["validate", str(tmp_path / "bad")]) == 1
     out = capsys.readouterr().out
-    assert "field time_to_accuracy.time_s: stored 1e+308 s, the evaluations give 20 s" in out, out
+    line = next(ln for ln in out.splitlines() if "field time_to_accuracy.time_s: " in ln)
+    assert "stored 1e+308 s" in line and line.endswith("give 20 s"), out
     assert len([ln for ln in out.splitlines() if ln.startswith("error")]) == 2  # and the bound
 
 
@@ -189,5 +190,6 @@ def test_the_report_does_not_state_a_claim_the_evaluations_do_not_bear(good):
     assert _headline(good).startswith("Reached top-1 >= 90% in 20.00 s")
     bad = _mutate(good, lambda r: r.update(evaluations=[]))
     line = _headline(bad)
-    assert line.startswith("Claims not shown: inconsistent record: field time_to_accuracy.reached")
+    assert line.startswith("Claims not shown: inconsistent record:")
+    assert "field time_to_accuracy.reached" in line
     assert "Reached" not in line

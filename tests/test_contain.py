@@ -111,7 +111,8 @@ def test_a_failing_collector_is_contained(tmp_path, monkeypatch, route, collecto
     if lost_section:
         assert not rec.get(lost_section)
     if collector == "telemetry":
-        assert "telemetry sampling stopped: Boom: injected failure" in rec["telemetry"]["notes"]
+        stopped = next(n for n in rec["telemetry"]["notes"] if "sampling stopped" in n)
+        assert stopped.endswith("Boom: injected failure")  # the exception, named
     else:  # the others were measured as usual
         assert rec["telemetry"]["samples"] >= 1
     if collector != "FLOP count":
@@ -142,8 +143,8 @@ def test_a_raising_formula_leaves_its_op_not_modeled(tmp_path, route, broken_add
     assert errors[0]["calls"] >= 1
     assert "aten::addmm" not in {r["op"] for r in work["per_op"]}
     assert work["flops_per_step"]["value"] > 0  # the other ops are still counted
-    assert any(f.startswith("FLOP count incomplete: not modeled because their formula raised: "
-                            "aten::addmm x") for f in rec["flags"])  # fmt: skip
+    incomplete = next(f for f in rec["flags"] if f.startswith("FLOP count incomplete:"))
+    assert "formula raised: aten::addmm x" in incomplete
     log = (tmp_path / "runs" / rec["run_id"] / rec["sidecars"]["log"]).read_text()
     assert "FLOP formula of aten::addmm raised" in log and "Boom: injected failure" in log
     assert "capture_failures" not in rec  # the count itself finished

@@ -46,16 +46,14 @@ def test_cupti_probe_child_failure_is_a_reason_not_an_exception():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     ok, why = collect._probe_range_profiler("x", timeout_s=120)  # the child needs CUDA
-    assert ok is False and why.startswith("CUPTI range-profiler probe failed (status 1): ")
+    assert ok is False and "CUPTI" in why and "(status 1)" in why
 
 
 def test_choose_collector(monkeypatch):
     monkeypatch.setattr(collect, "cupti_range_profiler_available", lambda: (False, "no kineto"))
     monkeypatch.setattr(collect, "find_ncu", lambda: "/opt/ncu")
-    assert collect.choose_collector("cupti", True) == (
-        "ncu",
-        "no kineto; using Nsight Compute instead (/opt/ncu)",
-    )
+    tool, why = collect.choose_collector("cupti", True)
+    assert tool == "ncu" and why.startswith("no kineto") and "(/opt/ncu)" in why
     assert collect.choose_collector("ncu", True) == ("ncu", "Nsight Compute at /opt/ncu")
     tool, why = collect.choose_collector("ncu", False)
     assert tool is None and "need an NVIDIA GPU" in why
@@ -103,7 +101,7 @@ def test_collect_ncu_failures_never_raise(tmp_path, monkeypatch):
     csv = shared_path("gpu", "h100-gemm4096.ncu.csv")
     _fake_ncu(tmp_path, monkeypatch, csv, rc=3)
     sec, why = collect.collect_ncu(["run", "x"], tmp_path / "o")
-    assert sec is None and why.startswith("ncu exited with status 3: ncu: fake failure")
+    assert sec is None and "status 3" in why and "fake failure" in why
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     (tmp_path / "bin" / "ncu").unlink()
@@ -123,10 +121,7 @@ def test_calibrate_without_gpu_is_one_line(capsys):
 
     assert main(["counters", "--calibrate"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == (
-        "perfsuite: error: calibration not run: calibration needs an NVIDIA GPU with CUDA "
-        "PyTorch; none is visible here"
-    )
+    assert err[-1].startswith("perfsuite: error: calibration not run") and "NVIDIA GPU" in err[-1]
     assert main(["counters"]) == 2
     assert "give a SOURCE file, or --calibrate" in capsys.readouterr().err
 
@@ -148,7 +143,7 @@ def test_calibration_is_per_chip_and_kept_for_later_sections(
     reference = load_counters(shared_path("gpu", "h100-gemm4096.ncu.csv"))["calibrated"]
     calibrated = {"fp16": True, "bf16": True, "tf32": True, "fp8": False, "fp64": False}
     assert reference["precisions"] == calibrated  # fp8/fp64: formulas never checked
-    assert reference["basis"] == "the reference chip (NVIDIA H100 80GB HBM3)"
+    assert "reference chip" in reference["basis"] and "H100 80GB" in reference["basis"]
     before = load_counters(capture)["calibrated"]
     assert before["device_name"] == "NVIDIA H200" and before["device_cc"] == "9.0"
     assert not any(before["precisions"].values()) and before["local"] is None
@@ -167,7 +162,7 @@ def test_calibration_is_per_chip_and_kept_for_later_sections(
     assert kept["ok"] and kept["precisions"]["tf32"]["measured"] == GEMM_FLOP
     after = load_counters(capture)
     assert after["calibrated"]["precisions"] == calibrated
-    assert calibration_text(after).startswith("calibration: fp16, bf16, tf32 calibrated; this chip")
+    assert "fp16, bf16, tf32 calibrated" in calibration_text(after)
     # a failed calibration is kept as failed: nothing is marked calibrated by it
     data = calibration_cache.load()
     data["chips"]["NVIDIA H200"]["ok"] = False
@@ -183,13 +178,14 @@ def test_calibration_is_per_chip_and_kept_for_later_sections(
 
 def test_older_sections_say_their_rule(tmp_path):
     from perfsuite.analyzers.roofline.measured import calibration_text
+    from perfsuite.record.migrate import migrate
 
     cal = {"precisions": {"tf32": True, "fp8": False}, "device_cc": "9.0"}
     old = {"device": {"name": "NVIDIA H200", "cc": "9.0"}, "calibrated": cal}
-    assert calibration_text(old) == (
-        "calibration: tf32 marked calibrated by an older rule (formulas checked on H100 GEMMs, "
-        "any cc 9.0 chip); this capture is from NVIDIA H200"
-    )
+    old = migrate({"schema_version": 2, "counters": old})["counters"]  # as loaded
+    text = calibration_text(old)
+    assert text.startswith("calibration: tf32 calibrated;") and "older rule" in text
+    assert "cc 9.0" in text and text.endswith("NVIDIA H200")
     assert calibration_text({"kernels": []}) is None
 
 
@@ -205,10 +201,8 @@ def test_ncu_rep_falls_back_to_ncu_csv_export(tmp_path, monkeypatch):
         "-i", str(rep), "--csv", "--page", "raw", "--print-units", "base",
     ]  # fmt: skip
     assert sec["totals"]["flops_tensor"] == 3 * GEMM_FLOP
-    assert sec["notes"][0] == (
-        "read through the ncu CSV export of the report (ncu_report: not installed (`pip "
-        "install ncu-report`) and not found in an Nsight Compute install (extras/python))"
-    )
+    note = sec["notes"][0]
+    assert "ncu CSV export" in note and "ncu_report: not installed" in note
 
 
 @pytest.mark.parametrize(

@@ -144,8 +144,9 @@ def test_pushpop_window_is_flagged_as_forward_only(capsys):
     assert any("push/pop" in n for n in sec["notes"])
     assert main(["counters", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "WARNING: no backward kernels in this window, though it holds optimizer" in out
-    assert "Tensor-Core FLOP by precision: fp16 not measured, bf16 850,470,633,472" in out
+    assert "WARNING: no backward kernels" in out  # an optimizer's kernels, no backward
+    by_precision = next(line for line in out.splitlines() if "FLOP by precision" in line)
+    assert "fp16 not measured" in by_precision and "bf16 850,470,633,472" in by_precision
 
 
 def test_a_gemm_capture_without_backward_kernels_is_no_warning(capsys):
@@ -155,9 +156,7 @@ def test_a_gemm_capture_without_backward_kernels_is_no_warning(capsys):
     assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
     out = capsys.readouterr().out
     assert "WARNING" not in out
-    assert (
-        "note: no backward kernels in the window (no wgrad/dgrad/*_backward names): forward " in out
-    )
+    assert "note: no backward kernels" in out
 
 
 def test_text_attribute_columns_and_bad_metric_value(tmp_path):
@@ -245,7 +244,8 @@ def test_into_record_keeps_it_valid(tmp_path, make_record, capsys):
     path = _gpu("h100-resnet9-2steps-tf32.ncu.csv")
     assert main(["counters", str(path), "--into", str(tmp_path), "--steps", "2"]) == 0
     out = capsys.readouterr().out
-    assert "per step: CUDA-core FLOP 10.9 GFLOP, Tensor-Core FLOP 1.17 TFLOP" in out
+    per_step = next(line for line in out.splitlines() if "per step:" in line)
+    assert "CUDA-core FLOP 10.9 GFLOP" in per_step and "Tensor-Core FLOP 1.17 TFLOP" in per_step
     assert "convolution" in out and "WARNING" not in out
     sec = load_record(tmp_path)["counters"]  # validated against the schema on load
     assert sec["per_step"]["flops_tensor"] == 1_168_231_104_512
@@ -276,10 +276,8 @@ def test_alternative_fp16_formulas_are_cross_checked_not_added():
         assert sec["totals"]["flops_tensor_by_precision"]["fp16"] == 128.0  # per instruction
         assert sec["totals"]["flops_tensor"] == 128.0  # not 128 + combined
         note = next(n for n in sec["notes"] if "cross-check" in n)
-        assert note == (
-            "Tensor-Core fp16 cross-check: per instruction (HGMMA + HMMA) = 128, combined "
-            f"(Hopper and later) = {combined:,.0f} {verdict}"
-        )
+        assert "per instruction (HGMMA + HMMA) = 128" in note
+        assert note.endswith(f"= {combined:,.0f} {verdict}")
     # on a chip without HGMMA counters (Blackwell-like), the combined name alone is used
     values = {f"{t}src_fp16.sum": 64.0}
     sec = build_section([Launch("k", values)], tool="ncu", file="f", metrics=list(values),
@@ -437,7 +435,7 @@ def test_unmeasured_precision_makes_tensor_flop_lower_bounds(capsys):
     hsh = next(line for line in out.splitlines() if line.startswith("nvjet_sm90_hsh"))
     assert "≥0 FLOP" in hsh and "≥0 FLOP/s" in hsh
     assert "Tensor-Core FLOP ≥275 GFLOP" in out
-    assert "(fp16, fp8 not measured in this capture): lower bounds" in out
+    assert "(fp16, fp8 not measured" in out and "lower bounds" in out
     assert main(["counters", str(_gpu("h100-gemm4096.ncu.csv"))]) == 0
     out = capsys.readouterr().out
     assert "≥" not in out and "Tensor-Core FLOP 412 GFLOP" in out

@@ -23,20 +23,24 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 # Keys whose children are data, not fields (environment variables set, phases that ran).
 DATA_MAPS = {"environment.perf_env", "extra.setup_s", "evaluations.metrics"}
-# What one route has by its nature, each with why; everything else must match.
+# What one route has by its nature, each with why; everything else must match (the math
+# policy, the machine check around the window, ... are written by both).
 RUN_ONLY = {
-    "config": "the route's options: RunOptions of `perfsuite run`",
-    "switches": "the optimization switches `perfsuite run` applies to a workload",
-    "sidecars.mllog": "the MLPerf log of a workload's recipe (seed, lr, batch)",
-    "extra.lr_at_epoch_start": "the schedule the runner steps (a track's loop steps its own)",
-    "extra.steps_per_epoch": "the workload's planned steps (a loop's epochs may differ)",
-    "math": "read from the runner's warm-up (a track reads it in the FLOP count)",
-    "timeline.machine_check": "the device check around the runner's window",
+    "config": "the route's options: RunOptions of `perfsuite run` (a track has its own)",
+    "switches": "the optimization switches `perfsuite run` applies to a workload's recipe",
+    "sidecars.mllog": "the MLPerf log of a workload's recipe (seed, lr, batch): a user's loop "
+    "has no recipe to log",
+    "extra.lr_at_epoch_start": "the schedule the runner steps (a track's loop steps its own, "
+    "unseen)",
+    "extra.steps_per_epoch": "the workload's planned steps; a user's loop plans none (its "
+    "epochs may differ in length)",
 }
 TRACK_ONLY = {
     "config": "the route's options: track(...)'s",
-    "work.counted_on": "which call of the user's step was counted",
-    "timeline.batch": "which call of the user's step the window replayed",
+    "work.counted_on": "which call of the user's step was counted (the runner counts a batch "
+    "of its own, off the training stream)",
+    "timeline.batch": "which call of the user's step the window replayed (the runner's window "
+    "draws batches of its own)",
     "timeline.note": "the window replays one call of the user's step",
 }
 

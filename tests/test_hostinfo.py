@@ -30,7 +30,7 @@ def test_cpu_flags_reads_x86_flags_and_arm_features(tmp_path):
 def test_bf16_and_fp16_without_instructions_get_a_note(tmp_path):
     flags = _flags(tmp_path, EPYC)
     bf16 = low_precision_note("bfloat16", native_on_cpu("bfloat16", flags))
-    assert bf16 is not None and bf16.startswith("bfloat16 autocast on a CPU without bfloat16")
+    assert bf16 is not None and bf16.startswith("bfloat16 autocast") and "without" in bf16
     assert "avx512_bf16, amx_bf16, bf16" in bf16 and "slower than float32" in bf16
     assert low_precision_note("float16", native_on_cpu("float16", flags)).startswith(
         "float16 autocast"

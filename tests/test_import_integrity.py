@@ -218,7 +218,8 @@ def test_json_output_carries_the_renaming_notes(tmp_path, capsys):
     _slug_alike(src, "a_b", 2.0)
     assert main(["import", "dawnbench", str(src), "--out", str(out), "--json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
-    assert len(notes) == 2 and all("run id dawnbench-cifar10-train-a_b taken" in n for n in notes)
+    taken = "dawnbench-cifar10-train-a_b taken"  # the slug both entries map to
+    assert len(notes) == 2 and all(f"run id {taken}" in n for n in notes)
 
 
 def test_a_suffixed_result_imported_alone_keeps_its_suffixed_id(tmp_path):

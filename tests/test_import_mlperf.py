@@ -25,8 +25,9 @@ def single(name: str, **kw):
     return item.record
 
 
-def has_flag(rec, text: str) -> bool:
-    return any(text in f for f in rec["flags"])
+def has_flag(rec, *tokens: str) -> bool:
+    """Whether one flag carries every token."""
+    return any(all(t in f for t in tokens) for f in rec["flags"])
 
 
 def test_converged_run_time_to_train_is_stop_minus_start():
@@ -75,7 +76,7 @@ def test_status_aborted_is_not_converged_even_after_target():
 def test_success_without_reaching_target_is_not_converged():
     rec = single("never_reaches_target.log")
     assert rec["status"] == "not_reached"
-    assert has_flag(rec, "run_stop says success but no eval_accuracy meets the target")
+    assert has_flag(rec, "run_stop says success", "meets the target")
 
 
 def test_samples_count_instead_of_epoch_num():
@@ -96,7 +97,7 @@ def test_truncated_log_is_crashed():
     rec = single("truncated.log")
     assert rec["status"] == "crashed"
     assert rec["error"] == "log ends without run_stop"
-    assert has_flag(rec, "1 unreadable :::MLLOG line(s) skipped (first: line 19)")
+    assert has_flag(rec, "1 unreadable :::MLLOG line(s)", "(first: line 19)")
 
 
 def test_lower_is_better_target():
@@ -154,7 +155,8 @@ def test_folder_with_fewer_runs_than_required_is_flagged():
     items = [load_result(p) for p in discover([FIX / "bert_3runs"])]
     (score,) = score_folders(items)
     assert score["score_min"] == 11.0
-    assert score["flags"] == ["3 runs; MLPerf requires 10 for bert (score is indicative only)"]
+    (flag,) = score["flags"]
+    assert flag.startswith("3 runs; MLPerf requires 10 for bert") and "indicative" in flag
 
 
 def test_two_failed_runs_give_no_score():

@@ -113,7 +113,8 @@ def test_placeholder_is_never_a_hardware_name(real, tmp_path):
     shutil.copyfile(folder(real, "flux1") / "result_0.txt", alone)
     rec = load_result(alone, Options(round="5.1.0")).record
     assert rec["hardware"]["name"] is None
-    assert any("'9xSUBMISSION_PLATFORM_PLACEHOLDER' is a placeholder" in f for f in rec["flags"])
+    assert any("'9xSUBMISSION_PLATFORM_PLACEHOLDER'" in f and "placeholder" in f
+               for f in rec["flags"])  # fmt: skip
     assert "PLACEHOLDER" not in json.dumps(rec["hardware"])
 
 
@@ -150,13 +151,9 @@ def test_empty_folder_is_listed_and_the_rest_imported(real, tmp_path, capsys):
     args = ["import", "mlperf", str(folder(real, "llama31_405b")), str(empty)]
     assert main([*args, "--out", str(out), "--keep-going", "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
-    assert got["failed"] == [
-        {
-            "file": str(empty),
-            "error": f"{empty}: no MLPerf log in this folder (result_*.txt, "
-            "*.log or a perfsuite run folder's mllog.txt)",
-        }
-    ]
+    (failed,) = got["failed"]
+    assert failed["file"] == str(empty)
+    assert failed["error"].startswith(f"{empty}: no MLPerf log")
     assert len(got["imported"]) == 3 and got["scores"][0]["score_min"] is not None
     assert main([*args, "--out", str(tmp_path / "o2")]) == 2  # without --keep-going: stops
     assert not (tmp_path / "o2").exists()
@@ -256,7 +253,8 @@ def test_mixed_folder_states_no_run_count_of_another_benchmark(tmp_path):
     _log(r / "result_0.txt", "llama31_8b", [("eval_accuracy", 3.2)])
     _log(r / "result_1.txt", "retinanet", [("eval_accuracy", 0.35)])
     (score,) = ours([r], tmp_path / "out").extra["scores"]
-    assert score["flags"] == ["mixed benchmarks ['llama31_8b', 'retinanet']: no score"]
+    (flag,) = score["flags"]
+    assert "['llama31_8b', 'retinanet']" in flag and flag.endswith("no score")
     assert score["required_runs"] is None
 
 

@@ -91,7 +91,8 @@ def test_infer_keeps_the_runs_precision_and_memory_format(bf16_run, tmp_path, ca
     assert code == 0
     stored = load_record(run_dir)["inference"]
     assert stored["precision"] == "fp32" and stored["by"] == "perfsuite infer"
-    assert stored["notes"] == ["precision fp32 given by --precision; the run trained in bf16"]
+    (note,) = stored["notes"]
+    assert note.startswith("precision fp32 given by --precision") and note.endswith("in bf16")
 
 
 def test_other_hardware_and_threads_are_said(bf16_run, monkeypatch, capsys):
@@ -103,11 +104,10 @@ def test_other_hardware_and_threads_are_said(bf16_run, monkeypatch, capsys):
     code, out, _ = _infer(capsys, bf16_run["_dir"], "--threads", "2", "--no-store")
     assert code == 0
     assert "measured on Other CPU (host " in out and "threads 2)" in out
-    assert (
-        "note: measured on Other CPU, not on the run's training hardware "
-        f"{bf16_run['hardware']['name']}" in out
-    )
-    assert "note: measured with 2 threads; the run used 1" in out
+    notes = [line for line in out.splitlines() if line.startswith("note: measured")]
+    hardware = next(n for n in notes if n.startswith("note: measured on Other CPU"))
+    assert f"training hardware {bf16_run['hardware']['name']}" in hardware
+    assert any("with 2 threads; the run used 1" in n for n in notes)
     assert load_record(bf16_run["_dir"])["inference_measurements"] == [bf16_run["inference"]]
 
 
@@ -117,7 +117,8 @@ def test_cost_notes_are_printed_as_perfsuite_cost_prints_them(bf16_run, capsys):
     )
     assert code == 0
     rid = bf16_run["run_id"]
-    assert f"note: {rid}: instance type m5.xlarge given on the command line, not recorded" in out
+    note = next(line for line in out.splitlines() if line.startswith(f"note: {rid}: "))
+    assert "instance type m5.xlarge" in note and "not recorded" in note
 
 
 @pytest.mark.parametrize("threads", ["-1", "0"])
@@ -158,7 +159,7 @@ def test_a_synthetic_run_is_measured_on_its_synthetic_data(tmp_path, capsys):
     entry = json.loads(out)["inference"]
     assert entry["examples"] == entry["eval_size"] == rec["inference"]["eval_size"] == 64
     assert entry["metrics"] == rec["inference"]["metrics"]
-    assert "test-time augmentation included (tta_flip)" in entry["latency"]["source"]
+    assert "(tta_flip)" in entry["latency"]["source"]
 
 
 def test_squad_loads_its_data_before_its_model_and_bad_data_is_one_line(tmp_path, capsys):

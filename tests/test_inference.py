@@ -152,7 +152,7 @@ def test_the_source_says_what_predict_includes():
     wl = DigitsWorkload()
     wl.configure(wl.default_recipe())
     wl.recipe.extra["tta_flip"] = True
-    assert inference.predict_text(wl).endswith("test-time augmentation included (tta_flip)")
+    assert inference.predict_text(wl).endswith("included (tta_flip)")
     wl.recipe.extra["tta_level"] = 2
     assert "included (tta_flip, level 2)" in inference.predict_text(wl)
     wl.recipe.extra["tta_level"] = 0  # cifar10_fast: level 0 is no augmentation

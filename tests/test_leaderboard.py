@@ -102,7 +102,8 @@ def test_training_cost_ranks_priced_entries_only():
         (None, "DNC", "d", None),
         (None, "n/a", "c", None),
     ]
-    assert cifar.rows[3].note.startswith("price unknown (no price: the record has no cost")
+    note = cifar.rows[3].note
+    assert note.startswith("price unknown (no price:") and "no cost" in note
 
 
 def test_inference_boards():
@@ -207,7 +208,8 @@ def test_training_cost_instance_type_prices_only_matching_records_that_name_none
     assert notes["a"].startswith("price: test table: box.large;")
     assert "--instance-type gpu.a10g ignored" in notes["a"]
     assert "--instance-type gpu.a10g not used" in notes["b"] and "own price" in notes["b"]
-    assert notes["h"].startswith("price unknown (--instance-type gpu.a10g not used")
+    assert notes["h"].startswith("price unknown (--instance-type gpu.a10g")
+    assert "not used" in notes["h"]
     assert "NVIDIA H100 80GB HBM3 (cuda)" in notes["h"] and "NVIDIA A10G (cuda)" in notes["h"]
     # without the option nothing changes: c and h have no price
     (board,) = leaderboard(_priced_records(), "training-cost", GPU_PRICES)
@@ -292,7 +294,7 @@ def test_a_recorded_instance_type_of_other_hardware_is_not_ranked():
     ]
     assert board.rows[0].note == "price: test table: gpu.a10g"
     h = board.rows[1].note
-    assert h.startswith("price unknown (recorded instance type gpu.a10g not used")
+    assert h.startswith("price unknown (") and "instance type gpu.a10g not used" in h
     assert "NVIDIA H100 80GB HBM3 (cuda)" in h and "NVIDIA A10G (cuda)" in h
 
 
@@ -353,13 +355,9 @@ def test_import_of_a_runs_own_mllog_is_listed_once(tmp_path, capsys):
         (1, run.name, 100.0),
         (2, "cifar10-20260101T000100-bbbb", 105.0),
     ]
-    assert board["duplicates"] == [
-        {
-            "run_id": imported,
-            "same_as": run.name,
-            "evidence": "the run.json beside its log names that run",
-        }
-    ]
+    (dup,) = board["duplicates"]
+    assert (dup["run_id"], dup["same_as"]) == (imported, run.name)
+    assert "run.json beside its log" in dup["evidence"]
     assert main(["leaderboard", str(runs)]) == 0
     out = capsys.readouterr().out
     assert f"note: {imported} is an import of {run.name}'s own mllog.txt" in out
@@ -408,10 +406,11 @@ def test_same_run_whatever_the_target_came_from_but_not_a_copy_of_the_log(tmp_pa
         (2, "resnet-b"),
         (3, "resnet-a"),
     ]
-    assert [(d.run_id, d.same_as, d.evidence) for d in board.duplicates] == [
-        ("mlperf-resnet-resnet-a-mllog", "resnet-a", "the run.json beside its log names that run"),
-        ("mlperf-resnet-resnet-b-mllog", "resnet-b", "the run.json beside its log names that run"),
+    assert [(d.run_id, d.same_as) for d in board.duplicates] == [
+        ("mlperf-resnet-resnet-a-mllog", "resnet-a"),
+        ("mlperf-resnet-resnet-b-mllog", "resnet-b"),
     ]
+    assert all("run.json beside its log" in d.evidence for d in board.duplicates)
     assert len(board.rows) + len(board.duplicates) == len(records) == 5
 
 
@@ -427,8 +426,6 @@ def test_import_against_another_target_stays_on_its_board_said_to_be_the_run(tmp
         ("eval_accuracy", [imported], []),
         ("top1", [run.name], []),
     ]
-    assert boards[0].notes == [
-        f"{imported} is an import of {run.name}'s own mllog.txt, the same run (the run.json "
-        f"beside its log names that run), against another target: {run.name} is on the "
-        f"{boards[1].target} board"
-    ]
+    (note,) = boards[0].notes
+    assert note.startswith(f"{imported} is an import of {run.name}'s own mllog.txt")
+    assert note.endswith(f"{run.name} is on the {boards[1].target} board")

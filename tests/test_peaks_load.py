@@ -175,7 +175,7 @@ def test_the_cpu_spec_is_computed_from_its_flags_and_clock():
     assert amx["flops"]["bfloat16"] == 2.0e9 * 1024
     unknown = cpu_spec("X", {"sse2"}, (2.0e9, "given"), 1)
     assert unknown["flops"] == {}
-    assert unknown["source"] == "spec unknown: no FMA vector width in the CPU flags"
+    assert unknown["source"].startswith("spec unknown:") and "FMA" in unknown["source"]
     assert cpu_spec("X", {"avx512f"}, None, 1)["source"] == "spec unknown: no clock read"
     assert clock("model name : Foo CPU @ 2.50GHz\ncpu MHz : 1200.0\n")[0] == 2.5e9
     assert clock("cpu MHz : 2100.000\n")[0] == 2.1e9
@@ -191,9 +191,9 @@ def test_a_spec_below_a_measured_rate_is_no_spec():
     spec = cpu_spec("X", {"avx512f"}, (2.1e9, "cpu MHz"), 1)  # 134.4 GFLOP/s float32
     assert below_measured(spec, {"float32": 1.0e11}) is spec
     dropped = below_measured(spec, {"float32": 1.5e11, "bfloat16": 1.0e9})
-    assert dropped["flops"] == {} and dropped["source"].startswith(
-        "spec unknown: the measured float32 rate 1.5e+11 FLOP/s exceeds the 1.344e+11 FLOP/s"
-    )
+    why = dropped["source"]
+    assert dropped["flops"] == {} and why.startswith("spec unknown:")
+    assert "float32 rate 1.5e+11 FLOP/s" in why and "1.344e+11 FLOP/s" in why
 
 
 def test_the_spec_stands_beside_the_measured_roof_and_fills_in_without_one(env, monkeypatch):
@@ -311,7 +311,8 @@ def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
     rec["ceilings"]["roofs"]["fp32"]["peak_flops"]["source"] = "matmul"  # threads unknown
     assert not any("threads, this run used" in n for n in roofline(rec).notes)
     res = roofline(rec, peaks=roofs)
-    assert any("fp32 roof: measured with 2 threads, this run used 1" in n for n in res.notes)
+    note = next(n for n in res.notes if n.startswith("fp32 roof: measured with"))
+    assert "2 threads" in note and "this run used 1" in note
     path.write_text(json.dumps({"rows": [{**row, "load_before": "high"}]}))
     with pytest.raises(PeaksFileError, match=r"peaks.json: field rows\[0\].load_before: 'high'"):
         peaks_file_roofs(path)
@@ -323,9 +324,7 @@ def test_a_run_on_a_busy_machine_is_flagged(env):
     env.load = 3.0
     ceil, why = resolve_ceilings("cpu", "float32", True)
     assert ceil["peak_flops"]["value"] == 4.0e10
-    assert why.startswith(
-        "device ceilings fp32, memory: the best measured so far was taken on a busy machine"
-    )
+    assert why.startswith("device ceilings fp32, memory:") and "busy machine" in why
     env.load = 0.1  # measured again: as fast and quiet now
     assert resolve_ceilings("cpu", "float32", True)[1] == ""
 

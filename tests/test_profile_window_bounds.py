@@ -36,10 +36,9 @@ def test_steps_beyond_the_bound_are_capped_and_said(tmp_path, monkeypatch):
     monkeypatch.setattr(pw, "MAX_WINDOW_STEPS", 4)
     n, result = _run(_window(tmp_path, 100_000))
     assert n == 6 and result["steps"] == 4  # wait 1 + warmup 1 + 4 active
-    assert result["notes"] == [
-        "profile window capped at 4 steps (100000 asked): the step bound "
-        "(perfsuite.runner.profile_window.MAX_WINDOW_STEPS)"
-    ]
+    (note,) = result["notes"]
+    assert note.startswith("profile window capped at 4 steps (100000 asked)")
+    assert "MAX_WINDOW_STEPS" in note
 
 
 def test_the_time_bound_cuts_the_window_with_the_steps_recorded(tmp_path, monkeypatch):
@@ -48,7 +47,8 @@ def test_the_time_bound_cuts_the_window_with_the_steps_recorded(tmp_path, monkey
     assert n < 20 and result is not None
     assert 1 <= result["steps"] == n - 2
     (note,) = result["notes"]
-    assert note.startswith(f"profile window cut at {result['steps']} of 500 steps: the time bound")
+    assert note.startswith(f"profile window cut at {result['steps']} of 500 steps")
+    assert "time bound" in note
     assert (tmp_path / pw.TRACE_NAME).is_file()
 
 

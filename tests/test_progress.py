@@ -23,7 +23,8 @@ def test_phases_are_named_with_the_previous_phase_time(capsys):
     p.phase("building the model")
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "[perfsuite] run-1: loading data"
-    assert err[1].startswith("[perfsuite] run-1: building the model  [loading data: ")
+    assert err[1].startswith("[perfsuite] run-1: building the model")
+    assert "[loading data: " in err[1]
 
 
 def test_step_bar_counts_steps_over_all_epochs_and_shows_samples_per_s(capsys):
@@ -40,7 +41,7 @@ def test_step_bar_counts_steps_over_all_epochs_and_shows_samples_per_s(capsys):
     assert p.bar.postfix == "epoch 1/3 done, 2.5 ksample/s, top1=0.9000"
     p.close()
     err = capsys.readouterr().err
-    assert "\x1b[2J" not in err and "training and evaluation: up to 3 epochs x 10 steps" in err
+    assert "\x1b[2J" not in err and "up to 3 epochs x 10 steps" in err
 
 
 def test_a_phase_inside_training_does_not_take_over_its_time(capsys):
@@ -51,5 +52,6 @@ def test_a_phase_inside_training_does_not_take_over_its_time(capsys):
     p.phase("inference latency")
     err = capsys.readouterr().err
     assert "profile window: 3 steps, off the clock" in err
-    assert "inference latency  [training and evaluation: up to 2 epochs x 5 steps " in err
+    assert "inference latency  [" in err
+    assert "up to 2 epochs x 5 steps" in err
     assert "[profile window" not in err

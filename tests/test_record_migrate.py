@@ -42,6 +42,13 @@ def _write_v1(folder: Path, rec: dict) -> Path:
     return folder / "run.json"
 
 
+def _write_v2(folder: Path, rec: dict) -> Path:
+    """`rec` written as a version-2 file, as a version-2 writer left it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.json").write_text(json.dumps(strip_private(rec)), encoding="utf-8")
+    return folder / "run.json"
+
+
 def _older_inference_record(make_record) -> dict:
     """A perfsuite record of version 1 whose inference section names no rule: it measured
     the median of a few batch-1 calls."""
@@ -52,14 +59,14 @@ def _older_inference_record(make_record) -> dict:
     return rec
 
 
-def test_current_version_is_2():
-    assert SCHEMA_VERSION == 2
+def test_current_version_is_3():
+    assert SCHEMA_VERSION == 3
 
 
 def test_a_version_1_inference_record_loads_migrated_with_the_same_figures(tmp_path, make_record):
     path = _write_v1(tmp_path / "r1", _older_inference_record(make_record))
     rec = load_record(path)
-    assert rec["schema_version"] == 2 and rec["_migrated_from"] == 1
+    assert rec["schema_version"] == SCHEMA_VERSION and rec["_migrated_from"] == 1
     assert rec["inference"]["rule"] == OLDER_RULE == "older rule"
     view = inference_view(rec)
     assert (view.rule, view.latency_s, view.note) == (OLDER_RULE, OLDER_LATENCY_S, OLDER_NOTE)
@@ -78,13 +85,13 @@ def test_a_migrated_record_validates_and_is_written_as_the_current_version(tmp_p
     validate_record(strip_private(rec), "migrated")
     write_record(path.parent, rec)
     on_disk = json.loads(path.read_text())
-    assert on_disk["schema_version"] == 2 and "_migrated_from" not in on_disk
+    assert on_disk["schema_version"] == SCHEMA_VERSION and "_migrated_from" not in on_disk
     assert on_disk["inference"]["rule"] == "older rule"
     assert "_migrated_from" not in load_record(path)  # current now: nothing to migrate
 
 
 def test_the_current_schema_requires_the_rule_a_version_1_record_lacked(make_record):
-    rec = _older_inference_record(make_record)  # version 2, as a writer would make it
+    rec = _older_inference_record(make_record)  # current, as a writer would make it
     with pytest.raises(RecordError, match=r"^x: field inference: 'rule' is a required"):
         validate_record(rec, "x")
 
@@ -135,10 +142,10 @@ def test_a_record_newer_than_the_code_is_refused_in_one_line(tmp_path, make_reco
     (tmp_path / "run.json").write_text(json.dumps(rec), encoding="utf-8")
     with pytest.raises(RecordError) as err:
         load_record(tmp_path)
-    assert str(err.value) == (
-        f"{tmp_path / 'run.json'}: field schema_version: 3 is newer than this perfsuite reads "
-        "(2); upgrade perfsuite"
-    )
+    message = str(err.value)  # one line naming the file, the field and both versions
+    assert message.startswith(f"{tmp_path / 'run.json'}: field schema_version: ")
+    assert f"{SCHEMA_VERSION + 1} is newer" in message and f"({SCHEMA_VERSION})" in message
+    assert "\n" not in message and message.endswith("upgrade perfsuite")
 
 
 def test_a_value_that_is_no_record_is_left_to_validation():
@@ -146,3 +153,93 @@ def test_a_value_that_is_no_record_is_left_to_validation():
     assert migrate({"schema_version": "1"}) == {"schema_version": "1"}
     with pytest.raises(RecordError, match="field schema_version: '1' is not an integer"):
         validate_record({"schema_version": "1"}, "x")
+
+
+# -- version 2 -> 3: framework, math and counters.tensor_unmeasured are filled at load ------
+
+
+def _v2(make_record) -> dict:
+    """A version-2 record as its writers left it: no `math`, the framework named only in
+    `environment`."""
+    rec = make_record([(1, 10.0, 0.95)], threshold=0.9)
+    rec["schema_version"] = 2
+    rec.pop("math", None)
+    rec["framework"] = None
+    rec["environment"] = {"frameworks": {"torch": "1.10.2+cu113"}}
+    return rec
+
+
+def test_a_version_2_record_gets_its_framework_from_the_environment(tmp_path, make_record):
+    from perfsuite.analyzers.results.record_view import framework
+
+    rec = load_record(_write_v2(tmp_path / "r2", _v2(make_record)))
+    assert rec["_migrated_from"] == 2 and rec["framework"] == "pytorch 1.10.2+cu113"
+    assert framework(rec) == "pytorch 1.10.2+cu113"
+    older = _v2(make_record)
+    older["environment"] = {"framework": {"name": "tensorflow", "version": "2.21.0"}}
+    assert framework(migrate(older)) == "tensorflow 2.21.0"
+    older = _v2(make_record)  # two training libraries and no word on which trained
+    older["environment"] = {"frameworks": {"torch": "2.1", "tensorflow": "2.15"}}
+    assert migrate(older)["framework"] is None and framework(older) == "unknown"
+    kept = {**_v2(make_record), "framework": "jax 0.4"}
+    assert migrate(kept)["framework"] == "jax 0.4"
+
+
+def test_a_version_2_record_without_math_gets_the_assumed_defaults(tmp_path, make_record):
+    from perfsuite.devices.maths import from_policy, math_section
+
+    rec = load_record(_write_v2(tmp_path / "r2", _v2(make_record)))
+    math = math_section(rec)
+    assert (math["provenance"], math["torch"]) == ("assumed", "1.10.2+cu113")
+    assert math["source"].startswith("assumed PyTorch 1.10 defaults")
+    # PyTorch 1.7-1.11 ran fp32 matmuls in TF32 by default: the roof the analyses pick
+    assert from_policy("matmul", math, "cuda").math == "tf32"
+    half = _v2(make_record)
+    half["environment"] = {}
+    half["ceilings"] = {"dtype": "bfloat16"}
+    math = migrate(half)["math"]
+    assert (math["torch"], math["autocast_dtype"]) == (None, "bfloat16")
+    assert from_policy("matmul", math, "cuda").math == "bf16"
+    written = {**_v2(make_record), "math": {"source": "read from torch at run time"}}
+    assert migrate(written)["math"] == {"source": "read from torch at run time"}
+
+
+def test_version_2_counters_get_the_precisions_they_left_unmeasured():
+    from perfsuite.analyzers.roofline.measured import unmeasured_precisions
+
+    by_prec = {"fp16": 0.0, "bf16": None, "tf32": 5.0, "fp8": None, "fp64": 0.0}
+
+    def section(cc: str | None) -> dict:
+        counters = {"device": {"cc": cc}, "totals": {"flops_tensor_by_precision": by_prec}}
+        return migrate({"schema_version": 2, "counters": counters})["counters"]
+
+    assert unmeasured_precisions(section("8.6")) == ["bf16"]  # Ampere: no fp8 to miss
+    assert unmeasured_precisions(section("9.0")) == ["bf16", "fp8"]
+    assert unmeasured_precisions(section("7.5")) == []  # Turing: fp16 only, measured
+    assert unmeasured_precisions(section(None)) == ["bf16", "fp8"]
+    kept = {"schema_version": 2, "counters": {"tensor_unmeasured": ["fp64"], "totals": {}}}
+    assert migrate(kept)["counters"]["tensor_unmeasured"] == ["fp64"]
+
+
+def test_imports_write_the_assumed_math_of_the_current_version():
+    from perfsuite.importers.dawnbench import load_entry
+
+    path = Path(__file__).parent / "fixtures" / "dawnbench" / "entries" / "CIFAR10" / "train"
+    rec = load_entry(path / "normal_resnet9.json").record
+    assert rec["schema_version"] == SCHEMA_VERSION
+    math = rec["math"]  # the result names no math: PyTorch's defaults, labeled assumed
+    assert (math["provenance"], math["torch"]) == ("assumed", None)
+    assert math["source"].startswith("assumed PyTorch >= 1.12 defaults")
+
+
+def test_version_2_calibrations_without_a_basis_say_their_older_rule():
+    from perfsuite.analyzers.roofline.measured import calibration_text
+
+    cal = {"precisions": {"tf32": True, "bf16": False}, "device_cc": "9.0"}
+    counters = {"device": {"name": "NVIDIA H200", "cc": "9.0"}, "calibrated": cal}
+    basis = migrate({"schema_version": 2, "counters": counters})["counters"]["calibrated"]["basis"]
+    assert "older rule" in basis and "cc 9.0" in basis and basis.endswith("NVIDIA H200")
+    assert calibration_text(counters).startswith("calibration: tf32 calibrated;")
+    kept = {"precisions": {}, "basis": "the reference chip (X)"}
+    migrate({"schema_version": 2, "counters": {"calibrated": kept}})
+    assert kept["basis"] == "the reference chip (X)"

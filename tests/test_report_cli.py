@@ -102,7 +102,7 @@ def test_peaks_of_another_device_warn_on_stderr_in_one_line(h100_run, a100_peaks
     lines = [line for line in captured.err.splitlines() if "WRONG MACHINE" in line]
     assert len(lines) == 1
     run_id = json.loads((h100_run / "run.json").read_text())["run_id"]
-    assert lines[0].startswith(f"warning: {run_id}: WRONG MACHINE: the peaks file's roofs")
+    assert lines[0].startswith(f"warning: {run_id}: WRONG MACHINE:") and "peaks" in lines[0]
     assert f"measured on {A100}, this run ran on {H100}" in lines[0]
     # the wording is `perfsuite roofline --peaks`'s, from the same rule
     assert main(["roofline", str(h100_run), "--peaks", str(a100_peaks)]) == 0

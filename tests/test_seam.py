@@ -256,7 +256,7 @@ def test_capture_after_training_is_timed_as_phases_of_its_own(tmp_path, capsys):
     run_workload(dataclasses.replace(opts, progress=True))
     lines = [x for x in capsys.readouterr().err.splitlines() if "[perfsuite]" in x]
     counting = next(x for x in lines if ": counting FLOPs of one step, off the clock" in x)
-    assert "  [training and evaluation: up to 1 epochs x " in counting
+    assert "  [training and evaluation: " in counting and "up to 1 epochs x " in counting
     latency = next(x for x in lines if ": inference latency" in x)
     assert "  [profile window: " in latency
 
@@ -459,7 +459,7 @@ def test_flops_cli_reads_a_full_input_shape(tmp_path):
         return json.loads(proc.stdout), proc.stderr
 
     full, err = flops("--input", "2,3,224,224")
-    assert "2x3x224x224 read as a full shape (batch 2 first)" in err
+    assert "2x3x224x224 read as a full shape" in err and "(batch 2 first)" in err
     per, err2 = flops("--input", "3,224,224", "--batch", "2")
     assert "read as one example; batch 2 added" in err2
     assert full["total_flops"] == per["total_flops"] and full["batch_size"] == 2

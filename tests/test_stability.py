@@ -236,9 +236,8 @@ def test_lower_is_better_threshold_above_one_and_display(make_record, tmp_path, 
         _lower_record(make_record, "p2", [(1, 12.0, 2.9), (2, 24.0, 2.65)]),
     ]
     assert threshold_problem(2.7, recs) is None  # log perplexity is not a fraction
-    assert threshold_problem(95, [make_record()]) == (
-        "top1 must be a fraction in [0, 1]: 95 is outside it (write 0.95 or 95%)"
-    )
+    problem = threshold_problem(95, [make_record()])
+    assert problem.startswith("top1 must be a fraction in [0, 1]: 95 ") and "0.95" in problem
     assert threshold_problem(float("nan"), recs) == "must be a finite number >= 0"
     with pytest.raises(ValueError, match="top1 must be a fraction"):
         stability([make_record([(1, 1.0, 0.95)])], threshold=93)
@@ -269,7 +268,7 @@ def test_group_page_shows_the_spread_of_repeats(make_record):
     assert "2/3 reached, 67%" in body
     # CoV of [20, 33] is 9.19/26.5 = 34.7%; a bug in the rows would change it
     assert f"{math.sqrt(2 * 6.5**2) / 26.5:.1%}" in body
-    assert "olympic mean (drop fastest and slowest): 33.00 s" in body
+    assert re.search(r"olympic mean \([^)]*\): 33\.00 s", body)
     assert "1 of 3 runs did not reach the threshold" in body
     figs = dict(re.findall(r'psDraw\("([^"]+)",(.*?)\);</script>', text))
     fig = json.loads(figs["fig-stability"])
@@ -321,7 +320,8 @@ def test_runs_that_did_not_reach_are_dnc_and_diverged_ones_say_so(make_record, t
     recs[3]["status"], recs[3]["error"] = "diverged", "did not converge: loss is nan"
     (g,) = stability(recs)
     assert [row[2] for row in outcome_rows(g)][2:] == ["DNC", "DNC (diverged)"]
-    assert "2 of 4 runs did not reach the threshold (DNC; 1 diverged)" in g.warnings
+    dnc = next(w for w in g.warnings if w.startswith("2 of 4 runs did not reach"))
+    assert "(DNC; 1 diverged)" in dnc
     for rec in recs:
         write_record(tmp_path / rec["run_id"], rec)
     assert main(["stability", str(tmp_path)]) == 0

@@ -62,7 +62,8 @@ def test_stability_cli_says_which_rule_it_applied(tmp_path, capsys):
     assert g["olympic_mean"]["value"] == pytest.approx(UNET3D_OLYMPIC_S)
     assert main(["stability", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "olympic mean (MLPerf unet3d rule: drop the 4 fastest and the 4 slowest): 14m30s" in text
+    olympic = next(line for line in text.splitlines() if "olympic mean (" in line)
+    assert "MLPerf unet3d rule" in olympic and olympic.endswith("14m30s")
     # the stored record keeps the rule
     rec = load_record(next(out.glob("*/run.json")))
     assert rec["extra"]["mlperf"]["dropped_each_end"] == 4
@@ -84,14 +85,12 @@ def test_other_benchmarks_and_mixed_groups_keep_the_generic_rule(tmp_path, make_
     assert olympic_rule(mixed) == (1, "generic")
     (g,) = stability(mixed)
     assert g.olympic_rule == "generic" and g.olympic_mean.dropped == 1
-    assert any(
-        "generic rule" in w and "10 of 11 runs are imported MLPerf unet3d records" in w
-        for w in g.warnings
-    )
+    assert any("generic rule" in w and "10 of 11 runs" in w and "unet3d" in w for w in g.warnings)
 
 
 def test_unet3d_rule_needs_nine_runs(tmp_path):
     recs, _ = _records(tmp_path, minutes=[10.0, 11.0, 12.0, 13.0, 14.0])
     (g,) = stability(recs)
     assert g.olympic_rule == "MLPerf unet3d" and g.olympic_mean.value is None
-    assert "olympic mean undefined: needs at least 9 runs, got 5" in g.warnings
+    undefined = next(w for w in g.warnings if w.startswith("olympic mean undefined"))
+    assert "at least 9 runs" in undefined and undefined.endswith("got 5")

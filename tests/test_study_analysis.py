@@ -169,11 +169,8 @@ def test_configurations_whose_cpu_converted_their_autocast_are_named(run):
         "-batch": [bf16(run(0, [0.95], [3.0]), None)],  # flags unknown: nothing said
     }
     res = analyze_study(_manifest(*records, repeats=1, kind="lesion"), records)
-    assert res.warnings == [
-        "full, -channels_last: bfloat16 autocast on a CPU without bfloat16 instructions "
-        "(converted in software, float32 arithmetic): their speed shows this CPU, not what the "
-        "option does where it has hardware"
-    ]
+    (warning,) = res.warnings  # the configs whose runs said so, not -batch (unknown)
+    assert warning.startswith("full, -channels_last: bfloat16 autocast")
 
 
 def test_crashed_runs_are_left_out_of_epoch_time_throughput_and_best(run):
@@ -212,9 +209,7 @@ def test_reference_without_finished_runs_gives_no_speedups_and_says_so(run):
     assert [c.tta_speedup for c in res.configs] == [None, None, None]
     assert x.samples_per_s.mean == pytest.approx(1000.0)  # its own numbers stay
     assert y.status == "DNC" and y.epoch_time.mean == pytest.approx(1.0)
-    assert res.warnings[0] == (
-        "the reference 'full' has no finished runs: no time-to-accuracy or throughput speed-ups"
-    )
+    assert res.warnings[0].startswith("the reference 'full' has no finished runs")
 
 
 def test_heading_names_the_target_without_records_and_its_direction(run):
@@ -226,7 +221,8 @@ def test_heading_names_the_target_without_records_and_its_direction(run):
     empty = {"baseline": [], "+x": []}
     res = analyze_study(manifest, empty, default_metric="top1", default_threshold=0.98)
     assert (res.metric, res.threshold) == ("top1", 0.98)
-    assert ": top1 >= 0.98; speed-ups against 'baseline'" in render(res)
+    heading = next(line for line in render(res).splitlines() if "speed-ups against" in line)
+    assert ": top1 >= 0.98;" in heading and "'baseline'" in heading
     manifest["spec"]["threshold"] = 0.97
     res = analyze_study(manifest, empty, default_metric="top1", default_threshold=0.98)
     assert ": top1 >= 0.97;" in render(res)

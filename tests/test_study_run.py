@@ -122,10 +122,9 @@ def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
         tmp_path, "study", "lesion", "digits", "--opts", "bf16,tta", "--out", str(out)
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        "perfsuite: error: configuration 'full': workload digits does not support switch "
-        "'tta' (bf16, channels_last, compile, fp16, fp32, label_smoothing, lr_rule, tf32)"
-    )
+    err = proc.stderr.strip()
+    assert err.startswith("perfsuite: error: configuration 'full': ") and "\n" not in err
+    assert "switch 'tta'" in err and "(bf16, channels_last, compile," in err
     assert not out.exists()
 
 

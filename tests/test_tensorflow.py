@@ -243,7 +243,8 @@ def test_xspace_conversion_of_a_hand_made_message(tmp_path):
     conv = xs[1]
     assert conv["cat"] == "cpu_op" and conv["args"]["tf_op"] == "forward/Conv2D"
     assert conv["ts"] == pytest.approx(1000.0 + 1.0) and conv["dur"] == pytest.approx(3.0)
-    assert trace["notes"] == ["/device:GPU:0: device plane not converted (no launch correlation)"]
+    (note,) = trace["notes"]
+    assert note.startswith("/device:GPU:0: device plane not converted")
     rows = {r["op"]: r for r in op_rows(trace)}
     assert rows["Conv2D"]["calls"] == 2
     assert rows["Conv2D"]["self_time_s"] == pytest.approx(5e-6)
@@ -278,15 +279,13 @@ def test_onednn_and_fused_kernels_are_named_by_the_graph_op_they_run():
     assert "tf_kernel" not in xs[3]["args"] and "tf_kernel" not in xs[4]["args"]
     (note,) = trace["notes"]
     assert "_MklNativeConv2D as Conv2D" in note and "_MklNativeFusedMatMul as MatMul" in note
-    assert "fused kernel's time includes its fused bias or activation" in note
+    assert "fused bias or activation" in note
     # a fused kernel whose main op's name says "Fused" too gets the clause as well
     plane.event_metadata[1].name = "model/bn:_MklNativeFusedBatchNormEx"
     del line.events[1:]
     (note,) = to_chrome_trace(space)["notes"]
-    assert note.endswith(
-        "_MklNativeFusedBatchNormEx as FusedBatchNormV3; "
-        "a fused kernel's time includes its fused bias or activation"
-    )
+    assert "_MklNativeFusedBatchNormEx as FusedBatchNormV3;" in note
+    assert note.endswith("fused bias or activation")
 
 
 def test_unreadable_xspace_is_one_line(tmp_path):

@@ -22,10 +22,10 @@ def test_text_summary(trace, capsys):
     assert "device 0: 7 events over 123 µs" in out
     assert "busy 71 µs (57.7%)" in out  # 71 / 123
     # the scenario's 3 µs inside launch calls were counted as queued before (14 µs)
-    assert (
-        "host wait 33 µs (in sync calls 25 µs), inside launch calls 3 µs, queued 11 µs, "
-        "unattributed 5 µs" in out
-    )
+    wait = next(line for line in out.splitlines() if "host wait" in line)
+    for part in ("host wait 33 µs", "sync calls 25 µs", "launch calls 3 µs", "queued 11 µs",
+                 "unattributed 5 µs"):  # fmt: skip
+        assert part in wait
     assert "ncclDevKernel_Generic_4" in out and "communication" in out
 
 
@@ -62,7 +62,7 @@ def test_run_record_without_trace(tmp_path, make_record, capsys):
     write_record(run_dir, make_record())
     assert main(["timeline", str(run_dir / "run.json")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("run.json: field timeline.trace: this run has no trace sidecar")
+    assert "run.json: field timeline.trace: " in err and err.endswith("no trace sidecar")
     assert "\n" not in err
 
 

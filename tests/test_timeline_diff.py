@@ -151,7 +151,7 @@ def test_diff_statuses_deltas_and_order(tmp_path, capsys):
 
     assert main(["timeline", "--diff", str(a), str(b)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[2] == "2 added, 2 removed, 2 changed, 0 unchanged (by kind and name)"
+    assert out[2].startswith("2 added, 2 removed, 2 changed, 0 unchanged")
     assert out[6].split()[:6] == ["cpu_op", "aten::mm", "changed", "2", "1", "-1"]
 
 
@@ -178,10 +178,8 @@ def test_diff_of_run_folders_and_rank_folders(tmp_path, make_record, capsys):
     (gemm,) = [r for r in doc["rows"] if r["kind"] == "kernel"]
     assert (doc["ranks_a"], gemm["count_a"], gemm["count_b"]) == (2, 2, 1)
     assert gemm["total_delta_s"] == pytest.approx(-15e-6)
-    assert doc["notes"] == [
-        "A has 2 rank(s), B 1: counts and totals are sums over ranks, so compare means, "
-        "or per-rank figures"
-    ]
+    (note,) = doc["notes"]
+    assert note.startswith("A has 2 rank(s), B 1:") and "sums over ranks" in note
 
 
 def test_diff_bad_input_is_one_line(tmp_path, capsys):

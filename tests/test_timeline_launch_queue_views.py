@@ -21,10 +21,16 @@ RANK0 = "trace_filter__sampled_rank-0.json.gz"
 def test_cli_text(capsys):
     assert main(["timeline", str(shared_path("traces", RANK0)), "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert "kernel launches: 1204 launch calls joined to their device event" in out
-    assert "short (device time < launch call <= 50 µs): 280" in out
-    assert "outliers: launch call > 50 µs: 2; launch delay > 100 µs: 937" in out
-    assert "queue length per stream (launched, not yet started)" in out
+    lines = out.splitlines()
+
+    def line(start: str) -> str:
+        return next(x for x in lines if x.lstrip().startswith(start))
+
+    assert "1204 launch calls" in line("kernel launches:")
+    assert "): 280," in line("short (")
+    outliers = line("outliers:")
+    assert "50 µs: 2;" in outliers and outliers.endswith("100 µs: 937")
+    assert line("queue length per stream")
     # stream 7: 1052 launches, at most 80 queued, 526 µs at that maximum
     assert any(
         line.split()[:4] == ["0", "7", "1052", "80"] and "526 µs" in line
@@ -64,7 +70,7 @@ def test_report_section_on_the_h100_run(tmp_path):
     run = extract_h100_run(tmp_path)
     html = timeline_section(load_record(run))
     assert "<h4>Kernel launches</h4>" in html
-    assert "<p>654 launch calls joined to their device event by correlation id." in html
+    assert "<p>654 launch calls joined" in html
     assert "<h4>Queue length per stream</h4>" in html
     assert 'id="fig-timeline-queues"' in html
     # stream 7 of device 0: 654 launches, up to 45 queued

@@ -170,10 +170,11 @@ def test_cli_folder_json_fields_and_analyses_text(tmp_path, capsys):
     assert main(["timeline", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "launches, queues and memory per rank" in out
-    assert (
-        "  deepest stream queue: rank 1, 91 on device 1 stream 7 (median over 2 ranks 85.5)" in out
-    )
-    assert "  highest median launch delay: rank 1, 11.9 ms (median over 2 ranks 11.4 ms)" in out
+    lines = out.splitlines()
+    queue = next(line for line in lines if line.startswith("  deepest stream queue:"))
+    assert "rank 1, 91" in queue and "device 1 stream 7" in queue and "85.5" in queue
+    delay = next(line for line in lines if line.startswith("  highest median launch delay:"))
+    assert "rank 1, 11.9 ms" in delay and "11.4 ms" in delay
 
 
 def test_extremes_need_two_ranks_and_take_the_lowest_rank_on_a_tie():
@@ -315,7 +316,8 @@ def test_cli_folder_text_json_and_progress(tmp_path, capsys):
     assert "[4/4] trace-3.json" in cap.err  # progress on stderr for 4+ files
     lines = cap.out.splitlines()
     assert lines[0] == f"4 ranks in {folder}"
-    assert any(line.startswith("  rank 3: busy_compute_s 30 µs, median 10 µs") for line in lines)
+    (rank3,) = [line for line in lines if line.startswith("  rank 3: busy_compute_s")]
+    assert "30 µs" in rank3 and "median 10 µs" in rank3
     assert main(["timeline", str(folder), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2, 3]
@@ -372,7 +374,7 @@ def test_empty_folder(tmp_path, capsys):
     (tmp_path / "empty" / "notes.txt").write_text("no traces here")
     err = _error(["timeline", str(tmp_path / "empty")], capsys)
     # not a rank folder (no trace file) and no run.json: the run-folder error
-    assert err == f"perfsuite: error: {tmp_path / 'empty'}: no run.json in this folder or below"
+    assert err.startswith(f"perfsuite: error: {tmp_path / 'empty'}: no run.json")
     with pytest.raises(TraceError, match=r"empty: no trace files \(\*\.json, \*\.json\.gz\)"):
         scan_folder(tmp_path / "empty")
 
@@ -383,14 +385,10 @@ def test_non_trace_file_among_ranks(tmp_path, capsys):
     small_rank(folder / "rank-0.json", 0)
     (folder / "config.json").write_text('{"lr": 0.1}')
     err = _error(["timeline", str(folder)], capsys)
-    assert err == (
-        f"perfsuite: error: {folder / 'config.json'}: field traceEvents: missing "
-        "(not a Chrome/Kineto trace)"
-    )
+    assert err.startswith(f"perfsuite: error: {folder / 'config.json'}: field traceEvents:")
     assert main(["timeline", str(folder), "--keep-going", "--json"]) == 1
     cap = capsys.readouterr()
-    assert cap.err.strip() == f"skipped {folder / 'config.json'}: field traceEvents: missing " \
-        "(not a Chrome/Kineto trace)"  # fmt: skip
+    assert cap.err.strip().startswith(f"skipped {folder / 'config.json'}: field traceEvents:")
     doc = json.loads(cap.out)
     assert [r["rank"] for r in doc["ranks"]] == [0]
     assert doc["skipped"][0]["file"] == str(folder / "config.json")
@@ -402,10 +400,9 @@ def test_duplicate_ranks(tmp_path, capsys):
     small_rank(folder / "a.json", 1)
     small_rank(folder / "b.json", 1)
     err = _error(["timeline", str(folder)], capsys)
-    assert err == (
-        f"perfsuite: error: {folder / 'b.json'}: field distributedInfo.rank: rank 1 again "
-        "(also a.json)"
-    )
+    assert err.startswith(f"perfsuite: error: {folder / 'b.json'}: ")
+    assert "field distributedInfo.rank:" in err
+    assert "rank 1" in err and err.endswith("(also a.json)")
 
 
 def test_no_rank_anywhere(tmp_path, capsys):
@@ -413,10 +410,9 @@ def test_no_rank_anywhere(tmp_path, capsys):
     folder.mkdir()
     small_rank(folder / "a.json", None)
     err = _error(["timeline", str(folder)], capsys)
-    assert err == (
-        f"perfsuite: error: {folder / 'a.json'}: field distributedInfo.rank: missing, and the "
-        "file name has no rank-N"
-    )
+    assert err.startswith(f"perfsuite: error: {folder / 'a.json'}: ")
+    assert "field distributedInfo.rank:" in err
+    assert "rank-N" in err
 
 
 def test_folder_is_given_alone(tmp_path, capsys):

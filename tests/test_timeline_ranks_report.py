@@ -42,7 +42,9 @@ def test_ranks_section_and_figure(folder):
     assert list(idle.y) == [r.idle_s for r in scan.ranks]
     assert list(compute.marker.line.width) == [0, 0, 3]  # the straggler outlined
     html = ranks_section(scan)
-    assert "<li>rank 2: busy_compute_s 40 µs, median 10 µs (+300.0%)" in html
+    (straggler,) = [li for li in html.split("<li>")[1:] if li.startswith("rank 2:")]
+    assert "busy_compute_s 40 µs" in straggler and "10 µs" in straggler
+    assert "(+300.0%)" in straggler
     assert '<td class="num">2</td><td>r2.json</td><td>distributedInfo.rank</td>' in html
 
 
@@ -54,13 +56,12 @@ def test_ranks_section_carries_launches_queues_and_their_highest_rank(folder):
     html = ranks_section(scan)
     row2 = "".join(f'<td class="num">{x}</td>' for x in [2, 2, "24.5 µs", "42.6 µs", 0, "0.0%"])
     assert f"<tr>{row2}" in html
-    assert (
-        "<li>highest median launch delay: rank 2, 24.5 µs (median over 3 ranks 9.5 µs)</li>" in html
-    )
+    items = {li.split(":")[0]: li for li in html.split("<li>")[1:]}
+    delay = items["highest median launch delay"]
+    assert "rank 2, 24.5 µs" in delay and "3 ranks 9.5 µs" in delay
     # every rank queues one launch at most per stream: the lowest rank on the tie
-    assert (
-        "<li>deepest stream queue: rank 0, 1 on device 0 stream 7 (median over 3 ranks 1)" in html
-    )
+    queue = items["deepest stream queue"]
+    assert "rank 0, 1 on device 0 stream 7" in queue and "3 ranks 1)" in queue
     assert "memory peak" not in " ".join(x.label for x in scan.extremes)
 
 
@@ -112,7 +113,8 @@ def test_cli_html_pages(folder, tmp_path, capsys):
     assert "Largest changes in total time" in page2.read_text()
     capsys.readouterr()
     assert main(["timeline", str(a), "--html", str(page2)]) == 2
-    assert "--html goes with a folder of rank traces or --diff A B" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--html" in err and "--diff A B" in err
     before = (folder / "r0.json").read_bytes()
     assert main(["timeline", str(folder), "--html", str(folder / "r0.json")]) == 2
     assert main(["timeline", "--diff", str(a), str(b), "--html", str(a)]) == 2

@@ -344,5 +344,5 @@ def test_negative_durations_and_far_timestamps_are_said_not_dropped_silently(tmp
     assert (data.negative_durations, data.beyond_reason) == (1, 2)
     assert data.window == (10.0, 20.0)  # the far events do not stretch the window
     notes = analyze_trace(data).notes
-    assert "1 event(s) with a negative duration, counted as zero length" in notes
-    assert any(n.startswith("2 event(s) skipped: a timestamp beyond 1e17 us") for n in notes)
+    assert any(n.startswith("1 event(s) with a negative duration") for n in notes)
+    assert any(n.startswith("2 event(s) skipped:") and "beyond 1e17 us" in n for n in notes)

@@ -65,6 +65,12 @@ def _stepper(model, opt, clock=None, seconds: float = 1.0):
     return step
 
 
+def _flag(flags: list[str], token: str) -> str:
+    """The one flag that carries `token` (a short stable part of its text)."""
+    (found,) = [f for f in flags if token in f]
+    return found
+
+
 def _track(tmp_path, model=None, opt=None, **kw):
     """A track into tmp_path/runs; capture off, and roofs never measured (seconds of
     micro-benchmarks per test) unless a test asks for them."""
@@ -93,10 +99,8 @@ def test_an_epoch_left_early_keeps_its_time_and_steps(tmp_path, clock):
     assert rec["throughput"]["epoch_times_s"] == [3.0, 2.0]
     assert rec["throughput"]["step_time"]["value"] == 1.0
     assert rec["throughput"]["samples_per_s"]["value"] == 8.0
-    assert (
-        "epochs 1, 2 ended early after 3, 2 steps: the loop left run.epoch() before its "
-        "iterable ran out (time and steps counted as run)"
-    ) in rec["flags"]
+    early = _flag(rec["flags"], "ended early")
+    assert early.startswith("epochs 1, 2 ended") and "after 3, 2 steps" in early
 
 
 def test_evaluate_inside_an_epoch_stops_the_clock_for_the_evaluation(tmp_path, clock):
@@ -141,7 +145,7 @@ def test_a_nan_loss_ends_the_run_as_diverged_and_keeps_the_finished_epochs(tmp_p
             run.evaluate(top1=0.1)
     rec = load_record(run.run_dir)
     assert rec["status"] == "diverged"
-    assert rec["error"] == "did not converge: non-finite loss by step 9"
+    assert rec["error"].startswith("did not converge:") and rec["error"].endswith("by step 9")
     assert [e["epoch"] for e in rec["evaluations"]] == [1]
     assert len(rec["throughput"]["epoch_times_s"]) == 1  # the diverged epoch is not finished
 
@@ -186,11 +190,7 @@ def test_any_step_return_is_read_for_its_loss(tmp_path):
             run.evaluate(top1=0.1)
     rec = load_record(run.run_dir)
     assert [e.get("train_loss") for e in rec["evaluations"]] == [0.5, 0.25, 2.0, 1.5, None]
-    assert (
-        "run.step: the step returned no loss (a tensor, a number, a mapping with 'loss' or a "
-        "tuple/list starting with one): a NaN loss cannot end the run as diverged, and no "
-        "train_loss is recorded"
-    ) in rec["flags"]
+    assert _flag(rec["flags"], "returned no loss").startswith("run.step:")
 
 
 def test_batch_size_from_keywords_nested_arguments_or_given(tmp_path, clock):
@@ -220,10 +220,7 @@ def test_batch_size_from_keywords_nested_arguments_or_given(tmp_path, clock):
     rec = load_record(run.run_dir)
     assert "samples" not in rec["evaluations"][0]
     assert "samples_per_s" not in rec["throughput"] and rec["throughput"]["step_time"]
-    assert (
-        "run.step: no tensor argument to take the batch size from and no batch_size given: "
-        "samples not counted, no samples/s"
-    ) in rec["flags"]
+    assert "samples not counted" in _flag(rec["flags"], "no batch_size given")
 
 
 def test_samples_per_s_counts_the_partial_last_batch(tmp_path, clock):
@@ -249,10 +246,8 @@ def test_step_time_is_each_epochs_time_over_its_own_steps(tmp_path, clock):
     put = load_record(run.run_dir)["throughput"]
     assert put["epoch_times_s"] == [4.0, 4.0, 2.0]
     assert put["step_time"]["value"] == 1.0  # not median(4, 2) / 2 = 1.5
-    assert put["step_time"]["source"] == (
-        "median over 2 epoch(s) of epoch training wall time / its own steps (data "
-        "preparation included; first epoch excluded)"
-    )
+    source = put["step_time"]["source"]
+    assert source.startswith("median over 2 epoch(s)") and "/ its own steps" in source
 
 
 def test_recorder_step_time_of_equal_epochs_is_unchanged(tmp_path):
@@ -262,10 +257,8 @@ def test_recorder_step_time_of_equal_epochs_is_unchanged(tmp_path):
     rec.set_throughput(4, 8, 30)  # perfsuite run: no epoch_steps, every epoch 4 steps
     put = rec.record["throughput"]
     assert put["step_time"]["value"] == 4.5 / 4
-    assert put["step_time"]["source"] == (
-        "median over 2 epoch(s) of epoch training wall time / 4 steps (data preparation "
-        "included; first epoch excluded)"
-    )
+    source = put["step_time"]["source"]
+    assert source.startswith("median over 2 epoch(s)") and "/ 4 steps" in source
     assert put["samples_per_s"]["value"] == 30 / (4.5 / 4 * 4)
     rec.set_throughput(4, None)  # neither samples nor a batch size: no rate, not 0
     assert "samples_per_s" not in rec.record["throughput"]
@@ -418,16 +411,13 @@ def test_a_run_without_a_window_says_why(tmp_path):
         run.evaluate(top1=1.0)  # reached before epoch 2, outside the loop's autocast
     rec = load_record(run.run_dir)
     assert rec.get("timeline") is None
-    assert (
-        "no profile window: autocast or grad mode at evaluate() differs from the step's (the "
-        "window would profile other math)"
-    ) in rec["flags"]
+    assert "at evaluate()" in _flag(rec["flags"], "no profile window: autocast")
     with _track(tmp_path, model, opt, capture=True) as run:
         for x, y in run.epoch(_batches(1)):
             run.step(step, x, y)
     flags = load_record(run.run_dir)["flags"]
-    assert "no FLOP count: only one detour-safe run.step call (the count takes the second)" in flags
-    assert "no profile window: the run had only 1 step call(s): too few for a warm window" in flags
+    assert "only one detour-safe run.step call" in _flag(flags, "no FLOP count")
+    assert "only 1 step call(s)" in _flag(flags, "no profile window")
 
 
 NESTED = """
@@ -487,10 +477,7 @@ def test_nested_tracks_and_a_users_profiler(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[-2] == "5 folders"
-    assert lines[-1] == (
-        "no profile window: a profiler was already recording (an outer perfsuite.track's "
-        "window or your own): torch.profiler does not nest"
-    )
+    assert lines[-1].startswith("no profile window:") and "does not nest" in lines[-1]
 
 
 def test_small_things(tmp_path, capsys):
@@ -502,7 +489,7 @@ def test_small_things(tmp_path, capsys):
             run.step(lambda: None)
     rec = load_record(run.run_dir)
     assert "samples" not in rec["evaluations"][0] and rec.get("throughput") is None
-    assert "run.step was never called: no throughput, FLOPs or profile" in rec["flags"]
+    assert _flag(rec["flags"], "run.step was never called")
     err = capsys.readouterr().err
     assert f"[perfsuite] {run.rec.run_id}: epoch 1: top1=0.7500 after" in err
     assert f"[perfsuite] {run.rec.run_id}: reached: {run.run_dir}" in err
@@ -543,9 +530,7 @@ def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
     ops = perfsuite.open(run.run_dir).ops
     joined = ops[ops["status"] == "joined"]
     assert len(joined) and joined["lost_time_s"].isna().all()
-    assert set(joined["lost_time_why"]) == {
-        "no roof: the record has no peak FLOP/s or bandwidth for this op's math"
-    }
+    assert {why.split(":")[0] for why in joined["lost_time_why"]} == {"no roof"}
     # reached in epoch 1 of 10, whose last batch is partial: the late window replays call 2
     model, opt = _tiny()
     step = _stepper(model, opt)
@@ -666,10 +651,7 @@ def test_an_epoch_left_after_its_last_batch_is_whole(tmp_path):
             if i == 1:
                 break
     flags = load_record(run.run_dir)["flags"]
-    assert [f for f in flags if "ended early" in f] == [
-        "epoch 2 ended early after 2 steps: the loop left run.epoch() before its iterable ran "
-        "out (time and steps counted as run)"
-    ]
+    assert _flag(flags, "ended early").startswith("epoch 2 ended early after 2 steps")
 
 
 QUIET = """
@@ -759,7 +741,7 @@ def test_a_leading_dimension_that_is_not_the_declared_batch_is_flagged(tmp_path)
             run.step(step, x_, y_)
         run.evaluate(top1=1.0)
     flags = load_record(run.run_dir)["flags"]
-    assert any("leading dimension (5) is not track(batch_size=2)" in f for f in flags)
+    assert "track(batch_size=2)" in _flag(flags, "leading dimension (5)")
     with _track(tmp_path / "b", model, opt, batch_size=2) as run:
         for x_, y_ in run.epoch([(x, y)] * 3):
             run.step(step, x_, y_, batch_size=2)

@@ -126,9 +126,8 @@ def test_an_error_while_importing_names_the_file_and_line(tmp_path):
     path = _write(tmp_path, "raises_at_import.py", "X = 1\n\nraise RuntimeError('no GPU here')\n")
     with pytest.raises(ValueError) as err:
         load_workload_class(f"{path}:W")
-    assert str(err.value) == (
-        f"workload '{path}:W': import failed at {path}:3: RuntimeError: no GPU here"
-    )
+    assert str(err.value).startswith(f"workload '{path}:W': import failed at {path}:3:")
+    assert str(err.value).endswith("RuntimeError: no GPU here")
 
 
 def test_a_factory_must_return_a_workload(tmp_path):
@@ -151,9 +150,7 @@ def test_a_factory_must_return_a_workload(tmp_path):
     assert get_workload(f"{path}:good").name == "named"
     with pytest.raises(ValueError) as err:
         get_workload(f"{path}:make")
-    assert (
-        str(err.value) == f"workload '{path}:make': make() returned int, not a perfsuite Workload"
-    )
+    assert str(err.value).startswith(f"workload '{path}:make': make() returned int")
 
 
 def test_a_module_spec_is_found_in_the_current_directory(tmp_path, monkeypatch):
@@ -164,7 +161,7 @@ def test_a_module_spec_is_found_in_the_current_directory(tmp_path, monkeypatch):
     assert str(tmp_path) not in sys.path
     with pytest.raises(ValueError) as err:
         load_workload_class("no_such_module_here:W")
-    assert "no module no_such_module_here (looked in the current directory" in str(err.value)
+    assert "no module no_such_module_here" in str(err.value)
 
 
 def test_the_console_script_runs_a_module_from_its_directory(tmp_path):
@@ -233,11 +230,9 @@ def test_infer_and_eval_of_a_track_run_say_why_in_one_line(command, make_record,
     run_dir = write_record(tmp_path / "track1", rec).parent
     proc = _cli([*command, str(run_dir)], tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (
-        f"perfsuite: error: {run_dir / 'run.json'}: field config.source: a perfsuite.track run "
-        "(your own training loop): perfsuite cannot rebuild its model and data, so `infer` and "
-        "`eval` take `perfsuite run` records only"
-    )
+    err = proc.stderr.strip()
+    assert err.startswith(f"perfsuite: error: {run_dir / 'run.json'}: field config.source: ")
+    assert "perfsuite.track run" in err and "\n" not in err
 
 
 def test_run_options_from_the_python_api_keep_the_absolute_path(monkeypatch):

@@ -59,35 +59,12 @@ def crossing(
     )
 
 
-def _framework_text(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    if isinstance(value, Mapping) and value.get("name"):
-        version = value.get("version")
-        return f"{value['name']} {version}" if version else str(value["name"])
-    return None
-
-
 def framework(record: Mapping[str, Any]) -> str:
-    """The framework a run trained with, e.g. "pytorch 2.13.0+cpu" or "tensorflow 2.21.0".
-
-    Read from `environment.framework` (a string or `{name, version}`), else the record's
-    top-level `framework`, else the one training framework named in
-    `environment.frameworks`; "unknown" when none says. Comparisons show it per run, since
-    the framework alone can change time to accuracy (DAWNBench's TensorFlow vs PyTorch).
-    """
-    env = record.get("environment") or {}
-    for value in (env.get("framework"), record.get("framework")):
-        text = _framework_text(value)
-        if text:
-            return text
-    libs = env.get("frameworks") or {}
-    keys = (("pytorch", "pytorch"), ("torch", "pytorch"), ("tensorflow", "tensorflow"))
-    found: dict[str, str] = {}
-    for key, name in keys:
-        if isinstance(libs, Mapping) and libs.get(key):
-            found.setdefault(name, f"{name} {libs[key]}")
-    return next(iter(found.values())) if len(found) == 1 else "unknown"
+    """The framework a run trained with, e.g. "pytorch 2.13.0+cpu" or "tensorflow 2.21.0":
+    the record's `framework` (older records get it at load: perfsuite/record/migrate.py);
+    "unknown" when it names none. Comparisons show it per run, since the framework alone can
+    change time to accuracy (DAWNBench's TensorFlow vs PyTorch)."""
+    return str(record.get("framework") or "unknown")
 
 
 def faults_per_step(record: Mapping[str, Any]) -> float | None:

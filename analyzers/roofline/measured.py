@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.devices.counter_metrics import chip_tensor_precisions
 from perfsuite.devices.kernels import kernel_class
 
 MAPPING = "kernel name -> op class (name-based mapping, not an attribution)"
@@ -93,14 +92,8 @@ def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
 
 def unmeasured_precisions(counters: Mapping[str, Any] | None) -> list[str]:
     """Tensor-Core precisions the chip has but the capture did not measure: the section's
-    `tensor_unmeasured`, or, for sections written before it, the chip's precisions whose
-    totals are null."""
-    counters = counters or {}
-    if "tensor_unmeasured" in counters:
-        return list(counters["tensor_unmeasured"] or [])
-    totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
-    chip = chip_tensor_precisions((counters.get("device") or {}).get("cc"))
-    return [p for p in chip if p in totals and totals[p] is None]
+    `tensor_unmeasured` (older sections get it at load: perfsuite/record/migrate.py)."""
+    return list((counters or {}).get("tensor_unmeasured") or [])
 
 
 def counted_ops(record: Mapping[str, Any]) -> set[str]:
@@ -198,21 +191,13 @@ def compare_counted_measured(record: Mapping[str, Any], by: str = "class") -> li
 
 def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
     """One line: which measured Tensor-Core precisions rest on counters calibrated on the chip
-    that ran, and on what basis (None without a `calibrated` entry). Sections written before
-    the basis was kept marked any cc 9.x chip calibrated; that is said, not repeated."""
+    that ran, and on what basis (None without a `calibrated` entry; older sections get their
+    basis at load: perfsuite/record/migrate.py)."""
     cal = (counters or {}).get("calibrated")
     if not cal:
         return None
     yes = [p for p, ok in (cal.get("precisions") or {}).items() if ok]
-    basis = cal.get("basis")
-    if basis is None:
-        name = ((counters or {}).get("device") or {}).get("name") or "an unnamed chip"
-        yes_text = ", ".join(yes) if yes else "none"
-        return (
-            f"calibration: {yes_text} marked calibrated by an older rule (formulas checked on "
-            f"H100 GEMMs, any cc {cal.get('device_cc')} chip); this capture is from {name}"
-        )
-    return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {basis}"
+    return f"calibration: {', '.join(yes) if yes else 'none'} calibrated; {cal.get('basis')}"
 
 
 def table_notes(rows: list[Row]) -> list[str]:

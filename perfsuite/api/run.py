@@ -347,7 +347,7 @@ class Run:
             "epochs_to_threshold": tta.get("epoch") if tta.get("reached") else None,
             "evaluations": len(rec.get("evaluations") or []),
             "model": rec.get("model"),
-            "framework": framework(rec),  # environment.framework first (TensorFlow runs)
+            "framework": framework(rec),  # "unknown" where the record names none
             "hardware": (rec.get("hardware") or {}).get("name"),
             "device": ceil.get("device"),
             "dtype": ceil.get("dtype") or work.get("dtype"),

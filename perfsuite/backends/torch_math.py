@@ -3,15 +3,15 @@
 Why it matters: with `allow_tf32` on, an fp32 convolution runs on Tensor Cores at several times
 the CUDA-core fp32 peak, so a roofline that assumes fp32 math reports more than 100% of the
 roof. `math_policy` reads the live settings (call it where the run computes) into the
-section `perfsuite.devices.maths.math_fields` shapes.
+section `perfsuite.record.maths.math_fields` shapes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from perfsuite.devices.maths import math_fields
 from perfsuite.hostinfo import native_on_cpu
+from perfsuite.record.maths import math_fields
 
 SOURCE_LIVE = "read from torch at run time"
 

@@ -1,10 +1,9 @@
 """Which math a run computes in: roof names, dtypes, and what a math policy picks per op.
 
 Why here, below capture and analysis: the runner writes a record's `math` section
-(`math_fields`), the spec table and the roofs are keyed by these names, and the analyses judge
-each op against the roof of its math. Pure and torch-free: `backends.torch_math` reads the live
-settings of a PyTorch run into `math_fields`; records without a `math` section are read with
-`default_math_for`, PyTorch's defaults for a version, labeled assumed.
+(`perfsuite.record.maths.math_fields`), the spec table and the roofs are keyed by these names,
+and the analyses judge each op against the roof of its math. Pure and torch-free:
+`backends.torch_math` reads the live settings of a PyTorch run into that section.
 """
 
 from __future__ import annotations
@@ -137,87 +136,7 @@ def from_policy(family: str | None, math: Mapping[str, Any], device: str | None)
 
 
 def math_section(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The record's `math`, else PyTorch's defaults for its torch version (labeled assumed)."""
-    if isinstance(record.get("math"), dict):
-        return dict(record["math"])
-    tv = ((record.get("environment") or {}).get("frameworks") or {}).get("torch")
-    try:
-        m = default_math_for(str(tv)) if tv else _unknown_math()
-    except ValueError:
-        m = _unknown_math()
-    dtype = (record.get("ceilings") or {}).get("dtype") or (record.get("work") or {}).get("dtype")
-    if dtype and str(dtype).lower().removeprefix("torch.") in (
-        "bfloat16",
-        "float16",
-        "bf16",
-        "fp16",
-        "half",
-    ):
-        m["autocast_dtype"] = str(dtype)
-        m["source"] += f"; matrix ops in {dtype}, the record's dtype"
-    return m
-
-
-def _unknown_math() -> dict[str, Any]:
-    m = default_math_for("2.0")
-    m["torch"] = None
-    m["source"] = "assumed PyTorch >= 1.12 defaults (record names no torch version, no `math`)"
-    return m
-
-
-def math_fields(
-    *,
-    cudnn_tf32: bool,
-    matmul_tf32: bool,
-    autocast_dtype: str | None,
-    param_dtype: str,
-    activation_dtype: str,
-    framework: tuple[str, str],
-    source: str,
-    provenance: str,
-    matmul_precision: str | None = None,
-    autocast_native: bool | None = None,
-) -> dict[str, Any]:
-    """The record's `math` section from its parts (torch-free; every framework builds it
-    here). `framework` is (key, version), e.g. ("torch", "2.13.0"). `autocast_native`: on a
-    CPU, whether it has instructions for the autocast dtype (without them the operands are
-    converted and the arithmetic is float32's); None on GPUs, without autocast, or unknown."""
-    return {
-        "cudnn_allow_tf32": cudnn_tf32,
-        "matmul_allow_tf32": matmul_tf32,
-        "float32_matmul_precision": matmul_precision or ("high" if matmul_tf32 else "highest"),
-        "autocast_dtype": autocast_dtype,
-        "param_dtype": param_dtype,
-        "activation_dtype": activation_dtype,
-        "autocast_native": autocast_native,
-        framework[0]: framework[1],
-        "source": source,
-        "provenance": provenance,
-    }
-
-
-def _major_minor(version: str) -> tuple[int, int]:
-    m = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    if not m:
-        raise ValueError(f"torch version {version!r}: expected MAJOR.MINOR[...]")
-    return int(m.group(1)), int(m.group(2))
-
-
-def default_math_for(torch_version: str) -> dict[str, Any]:
-    """PyTorch's default math for a version, as an assumed `math` section (torch-free).
-
-    cuDNN convolutions may use TF32 since 1.7 (still the default); matmuls did in 1.7-1.11 and
-    have not since 1.12 (float32 matmul precision "highest"). Before 1.7 there was no TF32.
-    Dtypes are assumed fp32 without autocast: a record that ran otherwise says so in `math`.
-    """
-    ver = _major_minor(torch_version)
-    return math_fields(
-        cudnn_tf32=ver >= (1, 7),
-        matmul_tf32=(1, 7) <= ver < (1, 12),
-        autocast_dtype=None,
-        param_dtype="float32",
-        activation_dtype="float32",
-        framework=("torch", torch_version),
-        source=f"assumed PyTorch {'.'.join(map(str, ver))} defaults (record has no `math` section)",
-        provenance="assumed",
-    )
+    """The record's `math`: every writer records one (runs read it from the framework, imports
+    and migrated older records carry PyTorch's defaults labeled assumed:
+    `perfsuite.record.maths.assumed_math`)."""
+    return dict(record.get("math") or {})

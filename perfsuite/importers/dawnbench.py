@@ -37,6 +37,7 @@ from perfsuite.importers.dawnbench_detect import Task, detect_task, entry_kind, 
 from perfsuite.pricing import training_cost_usd
 from perfsuite.record import new_record, quantity
 from perfsuite.record.consistency import MAX_SECONDS, MAX_USD_PER_HOUR
+from perfsuite.record.maths import assumed_math
 from perfsuite.record.migrate import IMPORTED_INFERENCE_RULE
 from perfsuite.record.tta import crossing_dict, first_crossing
 from perfsuite.safeio import (
@@ -279,6 +280,7 @@ def load_entry(path: str | Path) -> Imported:
     record["model"] = _text(entry, "model", path)
     record["framework"] = _text(entry, "framework", path)
     record["hardware"] = hardware(_text(entry, "hardware", path))
+    record["math"] = assumed_math(record)  # the result does not say: PyTorch's defaults
     date, note = parse_date(entry.get("timestamp"))
     if note:
         flags.append(f"{path.name}: {note}")

@@ -38,6 +38,7 @@ from perfsuite.importers.mlperf_submission import Place, is_placeholder, place, 
 from perfsuite.importers.mlperf_submission import framework as submission_framework
 from perfsuite.importers.mlperf_submission import hardware as submission_hardware
 from perfsuite.record import new_record, quantity
+from perfsuite.record.maths import assumed_math
 from perfsuite.record.mllog_events import MARKER, parse_lines
 from perfsuite.record.tta import first_crossing
 from perfsuite.safeio import load_json
@@ -435,6 +436,7 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
     else:
         record["hardware"] = _hardware(platform, run)
     record["model"] = bench.name
+    record["math"] = assumed_math(record)  # the result does not say: PyTorch's defaults
     record["evaluations"] = evaluations
     record["time_to_accuracy"] = {
         "metric": bench.metric,

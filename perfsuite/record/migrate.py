@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from perfsuite.record.maths import assumed_math
 from perfsuite.record.model import SCHEMA_VERSION
 
 # Which rule an inference latency follows (`inference.rule`): runner/inference.py measures by
@@ -58,8 +59,86 @@ def _v1_to_v2(record: dict[str, Any]) -> None:
         mlperf["dropped_each_end"] = _V1_MLPERF_DROPPED.get(name, 1)
 
 
+# The Tensor-Core float precisions of a chip by compute capability, as the counters capture of
+# version 2 knew them: a section without `tensor_unmeasured` left unmeasured the ones of these
+# whose totals are null. Volta/Turing fp16 only; Ampere fp16, bf16, tf32, plus fp64 on 8.0 and
+# fp8 from 8.9; other or unknown chips all five.
+_V2_TENSOR_FLOAT = ("fp16", "bf16", "tf32", "fp8", "fp64")
+
+
+def _v2_chip_precisions(cc: Any) -> tuple[str, ...]:
+    try:
+        major, minor = (int(x) for x in str(cc).split(".")[:2])
+    except ValueError:
+        return _V2_TENSOR_FLOAT
+    if major == 7:
+        return ("fp16",)
+    if major == 8:
+        extra = ("fp64",) if minor == 0 else ("fp8",) if minor >= 9 else ()
+        return ("fp16", "bf16", "tf32", *extra)
+    return _V2_TENSOR_FLOAT
+
+
+def _framework_text(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, dict) and value.get("name"):
+        version = value.get("version")
+        return f"{value['name']} {version}" if version else str(value["name"])
+    return None
+
+
+def _v2_framework(record: dict[str, Any]) -> str | None:
+    """What a version-2 reader took for the framework: `environment.framework` (a string or
+    `{name, version}`), else the record's `framework`, else the one training framework in
+    `environment.frameworks`."""
+    env = record.get("environment") or {}
+    text = _framework_text(env.get("framework")) or _framework_text(record.get("framework"))
+    if text:
+        return text
+    libs = env.get("frameworks") or {}
+    keys = (("pytorch", "pytorch"), ("torch", "pytorch"), ("tensorflow", "tensorflow"))
+    found: dict[str, str] = {}
+    for key, name in keys:
+        if isinstance(libs, dict) and libs.get(key):
+            found.setdefault(name, f"{name} {libs[key]}")
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _v2_to_v3(record: dict[str, Any]) -> None:
+    """Version 2 -> 3: every record says its framework, its math and what its counters left
+    unmeasured.
+
+    - `framework`: null or absent in records written before the runner set it, which named it
+      in `environment.framework` (which readers preferred) or only as a library version in
+      `environment.frameworks`; set from those (null where none names one framework).
+    - `math`: absent in records written before the runner read it (and in imports); filled with
+      PyTorch's defaults for the torch version the record names, labeled assumed
+      (`perfsuite.record.maths.assumed_math`).
+    - `counters.tensor_unmeasured`: absent in counter sections written before the capture
+      stored it; filled with the chip's Tensor-Core precisions whose totals are null.
+    - `counters.calibrated.basis`: absent where the capture marked any chip of the reference's
+      compute capability calibrated; set to say so.
+    """
+    record["framework"] = _v2_framework(record)
+    if not isinstance(record.get("math"), dict):
+        record["math"] = assumed_math(record)
+    counters = record.get("counters")
+    if isinstance(counters, dict) and counters and "tensor_unmeasured" not in counters:
+        totals = (counters.get("totals") or {}).get("flops_tensor_by_precision") or {}
+        chip = _v2_chip_precisions((counters.get("device") or {}).get("cc"))
+        counters["tensor_unmeasured"] = [p for p in chip if p in totals and totals[p] is None]
+    calibrated = counters.get("calibrated") if isinstance(counters, dict) else None
+    if isinstance(calibrated, dict) and calibrated and calibrated.get("basis") is None:
+        name = (counters.get("device") or {}).get("name") or "an unnamed chip"
+        calibrated["basis"] = (
+            f"marked by an older rule (formulas checked on H100 GEMMs, any cc "
+            f"{calibrated.get('device_cc')} chip); this capture is from {name}"
+        )
+
+
 # version -> the step that turns a record of that version into the next one
-STEPS: dict[int, Callable[[dict[str, Any]], None]] = {1: _v1_to_v2}
+STEPS: dict[int, Callable[[dict[str, Any]], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(record: Any) -> Any:

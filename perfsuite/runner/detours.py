@@ -160,11 +160,10 @@ class Detours:
         return f"the run had only {run.steps_total} step call(s): too few for a warm window"
 
     def count(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
-        from perfsuite.backends.torch_math import math_policy
         from perfsuite.flops import OpCounter
 
         run = self.run
-        record, state = run.record, run.state
+        state = run.state
         assert state is not None
         counter = OpCounter(infer_update=True)
         with parts.detour_scope(), detour(state):
@@ -173,6 +172,7 @@ class Detours:
                 fn(*args, **kw)
         work = counter.result().to_work_section()
         work["batch_size"] = size or None
+        work["dtype"] = self.step_dtype(args, kw)
         work["counted_on"] = {
             "call": self.counted_call,
             "epoch": run.epoch_number,
@@ -180,29 +180,51 @@ class Detours:
             "note": "the whole step as written, FLOPs of every op it ran; phases: "
             + parts.PHASE_NOTE,
         }
-        trained = [*state.module.parameters()]  # else the optimizer's (a module may hold none)
-        trained += [p for g in state.optimizer.param_groups for p in g["params"]]
-        work["dtype"] = capture.compute_dtype(parts.leaves((args, kw)), trained)
         run.engine.set_work(work)
-        param = parts.trained_parameter(state.module, state.optimizer)
+        run.engine.set_ceilings(str(run.backend.device), run.measure_peaks)
+
+    def _trained(self) -> tuple[Any, Any]:
+        state = self.run.state
+        if state is not None:
+            return state.module, state.optimizer
+        return self.run.model, self.run.optimizer
+
+    def step_dtype(self, args: tuple, kw: dict) -> str:
+        """The dtype a call of the user's step computes in (its tensors and the trained ones)."""
+        module, optimizer = self._trained()
+        trained = [*module.parameters()] if module is not None else []
+        if optimizer is not None:  # a module may hold none of the trained tensors
+            trained += [p for g in optimizer.param_groups for p in g["params"]]
+        return capture.compute_dtype(parts.leaves((args, kw)), trained)
+
+    def read_math(self, args: tuple, kw: dict) -> None:
+        """The record's `math`, read around the first call of the user's step (capture on or
+        off, as `perfsuite run` reads it in its warm-up)."""
+        from perfsuite.backends.torch_math import math_policy
+
+        run = self.run
+        dtype = self.step_dtype(args, kw)
+        param = parts.trained_parameter(*self._trained())
         param_dtype = str(param.dtype).replace("torch.", "") if param is not None else None
         # autocast entered inside the user's step is not visible from here; around it, it is
         autocast = parts.autocast_dtype(run.backend.device.kind)
-        record["math"] = math_policy(
+        run.record["math"] = math_policy(
             autocast_dtype=autocast,
-            param_dtype=param_dtype or work["dtype"],
-            activation_dtype=work["dtype"],
+            param_dtype=param_dtype or dtype,
+            activation_dtype=dtype,
             on_cpu=not run.backend.device.is_gpu,
         )
-        slow = low_precision_note(autocast, record["math"]["autocast_native"])
+        slow = low_precision_note(autocast, run.record["math"]["autocast_native"])
         if slow:
             run.rec.flag(slow)
-        run.engine.set_ceilings(str(run.backend.device), run.measure_peaks)
 
     def window(self, fn: Callable[..., Any], args: tuple, kw: dict, where: tuple[int, int]) -> None:
         run = self.run
         assert run.state is not None
         window = ProfileWindow(run.run_dir, run.backend, wait=1, warmup=1, active=run.profile_steps)
+        # the machine's speed around the window, as `perfsuite run` measures it around its own
+        probe = capture.MachineCheck(str(run.backend.device), run.record.get("ceilings"))
+        probe.before()
         with parts.window_scope(), parts.detour_scope(), detour(run.state):
             try:
                 for _ in range(window.total_steps):
@@ -210,8 +232,11 @@ class Detours:
                     window.step()
             finally:
                 window.close()
+        probe.after()
+        run.engine.setup_s["machine_check_s"] = probe.seconds
         timeline = window.result()
         if timeline:
+            timeline["machine_check"] = probe.section()
             timeline["note"] = "profiled on repeated calls of the user's step on one batch"
             timeline["batch"] = {
                 "call": where[0],

@@ -174,8 +174,8 @@ def test_a_window_far_from_the_clock_is_said(window_s, apart):
     else:
         (note,) = notes
         assert apart in note and "the clock's steps were slowed" in note
-        assert note.startswith("the profile window's steps took 10 ms each, the clock's 250 ms")
-        assert note.endswith("describe the window, the other row takes the rest")
+        assert note.startswith("the profile window's steps took 10 ms each,")
+        assert "the clock's 250 ms" in note and note.endswith("takes the rest")
     rec["timeline"]["step_time"] = quantity(1.0, "s", "measured", "profiled steps")
     (note,) = reconcile_timeline(rec).notes
     assert "the window's steps were slowed" in note and note.endswith("past it (modeled)")

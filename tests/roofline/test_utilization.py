@@ -7,6 +7,7 @@ import pytest
 from perfsuite.analyzers.roofline.utilization import clock_summary, utilization
 from perfsuite.ceilings import match_spec
 from perfsuite.record import quantity
+from perfsuite.record.maths import assumed_math
 from tests.helpers import build_record
 
 
@@ -20,6 +21,7 @@ def _gpu_record(make_record, clock_mean):
         "memory_bandwidth": quantity(1.6e12, "byte/s", "measured", "copy"),
         "spec": spec,
     }
+    rec["math"] = assumed_math(rec)  # PyTorch's defaults, matrix ops in the bf16 dtype
     rec["throughput"]["step_time"] = quantity(1e-4, "s", "measured")
     rec["telemetry"] = {
         "sampler": "nvml",
