@@ -93,7 +93,7 @@ def rebuild(
     before_model: Callable[[Workload, Any], None] | None = None,
 ) -> ThresholdModel:
     """Workload, recipe, switches and threshold weights of a loaded record (a PyTorch or
-    TensorFlow run, by its `config.framework`; the TensorFlow model: backends/tensorflow.py).
+    TensorFlow run, by its `config.framework`; the TensorFlow model: runner/tf_parts.py).
     The model is rebuilt as the run built it: PyTorch with its `channels_last` memory format,
     TensorFlow with its layout and compute dtype. `before_model(workload, switches)` runs
     between configuring the workload and building the model, where the run loaded its data:
@@ -136,7 +136,7 @@ def rebuild(
     if before_model is not None:
         before_model(workload, switches)
     if framework == "tensorflow":
-        from perfsuite.backends.tensorflow import rebuild_threshold_model
+        from perfsuite.runner.tf_parts import rebuild_threshold_model
 
         model, switches = rebuild_threshold_model(record, workload, recipe, device)
         return ThresholdModel(record, workload, recipe, model, device, framework, switches)
