@@ -1,5 +1,5 @@
 """`imagenet`: the DAWNBench ImageNet task (93% top-5 on the 50,000 validation images) with
-ResNet-50 v1.5 (perfsuite.models.resnet).
+ResNet-50 v1.5 (`resnet.py` here).
 
 Data: the standard image-folder layout (`train/<wnid>/*.JPEG`, `val/<wnid>/*.JPEG`), streamed
 by `ImageFolderSource` with decoding and augmentation in worker processes (random-resized crop
@@ -82,7 +82,7 @@ class ImageNetWorkload(Workload):
         (Goyal et al.; it steadies the first, large-learning-rate steps). Same FLOPs."""
         from torch import nn
 
-        from perfsuite.models.resnet import Bottleneck, resnet50
+        from perfsuite.workloads.imagenet.resnet import Bottleneck, resnet50
 
         model = resnet50(self.num_classes)
         if bool((recipe or recipes.PRESETS["dawnbench"]).extra.get("zero_init_residual", True)):
