@@ -4,7 +4,8 @@ Every `import` in `perfsuite/` and `analyzers/` is read with `ast`, function-lev
 included, and held to three rules:
 
 - layers: a module imports its own unit and the layers below it; units that share a layer are
-  siblings and do not import each other (`LAYERS`);
+  siblings and do not import each other (`LAYERS`); inside capture, the same rule over its
+  packages (`CAPTURE`);
 - no cycle between packages (`package_of` says what counts as a package);
 - an import inside a function of an internal module is there only because that module needs
   an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`.
@@ -22,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Units of code and their layer, bottom first. Capture is one unit: its packages call each other.
+# Units of code and their layer, bottom first. Capture is one unit here, its packages ordered
+# in `CAPTURE`.
 LAYERS: dict[str, int] = {
     # the record contract and shared utilities
     "perfsuite.safeio": 0,
@@ -58,15 +60,23 @@ LAYERS: dict[str, int] = {
     "perfsuite": 10,
     "perfsuite.__main__": 10,
 }
-CAPTURE = {
-    "perfsuite.runner",
-    "perfsuite.workloads",
-    "perfsuite.models",
-    "perfsuite.backends",
-    "perfsuite.ceilings",
-    "perfsuite.counters",
-    "perfsuite.generalization",
-    "perfsuite.mllog",
+# Capture's packages and their rank inside capture, bottom first, under the same rule as
+# LAYERS: a package imports those of a lower rank; packages of one rank do not import each other.
+CAPTURE: dict[str, int] = {
+    # the device seam (PyTorch and TensorFlow backends), measuring device ceilings and hardware
+    # counters, the MLPerf log writer
+    "perfsuite.backends": 0,
+    "perfsuite.ceilings": 0,
+    "perfsuite.counters": 0,
+    "perfsuite.mllog": 0,
+    # the workloads: model, data, recipe and step behind one seam
+    "perfsuite.workloads": 1,
+    # the engine that runs workloads and user loops and writes records; the --model resolver,
+    # which resolves a workload's network too
+    "perfsuite.runner": 2,
+    "perfsuite.models": 2,
+    # the threshold model on shifted and corrupted test sets: rebuilds a run's model
+    "perfsuite.generalization": 3,
 }
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 # Optional dependencies heavy enough to load only where used.
@@ -118,14 +128,20 @@ def _unit(module: str) -> str | None:
     return "capture" if unit in CAPTURE else unit
 
 
+def _capture_package(module: str) -> str | None:
+    """The capture package (a key of CAPTURE) a module belongs to, or None."""
+    package = ".".join(module.split(".")[:2])
+    return package if package in CAPTURE else None
+
+
 def package_of(module: str) -> str | None:
     """The package a module belongs to, for the cycle rule: `perfsuite.X` (a package, or a
     top-level module such as `perfsuite.fmt`) and `perfsuite.analyzers.X` (a concept folder
-    such as `perfsuite.analyzers.roofline`), whole with their subpackages; capture's packages are
-    one, as in `LAYERS`. None outside the project."""
+    such as `perfsuite.analyzers.roofline`), whole with their subpackages; each of capture's
+    packages is one. None outside the project."""
     unit = _unit(module)
-    if unit is None or unit == "capture":
-        return unit
+    if unit == "capture":
+        return _capture_package(module)
     if unit == "perfsuite.analyzers":
         return ".".join(module.split(".")[:3])
     return unit
@@ -190,12 +206,20 @@ def violations(modules: dict[str, Path] = MODULES) -> list[str]:
     out = []
     for module, path, target, line, _ in _all_imports(modules):
         src, dst = _unit(module), _unit(target)
+        if src is None or dst is None:
+            continue
+        if dst == src == "capture":
+            src, dst = _capture_package(module), _capture_package(target)
+            ranks = CAPTURE
+            what = "capture rank"
+        else:
+            ranks, what = LAYERS, "layer"
         if src is None or dst is None or dst == src:
             continue
-        if LAYERS[dst] >= LAYERS[src]:
+        if ranks[dst] >= ranks[src]:
             out.append(
-                f"{_where(path)}:{line}: {src} (layer {LAYERS[src]}) imports "
-                f"{target}: {dst} (layer {LAYERS[dst]})"
+                f"{_where(path)}:{line}: {src} ({what} {ranks[src]}) imports "
+                f"{target}: {dst} ({what} {ranks[dst]})"
             )
     return out
 
@@ -374,6 +398,33 @@ def test_a_planted_layer_violation_fails(tmp_path):
         "planted.py:1: perfsuite.analyzers (layer 5) imports perfsuite.runner.loop: "
         "capture (layer 5)"
     ]
+
+
+def test_a_planted_capture_order_violation_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.workloads.planted": "from perfsuite.runner import loop\n",
+            "perfsuite.ceilings.planted": "import perfsuite.counters.collect\n",
+        },
+    )
+    assert sorted(v for v in violations(modules) if "planted" in v) == [
+        "planted.py:1: perfsuite.ceilings (capture rank 0) imports perfsuite.counters.collect: "
+        "perfsuite.counters (capture rank 0)",
+        "planted.py:1: perfsuite.workloads (capture rank 1) imports perfsuite.runner.loop: "
+        "perfsuite.runner (capture rank 2)",
+    ]
+
+
+def test_a_planted_cycle_inside_capture_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.backends.planted": "def f():\n    from perfsuite.runner import planted\n",
+            "perfsuite.runner.planted": "import perfsuite.backends.planted\n",
+        },
+    )
+    assert ["perfsuite.backends", "perfsuite.runner"] in cycles(package_graph(modules))
 
 
 def test_a_planted_cycle_fails(tmp_path):
