@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from perfsuite.backends.torch_math import math_policy
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.runner import capture
 from perfsuite.runner import step_parts as parts
@@ -160,8 +161,7 @@ class Detours:
         return f"the run had only {run.steps_total} step call(s): too few for a warm window"
 
     def count(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
-        from perfsuite.backends.torch_math import math_policy
-        from perfsuite.flops import OpCounter
+        from perfsuite.flops.torch_counter import OpCounter  # imports torch
 
         run = self.run
         record, state = run.record, run.state
