@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfsuite.hostinfo import usable_cpus
 from perfsuite.workloads.base import Recipe, Workload
 from perfsuite.workloads.data import Batch, SyntheticSource
+from perfsuite.workloads.imagefolder import ImageFolderSource
 from perfsuite.workloads.imagenet import recipe as recipes
 from perfsuite.workloads.progressive import describe as describe_stages
 from perfsuite.workloads.progressive import size_for
 from perfsuite.workloads.switches import COMMON
-from perfsuite.workloads.transforms import IMAGENET_MEAN, IMAGENET_STD
+from perfsuite.workloads.transforms import IMAGENET_MEAN, IMAGENET_STD, imagenet_transforms
 
 TOPK = (1, 5)
 
@@ -126,10 +128,6 @@ class ImageNetWorkload(Workload):
 
     def load_data(self, data_dir: str | None, device: Any) -> Any:
         from pathlib import Path
-
-        from perfsuite.hostinfo import usable_cpus
-        from perfsuite.workloads.imagefolder import ImageFolderSource
-        from perfsuite.workloads.transforms import imagenet_transforms
 
         if not data_dir:
             raise ValueError(
