@@ -11,7 +11,7 @@ included, and held to three rules:
   an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`;
   a fresh process importing every module counted light loads no heavy dependency.
 
-Each rule is shown failing on a planted module (`_plant`).
+Each rule over import statements is shown failing on a planted module (`_plant`).
 """
 
 from __future__ import annotations
