@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from perfsuite.counters import collect
+from perfsuite.counters import collect, ncu_binary
 from tests.conftest import shared_path
 
 GEMM_FLOP = 2 * 4096**3
@@ -28,7 +28,7 @@ def _fake_ncu(tmp_path, monkeypatch, csv_path, rc=0):
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv(collect.NCU_ENV, raising=False)
+    monkeypatch.delenv(ncu_binary.NCU_ENV, raising=False)
     return args
 
 
@@ -51,13 +51,13 @@ def test_cupti_probe_child_failure_is_a_reason_not_an_exception():
 
 def test_choose_collector(monkeypatch):
     monkeypatch.setattr(collect, "cupti_range_profiler_available", lambda: (False, "no kineto"))
-    monkeypatch.setattr(collect, "find_ncu", lambda: "/opt/ncu")
+    monkeypatch.setattr(ncu_binary, "find_ncu", lambda: "/opt/ncu")
     tool, why = collect.choose_collector("cupti", True)
     assert tool == "ncu" and why.startswith("no kineto") and "(/opt/ncu)" in why
     assert collect.choose_collector("ncu", True) == ("ncu", "Nsight Compute at /opt/ncu")
     tool, why = collect.choose_collector("ncu", False)
     assert tool is None and "need an NVIDIA GPU" in why
-    monkeypatch.setattr(collect, "find_ncu", lambda: None)
+    monkeypatch.setattr(ncu_binary, "find_ncu", lambda: None)
     tool, why = collect.choose_collector("cupti", True)
     assert tool is None and why.startswith("no kineto; and no ncu found")
     tool, why = collect.choose_collector("ncu", True)
@@ -69,14 +69,14 @@ def test_choose_collector(monkeypatch):
 
 def test_find_ncu_env_and_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(collect, "_NCU_GLOBS", ())
-    monkeypatch.delenv(collect.NCU_ENV, raising=False)
-    assert collect.find_ncu() is None
+    monkeypatch.setattr(ncu_binary, "_NCU_GLOBS", ())
+    monkeypatch.delenv(ncu_binary.NCU_ENV, raising=False)
+    assert ncu_binary.find_ncu() is None
     exe = tmp_path / "my-ncu"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    monkeypatch.setenv(collect.NCU_ENV, str(exe))
-    assert collect.find_ncu() == str(exe)
+    monkeypatch.setenv(ncu_binary.NCU_ENV, str(exe))
+    assert ncu_binary.find_ncu() == str(exe)
 
 
 def test_collect_ncu_with_fake_ncu(tmp_path, monkeypatch):
@@ -109,7 +109,7 @@ def test_collect_ncu_failures_never_raise(tmp_path, monkeypatch):
     _fake_ncu(tmp_path, monkeypatch, empty)
     sec, why = collect.collect_ncu(["run", "x"], tmp_path / "o2")
     assert sec is None and "column Kernel Name: no ncu CSV header" in why
-    monkeypatch.setattr(collect, "find_ncu", lambda: None)
+    monkeypatch.setattr(ncu_binary, "find_ncu", lambda: None)
     assert collect.collect_ncu(["run"], tmp_path / "o3")[0] is None
 
 

@@ -231,7 +231,7 @@ def test_ncu_rep_through_a_stand_in_ncu_report_module(tmp_path, monkeypatch):
     # the same op as the CSV reader names from the same ranges (the innermost aten one)
     assert sec["kernels"][0]["op"] == "aten::cudnn_convolution"
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails, and no ncu either
-    monkeypatch.setattr("perfsuite.counters.collect.find_ncu", lambda: None)
+    monkeypatch.setattr("perfsuite.counters.ncu_binary.find_ncu", lambda: None)
     with pytest.raises(CountersError, match=r"x\.ncu-rep: \.ncu-rep needs NVIDIA's ncu_report"):
         load_counters(rep)
 

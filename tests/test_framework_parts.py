@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from perfsuite.backends.tensorflow import TFRunParts
 from perfsuite.runner.frameworks import FrameworkParts, TorchParts, run_parts
+from perfsuite.runner.tf_parts import TFRunParts
 
 
 def _members() -> dict[str, object]:

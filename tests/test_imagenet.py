@@ -15,13 +15,13 @@ torch = pytest.importorskip("torch")
 from PIL import Image  # noqa: E402
 
 from perfsuite.flops import count_model  # noqa: E402
-from perfsuite.models.resnet import resnet50  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
 from perfsuite.workloads.base import lr_factor  # noqa: E402
 from perfsuite.workloads.imagefolder import ImageFolderSource  # noqa: E402
 from perfsuite.workloads.imagenet.recipe import preset  # noqa: E402
+from perfsuite.workloads.imagenet.resnet import resnet50  # noqa: E402
 from perfsuite.workloads.progressive import parse_schedule, size_for  # noqa: E402
 from perfsuite.workloads.switches import parse_switches  # noqa: E402
 from perfsuite.workloads.transforms import imagenet_transforms  # noqa: E402

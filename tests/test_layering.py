@@ -4,17 +4,23 @@ Every `import` in `perfsuite/` and `analyzers/` is read with `ast`, function-lev
 included, and held to three rules:
 
 - layers: a module imports its own unit and the layers below it; units that share a layer are
-  siblings and do not import each other (`LAYERS`);
+  siblings and do not import each other (`LAYERS`); inside capture, the same rule over its
+  packages (`CAPTURE`);
 - no cycle between packages (`package_of` says what counts as a package);
 - an import inside a function of an internal module is there only because that module needs
-  an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`.
+  an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`;
+  a fresh process importing every module counted light loads no heavy dependency.
 
-Each rule is shown failing on a planted module (`_plant`).
+Each rule over import statements is shown failing on a planted module (`_plant`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from fnmatch import fnmatch
@@ -22,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Units of code and their layer, bottom first. Capture is one unit: its packages call each other.
+# Units of code and their layer, bottom first. Capture is one unit here, its packages ordered
+# in `CAPTURE`.
 LAYERS: dict[str, int] = {
     # the record contract and shared utilities
     "perfsuite.safeio": 0,
@@ -60,15 +67,23 @@ LAYERS: dict[str, int] = {
     "perfsuite": 10,
     "perfsuite.__main__": 10,
 }
-CAPTURE = {
-    "perfsuite.runner",
-    "perfsuite.workloads",
-    "perfsuite.models",
-    "perfsuite.backends",
-    "perfsuite.ceilings",
-    "perfsuite.counters",
-    "perfsuite.generalization",
-    "perfsuite.mllog",
+# Capture's packages and their rank inside capture, bottom first, under the same rule as
+# LAYERS: a package imports those of a lower rank; packages of one rank do not import each other.
+CAPTURE: dict[str, int] = {
+    # the device seam (PyTorch and TensorFlow backends), measuring device ceilings and hardware
+    # counters, the MLPerf log writer
+    "perfsuite.backends": 0,
+    "perfsuite.ceilings": 0,
+    "perfsuite.counters": 0,
+    "perfsuite.mllog": 0,
+    # the workloads: model, data, recipe and step behind one seam
+    "perfsuite.workloads": 1,
+    # the engine that runs workloads and user loops and writes records; the --model resolver,
+    # which resolves a workload's network too
+    "perfsuite.runner": 2,
+    "perfsuite.models": 2,
+    # the threshold model on shifted and corrupted test sets: rebuilds a run's model
+    "perfsuite.generalization": 3,
 }
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 # Optional dependencies heavy enough to load only where used.
@@ -88,9 +103,6 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
         "the registry"
     ),
 }
-# Function-level imports inside capture (its packages, and from them to the layers below) that
-# have no such reason. Capture is being rebuilt as one engine package; this number only shrinks.
-CAPTURE_LAZY_DEBT = 112
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
@@ -120,14 +132,20 @@ def _unit(module: str) -> str | None:
     return "capture" if unit in CAPTURE else unit
 
 
+def _capture_package(module: str) -> str | None:
+    """The capture package (a key of CAPTURE) a module belongs to, or None."""
+    package = ".".join(module.split(".")[:2])
+    return package if package in CAPTURE else None
+
+
 def package_of(module: str) -> str | None:
     """The package a module belongs to, for the cycle rule: `perfsuite.X` (a package, or a
     top-level module such as `perfsuite.fmt`) and `perfsuite.analyzers.X` (a concept folder
-    such as `perfsuite.analyzers.roofline`), whole with their subpackages; capture's packages are
-    one, as in `LAYERS`. None outside the project."""
+    such as `perfsuite.analyzers.roofline`), whole with their subpackages; each of capture's
+    packages is one. None outside the project."""
     unit = _unit(module)
-    if unit is None or unit == "capture":
-        return unit
+    if unit == "capture":
+        return _capture_package(module)
     if unit == "perfsuite.analyzers":
         return ".".join(module.split(".")[:3])
     return unit
@@ -192,12 +210,20 @@ def violations(modules: dict[str, Path] = MODULES) -> list[str]:
     out = []
     for module, path, target, line, _ in _all_imports(modules):
         src, dst = _unit(module), _unit(target)
+        if src is None or dst is None:
+            continue
+        if dst == src == "capture":
+            src, dst = _capture_package(module), _capture_package(target)
+            ranks = CAPTURE
+            what = "capture rank"
+        else:
+            ranks, what = LAYERS, "layer"
         if src is None or dst is None or dst == src:
             continue
-        if LAYERS[dst] >= LAYERS[src]:
+        if ranks[dst] >= ranks[src]:
             out.append(
-                f"{_where(path)}:{line}: {src} (layer {LAYERS[src]}) imports "
-                f"{target}: {dst} (layer {LAYERS[dst]})"
+                f"{_where(path)}:{line}: {src} ({what} {ranks[src]}) imports "
+                f"{target}: {dst} ({what} {ranks[dst]})"
             )
     return out
 
@@ -311,11 +337,31 @@ def test_no_import_cycle_between_packages():
 
 def test_function_level_imports_only_for_heavy_dependencies():
     found = lazy_imports()
-    other = [f for f in found if _unit(f.split(": ")[1].split()[0]) != "capture"]
-    assert not other, "move to module level, or give a reason in LAZY_ALLOWED:\n" + "\n".join(other)
-    debt = len(found) - len(other)
-    assert debt <= CAPTURE_LAZY_DEBT, f"capture: {debt} function-level imports, more than before"
-    assert debt == CAPTURE_LAZY_DEBT, f"capture has {debt} now: lower CAPTURE_LAZY_DEBT to it"
+    assert not found, "move to module level, or give a reason in LAZY_ALLOWED:\n" + "\n".join(found)
+
+
+def test_modules_counted_light_import_no_heavy_dependency():
+    """`needs_heavy` reads import statements; a module can still load torch at import time
+    another way (a package `__getattr__` that imports a submodule on `from pkg import name`).
+    Importing every module it counts light, in one fresh process, must load no HEAVY one."""
+    heavy = needs_heavy(MODULES)
+    light = sorted(m for m in MODULES if m not in heavy and not m.endswith("__main__"))
+    code = (
+        "import importlib, json, sys\n"
+        f"heavy, loaded = {HEAVY!r}, {{}}\n"
+        f"for m in {light!r}:\n"
+        "    before = {h for h in heavy if h in sys.modules}\n"
+        "    importlib.import_module(m)\n"
+        "    new = [h for h in heavy if h in sys.modules and h not in before]\n"
+        "    if new:\n"
+        "        loaded[m] = new\n"
+        "print(json.dumps(loaded))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
+    )
+    assert json.loads(out.stdout) == {}
 
 
 def test_every_allowed_lazy_import_is_used():
@@ -378,6 +424,33 @@ def test_a_planted_layer_violation_fails(tmp_path):
     ]
 
 
+def test_a_planted_capture_order_violation_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.workloads.planted": "from perfsuite.runner import loop\n",
+            "perfsuite.ceilings.planted": "import perfsuite.counters.collect\n",
+        },
+    )
+    assert sorted(v for v in violations(modules) if "planted" in v) == [
+        "planted.py:1: perfsuite.ceilings (capture rank 0) imports perfsuite.counters.collect: "
+        "perfsuite.counters (capture rank 0)",
+        "planted.py:1: perfsuite.workloads (capture rank 1) imports perfsuite.runner.loop: "
+        "perfsuite.runner (capture rank 2)",
+    ]
+
+
+def test_a_planted_cycle_inside_capture_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.backends.planted": "def f():\n    from perfsuite.runner import planted\n",
+            "perfsuite.runner.planted": "import perfsuite.backends.planted\n",
+        },
+    )
+    assert ["perfsuite.backends", "perfsuite.runner"] in cycles(package_graph(modules))
+
+
 def test_a_planted_cycle_fails(tmp_path):
     modules = _plant(
         tmp_path,
@@ -402,6 +475,22 @@ def test_a_planted_function_level_import_fails(tmp_path):
     # fmt needs nothing heavy: flagged; the figures need plotly: allowed
     assert [f for f in lazy_imports(modules) if "planted" in f] == [
         "planted.py:2: perfsuite.analyzers.planted imports perfsuite.fmt in a function"
+    ]
+
+
+def test_a_planted_function_level_import_inside_capture_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.runner.planted": (
+                "def f():\n    from perfsuite.runner import checkpoint\n\n\n"
+                "def g():\n    from perfsuite.workloads.cifar10 import workload\n"
+            )
+        },
+    )
+    # checkpoint needs nothing heavy: flagged; cifar10's workload imports torch: allowed
+    assert [f for f in lazy_imports(modules) if "planted" in f] == [
+        "planted.py:2: perfsuite.runner.planted imports perfsuite.runner.checkpoint in a function"
     ]
 
 

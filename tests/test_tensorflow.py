@@ -75,7 +75,8 @@ def test_nchw_on_cpu_is_a_one_line_error_before_any_run_folder(tmp_path):
 def _tf_state(precision: str | None = None, batch_size: int = 64):
     """A TensorFlow digits train state and one real training batch."""
     from perfsuite.backends import parse_device
-    from perfsuite.backends.tensorflow import TFBackend, TFRunParts
+    from perfsuite.backends.tensorflow import TFBackend
+    from perfsuite.runner.tf_parts import TFRunParts
 
     _tf()
     from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
@@ -165,8 +166,8 @@ def test_tensorflow_profiler_cross_check_counts_dead_ops(tf_work):
 
 
 def test_bf16_policy_computes_convolutions_in_bfloat16_with_same_flops():
-    from perfsuite.backends.tensorflow import TFRunParts
     from perfsuite.flops.tf_graph import count_step
+    from perfsuite.runner.tf_parts import TFRunParts
 
     wl, state, batch, _ = _tf_state("bf16")
     loss = wl.train_step(state, batch)

@@ -36,9 +36,10 @@ def works() -> tuple[dict, dict]:
     import torch
 
     from perfsuite.backends import parse_device, torch_backend
-    from perfsuite.backends.tensorflow import TFBackend, TFRunParts
+    from perfsuite.backends.tensorflow import TFBackend
     from perfsuite.flops.tf_graph import count_step
     from perfsuite.runner import assemble, capture
+    from perfsuite.runner.tf_parts import TFRunParts
     from perfsuite.workloads import get_workload
     from perfsuite.workloads.data import Batch
 
@@ -244,8 +245,9 @@ def test_bf16_policy_runs_the_step_in_bfloat16_with_the_same_conv_flops(works):
     import tensorflow as tf
 
     from perfsuite.backends import parse_device
-    from perfsuite.backends.tensorflow import TFBackend, TFRunParts
+    from perfsuite.backends.tensorflow import TFBackend
     from perfsuite.flops.tf_graph import count_step
+    from perfsuite.runner.tf_parts import TFRunParts
     from perfsuite.workloads import get_workload
     from perfsuite.workloads.data import Batch
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from perfsuite.backends.device import Device
+from perfsuite.backends.device import Device, cpu_hardware
+from perfsuite.hostinfo import cpu_model, usable_cpus
 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -130,7 +131,4 @@ class TorchBackend:
                 "name": torch.cuda.get_device_name(self.device.gpu_index),
                 "accelerator": "cuda",
             }
-        from perfsuite.backends.device import cpu_hardware
-        from perfsuite.hostinfo import cpu_model, usable_cpus
-
         return cpu_hardware(cpu_model(), usable_cpus())

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from perfsuite import hostinfo
+
 FMA_UNITS = 2
 AMX_BF16_FLOP_PER_CYCLE = 1024  # per core: Intel's AMX-BF16 tile rate
 CPUFREQ_MAX = "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"
@@ -106,8 +108,6 @@ def below_measured(entry: dict[str, Any], measured: dict[str, float]) -> dict[st
 
 def this_cpu_spec(name: str, threads: int | None) -> dict[str, Any]:
     """`cpu_spec` of this machine for a run of `threads` threads (Linux; elsewhere unknown)."""
-    from perfsuite.hostinfo import cpu_flags, usable_cpus
-
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -116,5 +116,6 @@ def this_cpu_spec(name: str, threads: int | None) -> dict[str, Any]:
         khz: str | None = Path(CPUFREQ_MAX).read_text(encoding="utf-8")
     except OSError:
         khz = None
-    cores = max(1, min(threads or usable_cpus(), usable_cpus()))
-    return cpu_spec(name, cpu_flags(), clock(text, khz), cores)
+    usable = hostinfo.usable_cpus()
+    cores = max(1, min(threads or usable, usable))
+    return cpu_spec(name, hostinfo.cpu_flags(), clock(text, khz), cores)

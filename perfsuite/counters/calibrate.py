@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfsuite.counters.collect import run_ncu
+
 CALIBRATE_RANGE = "perfsuite.calibrate"
 PRECISIONS = ("bf16", "fp16", "tf32")
 
@@ -77,8 +79,6 @@ def run_calibration(
     size: int = 4096, out_dir: Path | None = None, timeout_s: float = 600
 ) -> tuple[CalibrationResult | None, str]:
     """Run the GEMM probe under ncu on the local GPU; (None, why) when that cannot be done."""
-    from perfsuite.counters.collect import run_ncu
-
     try:
         import torch
 

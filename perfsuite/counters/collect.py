@@ -10,26 +10,19 @@ inside the NVTX start/end range the child marks.
 from __future__ import annotations
 
 import functools
-import glob
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from perfsuite.counters import ncu_binary
+from perfsuite.counters.cupti_trace import RANGE_CATEGORY
 from perfsuite.counters.ncu import STEPS_RANGE, counters_from_ncu, ncu_command
+from perfsuite.counters.ncu_binary import NCU_ENV
 from perfsuite.counters.section import CountersError
 
-NCU_ENV = "PERFSUITE_NCU"  # path of the ncu binary, when it is not on PATH
-_NCU_GLOBS = (
-    "/usr/local/cuda/bin/ncu",
-    "/usr/local/cuda-*/bin/ncu",
-    "/opt/nvidia/nsight-compute/*/ncu",
-    "/usr/local/NVIDIA-Nsight-Compute*/ncu",
-)
 CSV_NAME = "counters-ncu.csv"
 LOG_NAME = "counters-ncu.log"
 
@@ -74,8 +67,6 @@ def cupti_range_profiler_available() -> tuple[bool, str]:
 
 
 def _probe_range_profiler(version: str, timeout_s: float = 300) -> tuple[bool, str]:
-    from perfsuite.counters.cupti_trace import RANGE_CATEGORY
-
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _PROBE, RANGE_CATEGORY],
@@ -98,21 +89,6 @@ def _probe_range_profiler(version: str, timeout_s: float = 300) -> tuple[bool, s
     )
 
 
-def find_ncu() -> str | None:
-    """The Nsight Compute command-line binary: $PERFSUITE_NCU, PATH, then usual install dirs."""
-    env = os.environ.get(NCU_ENV)
-    if env and os.access(env, os.X_OK):
-        return env
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for pattern in _NCU_GLOBS:
-        for cand in sorted(glob.glob(pattern), reverse=True):
-            if os.access(cand, os.X_OK):
-                return cand
-    return None
-
-
 def choose_collector(requested: str, is_gpu: bool) -> tuple[str | None, str]:
     """The collector to use for `--counters requested`, or None, with a one-line reason."""
     if requested not in ("cupti", "ncu"):
@@ -123,11 +99,11 @@ def choose_collector(requested: str, is_gpu: bool) -> tuple[str | None, str]:
         ok, why = cupti_range_profiler_available()
         if ok:
             return "cupti", why
-        ncu = find_ncu()
+        ncu = ncu_binary.find_ncu()
         if ncu:
             return "ncu", f"{why}; using Nsight Compute instead ({ncu})"
         return None, f"{why}; and no ncu found (set ${NCU_ENV} or put ncu on PATH)"
-    ncu = find_ncu()
+    ncu = ncu_binary.find_ncu()
     if ncu:
         return "ncu", f"Nsight Compute at {ncu}"
     return None, f"ncu not found (set ${NCU_ENV} or put Nsight Compute's ncu on PATH)"
@@ -152,7 +128,7 @@ def run_ncu(
     metrics: list[str] | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
     """Run `program` under ncu, CSV to out_dir/counters-ncu.csv; the section or (None, why)."""
-    ncu = find_ncu()
+    ncu = ncu_binary.find_ncu()
     if ncu is None:
         return None, f"ncu not found (set ${NCU_ENV} or put Nsight Compute's ncu on PATH)"
     try:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from perfsuite.counters import ncu_binary, ncu_rep
 from perfsuite.counters.ncu_csv import NcuData, read_ncu_csv
 from perfsuite.counters.section import CountersError, build_section
 from perfsuite.devices.counter_metrics import KERNEL_TIME, ncu_metrics
@@ -70,8 +71,6 @@ def read_ncu(path: str | os.PathLike[str]) -> tuple[NcuData, str]:
     if not p.exists():
         raise CountersError(f"{p}: file not found")
     if p.suffix == ".ncu-rep":
-        from perfsuite.counters import ncu_rep
-
         if ncu_rep.available():
             return ncu_rep.read_ncu_rep(p), f"ncu_report module ({ncu_rep.origin()})"
         why = ncu_rep.why_unavailable()
@@ -84,9 +83,7 @@ def _export_and_read(report: Path) -> NcuData:
     import subprocess
     import tempfile
 
-    from perfsuite.counters.collect import find_ncu
-
-    ncu = find_ncu()
+    ncu = ncu_binary.find_ncu()
     if ncu is None:
         raise CountersError(
             f"{report}: .ncu-rep needs NVIDIA's ncu_report module (add <Nsight Compute>/extras/"

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfsuite.counters import ncu_binary
 from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _data, _metric_column
 from perfsuite.counters.rates import counts_from_rates
 from perfsuite.counters.section import CountersError, Launch
@@ -78,9 +79,7 @@ def shipped_dirs() -> list[Path]:
     """`extras/python` folders holding ncu_report: beside the ncu binary when it is the real
     one, in `../nsight-compute-*/` when it is CUDA's `bin/ncu` wrapper, then the standalone
     installs (`INSTALL_GLOBS`)."""
-    from perfsuite.counters.collect import find_ncu
-
-    ncu = find_ncu()
+    ncu = ncu_binary.find_ncu()
     if ncu is None:
         return []
     here = Path(os.path.realpath(ncu)).parent

@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 
 from perfsuite.record import RecordError
+from perfsuite.runner.checkpoint import load_threshold_model
+from perfsuite.runner.tf_parts import rebuild_threshold_model
+from perfsuite.workloads import get_workload
 from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.switches import parse_switches, resolve_preset
 
 BATCH = 1024  # the runner's evaluation batch size, so the own test set is computed alike
 
@@ -93,15 +97,11 @@ def rebuild(
     before_model: Callable[[Workload, Any], None] | None = None,
 ) -> ThresholdModel:
     """Workload, recipe, switches and threshold weights of a loaded record (a PyTorch or
-    TensorFlow run, by its `config.framework`; the TensorFlow model: backends/tensorflow.py).
+    TensorFlow run, by its `config.framework`; the TensorFlow model: runner/tf_parts.py).
     The model is rebuilt as the run built it: PyTorch with its `channels_last` memory format,
     TensorFlow with its layout and compute dtype. `before_model(workload, switches)` runs
     between configuring the workload and building the model, where the run loaded its data:
     a workload whose model depends on the data (squad's vocabulary) needs it there."""
-    from perfsuite.runner.checkpoint import load_threshold_model
-    from perfsuite.workloads import get_workload
-    from perfsuite.workloads.switches import parse_switches, resolve_preset
-
     origin = record.get("_path", "<record>")
     config = record.get("config") or {}
     if str(config.get("source") or "").startswith("perfsuite.track"):
@@ -136,8 +136,6 @@ def rebuild(
     if before_model is not None:
         before_model(workload, switches)
     if framework == "tensorflow":
-        from perfsuite.backends.tensorflow import rebuild_threshold_model
-
         model, switches = rebuild_threshold_model(record, workload, recipe, device)
         return ThresholdModel(record, workload, recipe, model, device, framework, switches)
     model = workload.build_model(recipe)

@@ -1,4 +1,7 @@
-"""Reference networks and the model-spec resolver used by `perfsuite flops`.
+"""The model-spec resolver used by `perfsuite flops`, and the CIFAR reference ResNets.
+
+It sits above the workloads: a spec names a built-in network, a torchvision one, a callable or
+a workload's network (`workload:NAME`).
 
 Importing this package does not import torch; building a model does.
 """

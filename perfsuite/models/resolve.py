@@ -1,6 +1,7 @@
 """Turn a model spec string into a torch module (and its per-example input shape if known).
 
-Specs: `builtin:resnet50` (our own reference networks), `torchvision:resnet50`,
+Specs: `builtin:resnet50` (our own reference networks: the ImageNet ResNets of the `imagenet`
+workload, the CIFAR ResNets here), `torchvision:resnet50`,
 `workload:cifar10` (a built-in workload's network), `package.module:callable` (called with no
 arguments). A bare built-in name (`resnet18`) means `builtin:`.
 """
@@ -11,10 +12,12 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from perfsuite.workloads import get_workload
+
 # name -> (module, function, per-example input shape)
 BUILTIN: dict[str, tuple[str, str, tuple[int, ...]]] = {
-    "resnet18": ("perfsuite.models.resnet", "resnet18", (3, 224, 224)),
-    "resnet50": ("perfsuite.models.resnet", "resnet50", (3, 224, 224)),
+    "resnet18": ("perfsuite.workloads.imagenet.resnet", "resnet18", (3, 224, 224)),
+    "resnet50": ("perfsuite.workloads.imagenet.resnet", "resnet50", (3, 224, 224)),
     "resnet20": ("perfsuite.models.cifar_resnet", "resnet20", (3, 32, 32)),
     "resnet56": ("perfsuite.models.cifar_resnet", "resnet56", (3, 32, 32)),
 }
@@ -71,10 +74,6 @@ def _torchvision(name: str) -> ResolvedModel:
 
 
 def _workload(name: str) -> ResolvedModel:
-    try:
-        from perfsuite.workloads import get_workload
-    except ImportError as exc:
-        raise ModelSpecError(f"workload:{name}: workloads are not available ({exc})") from None
     try:
         wl = get_workload(name)
     except KeyError as exc:

@@ -11,6 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from perfsuite.backends.torch_math import math_policy
 from perfsuite.workloads.base import Recipe, Workload
 from perfsuite.workloads.state import TrainState
 from perfsuite.workloads.switches import Switches, scaled_lr
@@ -183,8 +184,6 @@ def switch_effects(state: TrainState, switches: Switches, observed: dict[str, An
 def math_section(state: TrainState, observed: dict[str, Any]) -> dict[str, Any]:
     """The record's `math`: the precision policy in effect (torch's live flags, autocast, the
     parameter dtype, and the activation dtype the first layer was seen to produce)."""
-    from perfsuite.backends.torch_math import math_policy
-
     param = str(next(state.module.parameters()).dtype).replace("torch.", "")
     autocast = {"bf16": "bfloat16", "fp16": "float16"}.get(state.precision or "")
     return math_policy(

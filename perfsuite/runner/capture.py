@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from perfsuite.ceilings import ceilings_for, probe
 from perfsuite.workloads.data import Batch, DataSource
 from perfsuite.workloads.state import TrainState, detour
 
@@ -66,7 +67,7 @@ def count_step_work(workload: Any, state: TrainState, batch: Batch) -> dict[str,
     module, after one uncounted step so momentum/Adam state exists as in every later step."""
     import dataclasses
 
-    from perfsuite.flops import OpCounter
+    from perfsuite.flops.torch_counter import OpCounter  # imports torch
 
     eager = dataclasses.replace(state, model=state.module)
     counter = OpCounter()
@@ -142,10 +143,6 @@ def resolve_ceilings(
     instructions for it (its ops are then judged against float32's,
     perfsuite.analyzers.roofline.mathmode)."""
     try:
-        from perfsuite.ceilings import ceilings_for
-    except ImportError as exc:
-        return None, f"device ceilings unavailable: {exc}"
-    try:
         auto = (policy or {}).get("autocast_dtype")
         also = (auto,) if auto and (policy or {}).get("autocast_native") is not False else ()
         ceil = ceilings_for(device, dtype, measure=measure, quick=True, also=also)
@@ -197,21 +194,17 @@ class MachineCheck:
     raised, so a probe that cannot run (no measured roof, out of memory) never loses the run."""
 
     def __init__(self, device: str, ceilings: dict[str, Any] | None) -> None:
-        from perfsuite.ceilings.probe import probe_plan
-
         self.device = device
-        self.plan, self.why = probe_plan(ceilings)
+        self.plan, self.why = probe.probe_plan(ceilings)
         self.sides: dict[str, dict[str, float]] = {}
         self.seconds = 0.0
 
     def _side(self, name: str) -> None:
         if self.plan is None:
             return
-        from perfsuite.ceilings.probe import run_probe
-
         t0 = time.perf_counter()
         try:
-            self.sides[name] = run_probe(self.device, self.plan)
+            self.sides[name] = probe.run_probe(self.device, self.plan)
         except Exception as exc:  # optional collector: the run goes on without it
             self.plan, self.why = None, f"machine check failed: {type(exc).__name__}: {exc}"
         self.seconds += time.perf_counter() - t0
@@ -223,8 +216,6 @@ class MachineCheck:
         self._side("after")
 
     def section(self) -> dict[str, Any]:
-        from perfsuite.ceilings.probe import check_section
-
         if self.plan is None or len(self.sides) < 2:
             return {"note": self.why or "machine check not taken"}
-        return check_section(self.plan, self.sides["before"], self.sides["after"])
+        return probe.check_section(self.plan, self.sides["before"], self.sides["after"])

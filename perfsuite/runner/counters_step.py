@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfsuite.counters import counters_from_trace, profiler_experimental_config
+from perfsuite.counters.collect import choose_collector, collect_ncu
 from perfsuite.runner import capture
 from perfsuite.runner.profile_window import ProfileWindow
 
@@ -40,8 +42,6 @@ def replay_argv(opts: Any, steps: int) -> list[str]:
 
 def collect_counters(run: Any) -> None:
     """Fill `run.record["counters"]` (or leave it empty with a flag saying why)."""
-    from perfsuite.counters.collect import choose_collector, collect_ncu
-
     rec, opts = run.record, run.opts
     kind, why = choose_collector(opts.counters, run.backend.device.is_gpu)
     if kind != opts.counters:  # none, or a fallback: say why where every reader looks
@@ -68,8 +68,6 @@ def collect_counters(run: Any) -> None:
 
 
 def _cupti_window(run: Any, steps: int) -> dict[str, Any]:
-    from perfsuite.counters import counters_from_trace, profiler_experimental_config
-
     window = ProfileWindow(
         run.run_dir,
         run.backend,

@@ -18,22 +18,47 @@ on without it and the record says what was lost.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from perfsuite.backends.torch_math import math_policy
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.runner import capture
 from perfsuite.runner import step_parts as parts
+from perfsuite.runner.engine import Engine
 from perfsuite.runner.profile_window import ProfileWindow
-from perfsuite.workloads.state import detour
+from perfsuite.runner.recorder import Recorder
+from perfsuite.workloads.state import TrainState, detour
 
-if TYPE_CHECKING:
-    from perfsuite.runner.track import Tracker
+
+class TrackedRun(Protocol):
+    """What the detours read of a track: `runner/track.py`'s Tracker, which owns them."""
+
+    backend: Any  # the device seam (backends.pytorch.TorchBackend)
+    capture_on: bool
+    engine: Engine
+    epochs_hint: int | None
+    measure_peaks: bool
+    optimizer: Any
+    profile_steps: int
+    rec: Recorder
+    record: dict[str, Any]
+    run_dir: Path
+    state: TrainState | None
+
+    @property
+    def steps_total(self) -> int: ...
+
+    @property
+    def epoch_number(self) -> int: ...
+
+    def say(self, text: str) -> None: ...
 
 
 class Detours:
     """The FLOP count and the profile window of one track."""
 
-    def __init__(self, run: Tracker) -> None:
+    def __init__(self, run: TrackedRun) -> None:
         self.run = run
         self.counted = False
         self.window_done = False
@@ -160,7 +185,7 @@ class Detours:
         return f"the run had only {run.steps_total} step call(s): too few for a warm window"
 
     def count(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
-        from perfsuite.flops import OpCounter
+        from perfsuite.flops.torch_counter import OpCounter  # imports torch
 
         run = self.run
         state = run.state

@@ -38,10 +38,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from perfsuite.backends import torch_backend
 from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
 from perfsuite.runner.comm import comm_from_ops, comm_share
 from perfsuite.runner.engine import Diverged, Terminated
+from perfsuite.runner.executor import config_error_types
 from perfsuite.runner.loop import RunOptions, _Run
 from perfsuite.runner.shard import ShardedSource
 from perfsuite.workloads.switches import scaled_lr
@@ -268,9 +270,6 @@ def worker(control: Path) -> int:
     """One rank: options from `control/options.json`, reply in `control/rank-<r>.json`."""
     import torch
     import torch.distributed as dist
-
-    from perfsuite.backends import torch_backend
-    from perfsuite.runner.executor import config_error_types
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))

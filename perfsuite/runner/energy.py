@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from perfsuite.record import quantity
+
 POWERCAP = Path("/sys/class/powercap")
 _PACKAGE = re.compile(r"^intel-rapl:\d+$")  # top-level (package) domains, not sub-domains
 
@@ -178,8 +180,6 @@ class EnergyClock:
 def training_energy(clock: EnergyClock, reached_epoch: int | None) -> dict[str, Any]:
     """The record's `energy` section: per-epoch energy over the training clock, and energy to
     accuracy (epochs 1..the threshold epoch) when the run reached its threshold."""
-    from perfsuite.record import quantity
-
     out: dict[str, Any] = clock.describe()
     per = list(clock.intervals_j) if clock.available else []
     out["per_epoch_j"] = per or None

@@ -24,6 +24,7 @@ from perfsuite.runner.clock import ClockReading
 from perfsuite.runner.contain import collector, formula_error_flag
 from perfsuite.runner.energy import EnergyClock, training_energy
 from perfsuite.runner.recorder import Recorder
+from perfsuite.runner.telemetry import open_sampler
 
 END = object()  # what `next_batch` returns once the epoch's batches ran out
 
@@ -120,8 +121,6 @@ class Engine:
             self.rec.flag(f"energy not measured: {self.energy.reason}")
 
     def open_telemetry(self, interval_s: float) -> None:
-        from perfsuite.runner.telemetry import open_sampler
-
         self.telemetry = open_sampler(self.rec, interval_s, self.backend.device.gpu_index)
         if self.telemetry is not None:
             self.telemetry.__enter__()

@@ -9,6 +9,7 @@ import socket
 import sys
 from typing import Any
 
+from perfsuite.backends.device import cpu_hardware, parse_device
 from perfsuite.hostinfo import cpu_model, usable_cpus
 from perfsuite.version import __version__
 
@@ -98,8 +99,6 @@ def hardware_section(env: dict[str, Any], device: str, instance_type: str | None
     """The record's `hardware`: the device this process runs on. `count` is the number of
     accelerators the run used: 1 here (one GPU; a CPU run counts one machine), set to the
     number of ranks by a data-parallel run on GPUs (`runner/distributed.py`)."""
-    from perfsuite.backends import parse_device
-
     index = parse_device(device).gpu_index
     if index is not None and env["gpus"]:
         return {
@@ -108,8 +107,6 @@ def hardware_section(env: dict[str, Any], device: str, instance_type: str | None
             "count": 1,
             "instance_type": instance_type,
         }
-    from perfsuite.backends.device import cpu_hardware
-
     return {
         **cpu_hardware(env["cpu_model"], env["cpu_count"]),
         "count": 1,

@@ -29,7 +29,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from perfsuite.runner.loop import RunOptions, Terminated
+from perfsuite.hostinfo import usable_cpus
+from perfsuite.record import load_record
+from perfsuite.runner.loop import RunOptions, Terminated, run_workload
+from perfsuite.task_metrics import metric_info, metric_text, target_text
+from perfsuite.workloads.data import DataError
 
 
 @dataclass(frozen=True)
@@ -81,16 +85,11 @@ def local_devices(device: str) -> list[str]:
 
 def config_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean the options are wrong, not that the run crashed."""
-    from perfsuite.workloads.data import DataError
-
     return (ValueError, KeyError, DataError)
 
 
 def outcome(run_dir: Path | None) -> str:
     """`reached top-1 >= 98% in 3.10 s (epoch 7)`, or the record's status and error."""
-    from perfsuite.record import load_record
-    from perfsuite.task_metrics import metric_info, metric_text, target_text
-
     if run_dir is None:
         return "no record"
     rec = load_record(run_dir)
@@ -125,8 +124,6 @@ def outcome(run_dir: Path | None) -> str:
 
 def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
     """One run here: (run folder, one-line error, fatal)."""
-    from perfsuite.runner import run_workload
-
     try:
         return run_workload(options), None, False
     except Terminated:
@@ -191,8 +188,6 @@ class LocalExecutor:
 
     def _options(self, job: Job, slot: int) -> RunOptions:
         """One at a time the run's own options; side by side the cores split, no progress."""
-        from perfsuite.hostinfo import usable_cpus
-
         if self.parallel == 1 and not self.devices:
             return job.options
         threads = job.options.threads or max(1, usable_cpus() // self.parallel)

@@ -4,13 +4,20 @@ The loop owns the clock, evaluations, threshold rule and record for both framewo
 things that touch a framework's objects (building the model and train state, reading switch
 effects back, the FLOP count, the profile window, inference, the loss accumulator) go through
 one of these objects. `TorchParts` wraps the existing PyTorch code in `assemble` and `capture`;
-the TensorFlow hooks live in `perfsuite/backends/tensorflow.py`.
+the TensorFlow hooks live in `runner/tf_parts.py`.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+from perfsuite.backends import parse_device, torch_backend
+from perfsuite.backends.tensorflow import TFBackend
+from perfsuite.runner import assemble, capture, checkpoint
+from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.tf_parts import TFRunParts
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 
@@ -28,7 +35,7 @@ Tensor = Any  # a framework scalar (the loss)
 @runtime_checkable
 class FrameworkParts(Protocol):
     """What the run loop needs from a framework: every call that touches a framework's objects.
-    `TorchParts` below and `backends.tensorflow.TFRunParts` implement it."""
+    `TorchParts` below and `tf_parts.TFRunParts` implement it."""
 
     framework: str  # "pytorch" or "tensorflow"
 
@@ -81,22 +88,16 @@ class FrameworkParts(Protocol):
 
 def framework_backend(framework: str, device: str) -> Any:
     """The backend of `framework` for `device`; one-line ValueError for an unknown one."""
-    from perfsuite.backends import parse_device, torch_backend
-
     if framework == "pytorch":
         return torch_backend(device)
     if framework == "tensorflow":
-        from perfsuite.backends.tensorflow import TFBackend
-
         return TFBackend(parse_device(device))
     raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
 
 
 def run_parts(framework: str) -> FrameworkParts:
-    """The hooks of `framework` (a TensorFlow import only for a TensorFlow run)."""
+    """The hooks of `framework` (TensorFlow is imported by its backend, when a run builds one)."""
     if framework == "tensorflow":
-        from perfsuite.backends.tensorflow import TFRunParts
-
         return TFRunParts()
     return TorchParts()
 
@@ -107,8 +108,6 @@ class TorchParts:
     framework = "pytorch"
 
     def apply_process_switches(self, switches: Any) -> Any:
-        from perfsuite.runner import assemble
-
         return assemble.apply_process_switches(switches)
 
     def check_switches(self, switches: Any, backend: Any) -> None:
@@ -122,55 +121,36 @@ class TorchParts:
 
     def build_state(self, wl: Any, recipe: Any, model: Any, steps_per_epoch: int,
                     backend: Any, switches: Any) -> Any:  # fmt: skip
-        from perfsuite.runner import assemble
-
         return assemble.build_state(wl, recipe, model, steps_per_epoch, backend, switches)
 
     def parameter_count(self, model: Any) -> int:
         return sum(p.numel() for p in model.parameters())
 
     def watch_first_layer(self, state: Any) -> tuple[dict[str, Any], Any]:
-        from perfsuite.runner import assemble
-
         return assemble.watch_first_layer(state)
 
     def switch_effects(self, state: Any, switches: Any, seen: dict[str, Any]) -> dict:
-        from perfsuite.runner import assemble
-
         return assemble.switch_effects(state, switches, seen)
 
     def math_section(self, state: Any, seen: dict[str, Any]) -> dict[str, Any]:
-        from perfsuite.runner import assemble
-
         return assemble.math_section(state, seen)
 
     def count_step_work(self, wl: Any, state: Any, batch: Any) -> dict[str, Any]:
-        from perfsuite.runner import capture
-
         return capture.count_step_work(wl, state, batch)
 
     def profile_window(self, run_dir: Any, backend: Any, wl: Any, state: Any, batches: Any,
                        active: int) -> dict[str, Any] | None:  # fmt: skip
-        from perfsuite.runner import capture
-        from perfsuite.runner.profile_window import ProfileWindow
-
         window = ProfileWindow(run_dir, backend, wait=2, warmup=1, active=active)
         return capture.profile_window(wl, state, batches, window)
 
     def save_threshold_model(self, run_dir: Any, module: Any, **where: Any) -> dict[str, Any]:
-        from perfsuite.runner.checkpoint import save_threshold_model
-
-        return save_threshold_model(run_dir, module, **where)
+        return checkpoint.save_threshold_model(run_dir, module, **where)
 
     def threshold_model(self, record: dict[str, Any], module: Any) -> Any:
         """A copy of `module` holding the checkpoint's weights (with --keep-going the live
         model is the last epoch's, not the one that met the target)."""
-        import copy
-
-        from perfsuite.runner.checkpoint import load_threshold_model
-
         model = copy.deepcopy(module)
-        model.load_state_dict(load_threshold_model(record))
+        model.load_state_dict(checkpoint.load_threshold_model(record))
         return model
 
     def zero_loss(self, backend: Any) -> Any:

@@ -21,7 +21,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.loop import RunOptions
+from perfsuite import hostinfo
+from perfsuite.record import RecordError, load_record, write_record
+from perfsuite.record.io import strip_private
+from perfsuite.runner.options import RunOptions
 
 LOG_NAME = "torchrun.log"
 
@@ -41,9 +44,7 @@ def check_options(opts: RunOptions) -> None:
 
 
 def threads_per_rank(opts: RunOptions) -> int:
-    from perfsuite.hostinfo import usable_cpus
-
-    return opts.threads or max(1, usable_cpus() // opts.nproc)
+    return opts.threads or max(1, hostinfo.usable_cpus() // opts.nproc)
 
 
 def command(control: Path, nproc: int) -> list[str]:
@@ -155,9 +156,6 @@ def _first_cause(
 def _annotate(run_dir: Path, cause: str | None) -> None:
     """Rank 0's record lists torchrun's log and names the rank that failed (rank 0 itself may
     only have seen torchrun's SIGTERM)."""
-    from perfsuite.record import RecordError, load_record, write_record
-    from perfsuite.record.io import strip_private
-
     try:
         rec = strip_private(load_record(run_dir))
     except RecordError:

@@ -17,8 +17,9 @@ from typing import Any
 
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
-from perfsuite.runner import assemble, capture, inference, model_flops
+from perfsuite.runner import assemble, capture, inference, launch, model_flops
 from perfsuite.runner.chatter import LOG_NAME
+from perfsuite.runner.counters_step import collect_counters
 from perfsuite.runner.energy import EnergyClock
 from perfsuite.runner.engine import END, Diverged, Engine, LossMeter, Terminated, step_time
 from perfsuite.runner.frameworks import framework_backend, run_parts
@@ -26,6 +27,8 @@ from perfsuite.runner.options import RunOptions
 from perfsuite.runner.progress import RunProgress
 from perfsuite.runner.recorder import Recorder
 from perfsuite.runner.scheduling import SchedulerSteps
+from perfsuite.workloads import get_workload
+from perfsuite.workloads.state import detour
 from perfsuite.workloads.switches import parse_switches, resolve_preset
 
 
@@ -33,8 +36,6 @@ class _Run:
     """State of one run; `execute()` drives it and always leaves a valid record."""
 
     def __init__(self, opts: RunOptions) -> None:
-        from perfsuite.workloads import get_workload
-
         self.backend = framework_backend(opts.framework, opts.device)
         self.parts = run_parts(opts.framework)
         self.backend.check_available()
@@ -366,8 +367,6 @@ class _Run:
             self.progress.phase(  # ncu: ~0.3 s per kernel launch on an H200
                 f"hardware counters ({opts.counters}; ncu replays every kernel alone: minutes)"
             )
-            from perfsuite.runner.counters_step import collect_counters
-
             _, self.setup_s["counters_s"] = capture.timed(collect_counters, self)
 
     def replay(self) -> None:
@@ -376,8 +375,6 @@ class _Run:
         range of its own (`backend.op_ranges`) for per-op attribution. The batches are drawn
         before the range opens: the counters cover the step the FLOP counter counts, not the
         input pipeline (on the GPU cifar10 recipe its augmentation was 80% of the launches)."""
-        from perfsuite.workloads.state import detour
-
         self._setup()
         batches = self._batches(20_011)
         drawn = [next(batches) for _ in range(self.opts.replay_steps)]
@@ -427,9 +424,7 @@ class _Run:
 def run_workload(opts: RunOptions) -> Any:
     """Run one workload under instrumentation; returns the run folder (with run.json)."""
     if opts.nproc > 1:
-        from perfsuite.runner.launch import launch
-
-        return launch(opts)
+        return launch.launch(opts)
     if opts.replay_steps > 0:
         run = _Run(opts)
         try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
+from perfsuite.workloads.user import absolute_spec
+
 # How a flag's value is read and checked. The CLI maps each kind to its argparse converter and
 # a study file to its TOML check; a kind names the rule, so both apply the same one.
 VALUE_KINDS = (
@@ -308,8 +310,6 @@ class RunOptions:
     def __post_init__(self) -> None:
         # A FILE.py workload is kept absolute, so the record's config names the same file
         # from any directory (perfsuite eval, infer), whoever filled these options in.
-        from perfsuite.workloads.user import absolute_spec
-
         self.workload = absolute_spec(self.workload)
 
 

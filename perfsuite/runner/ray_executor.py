@@ -19,14 +19,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.executor import Callback, Job, JobResult, ResultCallback
+from perfsuite.runner.executor import Callback, Job, JobResult, ResultCallback, run_in_process
+from perfsuite.runner.options import RunOptions
 
 
 def _remote_run(options: dict[str, Any]) -> dict[str, Any]:
     """Body of a Ray task: the run in a temporary folder, returned as a tar archive."""
-    from perfsuite.runner.executor import run_in_process
-    from perfsuite.runner.loop import RunOptions
-
     with tempfile.TemporaryDirectory(prefix="perfsuite-ray-") as tmp:
         run_dir, error, fatal = run_in_process(RunOptions(**{**options, "out": tmp}))
         archive = None

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from perfsuite.mllog import MLLogWriter
 from perfsuite.record import new_record, new_run_id, quantity, write_record
 from perfsuite.record.io import clean_stale_staging
 from perfsuite.record.model import utc_now
@@ -80,10 +81,6 @@ class Recorder:
             raise
 
     def _open_mllog(self, benchmark: str) -> Any:
-        try:
-            from perfsuite.mllog import MLLogWriter
-        except ImportError:
-            return None
         path = self.run_dir / "mllog.txt"
         self.record["sidecars"]["mllog"] = path.name
         return MLLogWriter(path, benchmark=benchmark)

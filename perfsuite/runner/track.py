@@ -32,9 +32,11 @@ from typing import Any
 
 from perfsuite.backends import torch_backend
 from perfsuite.runner import step_parts as parts
+from perfsuite.runner.checkpoint import save_threshold_model
 from perfsuite.runner.detours import Detours
 from perfsuite.runner.engine import END, Engine, LossMeter
 from perfsuite.runner.recorder import Recorder
+from perfsuite.workloads.gpt.mfu import transformer_section
 from perfsuite.workloads.state import TrainState
 
 
@@ -110,8 +112,6 @@ class Tracker:
         )
         self.run_dir, self.record = self.rec.run_dir, self.rec.record
         if model_flops is not None:  # a transformer: MFU from 6N + 12·L·d·T (docs/gpt.md)
-            from perfsuite.workloads.gpt.mfu import transformer_section
-
             fields = dict(model_flops)
             n = fields.pop("non_embedding_parameters", None)
             if n is None:
@@ -353,9 +353,7 @@ class Tracker:
             f"epoch {epoch:g}: {metric}={value:.4f} after "
             f"{train_time:.2f} s of training" + (" (reached)" if self.reached else "")
         )
-        if self.reached and self.model is not None:  # off the clock: between epochs, or
-            from perfsuite.runner.checkpoint import save_threshold_model  # paused
-
+        if self.reached and self.model is not None:  # off the clock: between epochs, or paused
             self.engine.keep_threshold_model(save_threshold_model, self.model, epoch, value)
         if self.reached:
             self.detours.late_window("at evaluate()")

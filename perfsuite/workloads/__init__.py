@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from perfsuite.workloads.base import Recipe, Workload
+from perfsuite.workloads.cifar10.tensorflow import TFCifar10Workload
 from perfsuite.workloads.data import Batch, DataSource
+from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
+from perfsuite.workloads.digits.workload import DigitsWorkload
+from perfsuite.workloads.gpt.workload import GPTWorkload
+from perfsuite.workloads.imagenet.workload import ImageNetWorkload
+from perfsuite.workloads.squad.workload import SquadWorkload
+from perfsuite.workloads.user import load_workload_class
 
 _FACTORIES: dict[str, Callable[[], Workload]] = {}
 
@@ -32,8 +39,6 @@ def get_workload(name: str, framework: str = "pytorch") -> Workload:
     if framework != "pytorch":
         return _framework_workload(name, framework)
     if name not in _FACTORIES and ":" in name:
-        from perfsuite.workloads.user import load_workload_class
-
         register_workload(name, load_workload_class(name))
     try:
         return _FACTORIES[name]()
@@ -47,24 +52,16 @@ def _framework_workload(name: str, framework: str) -> Workload:
     if framework != "tensorflow":
         raise ValueError(f"unknown framework {framework!r}; known: pytorch, tensorflow")
     if name == "cifar10":
-        from perfsuite.workloads.cifar10.tensorflow import TFCifar10Workload
-
         return TFCifar10Workload()
     if name != "digits":
         raise ValueError(f"workload {name!r} has no TensorFlow version; known: cifar10, digits")
-    from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
-
     return TFDigitsWorkload()
 
 
 def _register_builtins() -> None:
     if "digits" in _FACTORIES:
         return
-    from perfsuite.workloads.cifar10.workload import Cifar10Workload
-    from perfsuite.workloads.digits.workload import DigitsWorkload
-    from perfsuite.workloads.gpt.workload import GPTWorkload
-    from perfsuite.workloads.imagenet.workload import ImageNetWorkload
-    from perfsuite.workloads.squad.workload import SquadWorkload
+    from perfsuite.workloads.cifar10.workload import Cifar10Workload  # imports torch
 
     register_workload("digits", DigitsWorkload)
     register_workload("cifar10", Cifar10Workload)

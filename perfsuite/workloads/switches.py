@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.workloads.progressive import parse_schedule
+
 
 @dataclass(frozen=True)
 class SwitchSpec:
@@ -167,8 +169,6 @@ def _value(spec: SwitchSpec, value: str | None) -> str | None:
         return value
     if spec.text:
         if value not in ("on", "off"):
-            from perfsuite.workloads.progressive import parse_schedule
-
             parse_schedule(value)
         return value
     if spec.number:

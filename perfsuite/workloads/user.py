@@ -24,6 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from perfsuite.workloads.base import Workload
+
 
 def absolute_spec(spec: str) -> str:
     """`spec` with a FILE.py part made absolute, so a record or study names the same file
@@ -110,8 +112,6 @@ def _import_module(spec: str, where: str) -> ModuleType:
 
 def _checked(factory: Callable[[], Any], spec: str) -> Any:
     """Call a factory and refuse what is not a Workload (it would fail later, obscurely)."""
-    from perfsuite.workloads.base import Workload
-
     made = factory()
     if not isinstance(made, Workload):
         raise ValueError(
@@ -123,8 +123,6 @@ def _checked(factory: Callable[[], Any], spec: str) -> Any:
 
 def load_workload_class(spec: str) -> Callable[[], Any]:
     """The factory named by `spec`; a one-line ValueError when it cannot be found or used."""
-    from perfsuite.workloads.base import Workload
-
     where, _, attr = spec.rpartition(":")
     if not where or not attr:
         raise ValueError(f"workload {spec!r}: expected FILE.py:NAME or package.module:NAME")

@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from perfsuite.workloads.base import Recipe, Workload
-from perfsuite.workloads.cifar10.data import CLASSES
+from perfsuite.workloads.cifar10.data import CLASSES, balanced_subset, find_cifar10
 from perfsuite.workloads.data import DataSource
+from perfsuite.workloads.imagefolder import ImageFolderSource
 from perfsuite.workloads.switches import COMMON
+from perfsuite.workloads.transforms import cifar_transforms
 
 # Per-channel statistics of the CIFAR-10 training set (0-255 scale).
 MEAN = (125.31, 122.95, 113.87)
@@ -53,9 +55,6 @@ class Cifar10Task(Workload):
         random crop, flip) instead of the recipe's on-device augmentation."""
         from pathlib import Path
 
-        from perfsuite.workloads.imagefolder import ImageFolderSource
-        from perfsuite.workloads.transforms import cifar_transforms
-
         root = Path(data_dir or "")
         if not data_dir or not (root / "train").is_dir():
             raise ValueError(
@@ -77,8 +76,6 @@ class Cifar10Task(Workload):
         each class (a balanced subset for quick checks; the record flags it)."""
         import numpy as np
         import torch
-
-        from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 
         limit = int((self.recipe.extra if self.recipe else {}).get("train_limit", 0) or 0)
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from perfsuite.workloads.base import Recipe
+from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 from perfsuite.workloads.cifar10.resnet9 import PRESETS, ResNet9Workload, resnet9_channels
 from perfsuite.workloads.cifar10.task import MEAN, STD
 from perfsuite.workloads.data import Batch
@@ -172,8 +173,6 @@ class TFCifar10Workload(ResNet9Workload):
         """The PyTorch workload's arrays (find_cifar10, balanced `train_limit` subset, the same
         per-channel normalization), kept NHWC in host memory."""
         import numpy as np
-
-        from perfsuite.workloads.cifar10.data import balanced_subset, find_cifar10
 
         if (self.recipe.extra if self.recipe else {}).get("data") == "workers":
             raise ValueError("switch data=workers is not available with --framework tensorflow")

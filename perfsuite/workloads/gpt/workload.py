@@ -14,6 +14,9 @@ from typing import Any
 
 from perfsuite.workloads.base import Phase, Recipe, Workload
 from perfsuite.workloads.data import Batch
+from perfsuite.workloads.gpt.data import WindowSource, load_tokens, synthetic_tokens
+from perfsuite.workloads.gpt.generate import generation_section
+from perfsuite.workloads.gpt.mfu import model_flops_section
 from perfsuite.workloads.gpt.presets import TECHNIQUES, GroupSchedule, presets
 from perfsuite.workloads.state import TrainState, no_phase
 from perfsuite.workloads.switches import COMMON
@@ -90,8 +93,6 @@ class GPTWorkload(Workload):
     # -- data ------------------------------------------------------------------------------
 
     def _source(self, tokens: Any, device: Any) -> Any:
-        from perfsuite.workloads.gpt.data import WindowSource
-
         r = self._recipe()
         self.vocab_size, self.chars = tokens.vocab_size, tokens.chars
         return WindowSource(
@@ -106,8 +107,6 @@ class GPTWorkload(Workload):
     def load_data(self, data_dir: str | None, device: Any) -> Any:
         from pathlib import Path
 
-        from perfsuite.workloads.gpt.data import load_tokens
-
         if not data_dir:
             raise ValueError(
                 "gpt needs --data-dir (a text file, a folder of *.txt, or a folder with "
@@ -120,8 +119,6 @@ class GPTWorkload(Workload):
         return self._source(tokens, device)
 
     def synthetic_data(self, device: Any, seed: int) -> Any:
-        from perfsuite.workloads.gpt.data import synthetic_tokens
-
         r = self._recipe()
         t, b = int(r.extra["block_size"]), r.batch_size
         self.task = "gpt-synthetic"
@@ -214,13 +211,9 @@ class GPTWorkload(Workload):
     # -- MFU and generation ----------------------------------------------------------------
 
     def model_flops(self, module: Any, recipe: Recipe) -> dict[str, Any] | None:
-        from perfsuite.workloads.gpt.mfu import model_flops_section
-
         return model_flops_section(module, recipe.batch_size)
 
     def generation_latency(self, model: Any, data: Any, backend: Any) -> dict[str, Any]:
-        from perfsuite.workloads.gpt.generate import generation_section
-
         x = self._recipe().extra
         return generation_section(
             model,

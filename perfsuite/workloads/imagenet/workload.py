@@ -1,5 +1,5 @@
 """`imagenet`: the DAWNBench ImageNet task (93% top-5 on the 50,000 validation images) with
-ResNet-50 v1.5 (perfsuite.models.resnet).
+ResNet-50 v1.5 (`resnet.py` here).
 
 Data: the standard image-folder layout (`train/<wnid>/*.JPEG`, `val/<wnid>/*.JPEG`), streamed
 by `ImageFolderSource` with decoding and augmentation in worker processes (random-resized crop
@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfsuite.hostinfo import usable_cpus
 from perfsuite.workloads.base import Recipe, Workload
 from perfsuite.workloads.data import Batch, SyntheticSource
+from perfsuite.workloads.imagefolder import ImageFolderSource
 from perfsuite.workloads.imagenet import recipe as recipes
 from perfsuite.workloads.progressive import describe as describe_stages
 from perfsuite.workloads.progressive import size_for
 from perfsuite.workloads.switches import COMMON
-from perfsuite.workloads.transforms import IMAGENET_MEAN, IMAGENET_STD
+from perfsuite.workloads.transforms import IMAGENET_MEAN, IMAGENET_STD, imagenet_transforms
 
 TOPK = (1, 5)
 
@@ -82,7 +84,7 @@ class ImageNetWorkload(Workload):
         (Goyal et al.; it steadies the first, large-learning-rate steps). Same FLOPs."""
         from torch import nn
 
-        from perfsuite.models.resnet import Bottleneck, resnet50
+        from perfsuite.workloads.imagenet.resnet import Bottleneck, resnet50
 
         model = resnet50(self.num_classes)
         if bool((recipe or recipes.PRESETS["dawnbench"]).extra.get("zero_init_residual", True)):
@@ -126,10 +128,6 @@ class ImageNetWorkload(Workload):
 
     def load_data(self, data_dir: str | None, device: Any) -> Any:
         from pathlib import Path
-
-        from perfsuite.hostinfo import usable_cpus
-        from perfsuite.workloads.imagefolder import ImageFolderSource
-        from perfsuite.workloads.transforms import imagenet_transforms
 
         if not data_dir:
             raise ValueError(

@@ -19,7 +19,8 @@ from typing import Any
 
 from perfsuite.workloads.base import Recipe, Workload, one_cycle_schedule
 from perfsuite.workloads.data import InMemorySource
-from perfsuite.workloads.squad.examples import build_vocabulary, choose_split, encode
+from perfsuite.workloads.squad.examples import build_vocabulary, choose_split, encode, synthetic
+from perfsuite.workloads.squad.score import score
 from perfsuite.workloads.switches import COMMON
 
 
@@ -169,8 +170,6 @@ class SquadWorkload(Workload):
         """Random token ids of the configured shapes (`max_context` x `max_question`, the full
         `vocab_size`): throughput without data; `train_limit` examples (default 2,048) per
         epoch, 256 evaluated. The evaluation path runs as usual; its F1 is chance level."""
-        from perfsuite.workloads.squad.examples import synthetic
-
         lc, lq = int(self._x("max_context")), int(self._x("max_question"))
         vocab, span = int(self._x("vocab_size")), int(self._x("max_answer"))
         n = int(self._x("train_limit")) or 2048
@@ -235,8 +234,6 @@ class SquadWorkload(Workload):
 
     def evaluate(self, model: Any, data: Any, batch_size: int = 1024) -> dict[str, float]:
         """The official SQuAD v1.1 F1 and exact match of the predicted answers (fractions)."""
-        from perfsuite.workloads.squad.score import score
-
         answers = self.answers(model, data)
         golds = data.golds
         if getattr(data, "partial", False):  # a --limit view: the unasked questions are not 0s
