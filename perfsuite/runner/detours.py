@@ -225,7 +225,6 @@ class Detours:
     def read_math(self, args: tuple, kw: dict) -> None:
         """The record's `math`, read around the first call of the user's step (capture on or
         off, as `perfsuite run` reads it in its warm-up)."""
-        from perfsuite.backends.torch_math import math_policy
 
         run = self.run
         dtype = self.step_dtype(args, kw)

@@ -15,10 +15,10 @@ from typing import Any
 
 from perfsuite.backends.device import parse_device
 from perfsuite.backends.tensorflow import POLICIES, PRECISION_DTYPES, TFBackend, require_tensorflow
-from perfsuite.devices.maths import math_fields
 from perfsuite.flops.tf_graph import count_step
 from perfsuite.hostinfo import native_on_cpu
 from perfsuite.record import RecordError
+from perfsuite.record.maths import math_fields
 from perfsuite.runner import tf_profile
 from perfsuite.runner.checkpoint import checkpoint_path, load_arrays, save_arrays
 from perfsuite.workloads.base import one_cycle
