@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
+from perfsuite.runner import checkpoint
 from perfsuite.runner import step_parts as parts
-from perfsuite.runner.checkpoint import save_threshold_model
 from perfsuite.runner.detours import Detours
 from perfsuite.runner.engine import END, Engine, LossMeter
 from perfsuite.runner.recorder import Recorder
@@ -354,7 +354,9 @@ class Tracker:
             f"{train_time:.2f} s of training" + (" (reached)" if self.reached else "")
         )
         if self.reached and self.model is not None:  # off the clock: between epochs, or paused
-            self.engine.keep_threshold_model(save_threshold_model, self.model, epoch, value)
+            # through the module, so the one checkpoint function is what runs (and is patched)
+            save = checkpoint.save_threshold_model
+            self.engine.keep_threshold_model(save, self.model, epoch, value)
         if self.reached:
             self.detours.late_window("at evaluate()")
             self.rec.write()
