@@ -47,11 +47,21 @@ def one_step_copy(src: Path, dst: Path) -> Path:
 
 def _hta_diff(a: Path, b: Path, control_rank):
     pytest.importorskip("hta.trace_diff", reason="holistictraceanalysis not installed")
+    from hta.common.trace import Trace
     from hta.trace_diff import DeviceType, LabeledTrace, TraceDiff
 
     logging.getLogger("hta").setLevel(logging.ERROR)
-    la = LabeledTrace("A", trace_dir=str(a))
-    lb = LabeledTrace("B", trace_dir=str(b))
+    # parse in-process: HTA forks a pool per trace folder, and a fork of a test process that
+    # runs torch (or other) threads can inherit a held lock and hang
+    parse = Trace.parse_traces
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            Trace,
+            "parse_traces",
+            lambda self, *a, **k: parse(self, *a, **{**k, "use_multiprocessing": False}),
+        )
+        la = LabeledTrace("A", trace_dir=str(a))
+        lb = LabeledTrace("B", trace_dir=str(b))
     return {
         kind: TraceDiff.compare_traces(la, lb, control_rank=control_rank, device_type=dt)
         for kind, dt in (("cpu_op", DeviceType.CPU), ("kernel", DeviceType.GPU))
