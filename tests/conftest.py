@@ -187,9 +187,25 @@ SESSION_FIXTURE_GROUPS = {
     "test_study_run.py": "lesion-study",
 }
 
-# The units that take longest (seconds of one worker, measured with `--durations`), slowest
-# first; every other file follows in collection order. Only the order depends on this list.
-SLOW_UNITS_FIRST: tuple[str, ...] = ()
+# The units that take longest, slowest first, by the sum of their tests' `--durations=0`
+# (setup, call and teardown) in a full two-worker run; every other file follows in collection
+# order. Only the order depends on this list: a unit missing from it still runs.
+SLOW_UNITS_FIRST: tuple[str, ...] = (
+    "digits-cli-runs",
+    "lesion-study",
+    "tests/test_gpu_evidence.py",
+    "tests/test_seam.py",
+    "tests/test_generalization.py",
+    "tests/test_user_workloads.py",
+    "tests/test_distributed.py",
+    "tests/test_tracking.py",
+    "tests/test_kill_moments.py",
+    "tests/test_tensorflow.py",
+    "tests/test_trace_reader_paths.py",
+    "tests/test_user_workload_loading.py",
+    "tests/test_timeline_diff.py",
+    "tests/test_workload_contract.py",
+)
 
 
 def work_unit(nodeid: str) -> str:
