@@ -171,10 +171,15 @@ def digits_lesion_study(tmp_path_factory):
 
 
 # -- parallel workers (`make test` runs `pytest -n 2 --dist loadgroup`, pytest-xdist) -----------
-# Every test file runs on one worker, so a module-scoped fixture is built once. Files that read
-# one slow session fixture (a real `perfsuite run` or study) share a worker with each other, so
-# that fixture is built once too, and a study resumed by one file is never copied by another
-# at the same moment.
+# A work unit is a test file, or a group of files that read one slow session fixture (a real
+# `perfsuite run` or study): a module- or session-scoped fixture is then built once, on one
+# worker, and a study resumed by one file is never copied by another at the same moment. The
+# units are given out slowest first, so that the two workers end together.
+#
+# The units are made by the scheduler below, not by `xdist_group` markers: pytest-xdist 3.8
+# applies a marker by rewriting `item._nodeid`, which pytest 9.2 no longer reads (a node id
+# comes from `item._id`), so under pytest 9.2 `--dist loadgroup` with markers hands out single
+# tests and a file's fixtures are built on both workers.
 SESSION_FIXTURE_GROUPS = {
     "test_api.py": "digits-cli-runs",  # digits_cli_run, digits_cli_group
     "test_runner.py": "digits-cli-runs",
@@ -182,12 +187,53 @@ SESSION_FIXTURE_GROUPS = {
     "test_study_run.py": "lesion-study",
 }
 
+# The units that take longest, slowest first, by the sum of their tests' `--durations=0`
+# (setup, call and teardown) in a full two-worker run; every other file follows in collection
+# order. Only the order depends on this list: a unit missing from it still runs.
+SLOW_UNITS_FIRST: tuple[str, ...] = (
+    "digits-cli-runs",
+    "lesion-study",
+    "tests/test_gpu_evidence.py",
+    "tests/test_seam.py",
+    "tests/test_generalization.py",
+    "tests/test_user_workloads.py",
+    "tests/test_distributed.py",
+    "tests/test_tracking.py",
+    "tests/test_kill_moments.py",
+    "tests/test_tensorflow.py",
+    "tests/test_trace_reader_paths.py",
+    "tests/test_user_workload_loading.py",
+    "tests/test_timeline_diff.py",
+    "tests/test_workload_contract.py",
+)
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "xdist_group(name): run on one pytest-xdist worker")
+
+def work_unit(nodeid: str) -> str:
+    """The work unit of a test: its file's group, else its file (relative to the root)."""
+    path = nodeid.split("::", 1)[0]
+    return SESSION_FIXTURE_GROUPS.get(path.rsplit("/", 1)[-1], path)
+
+
+def _unit_rank(unit: str) -> int:
+    return SLOW_UNITS_FIRST.index(unit) if unit in SLOW_UNITS_FIRST else len(SLOW_UNITS_FIRST)
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        group = SESSION_FIXTURE_GROUPS.get(item.path.name)
-        item.add_marker(pytest.mark.xdist_group(group or item.path.relative_to(ROOT).as_posix()))
+    # Stable sort: tests keep their order within a unit; every worker collects the same order.
+    items.sort(key=lambda item: _unit_rank(work_unit(item.nodeid)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: xdist's scope scheduling over `work_unit`s, in collection order."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    # Units in collection order (slowest first), not xdist's default of most tests first.
+    config.option.loadscopereorder = False
+    return WorkUnitScheduling(config, log)

@@ -178,6 +178,9 @@ def _long_run_signalled(
             env=env,
             cwd=ROOT,
             start_new_session=to_group,
+            # a shell without job control starts background jobs with SIGINT ignored, and an
+            # ignored signal stays ignored across exec: give the run the default disposition
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     try:
         deadline = time.monotonic() + 300

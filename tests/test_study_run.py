@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -170,11 +171,15 @@ def test_ray_executor_on_a_local_instance(tmp_path):
     ray = pytest.importorskip("ray", reason="ray not installed (pip install 'perfsuite[ray]')")
     from perfsuite.runner.ray_executor import RayExecutor
 
+    # ray.init installs a SIGTERM handler that ray.shutdown leaves in place; a pool forked
+    # later in this process (HTA's parser) would inherit it and its terminate() can hang.
+    sigterm = signal.getsignal(signal.SIGTERM)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         results = RayExecutor(cpus_per_run=1).run(_jobs(tmp_path, 2))
     finally:
         ray.shutdown()
+        signal.signal(signal.SIGTERM, sigterm)
     assert [r.ok for r in results] == [True, True], [r.error for r in results]
     for r, seed in zip(results, (0, 1), strict=True):
         assert r.run_dir.parent == tmp_path / "runs"  # unpacked into the job's out folder
