@@ -394,3 +394,51 @@ def test_the_worker_pool_reads_every_shared_trace_the_same():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert set(json.loads(out.stdout)) == {2}, out.stdout
+
+
+def _gz_text() -> bytes:
+    evs = [e for odd in ODD_EVENTS[:6] for e in _mixed(odd)]
+    return json.dumps({"schemaVersion": 1, "traceEvents": evs}).encode()
+
+
+GZ_STREAMS = {
+    "one member": lambda t: gzip.compress(t),
+    "two members": lambda t: gzip.compress(t[:5000], 1) + gzip.compress(t[5000:], 9),
+    "corrupt deflate": lambda t: (lambda z: z[:40] + bytes(64) + z[104:])(gzip.compress(t)),
+    "truncated": lambda t: gzip.compress(t)[:-20],
+    "bad crc": lambda t: (lambda z: z[:-8] + bytes(4) + z[-4:])(gzip.compress(t)),
+}
+
+
+@pytest.mark.skipif(fastread._igzip is None, reason="python-isal not installed")
+@pytest.mark.parametrize("case", list(GZ_STREAMS))
+def test_isal_and_zlib_inflate_the_same_bytes(case, tmp_path):
+    """ISA-L (the fast path's default) and zlib give the same bytes, and a damaged stream
+    raises one of fastread.DECOMPRESS_ERRORS under both (the reader then falls back)."""
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(GZ_STREAMS[case](_gz_text()))
+    got = []
+    for fast_gzip in (True, False):
+        with open(path, "rb") as raw:
+            stream = fastread.open_stream(raw, fast_gzip=fast_gzip)
+            try:
+                got.append(stream.read())
+            except fastread.DECOMPRESS_ERRORS as exc:
+                got.append(type(exc).__name__)
+    if case in ("one member", "two members"):
+        assert got[0] == got[1] == _gz_text()
+    else:
+        assert all(isinstance(g, str) for g in got)
+
+
+@pytest.mark.parametrize("case", list(GZ_STREAMS))
+def test_gzip_reads_the_same_with_isal_or_zlib(case, tmp_path, monkeypatch, small_chunks):
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(GZ_STREAMS[case](_gz_text()))
+    with_isal = read_every_way(path, monkeypatch, tmp_path)
+    monkeypatch.setattr(fastread, "_igzip", None)
+    with_zlib = read_every_way(path, monkeypatch, tmp_path)
+    if with_isal is None:
+        assert with_zlib is None
+    else:
+        assert_same(with_zlib, with_isal)

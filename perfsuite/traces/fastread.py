@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import re
 import threading
+import zlib
 from array import array
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
@@ -49,6 +50,16 @@ try:
     import msgspec
 except ImportError:  # the reference path reads every trace without it
     msgspec = None  # type: ignore[assignment]
+
+try:  # ISA-L's inflate: the same bytes as zlib's for about a third of the CPU time
+    from isal import igzip as _igzip
+    from isal.igzip_lib import IsalError
+except ImportError:
+    _igzip = None  # type: ignore[assignment]
+    IsalError = zlib.error  # type: ignore[assignment,misc]
+
+# What a damaged gzip stream raises while it is read (either inflater).
+DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, IsalError)
 
 CHUNK_BYTES = 16 * 1024 * 1024
 # An event must end within this many bytes of the last cut, or the file is left to the
@@ -442,13 +453,19 @@ def text_size(raw: BinaryIO) -> int:
     return size
 
 
-def open_stream(raw: BinaryIO) -> BinaryIO:
-    """The decompressed bytes of a plain or gzipped file."""
+def open_stream(raw: BinaryIO, fast_gzip: bool | None = None) -> BinaryIO:
+    """The decompressed bytes of a plain or gzipped file. gzip is inflated by ISA-L when
+    python-isal is installed (`fast_gzip`, default: when it is), else by zlib: the same
+    bytes either way."""
     magic = raw.read(2)
     raw.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+    if magic != b"\x1f\x8b":
+        return raw
+    if fast_gzip is None:
+        fast_gzip = _igzip is not None
+    if fast_gzip:
+        return _igzip.IGzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
 
 
 def worker_count() -> int:
