@@ -354,19 +354,20 @@ class Layout(Exception):
     """The file is not laid out as this module reads it: the reference path reads it."""
 
 
-def _cut(buf: bytes) -> tuple[int, int] | None:
-    """(end of the last event that ends within CHUNK_BYTES, start of the next); for an
-    event longer than that, the first boundary after it; None when there is none yet."""
-    i = min(len(buf), CHUNK_BYTES)
+def _cut(buf: bytearray, end: int) -> tuple[int, int] | None:
+    """In buf[:end]: (end of the last event that ends within CHUNK_BYTES, start of the
+    next); for an event longer than that, the first boundary after it; None when there is
+    none yet."""
+    i = min(end, CHUNK_BYTES)
     while True:
         j = buf.rfind(b"}", 0, i)
         if j < 0:
             break
-        m = _SEP.match(buf, j + 1)
+        m = _SEP.match(buf, j + 1, end)
         if m is not None:
             return j + 1, m.end() - 1
         i = j
-    m = _BOUNDARY.search(buf, CHUNK_BYTES)
+    m = _BOUNDARY.search(buf, CHUNK_BYTES, end)
     return None if m is None else (m.start() + 1, m.end() - 1)
 
 
@@ -410,33 +411,45 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryvie
         raise Layout("the head does not decode") from None
     if not isinstance(head, dict) or list(head)[:-1] != list(metadata):
         raise Layout("the head is not the metadata")
-    # one growing buffer: reads are appended, chunks are views of its front, and a cut drops
-    # the front in place (bytearray deletes from the start without moving the rest)
-    pending = bytearray(buf[m.end() :])
+    # One buffer of fixed size for the whole file: the stream is read into it in place, a
+    # chunk is a view of its front, and the text after a cut moves to the front. No
+    # reallocation: fresh pages for every chunk would cost as much as the copies.
+    rest = buf[m.end() :]
     del buf
+    pending = bytearray(MAX_PENDING_BYTES + 2 * CHUNK_BYTES)
+    space = memoryview(pending)
+    end = len(rest)
+    space[:end] = rest
+    del rest
     eof = False
-    while not eof:
-        while len(pending) < CHUNK_BYTES and not eof:
-            more = fh.read(CHUNK_BYTES)
-            eof = not more
-            pending += more
-        if eof:
-            break
-        cut = _cut(pending)
-        if cut is None:
-            if len(pending) > MAX_PENDING_BYTES:
-                raise Layout("an event larger than the buffer")
-            more = fh.read(CHUNK_BYTES)
-            eof = not more
-            pending += more
-            continue
-        view = memoryview(pending)[: cut[0]]
-        try:
-            yield view  # valid until the next chunk is asked for
-        finally:
-            view.release()
-        del pending[: cut[1]]
-    last = _last_events(bytes(pending))
+    try:
+        while not eof:
+            while end < CHUNK_BYTES and not eof:  # to CHUNK_BYTES: the tail stays short
+                got = fh.readinto(space[end:CHUNK_BYTES])
+                eof = not got
+                end += got
+            if eof:
+                break
+            cut = _cut(pending, end)
+            if cut is None:
+                if end > MAX_PENDING_BYTES:
+                    raise Layout("an event larger than the buffer")
+                got = fh.readinto(space[end : end + CHUNK_BYTES])
+                eof = not got
+                end += got
+                continue
+            view = space[: cut[0]]
+            try:
+                yield view  # valid until the next chunk is asked for
+            finally:
+                view.release()
+            tail = bytes(space[cut[1] : end])
+            end = len(tail)
+            space[:end] = tail
+            del tail
+        last = _last_events(bytes(space[:end]))
+    finally:
+        space.release()
     if last:
         yield last
 
