@@ -113,6 +113,7 @@ def available() -> bool:
 
 if msgspec is not None:
     _UNSET: Any = msgspec.UNSET
+    _NO_TEXT = msgspec.Raw(b"")
 
     class _Args(msgspec.Struct, gc=False):
         """The args keys the analysis reads; every other key is skipped in C."""
@@ -122,11 +123,10 @@ if msgspec is not None:
         stream: int | str | msgspec.UnsetType | None = _UNSET
         correlation: int | str | msgspec.UnsetType | None = _UNSET
         # shapes stay raw text: the key of the shape interner, decoded once per new shape
-        dims: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=_UNSET, name="Input Dims")
-        types: msgspec.Raw | msgspec.UnsetType = msgspec.field(default=_UNSET, name="Input type")
-        concrete: msgspec.Raw | msgspec.UnsetType = msgspec.field(
-            default=_UNSET, name="Concrete Inputs"
-        )
+        # absent: empty text (a present value's text never is)
+        dims: msgspec.Raw = msgspec.field(default=_NO_TEXT, name="Input Dims")
+        types: msgspec.Raw = msgspec.field(default=_NO_TEXT, name="Input type")
+        concrete: msgspec.Raw = msgspec.field(default=_NO_TEXT, name="Concrete Inputs")
         nbytes: Any = msgspec.field(default=_UNSET, name="Bytes")
         total_allocated: Any = msgspec.field(default=_UNSET, name="Total Allocated")
         total_reserved: Any = msgspec.field(default=_UNSET, name="Total Reserved")
@@ -187,10 +187,20 @@ _CLASS: dict[Any, int] = {
 def _ids(values: list[Any], default: int) -> Any:
     """Ids as reader.fill_events stores them: ints as they are (the 19-digit check keeps
     them inside int64; the Structs admit no bool or float), anything else through _int."""
-    arr = np.array(values)
-    if arr.dtype == np.int64 or not len(values):
-        return arr.astype(np.int64)
-    return np.array([_int(v, default) for v in values], dtype=np.int64)
+    try:
+        return _ints(values)
+    except (TypeError, OverflowError):  # a str, None or UNSET among them
+        return np.array([_int(v, default) for v in values], dtype=np.int64)
+
+
+def _floats(values: list[float]) -> Any:
+    """A float64 column of a list of floats (array's C loop: numpy's np.array(list)
+    inspects every item's type first)."""
+    return np.frombuffer(array("d", values), dtype=np.float64)
+
+
+def _ints(values: list[int]) -> Any:
+    return np.frombuffer(array("q", values), dtype=np.int64)
 
 
 def _decode_chunk(text: bytes) -> dict[str, Any] | None:
@@ -212,8 +222,8 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
             if e.name == MEMORY_NAME and e.ph in MEMORY_PHASES:
                 _memory(e, mem_cols, mem_threads)
     xs = [e for e in events if e.ph == "X"]
-    ts = np.array([e.ts for e in xs], dtype=np.float64)
-    dur = np.array([e.dur for e in xs], dtype=np.float64)
+    ts = _floats([e.ts for e in xs])
+    dur = _floats([e.dur for e in xs])
     finite = np.isfinite(ts)
     with np.errstate(invalid="ignore"):
         far = finite & ((ts > MAX_TS_US) | (ts < -MAX_TS_US) | (dur > MAX_DUR_US))
@@ -228,8 +238,8 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     if len(xs):
         lo, hi = float(ts.min()), float((ts + dur).max())
     names: dict[str, int] = {}
-    nid = np.array([names.setdefault(e.name, len(names)) for e in xs], dtype=np.int64)
-    cls = np.array([_CLASS.get(e.cat, _OTHER) for e in xs], dtype=np.int64)
+    nid = _ints([names.setdefault(e.name, len(names)) for e in xs])
+    cls = _ints([_CLASS.get(e.cat, _OTHER) for e in xs])
     if (cls == _PROFILER).any():
         return None  # its args are kept whole: the reference code reads this chunk
     cols: dict[str, Any] = {f"memory.{c}": col for c, col in mem_cols.items()}
@@ -261,33 +271,30 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     hi_idx = np.flatnonzero((cls >= 10) & (cls <= _RUNTIME))
     threads: dict[Any, int] = {}
     host = [xs[i] for i in hi_idx.tolist()]
-    th = np.array([threads.setdefault((e.pid, e.tid), len(threads)) for e in host], np.int64)
+    th = _ints([threads.setdefault((e.pid, e.tid), len(threads)) for e in host])
     hcls = cls[hi_idx]
     is_range = hcls < _RUNTIME
     ri, ti = hi_idx[is_range], hi_idx[~is_range]
     ranges = [e for e, r in zip(host, is_range.tolist(), strict=True) if r]
+    # A shape's key is the text of its three values joined by NUL (absent: empty; a NUL
+    # never occurs in JSON text), decoded and frozen once per distinct key.
     shapes: dict[Any, int] = {}
-    shape_keys: dict[tuple[bytes, bytes, bytes], int] = {}
-    shape = np.full(len(ranges), -1, dtype=np.int64)
-    for k, e in enumerate(ranges):
-        a = e.args
-        if a is None or a.dims is unset:
+    shape_keys: dict[bytes, int] = {}
+    shape = array("q", [-1]) * len(ranges)
+    for k, a in enumerate([e.args for e in ranges]):
+        if a is None or not a.dims:
             continue
-        raw = (
-            bytes(a.dims),
-            b"" if a.types is unset else bytes(a.types),
-            b"" if a.concrete is unset else bytes(a.concrete),
-        )
+        raw = _NUL.join((a.dims, a.types, a.concrete))
         sid = shape_keys.get(raw, -1)
         if sid < 0:
-            frozen = _freeze([_ANY.decode(r) if r else None for r in raw])
-            sid = shape_keys[raw] = shapes.setdefault(frozen, len(shapes))
+            values = [_ANY.decode(r) if r else None for r in raw.split(_NUL)]
+            sid = shape_keys[raw] = shapes.setdefault(_freeze(values), len(shapes))
         shape[k] = sid
     cols["ranges.name"] = nid[ri]
     cols["ranges.kind"] = (hcls[is_range] - 10).astype(np.int8)
     cols["ranges.thread"] = th[is_range]
     cols["ranges.ts"], cols["ranges.dur"] = ts[ri], dur[ri]
-    cols["ranges.shape"] = shape
+    cols["ranges.shape"] = np.frombuffer(shape, dtype=np.int64)
     calls = [e for e, r in zip(host, is_range.tolist(), strict=True) if not r]
     cols["runtime.name"] = nid[ti]
     cols["runtime.thread"] = th[~is_range]
@@ -321,6 +328,9 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
         "lo": lo,
         "hi": hi,
     }
+
+
+_NUL = b"\0"
 
 
 def _memory(ev: Any, cols: dict[str, array], threads: dict[Any, int]) -> None:
