@@ -364,7 +364,7 @@ class Layout(Exception):
     """The file is not laid out as this module reads it: the reference path reads it."""
 
 
-def _cut(buf: bytearray, end: int) -> tuple[int, int] | None:
+def _cut(buf: mmap.mmap, end: int) -> tuple[int, int] | None:
     """In buf[:end]: (end of the last event that ends within CHUNK_BYTES, start of the
     next); for an event longer than that, the first boundary after it; None when there is
     none yet."""
@@ -423,10 +423,12 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryvie
         raise Layout("the head is not the metadata")
     # One buffer of fixed size for the whole file: the stream is read into it in place, a
     # chunk is a view of its front, and the text after a cut moves to the front. No
-    # reallocation: fresh pages for every chunk would cost as much as the copies.
+    # reallocation: fresh pages for every chunk would cost as much as the copies. An
+    # anonymous mapping, not a bytearray (which is zero-filled): its pages are resident only
+    # once written, so the room kept for long events costs no memory until one comes.
     rest = buf[m.end() :]
     del buf
-    pending = bytearray(MAX_PENDING_BYTES + 2 * CHUNK_BYTES)
+    pending = mmap.mmap(-1, MAX_PENDING_BYTES + 2 * CHUNK_BYTES)
     space = memoryview(pending)
     end = len(rest)
     space[:end] = rest
@@ -460,6 +462,7 @@ def chunks(fh: BinaryIO, metadata: dict[str, Any]) -> Iterator[bytes | memoryvie
         last = _last_events(bytes(space[:end]))
     finally:
         space.release()
+        pending.close()
     if last:
         yield last
 
