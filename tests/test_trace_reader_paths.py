@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from array import array
 from dataclasses import fields
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from perfsuite.cli import main
 from perfsuite.traces import fastread, reader
@@ -442,3 +444,33 @@ def test_gzip_reads_the_same_with_isal_or_zlib(case, tmp_path, monkeypatch, smal
         assert with_zlib is None
     else:
         assert_same(with_zlib, with_isal)
+
+
+_LONG_RUN = re.compile(rb"[0-9]{19}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"1" * 18,
+        b"1" * 19,
+        b"9" * 40,
+        b"x" + b"0" * 18 + b"x",
+        b"x" + b"0" * 19,
+        b"0" * 19 + b"x",
+        b"1" * 9 + b"." + b"1" * 9,
+        b"1" * 18 + b"/" + b"1" * 18 + b":" + b"1" * 18,  # the bytes either side of 0-9
+        b'{"ts": 1695835535123456.789, "id": 1234567890123456789}',
+        b'{"ts": 1695835535123456.789, "id": 123456789012345678}',
+        b"\xd9\xa1" * 19,  # Arabic-Indic digits are not ASCII digits
+    ],
+)
+def test_digit_run_scan_agrees_with_a_regex(text):
+    assert fastread.has_long_digit_run(text) == bool(_LONG_RUN.search(text))
+
+
+@given(st.binary(max_size=200), st.integers(0, 30), st.integers(0, 200))
+def test_digit_run_scan_agrees_with_a_regex_anywhere(noise, run, pos):
+    text = noise[:pos] + b"7" * run + noise[pos:]
+    assert fastread.has_long_digit_run(text) == bool(_LONG_RUN.search(text))

@@ -73,8 +73,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _BOM = b"\xef\xbb\xbf"
 # yajl (ijson's C backend) refuses integers beyond int64: chunks with a 19-digit run are
 # left to the reference code, which then reports what it reports for them.
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
+_LONG_RUN = 19
 
 # Column layout of one decoded chunk, shared with the reader's merge: (table, column, typecode).
 COLUMNS = (
@@ -184,6 +183,26 @@ _CLASS: dict[Any, int] = {
 }
 
 
+def has_long_digit_run(text: bytes) -> bool:
+    """Whether the text holds a run of _LONG_RUN or more ASCII digits. Whole-array numpy
+    passes (vectorised in C: about a sixth of the instructions of bytes.translate + find):
+    a digit mask, then run masks of width 2, 4, 8, 16 and 19 by shifted ANDs, ping-ponged
+    between two buffers (an output never overlaps its inputs, so numpy copies nothing)."""
+    n = len(text)
+    if n < _LONG_RUN:
+        return False
+    x = np.subtract(np.frombuffer(text, dtype=np.uint8), 48)  # uint8: wraps below b"0"
+    a = np.less(x, 10, out=np.empty(n, dtype=bool))
+    b = x.view(bool)  # x's memory, no longer needed, is the second buffer
+    width = 1
+    for step in (1, 2, 4, 8, _LONG_RUN - 16):
+        # a[i]: a run of >= width digits starts at i; b[i] then: one of width + step
+        m = n - width + 1
+        np.logical_and(a[: m - step], a[step:m], out=b[: m - step])
+        a, b, width = b, a, width + step
+    return bool(a[: n - width + 1].any())
+
+
 def _ids(values: list[Any], default: int) -> Any:
     """Ids as reader.fill_events stores them: ints as they are (the 19-digit check keeps
     them inside int64; the Structs admit no bool or float), anything else through _int."""
@@ -206,7 +225,7 @@ def _ints(values: list[int]) -> Any:
 def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     """decode_chunk's work: whole-column passes (comprehensions, numpy) that give, event
     for event, what reader.fill_events gives."""
-    if _LONG_NUMBER in text.translate(_DIGITS):
+    if has_long_digit_run(text):
         return None
     try:
         events = _DECODER.decode(text)
