@@ -10,11 +10,12 @@ RSS after imports (what analysing the file costs). Rows:
 - HTA: TraceAnalysis load + temporal, kernel and idle-time breakdowns.
 
 Then the "1 GB trace" rows (`--size-gb`, default 1.0; `--no-hta`; `--reference`): one
-generated trace of that size uncompressed (gzipped, as profilers write them) and a folder of
-8 rank files of the same total size, each read by perfsuite cold (no column cache beside it:
-the read writes one), perfsuite warm (the cache), optionally the reference ijson path, and
-HTA. Wall, CPU (the process and its worker processes, user + system, less the memory
-sampler's own) and peak RSS (the sum over the process tree, sampled every 10 ms; interpreter
+generated trace of that size uncompressed, gzipped (as profilers write them) and the same
+file plain, and a folder of 8 gzipped rank files of the same total size, each read by
+perfsuite cold (no column cache beside it: the read writes one), perfsuite warm (the cache),
+optionally the reference ijson path, and HTA (not on the plain copy: it holds the gzipped
+file's events). Wall, CPU (the process and its worker processes, user + system, less the
+memory sampler's own) and peak RSS (the sum over the process tree, sampled every 10 ms; interpreter
 and imports included; buffers shared with workers count once per process).
 `python -m bench trace_throughput --scale-only` runs only these rows.
 """
@@ -25,6 +26,7 @@ import gzip
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -220,20 +222,26 @@ def _scale_rows(size_gb: float, hta: bool, reference: bool, tmp: Path) -> list[l
     """The "1 GB trace" rows: one file of `size_gb` uncompressed and 8 rank files."""
     events = int(size_gb * 1e9 / SYNTH_BYTES_PER_EVENT) // 4 * 4
     label = f"{size_gb:g} GB trace"
-    one = tmp / "one"
-    ranks = tmp / "ranks"
-    one.mkdir()
-    ranks.mkdir()
+    one, plain, ranks = tmp / "one", tmp / "plain", tmp / "ranks"
+    for folder in (one, plain, ranks):
+        folder.mkdir()
     print(f"[bench] generating {events:,} events ({label}) ...", file=sys.stderr, flush=True)
     path = one / "synthetic.json.gz"
     synthetic_trace(path, events)
+    with gzip.open(path, "rb") as src, open(plain / "synthetic.json", "wb") as dst:
+        shutil.copyfileobj(src, dst, 16 << 20)
     for r in range(8):
         synthetic_trace(ranks / f"rank-{r}.json.gz", events // 8 // 4 * 4, seed=r, rank=r)
     rows = []
-    for what, target in ((label, path), (f"{label}, 8 ranks", ranks)):
+    targets = (
+        (f"{label} (gzip)", path, hta),
+        (f"{label} (plain JSON)", plain / "synthetic.json", False),
+        (f"{label}, 8 ranks (gzip)", ranks, hta),
+    )
+    for what, target, with_hta in targets:
         modes = ["perfsuite-cold", "perfsuite-warm"]
         modes += ["perfsuite-reference"] if reference else []
-        modes += ["hta"] if hta else []
+        modes += ["hta"] if with_hta else []
         for cache in [
             *target.parent.glob("*.perfsuite-columns"),
             *target.glob("*.perfsuite-columns"),
@@ -277,7 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     print("timeline` computes), the tool's whole run for HTA.")
     print("CPU s: user + system of the process and its workers; peak RSS: sum over the")
     print("process tree, sampled every 10 ms. cold: no column cache (the read writes one);")
-    print("warm: the cache written by the cold read.")
+    print("warm: the cache written by the cold read. HTA does not read the plain copy: it holds")
+    print("the gzipped file's events.")
 
 
 def _small_main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from array import array
 from dataclasses import fields
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from perfsuite.cli import main
 from perfsuite.traces import fastread, reader
@@ -394,3 +396,81 @@ def test_the_worker_pool_reads_every_shared_trace_the_same():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert set(json.loads(out.stdout)) == {2}, out.stdout
+
+
+def _gz_text() -> bytes:
+    evs = [e for odd in ODD_EVENTS[:6] for e in _mixed(odd)]
+    return json.dumps({"schemaVersion": 1, "traceEvents": evs}).encode()
+
+
+GZ_STREAMS = {
+    "one member": lambda t: gzip.compress(t),
+    "two members": lambda t: gzip.compress(t[:5000], 1) + gzip.compress(t[5000:], 9),
+    "corrupt deflate": lambda t: (lambda z: z[:40] + bytes(64) + z[104:])(gzip.compress(t)),
+    "truncated": lambda t: gzip.compress(t)[:-20],
+    "bad crc": lambda t: (lambda z: z[:-8] + bytes(4) + z[-4:])(gzip.compress(t)),
+}
+
+
+@pytest.mark.skipif(fastread._igzip is None, reason="python-isal not installed")
+@pytest.mark.parametrize("case", list(GZ_STREAMS))
+def test_isal_and_zlib_inflate_the_same_bytes(case, tmp_path):
+    """ISA-L (the fast path's default) and zlib give the same bytes, and a damaged stream
+    raises one of fastread.DECOMPRESS_ERRORS under both (the reader then falls back)."""
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(GZ_STREAMS[case](_gz_text()))
+    got = []
+    for fast_gzip in (True, False):
+        with open(path, "rb") as raw:
+            stream = fastread.open_stream(raw, fast_gzip=fast_gzip)
+            try:
+                got.append(stream.read())
+            except fastread.DECOMPRESS_ERRORS as exc:
+                got.append(type(exc).__name__)
+    if case in ("one member", "two members"):
+        assert got[0] == got[1] == _gz_text()
+    else:
+        assert all(isinstance(g, str) for g in got)
+
+
+@pytest.mark.parametrize("case", list(GZ_STREAMS))
+def test_gzip_reads_the_same_with_isal_or_zlib(case, tmp_path, monkeypatch, small_chunks):
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(GZ_STREAMS[case](_gz_text()))
+    with_isal = read_every_way(path, monkeypatch, tmp_path)
+    monkeypatch.setattr(fastread, "_igzip", None)
+    with_zlib = read_every_way(path, monkeypatch, tmp_path)
+    if with_isal is None:
+        assert with_zlib is None
+    else:
+        assert_same(with_zlib, with_isal)
+
+
+_LONG_RUN = re.compile(rb"[0-9]{19}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"1" * 18,
+        b"1" * 19,
+        b"9" * 40,
+        b"x" + b"0" * 18 + b"x",
+        b"x" + b"0" * 19,
+        b"0" * 19 + b"x",
+        b"1" * 9 + b"." + b"1" * 9,
+        b"1" * 18 + b"/" + b"1" * 18 + b":" + b"1" * 18,  # the bytes either side of 0-9
+        b'{"ts": 1695835535123456.789, "id": 1234567890123456789}',
+        b'{"ts": 1695835535123456.789, "id": 123456789012345678}',
+        b"\xd9\xa1" * 19,  # Arabic-Indic digits are not ASCII digits
+    ],
+)
+def test_digit_run_scan_agrees_with_a_regex(text):
+    assert fastread.has_long_digit_run(text) == bool(_LONG_RUN.search(text))
+
+
+@given(st.binary(max_size=200), st.integers(0, 30), st.integers(0, 200))
+def test_digit_run_scan_agrees_with_a_regex_anywhere(noise, run, pos):
+    text = noise[:pos] + b"7" * run + noise[pos:]
+    assert fastread.has_long_digit_run(text) == bool(_LONG_RUN.search(text))

@@ -165,7 +165,7 @@ def _open(path: Path) -> BinaryIO:
         if stream.peek(3)[:3] == _BOM:
             stream.read(3)
         return DepthGuard(stream, path, TraceError, MAX_JSON_DEPTH, underlying=raw)  # type: ignore[return-value]
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raw.close()
         raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
 
@@ -212,7 +212,7 @@ def _read_head(path: Path, backend: Any) -> tuple[dict[str, Any], str | None]:
                     return meta, None
         except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
             raise TraceError(f"{path}: not valid JSON ({_short(exc)})") from None
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise TraceError(f"{path}: cannot read: {_short(exc)}") from None
     return meta, None
 
@@ -283,7 +283,7 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             yield from backend.items(fh, prefix, use_float=True)
         except (ijson.JSONError, ijson.IncompleteJSONError) as exc:
             raise TraceError(f"{p}: not valid JSON ({_short(exc)})") from None
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
 
 
@@ -396,7 +396,7 @@ def _fill_fast(
         with open_regular(p, TraceError) as raw:
             fh = fastread.open_stream(raw)
             fastread.decoded(fastread.chunks(fh, data.metadata), workers, on_chunk)
-    except (fastread.Layout, OSError, EOFError, zlib.error, TraceError):
+    except (fastread.Layout, TraceError, *fastread.DECOMPRESS_ERRORS):
         raise _NotFast from None
     for t, c, _ in fastread.COLUMNS:  # one allocation per column, freed piece by piece
         column = pieces.pop(f"{t}.{c}")
@@ -555,7 +555,7 @@ def _fill(
             raise TraceError(
                 f"{p}: not valid JSON after {data.events_total} events ({_short(exc)})"
             ) from None
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
             raise TraceError(f"{p}: cannot read: {_short(exc)}") from None
 
 
