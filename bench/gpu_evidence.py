@@ -783,30 +783,37 @@ def main(argv: list[str] | None = None) -> Path:
     ]
     only = set(args.only.split(",")) if args.only else None
     sections = []
-    for name, title, fn in plan:
-        sec = Section(name, title, budget_s=BUDGETS[name])
-        sections.append(sec)
-        if only and name not in only:
-            sec.status = "skipped"
-            sec.reasons.append("not selected (--only)")
-            continue
-        now = time.monotonic()
-        ctx.section_deadline = now + BUDGETS[name]
-        if ctx.deadline - RESERVE_S - now < 5:
-            sec.status = "skipped"
-            sec.reasons.append(f"no time left in the overall {args.budget:.0f} s budget")
-            continue
-        print(f"[gpu_evidence] {name} (budget {min(BUDGETS[name], ctx.left()):.0f} s)", flush=True)
-        try:
-            fn(sec)
-        except Overran as exc:
-            sec.status = "partial" if sec.figures or sec.table else "not measured"
-            sec.reasons.append(str(exc))
-        except Exception as exc:  # one section's failure must not lose the others
-            sec.status = "failed"
-            sec.reasons.append(f"{type(exc).__name__}: {exc}")
-        sec.wall_s = time.monotonic() - now
-        print(f"[gpu_evidence] {name}: {sec.status}", flush=True)
+    try:
+        for name, title, fn in plan:
+            sec = Section(name, title, budget_s=BUDGETS[name])
+            sections.append(sec)
+            if only and name not in only:
+                sec.status = "skipped"
+                sec.reasons.append("not selected (--only)")
+                continue
+            now = time.monotonic()
+            ctx.section_deadline = now + BUDGETS[name]
+            if ctx.deadline - RESERVE_S - now < 5:
+                sec.status = "skipped"
+                sec.reasons.append(f"no time left in the overall {args.budget:.0f} s budget")
+                continue
+            print(
+                f"[gpu_evidence] {name} (budget {min(BUDGETS[name], ctx.left()):.0f} s)", flush=True
+            )
+            try:
+                fn(sec)
+            except Overran as exc:
+                sec.status = "partial" if sec.figures or sec.table else "not measured"
+                sec.reasons.append(str(exc))
+            except Exception as exc:  # one section's failure must not lose the others
+                sec.status = "failed"
+                sec.reasons.append(f"{type(exc).__name__}: {exc}")
+            sec.wall_s = time.monotonic() - now
+            print(f"[gpu_evidence] {name}: {sec.status}", flush=True)
+    finally:
+        # The scratch folder holds a CIFAR-10 copy and every section's runs (about 100 MB):
+        # its figures are in `sections` by now, so nothing of it is kept.
+        shutil.rmtree(work, ignore_errors=True)
     env = environment(device)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     slug = re.sub(r"[^a-z0-9]+", "-", str(env["name"]).lower()).strip("-") or device
@@ -814,7 +821,11 @@ def main(argv: list[str] | None = None) -> Path:
     out = (
         Path(args.out)
         if args.out
-        else (work / "results" if args.dry_run else ROOT / "docs/results")
+        else (
+            Path(tempfile.mkdtemp(prefix="perfsuite-gpu-evidence-dry-run-"))
+            if args.dry_run
+            else ROOT / "docs/results"
+        )
     )
     out.mkdir(parents=True, exist_ok=True)
     doc = {

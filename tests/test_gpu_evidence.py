@@ -4,6 +4,7 @@ files have their structure, and what a CPU cannot measure says why instead of a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +28,19 @@ SECTIONS = [
 
 # Session scope: a module fixture is rebuilt when a parallel worker interleaves files.
 @pytest.fixture(scope="session")
-def dry(tmp_path_factory) -> tuple[dict, str]:
+def dry_tmpdir(tmp_path_factory) -> Path:
+    """The TMPDIR of the dry run: its scratch folder goes there."""
+    return tmp_path_factory.mktemp("evidence-tmpdir")
+
+
+@pytest.fixture(scope="session")
+def dry(tmp_path_factory, dry_tmpdir) -> tuple[dict, str]:
     out = tmp_path_factory.mktemp("evidence")
     argv = ["gpu_evidence", "--dry-run", "--device", "cpu", "--out", str(out)]
     proc = subprocess.run(
         [sys.executable, "-m", "bench", *argv],
         cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(dry_tmpdir)},
         capture_output=True,
         text=True,
         timeout=900,
@@ -41,6 +49,11 @@ def dry(tmp_path_factory) -> tuple[dict, str]:
     (js,) = out.glob("*-dry-run.json")
     (md,) = out.glob("*-dry-run.md")
     return json.loads(js.read_text()), md.read_text()
+
+
+def test_the_scratch_folder_is_removed(dry, dry_tmpdir):
+    """The CIFAR-10 copy and the sections' runs (about 100 MB) do not outlive the command."""
+    assert list(dry_tmpdir.iterdir()) == []
 
 
 def _section(doc: dict, name: str) -> dict:
