@@ -124,7 +124,7 @@ def digits_cli_run(cli_roofs_cache, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def digits_cli_group(cli_roofs_cache, tmp_path_factory):
-    """`perfsuite run digits --repeats 5 --seed 7 --threshold 0.8 --parallel 2 --no-capture`:
+    """`perfsuite run digits --repeats 3 --seed 7 --threshold 0.8 --parallel 2 --no-capture`:
     a group of repeats to 80% (the point is the group, not the accuracy or the timings: two
     runs at a time, since each run's process spends most of its life importing). (group
     folder, stdout: the run folders one a line, in the order they finished)."""
@@ -132,7 +132,7 @@ def digits_cli_group(cli_roofs_cache, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("group")
     stdout = cli("run", "digits", "--out", str(out), "--quiet", "--no-peaks", "--no-capture",
-                 "--repeats", "5", "--seed", "7", "--threshold", "0.8", "--parallel", "2",
+                 "--repeats", "3", "--seed", "7", "--threshold", "0.8", "--parallel", "2",
                  cache=cli_roofs_cache)  # fmt: skip
     return out, stdout
 
