@@ -214,8 +214,18 @@ def test_a_large_tensor_changed_in_place_is_named(monkeypatch):
 # -- the example, end to end through the CLI ------------------------------------------------
 
 
-def test_the_from_scratch_example_runs_through_the_cli(tmp_path, cli_roofs_cache):
-    from tests.api_compare import cli
+def test_the_from_scratch_example_runs_through_the_cli(
+    tmp_path, cli_roofs_cache, monkeypatch, capsys
+):
+    """`perfsuite run FILE:CLASS` in-process: the command, not a child's start, is tested."""
+    from perfsuite.__main__ import main
+
+    def cli(*args: str, cache: Path) -> str:
+        monkeypatch.setenv("PERFSUITE_CACHE_DIR", str(cache))
+        monkeypatch.chdir(Path(__file__).resolve().parents[1])
+        capsys.readouterr()
+        assert main(list(args)) == 0
+        return capsys.readouterr().out
 
     out = tmp_path / "runs"
     stdout = cli(
