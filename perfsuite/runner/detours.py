@@ -39,6 +39,7 @@ class TrackedRun(Protocol):
     engine: Engine
     epochs_hint: int | None
     measure_peaks: bool
+    model: Any  # the user's module, before the first step builds `state`
     optimizer: Any
     profile_steps: int
     rec: Recorder
@@ -225,7 +226,6 @@ class Detours:
     def read_math(self, args: tuple, kw: dict) -> None:
         """The record's `math`, read around the first call of the user's step (capture on or
         off, as `perfsuite run` reads it in its warm-up)."""
-
         run = self.run
         dtype = self.step_dtype(args, kw)
         param = parts.trained_parameter(*self._trained())
