@@ -6,7 +6,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    add_top_flag,
+    print_json,
+    resolve_trace,
+    status,
+    top_rows,
+)
 from perfsuite.cli.timeline_ranks import add_flags as add_rank_flags
 
 BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
@@ -47,20 +55,6 @@ def register(sub: Any) -> None:
     add_json_flag(p)
     add_rank_flags(p)
     p.set_defaults(func=run)
-
-
-def resolve_trace(path: str) -> Path:
-    """A trace path from a trace file, a run.json, or a run folder."""
-    p = Path(path)
-    if p.is_dir() or p.name == "run.json":
-        from perfsuite.cli.common import resolve_run
-        from perfsuite.record import load_record
-        from perfsuite.record.sidecars import trace_path
-
-        return trace_path(load_record(resolve_run(path)))
-    if not p.exists():
-        raise CLIError(f"{p}: no such file or folder")
-    return p
 
 
 def _analyze(path: Path, top: int, device: int | None) -> Any:
