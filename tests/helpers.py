@@ -89,13 +89,38 @@ def build_record(make_record, bytes_per_step=1e8):
             {"op": "aten::copy_", "calls": 4, "self_time_s": 0.006},
         ],
     }
+    pk = quantity(1e11, "FLOP/s", "measured", "matmul")
+    bw = quantity(1e10, "byte/s", "measured", "copy")
     rec["ceilings"] = {
         "device": "Test CPU",
         "dtype": "float32",
-        "peak_flops": quantity(1e11, "FLOP/s", "measured", "matmul"),
-        "memory_bandwidth": quantity(1e10, "byte/s", "measured", "copy"),
+        "peak_flops": pk,
+        "memory_bandwidth": bw,
         "spec": None,
+        "roofs": {"fp32": {"peak_flops": pk}, "memory": {"bandwidth": bw}},
     }
+    return rec
+
+
+_KEEP = object()
+
+
+def set_ceilings(rec, peak=_KEEP, bandwidth=_KEEP):
+    """Replace a hand-built record's fp32 compute roof (`peak`) or memory roof (`bandwidth`,
+    None: no roof) in `ceilings` as a writer keeps them: the run's dtype roof and its entry in
+    `ceilings.roofs` alike."""
+    ceil = rec["ceilings"]
+    roofs = ceil.setdefault("roofs", {})
+    if peak is not _KEEP:
+        ceil["peak_flops"] = peak
+        roofs.pop("fp32", None)
+        if peak is not None:
+            roofs["fp32"] = {"peak_flops": peak}
+    if bandwidth is not _KEEP:
+        ceil["memory_bandwidth"] = bandwidth
+        roofs.pop("memory", None)
+        if bandwidth is not None:
+            roofs["memory"] = {"bandwidth": bandwidth}
     return rec
 
 

@@ -260,14 +260,16 @@ def test_roofs_of_a_gpu_record_from_spec_and_peaks_file(tmp_path):
     assert "H100, torch 2.11.0, 16 threads" in source
     assert mine["tf32"]["peak_flops"]["measured_under"] == {"threads": 16}
     assert mine["memory"]["bandwidth"]["provenance"] == "spec"  # no measurement: the spec
+    peak = {"value": 5.4e13, "unit": "FLOP/s", "provenance": "measured"}
     ceil = {
         "dtype": "float32",
         "spec": spec,
-        "peak_flops": {"value": 5.4e13, "unit": "FLOP/s", "provenance": "measured"},
+        "peak_flops": peak,
+        "roofs": {"fp32": {"peak_flops": peak}},
     }
     got = record_roofs(ceil, mine)
     assert got["tf32"]["peak_flops"]["value"] == 3.7e14  # the peaks file first
-    assert got["fp32"]["peak_flops"]["value"] == 5.4e13  # then the record's measured peak
+    assert got["fp32"]["peak_flops"]["value"] == 5.4e13  # then the record's measured roofs
     assert got["bf16"]["peak_flops"]["value"] == 989.5e12  # then the spec table
 
 

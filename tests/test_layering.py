@@ -6,7 +6,9 @@ included, and held to three rules:
 - layers: a module imports its own unit and the layers below it; units that share a layer are
   siblings and do not import each other (`LAYERS`); inside capture, the same rule over its
   packages (`CAPTURE`);
-- no cycle between packages (`package_of` says what counts as a package);
+- no cycle between packages (`package_of` says what counts as a package), and none between
+  modules: imports under `if TYPE_CHECKING:` count too, so a cycle is not hidden behind type
+  hints (`MODULE_CYCLE_LAZY` names the one function-level registration that may close one);
 - an import inside a function of an internal module is there only because that module needs
   an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`;
   a fresh process importing every module counted light loads no heavy dependency.
@@ -101,6 +103,15 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
     ("perfsuite.flops.registry", "perfsuite.flops.*"): (
         "the formula modules register themselves on first lookup; they import `register` from "
         "the registry"
+    ),
+}
+
+# Modules whose function-level imports are left out of the module cycle rule: importing module
+# -> why its imports come back to it by design.
+MODULE_CYCLE_LAZY: dict[str, str] = {
+    "perfsuite.flops.registry": (
+        "the formula modules import `register` from the registry, which imports them on first "
+        "lookup so that a user's formula for a built-in op replaces it"
     ),
 }
 
@@ -239,8 +250,21 @@ def package_graph(modules: dict[str, Path] = MODULES) -> dict[str, dict[str, str
     return graph
 
 
+def module_graph(modules: dict[str, Path] = MODULES) -> dict[str, dict[str, str]]:
+    """{module: {imported module: where}} over `perfsuite/` and `analyzers/`: every import
+    statement, those under `if TYPE_CHECKING:` and inside functions included (except the
+    function-level ones of a module in MODULE_CYCLE_LAZY)."""
+    graph: dict[str, dict[str, str]] = defaultdict(dict)
+    for module, path, target, line, lazy in _all_imports(modules):
+        internal = _internal(target, modules)
+        if internal is None or internal == module or (lazy and module in MODULE_CYCLE_LAZY):
+            continue
+        graph[module].setdefault(internal, f"{path.name}:{line}")
+    return graph
+
+
 def cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
-    """The strongly connected components with more than one package (Tarjan)."""
+    """The strongly connected components with more than one node (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -333,6 +357,16 @@ def test_no_import_cycle_between_packages():
     found = cycles(graph)
     detail = [f"{a} -> {b}: {graph[a][b]}" for c in found for a in c for b in graph[a] if b in c]
     assert not found, f"package import cycles {found}:\n" + "\n".join(detail)
+
+
+def test_no_import_cycle_between_modules():
+    graph = module_graph()
+    found = cycles(graph)
+    detail = [f"{a} -> {b}: {graph[a][b]}" for c in found for a in c for b in graph[a] if b in c]
+    assert not found, (
+        f"module import cycles {found} (move the shared type or function to a module both "
+        "import):\n" + "\n".join(detail)
+    )
 
 
 def test_function_level_imports_only_for_heavy_dependencies():
@@ -460,6 +494,27 @@ def test_a_planted_cycle_fails(tmp_path):
         },
     )
     assert ["perfsuite.devices", "perfsuite.record"] in cycles(package_graph(modules))
+
+
+def test_a_planted_module_cycle_behind_type_checking_fails(tmp_path):
+    typed = (
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from perfsuite.api import b\n"
+    )
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.api.a": typed,
+            "perfsuite.api.b": "from perfsuite.api import a\n",
+            "perfsuite.flops.planted": "def f():\n    from perfsuite.flops import conv\n",
+            "perfsuite.flops.conv": "from perfsuite.flops import planted\n",
+        },
+    )
+    found = cycles(module_graph(modules))
+    assert ["perfsuite.api.a", "perfsuite.api.b"] in found  # type hints count
+    assert any("perfsuite.flops.planted" in c for c in found)  # so do function-level imports
+    graph = module_graph(modules)
+    assert graph["perfsuite.api.a"]["perfsuite.api.b"] == "a.py:4"
+    assert not [c for c in cycles(module_graph()) if "perfsuite.api.a" in c]
 
 
 def test_a_planted_function_level_import_fails(tmp_path):

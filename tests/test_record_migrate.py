@@ -59,8 +59,8 @@ def _older_inference_record(make_record) -> dict:
     return rec
 
 
-def test_current_version_is_3():
-    assert SCHEMA_VERSION == 3
+def test_current_version_is_4():
+    assert SCHEMA_VERSION == 4
 
 
 def test_a_version_1_inference_record_loads_migrated_with_the_same_figures(tmp_path, make_record):
@@ -243,3 +243,45 @@ def test_version_2_calibrations_without_a_basis_say_their_older_rule():
     kept = {"precisions": {}, "basis": "the reference chip (X)"}
     migrate({"schema_version": 2, "counters": {"calibrated": kept}})
     assert kept["basis"] == "the reference chip (X)"
+
+
+def _v3_ceilings(dtype: str = "bfloat16") -> dict:
+    """A version-3 `ceilings` as its writers left it: one peak (of `dtype`) and a bandwidth, no
+    `roofs`, the threads named only in the measured peak's source."""
+    src = "matmul n=2048, 2n^3/t; torch 2.5.0, threads 4, load 0.10"
+    return {
+        "device": "Test CPU",
+        "dtype": dtype,
+        "peak_flops": quantity(2e11, "FLOP/s", "measured", src),
+        "memory_bandwidth": quantity(1e10, "byte/s", "spec", "datasheet"),
+        "spec": None,
+    }
+
+
+def test_version_3_ceilings_get_their_roofs_and_measured_threads(tmp_path, make_record):
+    from perfsuite.analyzers.roofline.doubts import measured_threads
+    from perfsuite.devices.roofs import record_roofs
+
+    rec = {**make_record([(1, 10.0, 0.95)], threshold=0.9), "schema_version": 3}
+    rec["ceilings"] = _v3_ceilings()
+    rec = load_record(_write_v2(tmp_path / "r3", rec))
+    assert rec["_migrated_from"] == 3
+    roofs = record_roofs(rec["ceilings"])
+    assert sorted(roofs) == ["bf16", "memory"]  # the dtype's math, and memory
+    assert roofs["bf16"]["peak_flops"]["value"] == 2e11
+    assert roofs["memory"]["bandwidth"]["value"] == 1e10
+    assert measured_threads(roofs["bf16"]["peak_flops"]) == 4
+    assert measured_threads(rec["ceilings"]["peak_flops"]) == 4
+    assert "measured_under" not in roofs["memory"]["bandwidth"]  # spec: no threads
+    # roofs a version-3 writer kept are kept; the single peak only fills a missing math
+    kept = {"schema_version": 3, "ceilings": _v3_ceilings("float32")}
+    own = quantity(5e11, "FLOP/s", "spec", "datasheet")
+    kept["ceilings"]["roofs"] = {"fp32": {"peak_flops": own}}
+    roofs = migrate(kept)["ceilings"]["roofs"]
+    assert roofs["fp32"]["peak_flops"] is own and roofs["memory"]["bandwidth"]["value"] == 1e10
+    # a measured quantity that already says its threads keeps them
+    said = {"schema_version": 3, "ceilings": _v3_ceilings()}
+    said["ceilings"]["peak_flops"]["measured_under"] = {"threads": 8, "size": 2048}
+    peak = migrate(said)["ceilings"]["roofs"]["bf16"]["peak_flops"]
+    assert peak["measured_under"] == {"threads": 8, "size": 2048}
+    assert migrate({"schema_version": 3, "ceilings": None})["ceilings"] is None

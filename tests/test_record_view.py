@@ -101,3 +101,37 @@ def test_mllog_sidecar_is_read_back_and_checked(tmp_path, make_record, capsys):
     assert any("1 eval_accuracy line(s)" in p and "the record has 2" in p for p in short)
     assert main(["validate", str(tmp_path / "b")]) == 0  # warnings, not errors
     assert "warning: sidecars.mllog" in capsys.readouterr().out
+
+
+def test_an_absent_section_says_why_from_the_records_writer(make_record):
+    from perfsuite.analyzers.results.record_view import why_absent
+    from perfsuite.report.inference_section import energy_rows
+    from perfsuite.report.setup_section import data_rows, switch_rows
+
+    imported = make_record([(1, 10.0, 0.95)], source={"kind": "dawnbench", "files": []})
+    for section in ("data", "switches", "energy"):
+        assert why_absent(imported, section).endswith("(imported from dawnbench)")
+    track = make_record([(1, 10.0, 0.95)], config={"source": "perfsuite.track (user loop)"})
+    assert why_absent(track, "switches").startswith("none: perfsuite.track")
+    assert why_absent(track, "data").startswith("not recorded: no timed epoch ended")
+    off = make_record([(1, 10.0, 0.95)], config={"capture": False})
+    assert why_absent(off, "energy") == "not measured: capture was off"
+    older = make_record([(1, 10.0, 0.95)], environment={"perfsuite": "0.1.0"})
+    older["throughput"] = {"epoch_times_s": [10.0]}
+    for section in ("data", "switches", "energy"):
+        assert why_absent(older, section).startswith("not recorded by perfsuite 0.1.0")
+    # the report's rows carry the same words, and no record is called "older"
+    assert data_rows(imported) == [["data", why_absent(imported, "data")]]
+    assert switch_rows(track) == [["switches", why_absent(track, "switches")]]
+    assert energy_rows(off) == [["energy", "not measured: capture was off"]]
+
+
+def test_the_real_h100_record_says_which_perfsuite_left_its_sections_out(h100):
+    from perfsuite.analyzers.results.record_view import why_absent
+
+    assert (h100["_migrated_from"], h100["environment"]["perfsuite"]) == (1, "0.1.0")
+    for section in ("data", "switches", "energy"):
+        assert section not in h100
+        assert why_absent(h100, section) == (
+            "not recorded by perfsuite 0.1.0, which did not write this section"
+        )

@@ -20,7 +20,7 @@ from perfsuite.report.inference_section import inference_rows
 from perfsuite.report.overview_section import lost_places, overview_section
 from perfsuite.report.timeline_section import kernel_cell
 from tests.conftest import shared_path
-from tests.helpers import build_record
+from tests.helpers import build_record, set_ceilings
 from tests.test_timeline_synthetic import scenario, write_trace
 
 
@@ -87,7 +87,7 @@ def test_roofline_annotations_sit_at_log10_of_their_value(make_record):
 
 def test_ops_above_their_roof_are_drawn_apart_and_top_ops_named(make_record):
     rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    set_ceilings(rec, peak=quantity(1e9, "FLOP/s", "measured", "deliberately low"))
     res = roofline(rec)
     fig = figures.roofline_figure(res).to_plotly_json()
     traces, layout = fig["data"], fig["layout"]

@@ -182,3 +182,23 @@ def accelerator_seconds(rec: Mapping[str, Any], seconds: float | None) -> float 
 def task_direction(record: Mapping[str, Any]) -> str:
     """The record's task.direction: "higher" (default) or "lower" (error rates, perplexity)."""
     return str((record.get("task") or {}).get("direction") or "higher")
+
+
+def why_absent(record: Mapping[str, Any], section: str) -> str:
+    """Why a record has no `data`, `switches` or `energy` section, from what it says about its
+    writer: an import's source never measures them, `perfsuite.track` runs the user's own loop
+    (no switches), capture off reads no energy, a run that ended before its first timed epoch
+    has no input stall; else the perfsuite that wrote it (named) did not record the section."""
+    kind = (record.get("source") or {}).get("kind") or "perfsuite"
+    if kind != "perfsuite":
+        return f"not recorded by this record's source (imported from {kind})"
+    config = record.get("config") or {}
+    if section == "switches" and str(config.get("source", "")).startswith("perfsuite.track"):
+        return "none: perfsuite.track runs the user's own loop (switches are `run --switch`)"
+    if section == "energy" and config.get("capture") is False:
+        return "not measured: capture was off"
+    if section == "data" and not (record.get("throughput") or {}).get("epoch_times_s"):
+        return f"not recorded: no timed epoch ended (status {record.get('status')})"
+    version = (record.get("environment") or {}).get("perfsuite")
+    writer = f"perfsuite {version}" if version else "the perfsuite version that wrote it"
+    return f"not recorded by {writer}, which did not write this section"

@@ -4,18 +4,15 @@ Why: a point above its roof means the model or the roof is wrong, and the cause 
 name the one the record gives evidence for. A CPU peak measured while other jobs loaded the
 machine, with fewer threads than the run used, or by a matmul smaller than the op, is too low;
 its `measured_under` (perfsuite.ceilings: load before/after, CPUs, threads, matrix size) says
-so. Records written before `measured_under` still name the threads in the roof's source text.
+so (records written before `measured_under` get its threads at load: perfsuite.record.migrate).
 Pure functions on record dicts, torch-free.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-_SOURCE_THREADS = re.compile(r"threads (\d+)")
 
 
 @dataclass(frozen=True)
@@ -75,12 +72,9 @@ def _threads(n: int) -> str:
 
 
 def measured_threads(q: Mapping[str, Any]) -> int | None:
-    """Threads a measured roof was taken with: `measured_under.threads`, else its source."""
+    """Threads a measured roof was taken with (`measured_under.threads`), else None."""
     t = (_under(q) or {}).get("threads")
-    if isinstance(t, int) and not isinstance(t, bool):
-        return t
-    m = _SOURCE_THREADS.search(str(q.get("source") or ""))
-    return int(m.group(1)) if m else None
+    return t if isinstance(t, int) and not isinstance(t, bool) else None
 
 
 def doubts(

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from perfsuite.analyzers.roofline.doubts import Suspects
+from perfsuite.analyzers.roofline.mathmode import Context
+from perfsuite.analyzers.roofline.results import OpRoofline, RunRoofline
 from perfsuite.devices.maths import SPEC_DTYPE
 from perfsuite.fmt import si
-
-if TYPE_CHECKING:
-    from perfsuite.analyzers.roofline.mathmode import Context
-    from perfsuite.analyzers.roofline.points import OpRoofline, RunRoofline
 
 
 def _wrong_math(evidence: str | None, ratio: float, peak: float | None, s: Suspects) -> str:

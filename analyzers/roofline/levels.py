@@ -12,7 +12,8 @@ from typing import Any
 
 from perfsuite.analyzers.roofline.mathmode import Context, from_counters, from_kernels
 from perfsuite.analyzers.roofline.measured import counted_ops, op_of
-from perfsuite.analyzers.roofline.points import OpRoofline, Placement, place
+from perfsuite.analyzers.roofline.points import place
+from perfsuite.analyzers.roofline.results import OpRoofline, Placement
 from perfsuite.fmt import short_kernel_name
 
 

@@ -19,13 +19,14 @@ from perfsuite.analyzers.roofline.flags import counter_evidence
 from perfsuite.analyzers.roofline.inputs import _q
 from perfsuite.analyzers.roofline.mathmode import Context, context, guess_family, work_by_op
 from perfsuite.analyzers.roofline.measured import compare_counted_measured
-from perfsuite.analyzers.roofline.points import OpRoofline, _div, place
+from perfsuite.analyzers.roofline.points import _div, place
 from perfsuite.analyzers.roofline.reconcile import (
     Reconciled,
     own_times,
     profiled_times,
     reconcile_record,
 )
+from perfsuite.analyzers.roofline.results import OpRoofline
 from perfsuite.devices.maths import MATRIX_FAMILIES
 
 

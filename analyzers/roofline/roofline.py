@@ -29,8 +29,9 @@ from perfsuite.analyzers.roofline.levels import Hierarchical, hierarchical
 from perfsuite.analyzers.roofline.machine_speed import WindowSpeed
 from perfsuite.analyzers.roofline.mathmode import context
 from perfsuite.analyzers.roofline.ops import op_rooflines
-from perfsuite.analyzers.roofline.points import OpRoofline, RunRoofline, run_roofline
+from perfsuite.analyzers.roofline.points import run_roofline
 from perfsuite.analyzers.roofline.reconcile import Reconciled
+from perfsuite.analyzers.roofline.results import OpRoofline, RunRoofline
 
 # One line per field of the whole-run block; the CLI and report show these verbatim.
 EXPLAIN = {

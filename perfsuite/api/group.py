@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -22,12 +22,10 @@ from perfsuite.analyzers.runs.stability import (
     stability,
     training_records,
 )
+from perfsuite.api.figures import GroupFigures
 from perfsuite.api.frames import Spec, frame, of_child
 from perfsuite.api.run import Run, cost_frame
 from perfsuite.record import RecordError, find_records, load_record
-
-if TYPE_CHECKING:
-    from perfsuite.api.figures import GroupFigures
 
 # Rows are (GroupStability, RunOutcome) pairs.
 RUNS: Spec = [
@@ -197,6 +195,4 @@ class Group:
     @cached_property
     def figures(self) -> GroupFigures:
         """Plotly figures of these runs (accuracy curves), drawn by the report's code."""
-        from perfsuite.api.figures import GroupFigures
-
-        return GroupFigures(self)
+        return GroupFigures(self.records)

@@ -22,9 +22,10 @@ from perfsuite.analyzers.results.record_view import framework
 from perfsuite.analyzers.roofline.flags import roof_name
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.ops import ranked_ops
-from perfsuite.analyzers.roofline.points import RunRoofline
+from perfsuite.analyzers.roofline.results import RunRoofline
 from perfsuite.analyzers.roofline.roofline import EXPLAIN, Roofline, roofline
 from perfsuite.analyzers.roofline.utilization import Utilization, utilization
+from perfsuite.api.figures import RunFigures
 from perfsuite.api.frames import TEXT_COLUMNS, Spec, flatten, frame, records_frame, series
 from perfsuite.devices.roofs import peaks_file_roofs
 from perfsuite.flops.mfu import mfu
@@ -39,7 +40,6 @@ from perfsuite.record.sidecars import (
 from perfsuite.views.roofline_rows import utilization_doubted
 
 if TYPE_CHECKING:
-    from perfsuite.api.figures import RunFigures
     from perfsuite.api.trace import Trace
 
 # One row per op of the profiled window joined with its FLOP/byte model; per training step.
@@ -425,6 +425,4 @@ class Run:
     @cached_property
     def figures(self) -> RunFigures:
         """Plotly figures of this run, drawn by the report's own figure code."""
-        from perfsuite.api.figures import RunFigures
-
-        return RunFigures(self)
+        return RunFigures(self.record, self._need_roofline, lambda: self._utilization)

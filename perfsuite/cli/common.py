@@ -250,6 +250,19 @@ def resolve_run(arg: str) -> Path:
     )
 
 
+def resolve_trace(path: str) -> Path:
+    """A trace path from a trace file, a run.json, or a run folder."""
+    p = Path(path)
+    if p.is_dir() or p.name == "run.json":
+        from perfsuite.record import load_record
+        from perfsuite.record.sidecars import trace_path
+
+        return trace_path(load_record(resolve_run(path)))
+    if not p.exists():
+        raise CLIError(f"{p}: no such file or folder")
+    return p
+
+
 def output_path(
     output: str, records: Iterable[Mapping[str, Any]] = (), inputs: Iterable[str] = ()
 ) -> Path:

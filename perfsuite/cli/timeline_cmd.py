@@ -6,8 +6,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    add_top_flag,
+    print_json,
+    resolve_trace,
+    status,
+    top_rows,
+)
 from perfsuite.cli.timeline_ranks import add_flags as add_rank_flags
+from perfsuite.views.timeline_rows import CATEGORY_HEADERS, OP_HEADERS, category_rows, op_rows
 
 BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
 NAME_WIDTH = 60
@@ -47,20 +56,6 @@ def register(sub: Any) -> None:
     add_json_flag(p)
     add_rank_flags(p)
     p.set_defaults(func=run)
-
-
-def resolve_trace(path: str) -> Path:
-    """A trace path from a trace file, a run.json, or a run folder."""
-    p = Path(path)
-    if p.is_dir() or p.name == "run.json":
-        from perfsuite.cli.common import resolve_run
-        from perfsuite.record import load_record
-        from perfsuite.record.sidecars import trace_path
-
-        return trace_path(load_record(resolve_run(path)))
-    if not p.exists():
-        raise CLIError(f"{p}: no such file or folder")
-    return p
 
 
 def _analyze(path: Path, top: int, device: int | None) -> Any:
@@ -142,11 +137,7 @@ def _device_lines(d: Any) -> list[str]:
     ]
     if d.compute_comm_overlap_s:
         out.append(f"  compute/communication overlap {si(d.compute_comm_overlap_s, 's')}")
-    rows = [
-        [c.category, c.count, si(c.total_s, "s"), si(c.busy_s, "s"), pct(c.busy_s / span)]
-        for c in d.categories
-    ]
-    out.append(_indent(table(rows, ["category", "events", "sum", "busy", "of span"], "lrrrr")))
+    out.append(_indent(table(category_rows(d), CATEGORY_HEADERS, "lrrrr")))
     if len(d.streams) > 1:
         rows = [
             [s.stream, s.events, si(s.busy_s, "s"), si(s.idle_s, "s"), si(s.host_wait_s, "s")]
@@ -194,14 +185,8 @@ def render(a: Any) -> str:
             table(rows, ["range (kernel replayed for counters)", "count", "range time"]),
         ]
     if a.ops:
-        rows = [
-            [name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
-             si(o.device_time_s, "s") if a.has_device else "-",
-             "yes" if o.communication else ""]
-            for o in a.ops
-        ]  # fmt: skip
-        headers = ["cpu op", "calls", "self", "total", "kernels", "device time", "collective"]
-        out += ["", "CPU operators", table(rows, headers, "lrrrrrl")]
+        rows = op_rows(a.ops, a.has_device, name)
+        out += ["", "CPU operators", table(rows, OP_HEADERS, "lrrrrrl")]
     if a.has_device:
         out.append(
             f"device time with a launching cpu_op: {si(a.mapped_device_time_s, 's')}, "

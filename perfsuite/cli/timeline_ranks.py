@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfsuite.cli.common import CLIError, html_pages, print_json, status
+from perfsuite.cli.common import CLIError, html_pages, print_json, resolve_trace, status
 from perfsuite.views.rank_rows import (
     ANALYSES_HEADERS,
     DIFF_HEADERS,
@@ -131,8 +131,6 @@ def diff_side(path: str) -> str:
 
     if is_rank_folder(p):
         return path
-    from perfsuite.cli.timeline_cmd import resolve_trace
-
     return str(resolve_trace(path))
 
 

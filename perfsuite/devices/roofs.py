@@ -3,8 +3,7 @@
 Why: one "peak FLOP/s" per run cannot judge a run whose convolutions ran in TF32 on Tensor
 Cores and whose elementwise ops ran on CUDA cores. `ceilings.roofs` keeps a roof per math
 (fp32 CUDA core, tf32, bf16, fp16, fp8...), each labeled measured or spec. Torch-free: the
-analyzers build roofs for old records from their `ceilings` and from a `perfsuite peaks
---json` file.
+analyzers read roofs from a record's `ceilings` and from a `perfsuite peaks --json` file.
 """
 
 from __future__ import annotations
@@ -75,20 +74,6 @@ def spec_roofs(spec: Mapping[str, Any] | None) -> dict[str, Any]:
             out[math] = roof(v, "spec", src)
     if spec.get("memory_bandwidth"):
         out["memory"] = bandwidth_roof(spec["memory_bandwidth"], "spec", src)
-    return out
-
-
-def legacy_roofs(ceilings: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Roofs of a record written before `roofs`: its one peak (for its dtype), its bandwidth."""
-    ceil = ceilings or {}
-    out: dict[str, Any] = {}
-    peak = ceil.get("peak_flops") or {}
-    math = DTYPE_MATH.get(normalize_dtype(ceil.get("dtype")))
-    if math and peak.get("value"):
-        out[math] = {"peak_flops": dict(peak)}
-    bw = ceil.get("memory_bandwidth") or {}
-    if bw.get("value"):
-        out["memory"] = {"bandwidth": dict(bw)}
     return out
 
 
@@ -176,7 +161,7 @@ def merge_roofs(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
 def record_roofs(
     ceilings: Mapping[str, Any] | None, peaks: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The roofs an analysis uses: a user's peaks file, then `ceilings.roofs`, then the
-    record's single peak and bandwidth, then its spec entry."""
+    """The roofs an analysis uses: a user's peaks file, then `ceilings.roofs`, then its spec
+    entry. (Records whose `ceilings` predate `roofs` get them at load: perfsuite.record.migrate.)"""
     ceil = ceilings or {}
-    return merge_roofs(peaks, ceil.get("roofs"), legacy_roofs(ceil), spec_roofs(ceil.get("spec")))
+    return merge_roofs(peaks, ceil.get("roofs"), spec_roofs(ceil.get("spec")))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from perfsuite.analyzers.roofline.points import OpRoofline
+from perfsuite.analyzers.roofline.results import OpRoofline
 from perfsuite.figures.label_place import DIRECTIONS, place_labels, text_size
 
 # Op names are placed in px by label_place, so px per decade must be known on both axes. The

@@ -11,6 +11,7 @@ Steps are frozen: they say what an older writer meant, so they never change once
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -137,8 +138,66 @@ def _v2_to_v3(record: dict[str, Any]) -> None:
         )
 
 
+# The math of each dtype name a version-3 `ceilings.dtype` used (the roof its `peak_flops` is),
+# as version 3's readers mapped it (perfsuite.devices.maths then).
+_V3_DTYPE_MATH = {
+    "float64": "fp64", "fp64": "fp64", "double": "fp64",
+    "float32": "fp32", "fp32": "fp32", "float": "fp32",
+    "tf32": "tf32",
+    "bfloat16": "bf16", "bf16": "bf16", "amp_bf16": "bf16",
+    "float16": "fp16", "fp16": "fp16", "half": "fp16", "amp_fp16": "fp16", "amp": "fp16",
+    "fp8": "fp8", "float8": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "int8": "int8",
+}  # fmt: skip
+# A measured roof's source text named its thread count this way before `measured_under`.
+_V3_SOURCE_THREADS = re.compile(r"threads (\d+)")
+
+
+def _v3_math(dtype: Any) -> str | None:
+    d = str(dtype or "float32").strip().lower().removeprefix("torch.")
+    return _V3_DTYPE_MATH.get(d)
+
+
+def _v3_threads(q: Any) -> None:
+    """A measured quantity without `measured_under.threads` gets the count its source names."""
+    if not isinstance(q, dict) or q.get("provenance") != "measured":
+        return
+    under = q.get("measured_under")
+    if isinstance(under, dict) and "threads" in under:
+        return
+    m = _V3_SOURCE_THREADS.search(str(q.get("source") or ""))
+    if m:
+        q["measured_under"] = {**(under if isinstance(under, dict) else {}), "threads": int(m[1])}
+
+
+def _v3_to_v4(record: dict[str, Any]) -> None:
+    """Version 3 -> 4: every `ceilings` section has its roofs per math, and every measured
+    roof says the threads it was measured with.
+
+    - `ceilings.roofs`: absent in records written before the capture kept a roof per math,
+      which had one `peak_flops` (the roof of `ceilings.dtype`) and `memory_bandwidth`; those
+      become the roofs of that math and of memory (where `roofs` lacks them). Set (possibly
+      empty) in every non-empty `ceilings`; every writer of version 4 writes it.
+    - `measured_under.threads`: absent in measured quantities written before the capture
+      stored `measured_under`, whose source text named the threads ("threads N"); set from it.
+    """
+    ceil = record.get("ceilings")
+    if not isinstance(ceil, dict) or not ceil:
+        return
+    roofs = ceil.get("roofs") if isinstance(ceil.get("roofs"), dict) else {}
+    peak, bw = ceil.get("peak_flops"), ceil.get("memory_bandwidth")
+    math = _v3_math(ceil.get("dtype"))
+    if math and isinstance(peak, dict) and peak.get("value") and math not in roofs:
+        roofs[math] = {"peak_flops": dict(peak)}
+    if isinstance(bw, dict) and bw.get("value") and "memory" not in roofs:
+        roofs["memory"] = {"bandwidth": dict(bw)}
+    ceil["roofs"] = roofs
+    for q in (peak, bw, *(x for r in roofs.values() if isinstance(r, dict) for x in r.values())):
+        _v3_threads(q)
+
+
 # version -> the step that turns a record of that version into the next one
-STEPS: dict[int, Callable[[dict[str, Any]], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+STEPS: dict[int, Callable[[dict[str, Any]], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(record: Any) -> Any:

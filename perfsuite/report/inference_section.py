@@ -10,6 +10,7 @@ from typing import Any
 
 from perfsuite import fmt
 from perfsuite.analyzers.results.inference import OLDER_RULE, energy_view, inference_view
+from perfsuite.analyzers.results.record_view import why_absent
 from perfsuite.report import html as h
 from perfsuite.task_metrics import value_text
 
@@ -81,7 +82,7 @@ def energy_rows(rec: Mapping[str, Any]) -> list[list[str]]:
         rows.append(["energy per 10,000 inferences", fmt.si(v.energy_per_10k_j, "J")])
     elif v.energy_note:
         rows.append(["energy per 10,000 inferences", f"- ({v.energy_note})"])
-    return rows or [["energy", "not recorded (older record)"]]
+    return rows or [["energy", why_absent(rec, "energy")]]
 
 
 def inference_section(records: Sequence[Mapping[str, Any]]) -> str:

@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perfsuite import fmt
+from perfsuite.analyzers.results.record_view import why_absent
 from perfsuite.report import html as h
 
 
 def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     data = rec.get("data") or {}
     if not data:
-        return [["data", "not recorded (older record)"]]
+        return [["data", why_absent(rec, "data")]]
     stall = data.get("stall_time") or {}
     frac = data.get("stall_fraction")
     rows = [
@@ -46,7 +47,7 @@ def data_rows(rec: Mapping[str, Any]) -> list[list[str]]:
 def switch_rows(rec: Mapping[str, Any]) -> list[list[str]]:
     sw = rec.get("switches") or {}
     if not sw:
-        return [["switches", "not recorded (older record)"]]
+        return [["switches", why_absent(rec, "switches")]]
     given = (sw.get("requested") or {}).get("given") or []
     rows = [["switches given", ", ".join(given) or "none (the recipe as is)"]]
     rows += [[f"effect.{k}", h.cell_text(v)] for k, v in (sw.get("effect") or {}).items()]
@@ -54,9 +55,7 @@ def switch_rows(rec: Mapping[str, Any]) -> list[list[str]]:
 
 
 def math_rows(rec: Mapping[str, Any]) -> list[list[str]]:
-    math = rec.get("math") or {}
-    if not math:
-        return [["math", "not recorded: analyses assume the torch version's defaults"]]
+    math = rec.get("math") or {}  # every record has one (older ones get it at load)
     return [[f"math.{k}", h.cell_text(v)] for k, v in math.items()]
 
 

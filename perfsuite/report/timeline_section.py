@@ -13,7 +13,14 @@ from perfsuite.analyzers.timeline import TraceError, analyze_trace, read_trace
 from perfsuite.record import RecordError
 from perfsuite.record.sidecars import trace_path
 from perfsuite.report import html as h
-from perfsuite.views.timeline_rows import TOP_KERNEL_HEADERS, top_kernel_rows
+from perfsuite.views.timeline_rows import (
+    CATEGORY_HEADERS,
+    OP_HEADERS,
+    TOP_KERNEL_HEADERS,
+    category_rows,
+    op_rows,
+    top_kernel_rows,
+)
 
 PERFETTO = "https://ui.perfetto.dev/"
 KERNEL_NAME_CHARS = 60  # a shortened kernel name is cut here; the cell's title has it whole
@@ -117,16 +124,7 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
         label = f"device {d.device}" + (f" ({d.name})" if d.name else "")
         parts.append(f"<h4>{h.esc(label)}: where the device time goes</h4>")
         parts.append(h.table(["", "time", "of span"], _device_rows(d), [False, True, True]))
-        parts.append(
-            h.table(
-                ["kernel category", "events", "sum", "busy (union)"],
-                [
-                    [c.category, c.count, fmt.si(c.total_s, "s"), fmt.si(c.busy_s, "s")]
-                    for c in d.categories
-                ],
-                [False, True, True, True],
-            )
-        )
+        parts.append(h.table(CATEGORY_HEADERS, category_rows(d), [False, *[True] * 4]))
     if not a.devices:
         parts.append(_no_device_note(a))
     if a.top_kernels:
@@ -138,18 +136,8 @@ def timeline_section(rec: Mapping[str, Any], top: int = 10) -> str:
             )
         )
     if a.ops:
-        parts.append(
-            h.table(
-                ["CPU operator", "calls", "self", "total"]
-                + (["device time"] if a.has_device else []),
-                [
-                    [o.name, o.calls, fmt.si(o.self_s, "s"), fmt.si(o.total_s, "s")]
-                    + ([fmt.si(o.device_time_s, "s")] if a.has_device else [])
-                    for o in a.ops
-                ],
-                [False, True, True, True, True],
-            )
-        )
+        rows = op_rows(a.ops, a.has_device, str)
+        parts.append(h.table(OP_HEADERS, rows, [False, *[True] * 5, False]))
     parts.append(_analyses(a, data, top))
     # the record's own notes on the trace (a TensorFlow XSpace: planes left out, kernels renamed)
     parts.append(h.notes([*(rec.get("timeline") or {}).get("notes", []), *a.notes]))

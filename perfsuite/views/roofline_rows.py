@@ -8,7 +8,7 @@ from typing import Any
 from perfsuite import fmt
 from perfsuite.analyzers.roofline.measured import OP_MAPPING
 from perfsuite.analyzers.roofline.ops import ranked_ops
-from perfsuite.analyzers.roofline.points import RunRoofline
+from perfsuite.analyzers.roofline.results import RunRoofline
 from perfsuite.analyzers.roofline.roofline import EXPLAIN, Roofline
 from perfsuite.flops.mfu import MFU
 

@@ -1,6 +1,7 @@
-"""Rows of one trace's kernel launch statistics, stream queues and memory peak
-(`perfsuite.analyzers.timeline.launch`, `.queues`, `.memory`), shared by `perfsuite timeline`
-and the report's timeline section so both name the same columns and fill them alike.
+"""Rows of one trace's kernel time by category, CPU operators, top kernels, kernel launch
+statistics, stream queues and memory peak (`perfsuite.analyzers.timeline` and its `.launch`,
+`.queues`, `.memory`), shared by `perfsuite timeline` and the report's timeline section so
+both name the same columns and fill them alike.
 
 A kernel or op name is shown as the caller's `name` renders it (shortened in a terminal, a
 cell with the full name on hover in a page).
@@ -11,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from perfsuite.fmt import si
+from perfsuite.fmt import pct, si
 
 if TYPE_CHECKING:
     from perfsuite.analyzers.timeline.model import (
+        DeviceTimeline,
         KernelLaunchStat,
         KernelStat,
         LaunchGroup,
         MemoryStat,
+        OpStat,
         QueueStat,
     )
 
@@ -30,6 +33,29 @@ QUEUE_HEADERS = ["device", "stream", "launches", "max", "mean (time-weighted)", 
                  "span"]  # fmt: skip
 HOLDER_HEADERS = ["allocations", "bytes"]  # after the column naming who held the peak
 TOP_KERNEL_HEADERS = ["category", "count", "total", "mean"]  # after the kernel's name
+CATEGORY_HEADERS = ["kernel category", "events", "sum", "busy (union)", "of span"]
+OP_HEADERS = ["cpu op", "calls", "self", "total", "kernels", "device time", "collective"]
+
+
+def category_rows(d: DeviceTimeline) -> list[list[Any]]:
+    """One device's kernel time by category (`CATEGORY_HEADERS`): events, summed kernel time,
+    the union of their intervals, and that union's share of the device's span."""
+    span = d.span_s or float("nan")
+    return [
+        [c.category, c.count, si(c.total_s, "s"), si(c.busy_s, "s"), pct(c.busy_s / span)]
+        for c in d.categories
+    ]
+
+
+def op_rows(ops: list[OpStat], has_device: bool, name: Callable[[str], Any]) -> list[list[Any]]:
+    """The busiest CPU operators (`OP_HEADERS`): calls, self and inclusive host time, kernels
+    launched, their device time ("-" in a trace without a device) and whether it is a
+    collective."""
+    return [
+        [name(o.name), o.calls, si(o.self_s, "s"), si(o.total_s, "s"), o.kernels,
+         si(o.device_time_s, "s") if has_device else "-", "yes" if o.communication else ""]
+        for o in ops
+    ]  # fmt: skip
 
 
 def top_kernel_rows(kernels: list[KernelStat], name: Callable[[str], Any]) -> list[list[Any]]:

@@ -10,7 +10,7 @@ from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.points import place
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
-from tests.helpers import build_record
+from tests.helpers import build_record, set_ceilings
 
 APPROX = {"rel": 1e-12}
 
@@ -231,7 +231,7 @@ def test_gpu_op_time_uses_inclusive_device_time_of_nested_kernels():
 def test_too_low_roof_is_flagged_not_shown_as_fact(make_record):
     rec = build_record(make_record)
     # a roof 100x too low: mm reaches 3.2e10 FLOP/s against a 1e9 "peak"
-    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    set_ceilings(rec, peak=quantity(1e9, "FLOP/s", "measured", "deliberately low"))
     res = roofline(rec)
     mm = next(o for o in res.ops if o.op == "aten::mm").placement
     assert mm.frac_of_roof is None and mm.frac_of_peak is None
@@ -248,7 +248,7 @@ def test_too_low_roof_in_cli_text(make_record, tmp_path, capsys):
     from perfsuite.record import write_record
 
     rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    set_ceilings(rec, peak=quantity(1e9, "FLOP/s", "measured", "deliberately low"))
     path = write_record(tmp_path, rec)
     assert main(["roofline", str(path)]) == 0
     out = capsys.readouterr().out
@@ -265,9 +265,9 @@ def test_recorded_math_policy_picks_the_roof_without_a_trace(make_record):
         "device": "NVIDIA H100 80GB HBM3",
         "dtype": "float32",
         "spec": spec,
-        "peak_flops": quantity(5e13, "FLOP/s", "measured", "matmul fp32"),
-        "memory_bandwidth": quantity(3e12, "byte/s", "measured", "copy"),
     }
+    peak = quantity(5e13, "FLOP/s", "measured", "matmul fp32")
+    set_ceilings(rec, peak=peak, bandwidth=quantity(3e12, "byte/s", "measured", "copy"))
     rec["math"] = {
         "cudnn_allow_tf32": True,
         "matmul_allow_tf32": True,
@@ -375,7 +375,7 @@ def test_no_bandwidth_roof_keeps_the_compute_roof(make_record):
     """A record with a compute roof but no bandwidth still has its blended peak (a digits
     record: peak_flops 73.1 GFLOP/s, frac_of_peak 8.0%); only roof time, ridge, bound go."""
     rec = build_record(make_record)
-    rec["ceilings"]["memory_bandwidth"] = None
+    set_ceilings(rec, bandwidth=None)
     res = roofline(rec)
     r = res.run
     # every op's math is fp32 with a 1e11 roof: the blend is 1e11, achieved 2e9 / 0.1 s
@@ -393,8 +393,8 @@ def test_no_bandwidth_roof_keeps_the_compute_roof(make_record):
 
 def test_no_bandwidth_roof_still_flags_a_run_above_its_peak(make_record):
     rec = build_record(make_record)
-    rec["ceilings"]["memory_bandwidth"] = None
-    rec["ceilings"]["peak_flops"] = quantity(1e10, "FLOP/s", "measured", "matmul")
+    set_ceilings(rec, bandwidth=None)
+    set_ceilings(rec, peak=quantity(1e10, "FLOP/s", "measured", "matmul"))
     r = roofline(rec).run
     # 2e10 FLOP/s achieved over a 1e10 peak: 200%, a flag, never a fraction
     assert r.frac_of_peak is None and r.over_roof == pytest.approx(2.0, **APPROX)

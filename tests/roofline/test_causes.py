@@ -10,6 +10,7 @@ import pytest
 
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
+from perfsuite.record.migrate import migrate
 from tests.helpers import cpu_record
 
 LOADED = {
@@ -89,9 +90,10 @@ def test_one_thread_run_judged_by_a_two_thread_peak_is_said(make_record):
     res = roofline(cpu_record(make_record, quiet, run_threads=1, peak=1e12))
     assert [n for n in res.notes if n.startswith("fp32 roof: ") and _threads_2_vs_1(n)]
     assert _mm(res).flag is None  # under its roof: not a cause, only the note
-    # an old record: the threads come from the roof's source text
-    res = roofline(cpu_record(make_record, None, run_threads=1, peak=1e12))
-    assert [n for n in res.notes if _threads_2_vs_1(n)]
+    # a version-3 record named the threads only in the roof's source text: migrated at load
+    older = {**cpu_record(make_record, None, run_threads=1, peak=1e12), "schema_version": 3}
+    assert not [n for n in roofline(older).notes if _threads_2_vs_1(n)]
+    assert [n for n in roofline(migrate(older)).notes if _threads_2_vs_1(n)]
 
 
 def test_wrong_math_only_when_a_faster_roof_would_hold_it(make_record):

@@ -15,7 +15,7 @@ import pytest
 from perfsuite.__main__ import main
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.record import quantity
-from tests.helpers import build_record, table_rows
+from tests.helpers import build_record, set_ceilings, table_rows
 
 SHOWN = "39.0% DOUBT (see notes)"
 ABOVE = "aten::add, aten::threshold_backward, aten::relu"  # largest ratio first
@@ -183,7 +183,7 @@ def test_a_flagged_compute_bound_op_puts_both_run_fractions_in_doubt(make_record
     """mm at 107% of a 3e10 FLOP/s fp32 roof: frac_of_roof (0.697) and frac_of_peak (0.667)
     both use that roof, and neither is above 1, so both are shown, in doubt."""
     rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(3e10, "FLOP/s", "measured", "matmul")
+    set_ceilings(rec, peak=quantity(3e10, "FLOP/s", "measured", "matmul"))
     res = roofline(rec)
     mm = next(o for o in res.ops if o.op == "aten::mm").placement
     assert mm.over_roof == pytest.approx(3.2e10 / 3e10)

@@ -30,7 +30,7 @@ from perfsuite.figures.label_place import (
 from perfsuite.figures.runs import spread_labels
 from perfsuite.record import load_record, quantity
 from tests.conftest import extract_h100_run, shared_path
-from tests.helpers import build_record
+from tests.helpers import build_record, set_ceilings
 
 L54, L67 = math.log10(54e12), math.log10(67e12)
 
@@ -322,7 +322,7 @@ def test_unknown_position_is_an_error():
 
 def test_a_flagged_op_without_room_is_named_in_its_legend_entry(make_record, monkeypatch):
     rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(1e9, "FLOP/s", "measured", "deliberately low")
+    set_ceilings(rec, peak=quantity(1e9, "FLOP/s", "measured", "deliberately low"))
     monkeypatch.setattr(op_names, "place_labels", lambda points, *a: [None] * len(points))
     fig = figures.roofline_figure(roofline(rec)).to_plotly_json()
     (flagged,) = [t for t in fig["data"] if str(t.get("name", "")).startswith("ABOVE")]

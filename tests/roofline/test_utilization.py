@@ -8,18 +8,21 @@ from perfsuite.analyzers.roofline.utilization import clock_summary, utilization
 from perfsuite.ceilings import match_spec
 from perfsuite.record import quantity
 from perfsuite.record.maths import assumed_math
-from tests.helpers import build_record
+from tests.helpers import build_record, set_ceilings
 
 
 def _gpu_record(make_record, clock_mean):
     rec = build_record(make_record)
     spec = {k: v for k, v in match_spec("NVIDIA A100-SXM4-80GB").items() if k != "match"}
+    peak = quantity(2e14, "FLOP/s", "measured", "matmul")
+    bandwidth = quantity(1.6e12, "byte/s", "measured", "copy")
     rec["ceilings"] = {
         "device": "NVIDIA A100-SXM4-80GB",
         "dtype": "bfloat16",
-        "peak_flops": quantity(2e14, "FLOP/s", "measured", "matmul"),
-        "memory_bandwidth": quantity(1.6e12, "byte/s", "measured", "copy"),
+        "peak_flops": peak,
+        "memory_bandwidth": bandwidth,
         "spec": spec,
+        "roofs": {"bf16": {"peak_flops": peak}, "memory": {"bandwidth": bandwidth}},
     }
     rec["math"] = assumed_math(rec)  # PyTorch's defaults, matrix ops in the bf16 dtype
     rec["throughput"]["step_time"] = quantity(1e-4, "s", "measured")
@@ -112,7 +115,7 @@ def test_cpu_run_with_only_measured_ceilings(make_record):
 
 def test_spec_provenance_peak_counts_as_spec(make_record):
     rec = build_record(make_record)
-    rec["ceilings"]["peak_flops"] = quantity(4e10, "FLOP/s", "spec", "user-set")
+    set_ceilings(rec, peak=quantity(4e10, "FLOP/s", "spec", "user-set"))
     u = utilization(rec)
     assert u.measured_peak is None and u.spec_peak == 4e10
     assert u.run.of_spec_peak == pytest.approx(0.5)
