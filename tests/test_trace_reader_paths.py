@@ -5,6 +5,7 @@ counter, and every figure of `perfsuite timeline --json`."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from array import array
@@ -219,6 +220,25 @@ def test_the_fast_path_decodes_every_phase_itself(tmp_path, monkeypatch):
     kernel = json.dumps(_kernel(1))
     for odd in ('{"ph": "Q"}', '{"name": "x"}', '{"ph": null}', '{"ph": "X", "ph": "s"}'):
         assert fastread.decode_chunk(f"[{kernel}, {odd}]".encode()) is None, odd
+
+
+def test_worker_processes_decode_the_chunks_themselves(small_chunks):
+    """Each chunk is decoded in a worker from the shared slot it was copied to: every chunk
+    comes back decoded (not refused, which the reference code would hide), with the columns
+    a decode in this process gives."""
+    text = json.dumps({"traceEvents": PHASE_EVENTS * 60}).encode()
+    got: list[tuple[bytes, Any]] = []
+    fastread.decoded(
+        fastread.chunks(io.BytesIO(text), {}), 2, lambda t, cols: got.append((t(), cols))
+    )
+    assert len(got) > 3
+    for chunk, cols in got:
+        assert cols is not None
+        ref = fastread.decode_chunk(b"[" + chunk + b"]")
+        assert ref is not None
+        for name, col in ref.pop("columns").items():
+            assert bytes(cols["columns"][name]) == bytes(col), name
+        assert {k: v for k, v in cols.items() if k != "columns"} == ref
 
 
 # Events that make the whole file invalid for the reference reader: both paths must fail alike.

@@ -182,7 +182,7 @@ def _arg(value: Any) -> Any:
     return None if value is _UNSET else value
 
 
-def decode_chunk(text: bytes) -> dict[str, Any] | None:
+def decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
     """Columns of one chunk of events (`[` + the text between two cuts + `]`), or None when
     the strict decoder refuses it. The collector is paused: the chunk's objects hold no cycles, and
     collections triggered by millions of allocations would double the time."""
@@ -207,7 +207,7 @@ _CLASS: dict[Any, int] = {
 }
 
 
-def has_long_digit_run(text: bytes, block: int = 1 << 18) -> bool:
+def has_long_digit_run(text: bytes | memoryview, block: int = 1 << 18) -> bool:
     """Whether the text holds a run of _LONG_RUN or more ASCII digits. numpy passes
     (vectorised in C: about a sixth of the instructions of bytes.translate + find):
     a digit mask, then run masks of width 2, 4, 8, 16 and 19 by shifted ANDs, ping-ponged
@@ -257,7 +257,7 @@ def _ints(values: list[int]) -> Any:
     return np.frombuffer(array("q", values), dtype=np.int64)
 
 
-def _decode_chunk(text: bytes) -> dict[str, Any] | None:
+def _decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
     """decode_chunk's work: whole-column passes (comprehensions, numpy) that give, event
     for event, what reader.fill_events gives."""
     if has_long_digit_run(text):
@@ -581,7 +581,9 @@ _SLOTS: list[mmap.mmap] = []
 
 
 def _decode_slot(slot: int, n: int) -> dict[str, Any] | None:
-    return decode_chunk(_SLOTS[slot][:n])
+    # decoded where it lies: the slot is not written again before this returns, and no
+    # value decoded keeps a view of it (shape keys are joined into bytes of their own)
+    return decode_chunk(memoryview(_SLOTS[slot])[:n])
 
 
 def decoded(
