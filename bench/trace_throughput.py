@@ -15,8 +15,12 @@ file plain, and a folder of 8 gzipped rank files of the same total size, each re
 perfsuite cold (no column cache beside it: the read writes one), perfsuite warm (the cache),
 optionally the reference ijson path, and HTA (not on the plain copy: it holds the gzipped
 file's events). Wall, CPU (the process and its worker processes, user + system, less the
-memory sampler's own) and peak RSS (the sum over the process tree, sampled every 10 ms; interpreter
-and imports included; buffers shared with workers count once per process).
+memory sampler's own) and peak RSS (the sum over the process tree, sampled every 10 ms from
+/proc/<pid>/statm, the tree's members found again every 100 ms; interpreter and imports
+included; buffers shared with workers count once per process). The sampler is a process of
+its own and took 0.03 to 0.05 CPU-s per second of wall on the 2-core VM of
+docs/results/2026-11-27-trace-1gb-cpu.md (scanning every process every 10 ms took 0.1 to
+0.17): on 2 cores its CPU competes with the read.
 `python -m bench trace_throughput --scale-only` runs only these rows.
 """
 
@@ -39,6 +43,45 @@ SHARED_TRACES = Path(os.environ.get("PERFSUITE_SHARED_DATA", ROOT.parent / "shar
 TIMEOUT_S = 1800
 HTA_MAX_EVENTS = 30_000
 
+# The tree's peak RSS, run as `python -c SAMPLER <pid> <out>`: every 10 ms, the sum of the
+# resident pages of <pid> and its descendants (/proc/<pid>/statm, each kept open and read
+# again from offset 0), the largest written to <out>. Finding the descendants scans every
+# process on the machine (psutil reads /proc/*/stat), so the list is refreshed every
+# REFRESH-th sample only (every 100 ms): the reader's worker processes live for the whole read.
+SAMPLER = r"""
+import os, sys, time, psutil
+pid, out, me, peak = int(sys.argv[1]), sys.argv[2], os.getpid(), 0
+page, REFRESH, n, fds = os.sysconf("SC_PAGE_SIZE"), 10, 0, {}
+while True:
+    if n % REFRESH == 0:
+        try:
+            tree = [pid] + [c.pid for c in psutil.Process(pid).children(True) if c.pid != me]
+        except psutil.Error:
+            break
+        for q in set(fds) - set(tree):
+            os.close(fds.pop(q))
+        for q in tree:
+            if q not in fds:
+                try:
+                    fds[q] = os.open(f"/proc/{q}/statm", os.O_RDONLY)
+                except OSError:
+                    pass
+    n += 1
+    rss = 0
+    for q, fd in fds.items():
+        try:
+            rss += int(os.pread(fd, 128, 0).split()[1]) * page
+        except (OSError, IndexError, ValueError):  # the process has ended
+            if q == pid:
+                sys.exit(0)
+    if rss > peak:
+        peak = rss
+        with open(out + ".tmp", "w") as fh:
+            fh.write(str(peak))
+        os.replace(out + ".tmp", out)
+    time.sleep(0.01)
+"""
+
 _CHILD = r"""
 import json, os, sys, time, warnings, logging, resource
 warnings.simplefilter("ignore")
@@ -47,23 +90,7 @@ mode, path = sys.argv[1], sys.argv[2]
 import psutil, subprocess, tempfile
 # The memory sampler is a process of its own: a thread here would make this process
 # multi-threaded, and the trace reader forks its worker pool only in a single-threaded one.
-_SAMPLER = '''
-import os, sys, time, psutil
-pid, out, me, peak = int(sys.argv[1]), sys.argv[2], os.getpid(), 0
-while True:
-    try:
-        p = psutil.Process(pid)
-        rss = p.memory_info().rss + sum(
-            c.memory_info().rss for c in p.children(True) if c.pid != me)
-    except psutil.Error:
-        break
-    if rss > peak:
-        peak = rss
-        with open(out + ".tmp", "w") as fh:
-            fh.write(str(peak))
-        os.replace(out + ".tmp", out)
-    time.sleep(0.01)
-'''
+_SAMPLER = @SAMPLER@
 _peak_file = os.path.join(tempfile.mkdtemp(prefix="perfsuite-bench-"), "peak")
 _sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(os.getpid()), _peak_file])
 if mode.startswith("perfsuite"):
@@ -174,7 +201,7 @@ def _measure(mode: str, path: Path) -> dict | None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, mode, str(path)],
+            [sys.executable, "-c", _CHILD.replace("@SAMPLER@", repr(SAMPLER)), mode, str(path)],
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
@@ -284,9 +311,9 @@ def main(argv: list[str] | None = None) -> None:
     print("read s: wall time of read_trace alone; wall s: read + analysis (what `perfsuite")
     print("timeline` computes), the tool's whole run for HTA.")
     print("CPU s: user + system of the process and its workers; peak RSS: sum over the")
-    print("process tree, sampled every 10 ms. cold: no column cache (the read writes one);")
-    print("warm: the cache written by the cold read. HTA does not read the plain copy: it holds")
-    print("the gzipped file's events.")
+    print("process tree, sampled every 10 ms (its members found every 100 ms). cold: no")
+    print("column cache (the read writes one); warm: the cache written by the cold read. HTA")
+    print("does not read the plain copy: it holds the gzipped file's events.")
 
 
 def _small_main() -> None:

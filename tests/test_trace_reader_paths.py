@@ -5,6 +5,7 @@ counter, and every figure of `perfsuite timeline --json`."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from array import array
@@ -188,6 +189,56 @@ ODD_EVENTS: list[Any] = [
     {"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": 3, "cat": "ac2g", "name": "ac2g"},
     {"ph": "X", "cat": "kernel", "name": "dup", "ts": 1, "ts ": 2, "args": {"device": 1}},
 ]
+
+
+# Events of every kind a Kineto trace holds, with odd values in fields no path reads.
+PHASE_EVENTS: list[Any] = [
+    _kernel(1),
+    {"ph": "s", "id": 3, "pid": 1, "tid": 2, "ts": "3", "cat": "ac2g", "name": "ac2g"},
+    {"ph": "f", "id": 3, "pid": 0, "tid": 7, "ts": 4, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    {"ph": "M", "name": "thread_name", "pid": "Spans", "tid": 1.5, "args": {"name": "x"}},
+    {"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 3, "args": {"Bytes": 4, "Addr": 5}},
+    {"ph": "i", "name": "Iteration Start", "pid": 1, "tid": 2, "ts": 3, "s": "t", "dur": "x"},
+    {"ph": "C", "name": "mem", "pid": 1, "ts": 5, "args": {"bytes": [1]}},
+    _op(2),
+]
+
+
+def test_the_fast_path_decodes_every_phase_itself(tmp_path, monkeypatch):
+    """Flow, metadata, instant, counter and memory events are decoded by the strict decoder
+    (msgspec picks a class per phase), not handed to the reference code; a phase it does
+    not know, or a "ph" that is missing, not a string or given twice differently, is."""
+    cols = fastread.decode_chunk(json.dumps(PHASE_EVENTS).encode())
+    assert cols is not None
+    assert cols["phases"] == {"X": 2, "s": 1, "f": 1, "M": 1, "i": 2, "C": 1}
+    assert list(cols["columns"]["memory.bytes"]) == [4]
+    assert list(cols["columns"]["memory.addr"]) == [5]
+    assert list(cols["columns"]["device.corr"]) == [1]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": PHASE_EVENTS * 40}))
+    read_every_way(path, monkeypatch, tmp_path)
+    kernel = json.dumps(_kernel(1))
+    for odd in ('{"ph": "Q"}', '{"name": "x"}', '{"ph": null}', '{"ph": "X", "ph": "s"}'):
+        assert fastread.decode_chunk(f"[{kernel}, {odd}]".encode()) is None, odd
+
+
+def test_worker_processes_decode_the_chunks_themselves(small_chunks):
+    """Each chunk is decoded in a worker from the shared slot it was copied to: every chunk
+    comes back decoded (not refused, which the reference code would hide), with the columns
+    a decode in this process gives."""
+    text = json.dumps({"traceEvents": PHASE_EVENTS * 60}).encode()
+    got: list[tuple[bytes, Any]] = []
+    fastread.decoded(
+        fastread.chunks(io.BytesIO(text), {}), 2, lambda t, cols: got.append((t(), cols))
+    )
+    assert len(got) > 3
+    for chunk, cols in got:
+        assert cols is not None
+        ref = fastread.decode_chunk(b"[" + chunk + b"]")
+        assert ref is not None
+        for name, col in ref.pop("columns").items():
+            assert bytes(cols["columns"][name]) == bytes(col), name
+        assert {k: v for k, v in cols.items() if k != "columns"} == ref
 
 
 # Events that make the whole file invalid for the reference reader: both paths must fail alike.
@@ -474,3 +525,10 @@ def test_digit_run_scan_agrees_with_a_regex(text):
 def test_digit_run_scan_agrees_with_a_regex_anywhere(noise, run, pos):
     text = noise[:pos] + b"7" * run + noise[pos:]
     assert fastread.has_long_digit_run(text) == bool(_LONG_RUN.search(text))
+
+
+@given(st.binary(max_size=200), st.integers(0, 30), st.integers(0, 200), st.integers(1, 40))
+def test_digit_run_scan_sees_runs_across_its_blocks(noise, run, pos, block):
+    """The scan takes the text a block at a time: a run that crosses a cut is still seen."""
+    text = noise[:pos] + b"7" * run + noise[pos:]
+    assert fastread.has_long_digit_run(text, block) == bool(_LONG_RUN.search(text))

@@ -9,8 +9,9 @@ next ones, and come back as typed columns with chunk-local interners, merged in 
 so that every id equals the one a single sequential pass gives.
 
 A chunk the strict types refuse (a string where a number belongs, args that are not an
-object, a 19-digit integer, a cuda_profiler_range event whose args are kept whole) is
-`None` here: the reader runs its reference per-event code on that chunk. A file whose
+object, a phase that is not a string or not one of the format's, a 19-digit integer, a
+cuda_profiler_range event whose args are kept whole) is `None` here: the reader runs its
+reference per-event code on that chunk. A file whose
 layout this module does not recognise (a bare list, keys it cannot place, an event larger
 than the buffer) is `None` as a whole: the reader takes the reference path for all of it.
 """
@@ -18,16 +19,19 @@ than the buffer) is `None` as a whole: the reader takes the reference path for a
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import gzip
 import mmap
 import multiprocessing
+import operator
 import os
 import re
 import threading
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
+from itertools import compress
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -133,10 +137,10 @@ if msgspec is not None:
         device_id: Any = msgspec.field(default=_UNSET, name="Device Id")
         addr: Any = msgspec.field(default=_UNSET, name="Addr")
 
-    class _Event(msgspec.Struct, gc=False):
-        """Strict types: any other type fails the chunk over to the reference code."""
+    class _Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+        """A complete event ("ph": "X"). Strict types: any other type fails the chunk over
+        to the reference code."""
 
-        ph: str | None = None
         cat: str | None = None
         name: str = ""
         pid: int | str | None = None
@@ -145,10 +149,30 @@ if msgspec is not None:
         dur: float = 0.0
         args: _Args | None = None
 
+    def _phase(ph: str) -> type:
+        """The Struct of events of phase `ph`, chosen by msgspec from the value of "ph" (a
+        tagged union): the phases the allocator's memory records use keep their fields;
+        every other phase is only counted, and its fields are skipped without building
+        them. A phase not listed here, a missing or non-string "ph", or two that differ
+        fail the chunk over to the reference code."""
+        fields = _MEMORY_FIELDS if ph in MEMORY_PHASES else []
+        return msgspec.defstruct(f"_Phase{ord(ph)}", fields, tag_field="ph", tag=ph, gc=False)
+
+    # What reader._memory_event reads, typed as in _Event.
+    _MEMORY_FIELDS = [
+        (f.name, f.type, f.default)
+        for f in msgspec.structs.fields(_Event)
+        if f.name in ("name", "pid", "tid", "ts", "args")
+    ]
+    # The phases of the Trace Event Format (Chrome's catapult documentation).
+    _PHASES: dict[type, str] = {_Event: "X"}
+    _PHASES.update((_phase(ph), ph) for ph in "BEiICbnestfPONDMVvRc()TpSF")
+    _MEMORY_TYPES = frozenset(t for t, ph in _PHASES.items() if ph in MEMORY_PHASES)
+
     class _Tail(msgspec.Struct):
         traceEvents: msgspec.Raw
 
-    _DECODER = msgspec.json.Decoder(list[_Event])
+    _DECODER = msgspec.json.Decoder(list[functools.reduce(operator.or_, _PHASES)])  # type: ignore[misc]
     _TAIL = msgspec.json.Decoder(_Tail)
     _ANY = msgspec.json.Decoder()
 
@@ -158,7 +182,7 @@ def _arg(value: Any) -> Any:
     return None if value is _UNSET else value
 
 
-def decode_chunk(text: bytes) -> dict[str, Any] | None:
+def decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
     """Columns of one chunk of events (`[` + the text between two cuts + `]`), or None when
     the strict decoder refuses it. The collector is paused: the chunk's objects hold no cycles, and
     collections triggered by millions of allocations would double the time."""
@@ -183,24 +207,35 @@ _CLASS: dict[Any, int] = {
 }
 
 
-def has_long_digit_run(text: bytes) -> bool:
-    """Whether the text holds a run of _LONG_RUN or more ASCII digits. Whole-array numpy
-    passes (vectorised in C: about a sixth of the instructions of bytes.translate + find):
+def has_long_digit_run(text: bytes | memoryview, block: int = 1 << 18) -> bool:
+    """Whether the text holds a run of _LONG_RUN or more ASCII digits. numpy passes
+    (vectorised in C: about a sixth of the instructions of bytes.translate + find):
     a digit mask, then run masks of width 2, 4, 8, 16 and 19 by shifted ANDs, ping-ponged
-    between two buffers (an output never overlaps its inputs, so numpy copies nothing)."""
+    between two buffers (an output never overlaps its inputs, so numpy copies nothing).
+    The text is taken `block` bytes at a time (each piece read with the _LONG_RUN - 1 bytes
+    after it, so a run across the cut is seen), so that the seven passes over a piece stay
+    in the CPU's cache: over a whole 16 MB chunk they would be bound by memory traffic."""
     n = len(text)
     if n < _LONG_RUN:
         return False
-    x = np.subtract(np.frombuffer(text, dtype=np.uint8), 48)  # uint8: wraps below b"0"
-    a = np.less(x, 10, out=np.empty(n, dtype=bool))
-    b = x.view(bool)  # x's memory, no longer needed, is the second buffer
-    width = 1
-    for step in (1, 2, 4, 8, _LONG_RUN - 16):
-        # a[i]: a run of >= width digits starts at i; b[i] then: one of width + step
-        m = n - width + 1
-        np.logical_and(a[: m - step], a[step:m], out=b[: m - step])
-        a, b, width = b, a, width + step
-    return bool(a[: n - width + 1].any())
+    x = np.frombuffer(text, dtype=np.uint8)
+    first = np.empty(block + _LONG_RUN - 1, dtype=np.uint8)
+    second = np.empty(block + _LONG_RUN - 1, dtype=bool)
+    for start in range(0, n - _LONG_RUN + 1, block):  # every start of a run of _LONG_RUN
+        piece = x[start : start + block + _LONG_RUN - 1]
+        m = len(piece)
+        digits = np.subtract(piece, 48, out=first[:m])  # uint8: wraps below b"0"
+        a = np.less(digits, 10, out=second[:m])
+        b = first.view(bool)  # the digits' memory, no longer needed, is the second buffer
+        width = 1
+        for step in (1, 2, 4, 8, _LONG_RUN - 16):
+            # a[i]: a run of >= width digits starts at i; b[i] then: one of width + step
+            k = m - width + 1
+            np.logical_and(a[: k - step], a[step:k], out=b[: k - step])
+            a, b, width = b, a, width + step
+        if a[: m - width + 1].any():
+            return True
+    return False
 
 
 def _ids(values: list[Any], default: int) -> Any:
@@ -222,7 +257,7 @@ def _ints(values: list[int]) -> Any:
     return np.frombuffer(array("q", values), dtype=np.int64)
 
 
-def _decode_chunk(text: bytes) -> dict[str, Any] | None:
+def _decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
     """decode_chunk's work: whole-column passes (comprehensions, numpy) that give, event
     for event, what reader.fill_events gives."""
     if has_long_digit_run(text):
@@ -232,15 +267,16 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     unset = _UNSET
-    phases = collections.Counter([e.ph for e in events])
-    bad = phases.pop(None, 0)
+    # one class per phase (the tagged union): counted by class, in order of first appearance
+    phases = {_PHASES[t]: n for t, n in collections.Counter(map(type, events)).items()}
     mem_cols = {c: array(code) for t, c, code in COLUMNS if t == "memory"}
     mem_threads: dict[Any, int] = {}
     if any(ph in phases for ph in MEMORY_PHASES):
         for e in events:
-            if e.name == MEMORY_NAME and e.ph in MEMORY_PHASES:
+            if type(e) in _MEMORY_TYPES and e.name == MEMORY_NAME:
                 _memory(e, mem_cols, mem_threads)
-    xs = [e for e in events if e.ph == "X"]
+    x = _Event
+    xs = events if phases.get("X") == len(events) else [e for e in events if type(e) is x]
     ts = _floats([e.ts for e in xs])
     dur = _floats([e.dur for e in xs])
     finite = np.isfinite(ts)
@@ -263,38 +299,45 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
         return None  # its args are kept whole: the reference code reads this chunk
     cols: dict[str, Any] = {f"memory.{c}": col for c, col in mem_cols.items()}
     # device work
-    di = np.flatnonzero((cls >= 0) & (cls < 3))
-    dev = [xs[i] for i in di.tolist()]
+    is_dev = (cls >= 0) & (cls < 3)
+    di = np.flatnonzero(is_dev)
+    dev = list(compress(xs, is_dev.tolist()))
     args = [e.args for e in dev]
     cols["device.name"] = nid[di]
     cols["device.cat"] = cls[di].astype(np.int8)
-    cols["device.device"] = _ids(
-        [
-            e.pid if a is None or a.device is unset else a.device
-            for e, a in zip(dev, args, strict=True)
-        ],
-        0,
-    )
-    cols["device.stream"] = _ids(
-        [
-            e.tid if a is None or a.stream is unset else a.stream
-            for e, a in zip(dev, args, strict=True)
-        ],
-        0,
-    )
     cols["device.ts"], cols["device.dur"] = ts[di], dur[di]
-    cols["device.corr"] = _ids(
-        [-1 if a is None or a.correlation is unset else a.correlation for a in args], -1
-    )
+    try:  # the common case: args holds all three ids, as ints
+        cols["device.device"] = _ints([a.device for a in args])
+        cols["device.stream"] = _ints([a.stream for a in args])
+        cols["device.corr"] = _ints([a.correlation for a in args])
+    except (AttributeError, TypeError):  # args None, an id absent (UNSET) or not an int
+        cols["device.device"] = _ids(
+            [
+                e.pid if a is None or a.device is unset else a.device
+                for e, a in zip(dev, args, strict=True)
+            ],
+            0,
+        )
+        cols["device.stream"] = _ids(
+            [
+                e.tid if a is None or a.stream is unset else a.stream
+                for e, a in zip(dev, args, strict=True)
+            ],
+            0,
+        )
+        cols["device.corr"] = _ids(
+            [-1 if a is None or a.correlation is unset else a.correlation for a in args], -1
+        )
     # host threads, interned in event order over ranges and runtime calls together
     hi_idx = np.flatnonzero((cls >= 10) & (cls <= _RUNTIME))
     threads: dict[Any, int] = {}
-    host = [xs[i] for i in hi_idx.tolist()]
+    host = list(compress(xs, ((cls >= 10) & (cls <= _RUNTIME)).tolist()))
     th = _ints([threads.setdefault((e.pid, e.tid), len(threads)) for e in host])
     hcls = cls[hi_idx]
     is_range = hcls < _RUNTIME
     ri, ti = hi_idx[is_range], hi_idx[~is_range]
-    ranges = [e for e, r in zip(host, is_range.tolist(), strict=True) if r]
+    in_range = is_range.tolist()
+    ranges = list(compress(host, in_range))
     # A shape's key is the text of its three values joined by NUL (absent: empty; a NUL
     # never occurs in JSON text), decoded and frozen once per distinct key.
     shapes: dict[Any, int] = {}
@@ -314,17 +357,20 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
     cols["ranges.thread"] = th[is_range]
     cols["ranges.ts"], cols["ranges.dur"] = ts[ri], dur[ri]
     cols["ranges.shape"] = np.frombuffer(shape, dtype=np.int64)
-    calls = [e for e, r in zip(host, is_range.tolist(), strict=True) if not r]
+    calls = list(compress(host, map(operator.not_, in_range)))
     cols["runtime.name"] = nid[ti]
     cols["runtime.thread"] = th[~is_range]
     cols["runtime.ts"], cols["runtime.dur"] = ts[ti], dur[ti]
-    cols["runtime.corr"] = _ids(
-        [
-            -1 if e.args is None or e.args.correlation is unset else e.args.correlation
-            for e in calls
-        ],
-        -1,
-    )
+    try:  # the common case: args holds the correlation id, as an int
+        cols["runtime.corr"] = _ints([e.args.correlation for e in calls])
+    except (AttributeError, TypeError):  # args None, the id absent (UNSET) or not an int
+        cols["runtime.corr"] = _ids(
+            [
+                -1 if e.args is None or e.args.correlation is unset else e.args.correlation
+                for e in calls
+            ],
+            -1,
+        )
     syncs = []
     for i in np.flatnonzero(cls == _SYNC).tolist():
         e, a = xs[i], xs[i].args
@@ -340,7 +386,7 @@ def _decode_chunk(text: bytes) -> dict[str, Any] | None:
         "syncs": syncs,
         "profiler_ranges": [],
         "events": len(events),
-        "malformed": bad,
+        "malformed": 0,  # a phase that is not a string fails the chunk
         "negative_durations": negative,
         "beyond_reason": int(np.count_nonzero(far)),
         "phases": dict(phases),
@@ -535,7 +581,9 @@ _SLOTS: list[mmap.mmap] = []
 
 
 def _decode_slot(slot: int, n: int) -> dict[str, Any] | None:
-    return decode_chunk(_SLOTS[slot][:n])
+    # decoded where it lies: the slot is not written again before this returns, and no
+    # value decoded keeps a view of it (shape keys are joined into bytes of their own)
+    return decode_chunk(memoryview(_SLOTS[slot])[:n])
 
 
 def decoded(
