@@ -16,14 +16,15 @@ torch = pytest.importorskip("torch")
 from perfsuite.analyzers.runs.study import analyze_study  # noqa: E402
 from perfsuite.record import load_record, write_record  # noqa: E402
 from perfsuite.runner import RunOptions  # noqa: E402
-from perfsuite.runner.executor import Job, LocalExecutor  # noqa: E402
+from perfsuite.runner.executor import Job, LocalExecutor, run_in_process  # noqa: E402
 from perfsuite.study.execute import open_study, run_study  # noqa: E402
 from perfsuite.study.folder import load_study, pending, refresh_runs  # noqa: E402
 from perfsuite.study.spec import StudyError, spec_from_dict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGING = f"{ROOT / 'tests/fixtures/study/diverging.py'}:DivergesWithChannelsLast"
-FAST = {"epochs": 2, "capture": False}
+# One thread: two torch threads on a loaded 2-core machine take longer than one
+FAST = {"epochs": 2, "capture": False, "threads": 1}
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -32,6 +33,29 @@ def _runs(path: Path) -> list[Path]:
     return sorted(path.glob("configs/*/*/run.json"))
 
 
+@pytest.fixture
+def runs_in_this_process(monkeypatch):
+    """`LocalExecutor` with each child process replaced by the same run in this process, for
+    the tests of what a study does with its runs: a process costs seconds of imports, and
+    the tests of the executor itself (below) start real ones. torch's thread count, which a
+    run sets, is put back afterwards."""
+    from perfsuite.runner import executor as ex
+
+    class Ran:
+        def __init__(self, opts: RunOptions) -> None:
+            self.reply = run_in_process(opts)
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(ex, "_spawn", lambda opts, live=False: Ran(opts))
+    monkeypatch.setattr(ex, "_child_result", lambda job, proc: ex.JobResult(job, *proc.reply))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("runs_in_this_process")
 def test_factor_study_detects_dnc_and_resumes(tmp_path):
     """baseline reaches 90%; +batch=1024 (4 steps in 2 epochs) misses it; adding channels_last
     makes the loss NaN in epoch 2: diverged, epoch 1 kept."""
@@ -129,7 +153,7 @@ def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
     assert not out.exists()
 
 
-def _jobs(tmp_path, n: int) -> list[Job]:
+def _jobs(tmp_path, n: int, threads: int | None = None) -> list[Job]:
     return [
         Job(
             RunOptions(
@@ -139,6 +163,7 @@ def _jobs(tmp_path, n: int) -> list[Job]:
                 seed=s,
                 capture=False,
                 progress=False,
+                threads=threads,
             ),
             key="digits",
             label=f"seed {s}",
@@ -249,14 +274,16 @@ def test_child_reports_a_terminated_run(tmp_path, monkeypatch):
 
 def test_one_at_a_time_runs_each_repeat_in_a_fresh_process(tmp_path):
     """Repeats are independent samples: every run has its own process (the pid in its record's
-    owner), as separate invocations would."""
-    results = LocalExecutor().run(_jobs(tmp_path, 2))
+    owner), as separate invocations would; one at a time, each keeps its own thread count."""
+    results = LocalExecutor().run(_jobs(tmp_path, 2, threads=1))
     assert [r.ok for r in results] == [True, True], [r.error for r in results]
     recs = [load_record(r.run_dir) for r in results]
     pids = [(r.get("owner") or {}).get("pid") for r in recs]
     assert None not in pids and len(set(pids)) == 2 and os.getpid() not in pids
+    assert [r["config"]["threads"] for r in recs] == [1, 1]
 
 
+@pytest.mark.usefixtures("runs_in_this_process")
 def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
     """`eval.corruptions`: every run that reached gets the corruption suite on its threshold
     model after the runs (same images for every configuration); resume does not repeat it."""
@@ -266,7 +293,7 @@ def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
             "workload": "digits",
             "options": ["channels_last"],
             "threshold": 0.5,
-            "run": {"epochs": 1, "capture": False},
+            "run": {"epochs": 1, "capture": False, "threads": 1},
             "eval": {"corruptions": True, "limit": 40, "families": ["gaussian_noise", "contrast"]},
         },
         "test",
