@@ -22,7 +22,7 @@ from perfsuite.study.spec import StudyError, spec_from_dict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGING = f"{ROOT / 'tests/fixtures/study/diverging.py'}:DivergesWithChannelsLast"
-# One thread: two torch threads on a loaded 2-core machine take longer than one
+# one thread: the runs are read, not timed, and two threads on two shared cores cost more
 FAST = {"epochs": 2, "capture": False, "threads": 1}
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -35,9 +35,10 @@ def _runs(path: Path) -> list[Path]:
 @pytest.fixture
 def runs_in_this_process(monkeypatch):
     """`LocalExecutor` with each child process replaced by the same run in this process, for
-    the tests of what a study does with its runs: a process costs seconds of imports, and
-    the tests of the executor itself (below) start real ones. torch's thread count, which a
-    run sets, is put back afterwards."""
+    the tests of what comes of the runs rather than of the process they run in (a process
+    costs seconds of imports). The processes are checked where they are the point:
+    test_one_at_a_time_runs_each_repeat_in_a_fresh_process, and side by side on
+    `digits_lesion_study`'s runs. torch's thread count, which a run sets, is put back."""
     from perfsuite.runner import executor as ex
 
     class Ran:
