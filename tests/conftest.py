@@ -152,22 +152,30 @@ def digits_lesion_study(tmp_path_factory):
     """`perfsuite study run lesion.toml --out DIR --json --quiet --parallel 2`
     (LESION_STUDY_FILE): a lesion study of channels_last on digits, one run per configuration
     in a process of its own, both at once (what is read is the study, not its timings; each
-    process spends most of its life importing). (study folder, the completed process). Resume
-    or copy it; never change a run."""
+    process spends most of its life importing). The command runs in this process, through the
+    program's entry: its runs are the processes. (study folder, the command as a completed
+    process: exit status, stdout, stderr). Resume or copy it; never change a run."""
+    import contextlib
+    import io
     import subprocess
-    import sys
+
+    from perfsuite.__main__ import main
 
     root = tmp_path_factory.mktemp("lesion")
     study_file = root / "lesion.toml"
     study_file.write_text(LESION_STUDY_FILE)
     out = root / "study"
-    env = {**os.environ, "PERFSUITE_CACHE_DIR": str(root / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "perfsuite", "study", "run", str(study_file), "--out", str(out),
-         "--json", "--quiet", "--parallel", "2"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
-    )  # fmt: skip
-    return out, proc
+    argv = ["study", "run", str(study_file), "--out", str(out), "--json", "--quiet",
+            "--parallel", "2"]  # fmt: skip
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        mp.setenv("PERFSUITE_CACHE_DIR", str(root / "cache"))
+        code = main(argv)
+    return out, subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 # -- parallel workers (`make test` runs `pytest -n 2 --dist loadgroup`, pytest-xdist) -----------

@@ -9,21 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import perfsuite_process
-
 torch = pytest.importorskip("torch")
 
 from perfsuite.analyzers.runs.study import analyze_study  # noqa: E402
+from perfsuite.hostinfo import usable_cpus  # noqa: E402
 from perfsuite.record import load_record, write_record  # noqa: E402
 from perfsuite.runner import RunOptions  # noqa: E402
-from perfsuite.runner.executor import Job, LocalExecutor  # noqa: E402
+from perfsuite.runner.executor import Job, LocalExecutor, run_in_process  # noqa: E402
 from perfsuite.study.execute import open_study, run_study  # noqa: E402
 from perfsuite.study.folder import load_study, pending, refresh_runs  # noqa: E402
 from perfsuite.study.spec import StudyError, spec_from_dict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIVERGING = f"{ROOT / 'tests/fixtures/study/diverging.py'}:DivergesWithChannelsLast"
-FAST = {"epochs": 2, "capture": False}
+# one thread: the runs are read, not timed, and two threads on two shared cores cost more
+FAST = {"epochs": 2, "capture": False, "threads": 1}
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -32,6 +32,30 @@ def _runs(path: Path) -> list[Path]:
     return sorted(path.glob("configs/*/*/run.json"))
 
 
+@pytest.fixture
+def runs_in_this_process(monkeypatch):
+    """`LocalExecutor` with each child process replaced by the same run in this process, for
+    the tests of what comes of the runs rather than of the process they run in (a process
+    costs seconds of imports). The processes are checked where they are the point:
+    test_one_at_a_time_runs_each_repeat_in_a_fresh_process, and side by side on
+    `digits_lesion_study`'s runs. torch's thread count, which a run sets, is put back."""
+    from perfsuite.runner import executor as ex
+
+    class Ran:
+        def __init__(self, opts: RunOptions) -> None:
+            self.reply = run_in_process(opts)
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(ex, "_spawn", lambda opts, live=False: Ran(opts))
+    monkeypatch.setattr(ex, "_child_result", lambda job, proc: ex.JobResult(job, *proc.reply))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("runs_in_this_process")
 def test_factor_study_detects_dnc_and_resumes(tmp_path):
     """baseline reaches 90%; +batch=1024 (4 steps in 2 epochs) misses it; adding channels_last
     makes the loss NaN in epoch 2: diverged, epoch 1 kept."""
@@ -97,7 +121,18 @@ def test_factor_study_detects_dnc_and_resumes(tmp_path):
         open_study(other, tmp_path / "s")
 
 
-def test_cli_study_file_json_and_resume(tmp_path, digits_lesion_study):
+def _perfsuite(capsys, *args: str) -> tuple[int, str, str]:
+    """`perfsuite ARGS` in this process, through the program's entry (HTML pages included):
+    (exit status, stdout, stderr). The process itself is `digits_lesion_study`'s."""
+    from perfsuite.__main__ import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_study_file_json_and_resume(tmp_path, digits_lesion_study, capsys):
     # `perfsuite study run lesion.toml --out OUT --json --quiet --parallel 2`, the file a
     # lesion study of channels_last on digits (threshold 0.5, 1 epoch, capture off): made once
     # per session (tests/conftest.py LESION_STUDY_FILE); tests/test_api_study.py reads a copy
@@ -107,29 +142,34 @@ def test_cli_study_file_json_and_resume(tmp_path, digits_lesion_study):
     assert [c["name"] for c in result["configs"]] == ["full", "-channels_last"]
     assert all(c["n_runs"] == 1 for c in result["configs"])
     assert result["configs"][0]["switches"] == ["channels_last"]
-    proc = perfsuite_process(tmp_path, "study", "run", str(out))
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2 of 2 runs already finished" in proc.stderr
-    assert "TTA speed-up" in proc.stdout and "-channels_last" in proc.stdout
+    # --parallel 2: two processes of their own, side by side, each with half the cores
+    recs = [load_record(p) for p in _runs(out)]
+    pids = {(r.get("owner") or {}).get("pid") for r in recs}
+    assert None not in pids and len(pids) == 2 and os.getpid() not in pids
+    assert [r["config"]["threads"] for r in recs] == [max(1, usable_cpus() // 2)] * 2
+    code, stdout, stderr = _perfsuite(capsys, "study", "run", str(out))
+    assert code == 0, stderr[-2000:]
+    assert "2 of 2 runs already finished" in stderr
+    assert "TTA speed-up" in stdout and "-channels_last" in stdout
     assert len(_runs(out)) == 2
     html = tmp_path / "s.html"
-    proc = perfsuite_process(tmp_path, "study", "show", str(out), "-o", str(html))
-    assert proc.returncode == 0 and "fig-study-speedups" in html.read_text()
+    code, _, stderr = _perfsuite(capsys, "study", "show", str(out), "-o", str(html))
+    assert code == 0 and "fig-study-speedups" in html.read_text(), stderr[-2000:]
 
 
-def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path):
+def test_cli_unsupported_switch_is_one_line_and_runs_nothing(tmp_path, capsys):
     out = tmp_path / "never"
-    proc = perfsuite_process(
-        tmp_path, "study", "lesion", "digits", "--opts", "bf16,tta", "--out", str(out)
+    code, _, err = _perfsuite(
+        capsys, "study", "lesion", "digits", "--opts", "bf16,tta", "--out", str(out)
     )
-    assert proc.returncode == 2
-    err = proc.stderr.strip()
+    assert code == 2
+    err = err.strip()
     assert err.startswith("perfsuite: error: configuration 'full': ") and "\n" not in err
     assert "switch 'tta'" in err and "(bf16, channels_last, compile," in err
     assert not out.exists()
 
 
-def _jobs(tmp_path, n: int) -> list[Job]:
+def _jobs(tmp_path, n: int, threads: int | None = None) -> list[Job]:
     return [
         Job(
             RunOptions(
@@ -139,6 +179,7 @@ def _jobs(tmp_path, n: int) -> list[Job]:
                 seed=s,
                 capture=False,
                 progress=False,
+                threads=threads,
             ),
             key="digits",
             label=f"seed {s}",
@@ -147,7 +188,9 @@ def _jobs(tmp_path, n: int) -> list[Job]:
     ]
 
 
+@pytest.mark.usefixtures("runs_in_this_process")
 def test_local_executor_side_by_side_splits_the_cores(tmp_path):
+    # real processes side by side: `digits_lesion_study` (test_cli_study_file_json_and_resume)
     started, finished = [], []
     results = LocalExecutor(parallel=2).run(
         _jobs(tmp_path, 2), on_start=started.append, on_result=finished.append
@@ -155,7 +198,7 @@ def test_local_executor_side_by_side_splits_the_cores(tmp_path):
     assert [r.ok for r in results] == [True, True] and len(started) == len(finished) == 2
     recs = [load_record(r.run_dir) for r in results]
     assert [r["config"]["seed"] for r in recs] == [0, 1]
-    assert all(r["config"]["threads"] >= 1 for r in recs)
+    assert [r["config"]["threads"] for r in recs] == [max(1, usable_cpus() // 2)] * 2
     assert all(r["status"] in ("reached", "not_reached") for r in recs)
 
 
@@ -249,14 +292,16 @@ def test_child_reports_a_terminated_run(tmp_path, monkeypatch):
 
 def test_one_at_a_time_runs_each_repeat_in_a_fresh_process(tmp_path):
     """Repeats are independent samples: every run has its own process (the pid in its record's
-    owner), as separate invocations would."""
-    results = LocalExecutor().run(_jobs(tmp_path, 2))
+    owner), as separate invocations would; one at a time, each keeps its own thread count."""
+    results = LocalExecutor().run(_jobs(tmp_path, 2, threads=1))
     assert [r.ok for r in results] == [True, True], [r.error for r in results]
     recs = [load_record(r.run_dir) for r in results]
     pids = [(r.get("owner") or {}).get("pid") for r in recs]
     assert None not in pids and len(set(pids)) == 2 and os.getpid() not in pids
+    assert [r["config"]["threads"] for r in recs] == [1, 1]
 
 
+@pytest.mark.usefixtures("runs_in_this_process")
 def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
     """`eval.corruptions`: every run that reached gets the corruption suite on its threshold
     model after the runs (same images for every configuration); resume does not repeat it."""
@@ -266,7 +311,7 @@ def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
             "workload": "digits",
             "options": ["channels_last"],
             "threshold": 0.5,
-            "run": {"epochs": 1, "capture": False},
+            "run": {"epochs": 1, "capture": False, "threads": 1},
             "eval": {"corruptions": True, "limit": 40, "families": ["gaussian_noise", "contrast"]},
         },
         "test",
@@ -290,9 +335,10 @@ def test_study_with_corruptions_evaluates_each_threshold_model_once(tmp_path):
     assert sum("corruptions already measured" in s for s in said) == 2
 
 
-def test_cli_corruption_limit_needs_corruptions(tmp_path):
-    proc = perfsuite_process(
-        tmp_path, "study", "lesion", "digits", "--opts", "channels_last", "--corruption-limit", "5"
+def test_cli_corruption_limit_needs_corruptions(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where a study without --out would make runs/
+    code, _, err = _perfsuite(
+        capsys, "study", "lesion", "digits", "--opts", "channels_last", "--corruption-limit", "5"
     )
-    assert proc.returncode != 0 and "--corruption-limit needs --corruptions" in proc.stderr
+    assert code != 0 and "--corruption-limit needs --corruptions" in err
     assert not (tmp_path / "runs").exists()
