@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,14 @@ def test_sections_ran_at_toy_size(dry):
     assert {(r["mode"], r["precision"]) for r in rows} == {("eager", "fp32")}
     assert {r["model"].split(" ")[0] for r in rows} == {"cifar10", "ResNet-50"}
     assert all(r["partial"] and r["n"] == 3 and r["mean_s"] > 0 for r in rows)
+    from perfsuite.workloads import workload_names
+
+    if "gpt" in workload_names():  # its toy run finishes well inside the section's budget
+        gpt = _section(doc, "gpt")
+        assert gpt["status"] == "measured", gpt["reasons"]
+        figs = {f["name"]: f for f in gpt["figures"]}
+        assert figs["tokens_per_s"]["n"] == 1 and figs["tokens_per_s"]["mean"] > 0
+        assert 0 < figs["mfu"]["mean"] <= 1 if "mfu" in figs else "mfu" in gpt["reasons"][0]
 
 
 def test_unmeasurable_sections_say_why(dry):
@@ -250,3 +259,30 @@ def test_the_gpu_plan_is_unchanged(tmp_path, monkeypatch):
         "ncu_counters": 70,
         "gpt": 30,
     }
+
+
+def test_the_dry_run_shares_one_process_and_the_gpu_run_does_not(tmp_path):
+    """A dry run's commands go to one `perfsuite` process in turn; a GPU run's each start one."""
+    sec = ge.Section("s", "s")
+    for dry in (True, False):
+        end = time.monotonic() + 120
+        ctx = ge.Context(dry=dry, device="cpu", gpu=False, work=tmp_path, runs=1, deadline=end)
+        ctx.section_deadline = end
+        try:
+            helped = ctx.perfsuite(sec, ["run", "--help"])
+            first = ctx.worker
+            failed = ctx.perfsuite(sec, ["validate", str(tmp_path / "absent")])
+            assert ctx.worker is first and (first is not None) == dry
+        finally:
+            if ctx.worker is not None:
+                ctx.worker.close()
+        assert helped.returncode == 0 and "--threshold" in helped.stdout
+        assert failed.returncode != 0 and "absent" in failed.stdout + failed.stderr
+    assert sec.commands == ["perfsuite run --help", f"perfsuite validate {tmp_path}/absent"] * 2
+
+
+def test_a_dry_run_command_past_its_time_is_killed():
+    worker = ge.Worker({**os.environ, "PYTHONPATH": str(ROOT)})
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.call(["run", "digits", "--epochs", "1"], limit=0.2)
+    assert worker.proc.poll() is not None  # the process group was killed
