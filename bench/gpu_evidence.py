@@ -463,7 +463,7 @@ def resnet50(ctx: Context, sec: Section) -> None:
     for label, switches in RESNET_CONFIGS:
         if ctx.dry and switches != "tf32=on":
             sec.reasons.append(
-                f"{label}: not run in the dry run (a ResNet-50 run costs ~30 CPU-seconds even "
+                f"{label}: not run in the dry run (a ResNet-50 run costs seconds of CPU even "
                 "at toy size, compiling it minutes; the dry run checks the first configuration "
                 "only); measured by the GPU run"
             )
