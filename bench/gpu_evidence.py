@@ -76,11 +76,11 @@ REFERENCES = {
     "1.05 and 5.6 ms) (H100, mean of 300, no TTA); goals <= 0.10 ms and <= 0.45 ms",
 }
 
-# -- the GPT workload: the one place that knows how to run it and read its record -------------
-
 # Every dry-run `perfsuite run|infer` uses one CPU thread: toy models' ops gain nothing from
 # more, and on a shared machine (CI's parallel test workers) threaded ones wait on each other.
 DRY_THREADS = ["--threads", "1"]
+
+# -- the GPT workload: the one place that knows how to run it and read its record -------------
 
 GPT_TEXT = ROOT.parent / "shared/data/text/tinyshakespeare.txt"
 GPT_ARGS = ["--recipe", "fast", "--epochs", "1"]  # GPU run; --data-dir GPT_TEXT when present
@@ -88,10 +88,9 @@ GPT_ARGS = ["--recipe", "fast", "--epochs", "1"]  # GPU run; --data-dir GPT_TEXT
 # and one evaluation batch show the section and the record's model_flops keys work
 GPT_DRY_ARGS = ["--recipe", "cpu", "--synthetic", "--epochs", "1"]
 GPT_DRY_ARGS += ["--inference-limit", "1", "--profile-steps", "0", *DRY_THREADS]
-for _kv in ("n_layer=2", "n_head=2", "n_embd=32", "block_size=16", "iters_per_epoch=2"):
-    GPT_DRY_ARGS += ["--set", _kv]
-for _kv in ("eval_batches=1", "gen_tokens=2", "gen_prompts=1"):
-    GPT_DRY_ARGS += ["--set", _kv]
+GPT_DRY_SIZES = ["n_layer=2", "n_head=2", "n_embd=32", "block_size=16", "iters_per_epoch=2"]
+GPT_DRY_SIZES += ["eval_batches=1", "gen_tokens=2", "gen_prompts=1"]
+GPT_DRY_ARGS += [arg for size in GPT_DRY_SIZES for arg in ("--set", size)]
 
 
 def gpt_figures(record: dict[str, Any]) -> dict[str, Any]:
