@@ -33,6 +33,7 @@ def run_dir(tmp_path_factory):
         capture=False,
         progress=False,
         measure_peaks=False,
+        threads=1,  # tiny ops: one thread is not slowed by a busy machine's other processes
     )
     return Path(run_workload(opts))
 
@@ -98,6 +99,7 @@ def test_no_checkpoint_when_the_threshold_is_never_met(tmp_path):
         capture=False,
         progress=False,
         measure_peaks=False,
+        threads=1,
     )
     rec = load_record(run_workload(opts))
     assert "checkpoint" not in rec and rec["status"] == "not_reached"

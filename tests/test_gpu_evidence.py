@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,14 @@ def test_sections_ran_at_toy_size(dry):
     assert {(r["mode"], r["precision"]) for r in rows} == {("eager", "fp32")}
     assert {r["model"].split(" ")[0] for r in rows} == {"cifar10", "ResNet-50"}
     assert all(r["partial"] and r["n"] == 3 and r["mean_s"] > 0 for r in rows)
+    from perfsuite.workloads import workload_names
+
+    if "gpt" in workload_names():  # its toy run finishes well inside the section's budget
+        gpt = _section(doc, "gpt")
+        assert gpt["status"] == "measured", gpt["reasons"]
+        figs = {f["name"]: f for f in gpt["figures"]}
+        assert figs["tokens_per_s"]["n"] == 1 and figs["tokens_per_s"]["mean"] > 0
+        assert 0 < figs["mfu"]["mean"] <= 1 if "mfu" in figs else "mfu" in gpt["reasons"][0]
 
 
 def test_unmeasurable_sections_say_why(dry):
@@ -158,3 +167,122 @@ def test_only_and_the_overall_budget(tmp_path):
     )
     ncu = _section(doc, "ncu_counters")
     assert ncu["status"] == "skipped" and "no time left" in ncu["reasons"][0]
+
+
+# -- the GPU plan: what `make gpu-evidence` runs, pinned ---------------------------------------
+
+
+def _gpu_plan(tmp_path: Path, monkeypatch) -> dict[str, list[list[str]]]:
+    """Every `perfsuite` command the GPU run's sections issue, by section, with the process
+    call replaced by a recorder (no GPU, nothing run): the dry run's changes cannot reach it."""
+    calls: dict[str, list[list[str]]] = {}
+
+    def record(self, section, args):
+        calls.setdefault(section.name, []).append(list(args))
+        entry = {
+            "latency": {"value": 1e-3},
+            "latency_p50_s": 1e-3,
+            "latency_p90_s": 1e-3,
+            "latency_p99_s": 1e-3,
+            "examples": 10,
+            "partial": False,
+        }
+        out = json.dumps({"inference": entry}) if args[0] == "infer" else "{}"
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+    monkeypatch.setattr(ge.Context, "perfsuite", record)
+    monkeypatch.setenv("PERFSUITE_NCU", "/bin/true")
+    ctx = ge.Context(dry=False, device="cuda", gpu=True, work=tmp_path, runs=5, deadline=1e12)
+    ctx.data_dir = "/data/cifar10"
+    ctx.section_deadline = 1e12
+    sec = lambda name: ge.Section(name, name)  # noqa: E731
+    ge.cifar(ctx, sec("cifar10_airbench"), "airbench")
+    ge.cifar(ctx, sec("cifar10_airbench_muon"), "airbench_muon")
+    ge.resnet50(ctx, sec("resnet50_training"))
+    reached = {"time_to_accuracy": {"reached": True}, "_dir": "/runs/c"}
+    ctx.records = {"cifar10_airbench_muon": [reached], "resnet50_training": [{"_dir": "/runs/r"}]}
+    ge.latency(ctx, sec("latency"))
+    ge.ncu(ctx, sec("ncu_counters"))
+    ge.gpt(ctx, sec("gpt"))
+    return calls
+
+
+def test_the_gpu_plan_is_unchanged(tmp_path, monkeypatch):
+    """The commands of a GPU run, argument by argument: a dry-run change that leaked into them
+    would change what the evidence measures."""
+    w = str(tmp_path)
+    plan = _gpu_plan(tmp_path, monkeypatch)
+    cifar = ["--device", "cuda", "--out"]
+    tail = ["--repeats", "5", "--quiet", "--no-peaks", "--profile-steps", "0"]
+    tail += ["--inference-limit", "1", "--data-dir", "/data/cifar10", "--threshold", "0.905"]
+    for recipe in ("airbench", "airbench_muon"):
+        name = f"cifar10_{recipe}"
+        assert plan[name] == [["run", "cifar10", "--recipe", recipe, *cifar, f"{w}/{name}", *tail]]
+    base = ["run", "imagenet", "--synthetic", "--device", "cuda", "--threshold", "0", "--quiet"]
+    base += ["--no-capture", "--inference-limit", "1", "--epochs", "2", "--batch-size", "256"]
+    base += ["--set", "train_limit=3840", "--set", "eval_limit=5000"]
+    assert plan["resnet50_training"] == [
+        [*base, "--out", f"{w}/resnet50-{folder}", "--switch", switches]
+        for folder, switches in (
+            ("tf32on", "tf32=on"),
+            ("bf16-channels_last", "bf16,channels_last"),
+            ("bf16-channels_last-compile", "bf16,channels_last,compile"),
+        )
+    ]
+    modes = [("eager", "fp32"), ("eager", "bf16"), ("compile", "fp16"), ("cudagraphs", "fp16")]
+    modes += [("cudagraphs", "bf16"), ("compile-cudagraphs", "fp16")]
+    modes += [("compile-cudagraphs", "bf16")]
+    assert plan["latency"] == [
+        ["infer", run, "--mode", m, "--precision", p, "--device", "cuda", "--json", "--no-store"]
+        + (["--limit", "2000"] if m == "eager" else [])
+        for run in ("/runs/c", "/runs/r")
+        for m, p in modes
+    ]
+    ncu = ["run", "cifar10", "--recipe", "airbench", "--device", "cuda", "--epochs", "1"]
+    ncu += ["--counters", "ncu", "--no-peaks", "--inference-limit", "1", "--quiet"]
+    ncu += ["--out", f"{w}/ncu", "--threshold", "0", "--data-dir", "/data/cifar10"]
+    assert plan["ncu_counters"] == [ncu]  # no record: roofline is not reached
+    from perfsuite.workloads import workload_names
+
+    if "gpt" in workload_names():
+        text = ["--data-dir", str(ge.GPT_TEXT)] if ge.GPT_TEXT.is_file() else ["--synthetic"]
+        gpt = ["run", "gpt", "--device", "cuda", "--out", f"{w}/gpt", "--quiet", "--no-peaks"]
+        assert plan["gpt"] == [[*gpt, "--recipe", "fast", "--epochs", "1", *text]]
+    assert (ge.BUDGET_S, ge.RESERVE_S, ge.THRESHOLD) == (720.0, 10.0, 0.905)
+    assert ge.BUDGETS == {
+        "setup": 90,
+        "cifar10_airbench": 100,
+        "cifar10_airbench_muon": 180,
+        "resnet50_training": 130,
+        "latency": 110,
+        "energy": 5,
+        "ncu_counters": 70,
+        "gpt": 30,
+    }
+
+
+def test_the_dry_run_shares_one_process_and_the_gpu_run_does_not(tmp_path):
+    """A dry run's commands go to one `perfsuite` process in turn; a GPU run's each start one."""
+    sec = ge.Section("s", "s")
+    for dry in (True, False):
+        end = time.monotonic() + 120
+        ctx = ge.Context(dry=dry, device="cpu", gpu=False, work=tmp_path, runs=1, deadline=end)
+        ctx.section_deadline = end
+        try:
+            helped = ctx.perfsuite(sec, ["run", "--help"])
+            first = ctx.worker
+            failed = ctx.perfsuite(sec, ["validate", str(tmp_path / "absent")])
+            assert ctx.worker is first and (first is not None) == dry
+        finally:
+            if ctx.worker is not None:
+                ctx.worker.close()
+        assert helped.returncode == 0 and "--threshold" in helped.stdout
+        assert failed.returncode != 0 and "absent" in failed.stdout + failed.stderr
+    assert sec.commands == ["perfsuite run --help", f"perfsuite validate {tmp_path}/absent"] * 2
+
+
+def test_a_dry_run_command_past_its_time_is_killed():
+    worker = ge.Worker({**os.environ, "PYTHONPATH": str(ROOT)})
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.call(["run", "digits", "--epochs", "1"], limit=0.2)
+    assert worker.proc.poll() is not None  # the process group was killed
