@@ -3,6 +3,14 @@ one (an allocator setting, a thread count, TF32 override) are seen to differ."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import numpy
+import psutil
+import sklearn
+
 from perfsuite.runner.environment import perf_env
 
 
@@ -27,3 +35,22 @@ def test_perf_env_keeps_speed_settings_and_nothing_else():
         "TF_ENABLE_ONEDNN_OPTS": "0",
     }
     assert perf_env({"XLA_FLAGS": "y" * 500}) == {"XLA_FLAGS": "y" * 200}
+
+
+def test_library_versions_come_from_metadata_without_importing_them():
+    """The versions equal the libraries' own, and reading them imports none (in a fresh
+    process: this one may have imported them already)."""
+    code = (
+        "import json, sys\n"
+        "from perfsuite.runner.environment import collect_environment\n"
+        "env = collect_environment('cpu')\n"
+        "print(json.dumps([env['frameworks'], 'sklearn' in sys.modules]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    frameworks, imported = json.loads(out)
+    assert imported is False
+    assert frameworks["sklearn"] == sklearn.__version__
+    assert frameworks["numpy"] == numpy.__version__
+    assert frameworks["psutil"] == psutil.__version__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import platform
 import socket
@@ -89,9 +90,11 @@ def collect_environment(device: str) -> dict[str, Any]:
         "perfsuite": __version__,
         "perf_env": perf_env(dict(os.environ)),
     }
-    for mod in ("numpy", "sklearn", "psutil"):
-        with contextlib.suppress(ImportError):
-            env["frameworks"][mod] = __import__(mod).__version__
+    # Read from the installed distributions' metadata: importing scikit-learn only for
+    # its version would cost every run seconds of start-up.
+    for mod, dist in (("numpy", "numpy"), ("sklearn", "scikit-learn"), ("psutil", "psutil")):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            env["frameworks"][mod] = importlib.metadata.version(dist)
     return env
 
 
