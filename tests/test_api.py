@@ -7,7 +7,9 @@ A digits run is made here (with user-set roofs, so every roofline column has num
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 import subprocess
@@ -17,7 +19,7 @@ import pytest
 
 import perfsuite
 from perfsuite.record import RecordError
-from tests.api_compare import ROOT, assert_rows, cli_json, dig, same_value
+from tests.api_compare import ROOT, assert_rows, dig, same_value
 from tests.conftest import extract_h100_run, shared_path
 
 PLACEMENT = {
@@ -112,6 +114,20 @@ RUNS = {
     "path": "path",
 }
 SUMMARY_STATS = ["n", "mean", "std", "cov", "ci_low", "ci_high", "ci_half_width_rel", "min", "max"]
+
+
+def cli_json(*args: str, cache=None):
+    """`perfsuite ARGS --json` (with `cache` as its perfsuite cache), parsed; run in this
+    process: what is compared is the JSON, and a process start is a second of imports."""
+    from perfsuite.__main__ import main
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        if cache is not None:
+            mp.setenv("PERFSUITE_CACHE_DIR", str(cache))
+        code = main([*args, "--json"])
+    assert code == 0, f"perfsuite {' '.join(args)} --json: exit status {code}"
+    return json.loads(out.getvalue())
 
 
 def _cost_rows(ref: dict) -> list[dict]:

@@ -65,7 +65,7 @@ def _track_route(tmp_path):
 
     with perfsuite.track(
         "t", threshold=0.5, model=model, optimizer=opt, out=tmp_path / "runs",
-        telemetry_interval_s=0.01, profile_steps=1,
+        telemetry_interval_s=0.01, profile_steps=1, measure_peaks=False,
     ) as run:  # fmt: skip
         for xb, yb in run.epoch([(x, y)] * 6):
             run.step(step, xb, yb)

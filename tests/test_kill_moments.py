@@ -4,12 +4,12 @@ the record matching its MLPerf log, and a run killed after its last epoch read a
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
@@ -19,39 +19,53 @@ from perfsuite.record.consistency import problems
 from perfsuite.record.io import STAGING_GRACE_S, clean_stale_staging
 from perfsuite.record.mllog_check import mllog_problems
 
-ROOT = Path(__file__).resolve().parents[1]
-
-# A run as the loop drives the recorder: evaluations, run_stop when training ends, then the
-# work after training (inference, profile window) before the final write. It prints a line
-# at each step, so that the parent can kill it at chosen moments.
-CHILD = """
-import sys, time
-from perfsuite.runner.recorder import Recorder
-out, epochs = sys.argv[1], 4
-task = {"name": "toy", "metric": "top1", "threshold": 0.9}
-rec = Recorder(out, "toy", task, "cpu", {"epochs": epochs}, framework="x",
-               mllog_benchmark="toy")
-rec.start_mllog(32, 0, 0.1)
-print("started", flush=True)
-for epoch in range(1, epochs + 1):
-    rec.epoch_times.append(0.01)
-    reached = rec.add_evaluation(epoch, 0.5 * epoch, {"top1": 0.3 + 0.2 * epoch})
-    print("epoch", epoch, flush=True)
-    if reached or epoch == epochs:
-        rec.stop_mllog()
-        print("stopped", flush=True)
-        break
-time.sleep(30)  # the work after training
-rec.record["status"] = "reached"
-rec.close()
-"""
+# Each run is a process forked from a server that imported what the run imports (the recorder
+# reads the framework versions on start), so a kill lands in the run's own work, not in seconds
+# of imports.
+FORKS = multiprocessing.get_context("forkserver")
+FORKS.set_forkserver_preload(
+    [__name__, "perfsuite.runner.recorder", "torch", "numpy", "sklearn", "psutil"]
+)
 
 
-def _start(out: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(out)], env=env, stdout=subprocess.PIPE, text=True
+def _child(out: str, say: Connection) -> None:
+    """A run as the loop drives the recorder: evaluations, run_stop when training ends, then
+    the work after training (inference, profile window) before the final write. It says
+    (sends) a line at each step, so that the parent can kill it at chosen moments."""
+    from perfsuite.runner.recorder import Recorder
+
+    epochs = 4
+    task = {"name": "toy", "metric": "top1", "threshold": 0.9}
+    rec = Recorder(
+        out, "toy", task, "cpu", {"epochs": epochs}, framework="x", mllog_benchmark="toy"
     )
+    rec.start_mllog(32, 0, 0.1)
+    say.send("started")
+    for epoch in range(1, epochs + 1):
+        rec.epoch_times.append(0.01)
+        reached = rec.add_evaluation(epoch, 0.5 * epoch, {"top1": 0.3 + 0.2 * epoch})
+        say.send(f"epoch {epoch}")
+        if reached or epoch == epochs:
+            rec.stop_mllog()
+            say.send("stopped")
+            break
+    time.sleep(30)  # the work after training
+    rec.record["status"] = "reached"
+    rec.close()
+
+
+def _start(out: Path) -> tuple[BaseProcess, Connection]:
+    """The run, started, and the end of the pipe its lines arrive on."""
+    lines, say = FORKS.Pipe(duplex=False)
+    proc = FORKS.Process(target=_child, args=(str(out), say), daemon=True)
+    proc.start()
+    say.close()  # the child holds the only writing end: its death ends the lines
+    return proc, lines
+
+
+def _wait_for(lines: Connection, wanted: str) -> None:
+    while lines.recv() != wanted:  # EOFError: the run ended without saying it
+        pass
 
 
 def _check_survivor(out: Path) -> dict | None:
@@ -72,20 +86,17 @@ def _check_survivor(out: Path) -> dict | None:
 
 @pytest.mark.parametrize(
     ("after", "delay"),
-    [("", 0.0), ("", 0.3), ("", 1.0)]  # during start-up, the staging and the first record
+    [("", 0.0), ("", 0.03), ("", 0.1)]  # during start-up, the staging and the first record
     + [(line, d) for line in ("started", "epoch 1", "epoch 2") for d in (0.0, 0.005)],
 )
 def test_sigkill_at_random_moments_leaves_a_valid_record_or_nothing(tmp_path, after, delay):
     out = tmp_path / "out"
-    proc = _start(out)
-    assert proc.stdout is not None
+    proc, lines = _start(out)
     if after:
-        for line in proc.stdout:
-            if line.strip() == after:
-                break
+        _wait_for(lines, after)
     time.sleep(delay + random.uniform(0, delay))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.kill()  # SIGKILL
+    proc.join()
     # a staging folder the kill left without a record is removed once older than the grace
     for p in out.glob(".*") if out.exists() else []:
         os.utime(p, (time.time() - STAGING_GRACE_S - 1,) * 2)
@@ -96,13 +107,10 @@ def test_sigkill_at_random_moments_leaves_a_valid_record_or_nothing(tmp_path, af
 
 def test_kill_after_the_last_epoch_reads_as_finished_then_interrupted(tmp_path):
     out = tmp_path / "out"
-    proc = _start(out)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("stopped"):
-            break
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc, lines = _start(out)
+    _wait_for(lines, "stopped")
+    proc.kill()  # SIGKILL
+    proc.join()
     rec = _check_survivor(out)
     assert rec is not None
     assert rec["status"] == "reached"  # 0.9 met at epoch 3: training's own outcome
