@@ -232,7 +232,12 @@ def test_synthetic_data_runs_without_the_dataset(tmp_path):
     assert rec["data"]["stall_time"]["provenance"] == "measured"
 
 
-def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(tmp_path, module_run):
+def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(
+    tmp_path, module_run, monkeypatch
+):
+    asked = []  # what the run asks of window_steps (its arithmetic: test_window_steps_...)
+    window_steps = capture.window_steps
+    monkeypatch.setattr(capture, "window_steps", lambda *a: asked.append(a) or window_steps(*a))
     off = _plain_two_epochs(module_run)
     # a quarter second of steps (the 1 s default is test_run_options's): the window's length
     # follows --profile-seconds whatever its value
@@ -257,7 +262,10 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(tm
     assert on["timeline"]["epoch"] == 2
     step_s = on["timeline"]["measured_step_time"]
     assert step_s["provenance"] == "measured"
-    # the window covers --profile-seconds of the clock's steps, not just --profile-steps
+    # the window covers --profile-seconds of the clock's steps, not just --profile-steps (the
+    # run's request is checked too: on a loaded machine a step can outlast the seconds asked)
+    ((steps, min_seconds, clock_step_s),) = asked
+    assert (steps, min_seconds) == (2, seconds) and clock_step_s == pytest.approx(step_s["value"])
     assert on["timeline"]["steps"] == max(2, min(1000, math.ceil(seconds / step_s["value"])))
     # capture never changes what is trained: same seed, same curve
     assert [e["metrics"] for e in on["evaluations"]] == [e["metrics"] for e in off["evaluations"]]
