@@ -239,9 +239,9 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(
     window_steps = capture.window_steps
     monkeypatch.setattr(capture, "window_steps", lambda *a: asked.append(a) or window_steps(*a))
     off = _plain_two_epochs(module_run)
-    # a quarter second of steps (the 1 s default is test_run_options's): the window's length
+    # a tenth of a second of steps (the 1 s default is test_run_options's): the window's length
     # follows --profile-seconds whatever its value
-    seconds = 0.25
+    seconds = 0.1
     opts = _opts(
         tmp_path,
         epochs=2,
