@@ -204,18 +204,18 @@ SESSION_FIXTURE_GROUPS = {
 SLOW_UNITS_FIRST: tuple[str, ...] = (
     "digits-cli-runs",
     "lesion-study",
-    "tests/test_gpu_evidence.py",
     "tests/test_seam.py",
-    "tests/test_generalization.py",
-    "tests/test_user_workloads.py",
     "tests/test_distributed.py",
+    "tests/test_browser.py",
     "tests/test_tracking.py",
-    "tests/test_kill_moments.py",
-    "tests/test_tensorflow.py",
     "tests/test_trace_reader_paths.py",
     "tests/test_user_workload_loading.py",
+    "tests/test_tensorflow.py",
+    "tests/test_gpu_evidence.py",
+    "tests/test_tf_inference.py",
+    "tests/test_imagenet.py",
     "tests/test_timeline_diff.py",
-    "tests/test_workload_contract.py",
+    "tests/test_user_workloads.py",
 )
 
 
