@@ -133,5 +133,6 @@ def test_the_real_h100_record_says_which_perfsuite_left_its_sections_out(h100):
     for section in ("data", "switches", "energy"):
         assert section not in h100
         assert why_absent(h100, section) == (
-            "not recorded by perfsuite 0.1.0, which did not write this section"
+            "not recorded: written by perfsuite 0.1.0 on 2026-11-22 at record schema version 1, "
+            "before this section was written"
         )

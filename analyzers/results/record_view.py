@@ -188,7 +188,8 @@ def why_absent(record: Mapping[str, Any], section: str) -> str:
     """Why a record has no `data`, `switches` or `energy` section, from what it says about its
     writer: an import's source never measures them, `perfsuite.track` runs the user's own loop
     (no switches), capture off reads no energy, a run that ended before its first timed epoch
-    has no input stall; else the perfsuite that wrote it (named) did not record the section."""
+    has no input stall; else the perfsuite that wrote it (named, with the record's schema
+    version when it was migrated) did not record the section."""
     kind = (record.get("source") or {}).get("kind") or "perfsuite"
     if kind != "perfsuite":
         return f"not recorded by this record's source (imported from {kind})"
@@ -201,4 +202,12 @@ def why_absent(record: Mapping[str, Any], section: str) -> str:
         return f"not recorded: no timed epoch ended (status {record.get('status')})"
     version = (record.get("environment") or {}).get("perfsuite")
     writer = f"perfsuite {version}" if version else "the perfsuite version that wrote it"
-    return f"not recorded by {writer}, which did not write this section"
+    made = str(record.get("created_at") or "")[:10]
+    when = f" on {made}" if made else ""
+    schema = record.get("_migrated_from")
+    if schema is not None:  # the version string alone may equal today's
+        return (
+            f"not recorded: written by {writer}{when} at record schema version {schema}, "
+            "before this section was written"
+        )
+    return f"not recorded by {writer}{when}, which did not write this section"
