@@ -329,9 +329,10 @@ def _decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
             [-1 if a is None or a.correlation is unset else a.correlation for a in args], -1
         )
     # host threads, interned in event order over ranges and runtime calls together
-    hi_idx = np.flatnonzero((cls >= 10) & (cls <= _RUNTIME))
+    is_host = (cls >= 10) & (cls <= _RUNTIME)
+    hi_idx = np.flatnonzero(is_host)
     threads: dict[Any, int] = {}
-    host = list(compress(xs, ((cls >= 10) & (cls <= _RUNTIME)).tolist()))
+    host = list(compress(xs, is_host.tolist()))
     th = _ints([threads.setdefault((e.pid, e.tid), len(threads)) for e in host])
     hcls = cls[hi_idx]
     is_range = hcls < _RUNTIME
