@@ -8,6 +8,7 @@ Torch-free: a trace from any machine (CUDA, ROCm, CPU-only) can be analyzed anyw
 from perfsuite.analyzers.timeline.analysis import analyze_file, analyze_trace, rank_table
 from perfsuite.analyzers.timeline.model import (
     CategoryTime,
+    CopyKind,
     DeviceTimeline,
     IdleBreakdown,
     KernelLaunchStat,
@@ -18,15 +19,18 @@ from perfsuite.analyzers.timeline.model import (
     OpStat,
     PeakHolder,
     QueueStat,
+    RangeProjection,
     RankRow,
     RooflinePoint,
     StreamStats,
     TimelineAnalysis,
 )
+from perfsuite.traces.profile import read_profile
 from perfsuite.traces.reader import TraceData, TraceError, iter_events, read_trace
 
 __all__ = [
     "CategoryTime",
+    "CopyKind",
     "DeviceTimeline",
     "IdleBreakdown",
     "KernelLaunchStat",
@@ -37,6 +41,7 @@ __all__ = [
     "OpStat",
     "PeakHolder",
     "QueueStat",
+    "RangeProjection",
     "RankRow",
     "RooflinePoint",
     "StreamStats",
@@ -47,5 +52,6 @@ __all__ = [
     "analyze_trace",
     "iter_events",
     "rank_table",
+    "read_profile",
     "read_trace",
 ]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from perfsuite.analyzers.timeline.categories import CATEGORIES, is_comm_range, is_step_annotation
+from perfsuite.analyzers.timeline.copies import copy_kinds
 from perfsuite.analyzers.timeline.device import US, DeviceArrays, combine, device_timelines
 from perfsuite.analyzers.timeline.hostmap import HostMap, build_host_map
 from perfsuite.analyzers.timeline.keys import unique_ints
@@ -26,10 +27,12 @@ from perfsuite.analyzers.timeline.model import (
     ThreadStat,
     TimelineAnalysis,
 )
+from perfsuite.analyzers.timeline.projection import range_projections
 from perfsuite.analyzers.timeline.queues import queue_series, queue_stats
 from perfsuite.analyzers.timeline.roofline import roofline_points
 from perfsuite.fmt import si
-from perfsuite.traces.reader import TraceData, TraceError, read_trace
+from perfsuite.traces.profile import read_profile
+from perfsuite.traces.reader import TraceData, TraceError
 
 
 def _top(items: list, n: int | None) -> list:
@@ -207,6 +210,7 @@ def analyze_trace(
     ops, anns, threads, steps, mapped, unmapped = _host_stats(data, host, arrays, mask)
     roofline, dropped = roofline_points(data, host, arrays, mask)
     launches, queues, memory, notes = _launches_queues_memory(data, host, arrays, mask, top)
+    notes.extend(getattr(data, "reader_notes", ()))  # what a non-Kineto reader had to say
     has_device = bool(mask.any())
     if not has_device:
         if device is not None and arrays.n:
@@ -274,6 +278,8 @@ def analyze_trace(
         launches=launches,
         queues=queues,
         memory=memory,
+        copies=copy_kinds(data, arrays, mask),
+        nvtx_projection=_top(range_projections(data, arrays, mask), top),
     )
 
 
@@ -283,8 +289,9 @@ def analyze_file(
     device: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TimelineAnalysis:
-    """Read and analyze one trace file (plain or .gz)."""
-    return analyze_trace(read_trace(path, progress), top=top, device=device)
+    """Read and analyze one profile: a Kineto trace (plain or .gz), an nsys SQLite export or
+    an nsys report (traces.profile)."""
+    return analyze_trace(read_profile(path, progress), top=top, device=device)
 
 
 def rank_table(results: list[TimelineAnalysis]) -> list[RankRow]:

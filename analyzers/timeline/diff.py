@@ -14,7 +14,7 @@ from pathlib import Path
 
 from perfsuite.analyzers.timeline.analysis import analyze_trace
 from perfsuite.analyzers.timeline.ranks import OpTotals, scan_files, trace_files
-from perfsuite.traces.reader import read_trace
+from perfsuite.traces.profile import read_profile
 
 ADDED, REMOVED, CHANGED, SAME = "added", "removed", "changed", "same"
 
@@ -56,7 +56,7 @@ def side_totals(paths: list[Path], on_file: Callable[[int, Path], None] | None =
     and dropped in turn (a folder's duplicate or missing ranks are TraceErrors)."""
     totals = OpTotals()
     if len(paths) == 1 and paths[0].is_file():
-        totals.add(analyze_trace(read_trace(paths[0]), top=None))
+        totals.add(analyze_trace(read_profile(paths[0]), top=None))
         return totals
     for _ in scan_files(paths, on_file=on_file, visitors=[totals]):
         pass

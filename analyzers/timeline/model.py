@@ -276,6 +276,34 @@ class MemoryStat:
 
 
 @dataclass
+class RangeProjection:
+    """All annotation ranges of one name projected onto the GPU
+    (perfsuite.analyzers.timeline.projection); seconds. projected_s sums each range's span from
+    its first device event's start to its last one's end; gpu_time_s sums those events'
+    durations (overlapping streams counted each)."""
+
+    name: str
+    ranges: int
+    host_total_s: float
+    projected_s: float
+    gpu_ops: int
+    gpu_time_s: float
+    without_gpu_work: int  # ranges that launched no device work
+    communication: bool
+
+
+@dataclass
+class CopyKind:
+    """Copies of one kind (HtoD, DtoH, DtoD, PtoP, Unified HtoD...), from the device events'
+    names. bytes: what the trace records (an nsys export's SQL sum), None when it does not."""
+
+    kind: str
+    count: int
+    total_s: float
+    bytes: int | None
+
+
+@dataclass
 class TimelineAnalysis:
     path: str
     rank: int | None
@@ -299,6 +327,8 @@ class TimelineAnalysis:
     launches: LaunchStats | None = None
     queues: list[QueueStat] = field(default_factory=list)
     memory: list[MemoryStat] = field(default_factory=list)
+    copies: list[CopyKind] = field(default_factory=list)
+    nvtx_projection: list[RangeProjection] = field(default_factory=list)
 
 
 @dataclass

@@ -20,9 +20,10 @@ from pathlib import Path
 from perfsuite.analyzers.timeline.analysis import analyze_trace, rank_table
 from perfsuite.analyzers.timeline.categories import COMMUNICATION
 from perfsuite.analyzers.timeline.model import MemoryStat, RankRow, TimelineAnalysis
-from perfsuite.traces.reader import TraceData, TraceError, read_trace
+from perfsuite.traces.profile import read_profile
+from perfsuite.traces.reader import TraceData, TraceError
 
-TRACE_SUFFIXES = (".json", ".json.gz")
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
 FROM_METADATA = "distributedInfo.rank"
 FROM_NAME = "file name"
@@ -161,8 +162,8 @@ class FolderScan:
 
 
 def trace_files(folder: str | os.PathLike[str]) -> list[Path]:
-    """The trace files of a rank folder (`*.json`, `*.json.gz`; hidden files left out), sorted
-    by name. A folder with none is a TraceError."""
+    """The trace files of a rank folder (`*.json`, `*.json.gz`, nsys exports `*.sqlite`;
+    hidden files left out), sorted by name. A folder with none is a TraceError."""
     p = Path(folder)
     try:
         found = sorted(
@@ -173,7 +174,7 @@ def trace_files(folder: str | os.PathLike[str]) -> list[Path]:
     except OSError as exc:
         raise TraceError(f"{p}: cannot list the folder: {exc.strerror or exc}") from None
     if not found:
-        raise TraceError(f"{p}: no trace files (*.json, *.json.gz) in this folder")
+        raise TraceError(f"{p}: no trace files (*.json, *.json.gz, *.sqlite) in this folder")
     return found
 
 
@@ -266,7 +267,7 @@ def scan_files(
         if on_file is not None:
             on_file(i, path)
         try:
-            data = read_trace(path)
+            data = read_profile(path)
             a = analyze_trace(data, top=None)
             rank, source = rank_of(a, path)
             if rank in seen:

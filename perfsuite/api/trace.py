@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfsuite.analyzers.timeline import TimelineAnalysis, analyze_trace, read_trace
+from perfsuite.analyzers.timeline import TimelineAnalysis, analyze_trace, read_profile
 from perfsuite.analyzers.timeline.device import DeviceArrays
 from perfsuite.analyzers.timeline.hostmap import build_host_map
 from perfsuite.analyzers.timeline.launch import launch_flags, launch_pairs
@@ -186,7 +186,7 @@ class Trace:
     def __init__(self, path: str | os.PathLike[str], device: int | None = None):
         self.path = Path(path)
         self.device = device
-        self._data = read_trace(self.path)
+        self._data = read_profile(self.path)
         self.analysis: TimelineAnalysis = analyze_trace(self._data, top=None, device=device)
 
     def __repr__(self) -> str:

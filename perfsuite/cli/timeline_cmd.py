@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
         help="device/CPU timeline of PyTorch profiler traces: busy, idle, kernels, ops",
         description=(
             "Analyze Chrome-trace JSON written by torch.profiler (plain or .gz; CUDA, ROCm or "
-            "CPU-only): per device the temporal breakdown (compute, non-compute, idle, with "
+            "CPU-only) or an Nsight Systems profile (an `nsys export --type sqlite` file; a "
+            ".nsys-rep is exported when nsys is on PATH): per device the temporal breakdown (compute, non-compute, idle, with "
             "kernels on several streams counted once), idle time attributed to host waits, "
             "kernel time by category (compute, memcpy, memset, NCCL/RCCL communication), top "
             "kernels, CPU operators with the device time of the kernels they launched, "
@@ -46,8 +47,9 @@ def register(sub: Any) -> None:
         "paths",
         nargs="*",
         metavar="TRACE",
-        help="trace file (.json / .json.gz), a perfsuite run folder / run.json, or one folder "
-        "of per-rank traces",
+        help="trace file (.json / .json.gz), Nsight Systems export (.sqlite) or report "
+        "(.nsys-rep, exported with nsys), a perfsuite run folder / run.json, or one folder of "
+        "per-rank traces",
     )
     add_top_flag(p)
     p.add_argument(
@@ -218,6 +220,9 @@ def render(a: Any) -> str:
             table(rows, headers, "llrrrrr"),
         ]
     out += _analyses(a)
+    from perfsuite.cli.timeline_copies import copy_lines, projection_lines
+
+    out += copy_lines(a) + projection_lines(a)
     out += [f"note: {n}" for n in a.notes]
     return "\n".join(out)
 
