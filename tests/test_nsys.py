@@ -1,0 +1,152 @@
+"""Nsight Systems SQLite exports read by the timeline: the shared real exports checked against
+SQL sums over the same files and against nsys's own CSV reports of the same run."""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from perfsuite.analyzers.timeline import analyze_trace, read_profile
+from perfsuite.traces.nsys_schema import runtime_name
+from tests.conftest import shared_path
+
+SAXPY = "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+CLOVER = "cloverleaf-nsys__perlmutter-cloverleaf-cuda.sqlite"
+
+
+def _sql(path: Path, query: str) -> list[tuple]:
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(query).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module", params=[SAXPY, CLOVER])
+def export(request):
+    path = shared_path("nsys", request.param)
+    data = read_profile(path)
+    return path, data, analyze_trace(data, top=None)
+
+
+def test_kernel_totals_equal_sql_sums(export):
+    path, _, a = export
+    want = _sql(
+        path,
+        "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value",
+    )
+    got = {k.name: k for k in a.top_kernels if k.category != "memcpy"}
+    assert len(want) == len(got) and want
+    for name, count, total_ns in want:
+        assert got[name].count == count
+        assert got[name].total_s == pytest.approx(total_ns / 1e9, rel=1e-12)
+
+
+def test_copy_kinds_and_bytes_equal_the_file(export):
+    path, _, a = export
+    want = _sql(
+        path,
+        "SELECT copyKind, COUNT(*), SUM(bytes), SUM(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+        "GROUP BY copyKind",
+    )
+    kinds = {1: "HtoD", 2: "DtoH"}  # the kinds these two files hold (ENUM_CUDA_MEMCPY_OPER)
+    got = {c.kind: c for c in a.copies}
+    assert sorted(got) == sorted(kinds[k] for k, *_ in want)
+    for kind, count, nbytes, ns in want:
+        c = got[kinds[kind]]
+        assert (c.count, c.bytes) == (count, nbytes)
+        assert c.total_s == pytest.approx(ns / 1e9, rel=1e-12)
+
+
+def test_device_and_version_facts(export):
+    path, data, a = export
+    version = _sql(
+        path,
+        "SELECT value FROM "
+        + ("EXPORT_META_DATA" if path.name == SAXPY else "META_DATA_EXPORT")
+        + " WHERE name = 'EXPORT_PRODUCT_VERSION'",
+    )[0][0]
+    assert data.nsys_version == version
+    assert [d.device for d in a.devices] == [0]
+    assert a.devices[0].name.startswith("NVIDIA A100-SXM4")
+    # busy time is the union of the device's events, inside its span
+    d = a.devices[0]
+    assert 0 < d.busy_s <= d.span_s
+    assert d.busy_s + d.idle_s == pytest.approx(d.span_s)
+
+
+def _csv_intervals(path: Path, key: str) -> Counter:
+    """(start ns, end ns, key column) of each Enter row with its matching Leave."""
+    out: Counter = Counter()
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["Event Type"] == "Enter":
+                end = int(float(row["_matching_timestamp"]))
+                out[(int(float(row["Timestamp (ns)"])), end, row[key])] += 1
+    return out
+
+
+def test_cloverleaf_gpu_trace_csv_event_for_event():
+    data = read_profile(shared_path("nsys", CLOVER))
+    csv_path = shared_path("nsys", "cloverleaf-nsys__cloverleaf_gpu_trace.csv")
+    want = _csv_intervals(csv_path, "streamId")
+    d = data.device
+    got = Counter(
+        (round(ts * 1000), round((ts + dur) * 1000), str(stream))
+        for ts, dur, stream in zip(d.ts, d.dur, d.stream, strict=True)
+    )
+    assert sum(want.values()) == 1312 + 279
+    assert got == want
+
+
+def test_cloverleaf_api_trace_csv_event_for_event():
+    data = read_profile(shared_path("nsys", CLOVER))
+    csv_path = shared_path("nsys", "cloverleaf-nsys__cloverleaf-cuda_api_trace.csv")
+    # the CSV keeps nsys's API version suffix (cudaMalloc_v3020), which perfsuite drops
+    want = Counter(
+        {(s, e, runtime_name(n)): c for (s, e, n), c in _csv_intervals(csv_path, "Name").items()}
+    )
+    assert any(n.endswith("_v3020") for _, _, n in _csv_intervals(csv_path, "Name"))
+    rt, names = data.runtime, data.names.values
+    got = Counter(
+        (round(ts * 1000), round((ts + dur) * 1000), names[n])
+        for ts, dur, n in zip(rt.ts, rt.dur, rt.name, strict=True)
+    )
+    assert sum(want.values()) == 3048
+    assert got == want
+
+
+def test_saxpy_nvtx_projection_by_hand():
+    """The five `saxpy` NVTX ranges each enclose one cudaLaunchKernel; from the file's rows:
+    range 924881857-924940911 ns, its kernel 924922186-942626994 ns, and so on."""
+    a = analyze_trace(read_profile(shared_path("nsys", SAXPY)), top=None)
+    kernels = [  # (start, end) of the kernels, ns
+        (924922186, 942626994),
+        (1196058242, 1213791658),
+        (1449177557, 1466878365),
+        (1696275954, 1713996442),
+        (1947782617, 1965496577),
+    ]
+    ranges = [  # (start, end) of the saxpy ranges, ns
+        (924881857, 924940911),
+        (1196019772, 1196067224),
+        (1449139403, 1449181324),
+        (1696238391, 1696280102),
+        (1947745106, 1947786216),
+    ]
+    proj = {r.name: r for r in a.nvtx_projection}
+    saxpy = proj["saxpy"]
+    assert saxpy.ranges == 5 and saxpy.gpu_ops == 5 and saxpy.without_gpu_work == 0
+    # one kernel per range: projected = the kernel's own span; host time = the ranges'
+    assert saxpy.projected_s == pytest.approx(sum(e - s for s, e in kernels) / 1e9, rel=1e-9)
+    assert saxpy.gpu_time_s == pytest.approx(saxpy.projected_s, rel=1e-12)
+    assert saxpy.host_total_s == pytest.approx(sum(e - s for s, e in ranges) / 1e9, rel=1e-9)
+    # the MPI ranges (nsys's MPI domain) launched nothing: they project to no GPU time
+    for name in ("MPI_Send", "MPI_Recv", "MPI_Init", "MPI_Finalize"):
+        assert proj[name].gpu_ops == 0 and proj[name].projected_s == 0.0
+    assert proj["MPI_Send"].ranges == 10 and proj["MPI_Send"].without_gpu_work == 10
