@@ -6,10 +6,13 @@ marker texts are in the form PyTorch writes (torch/csrc/profiler/util.cpp, getNv
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench.nsys_export import ExportBuilder
 from perfsuite.analyzers.timeline import analyze_trace, read_profile
+from perfsuite.cli import main
 from perfsuite.traces.nvtx_ops import OpMarker, parse_marker
 from tests.conftest import shared_path
 
@@ -21,7 +24,7 @@ MS = 1_000_000  # ns
 
 
 @pytest.fixture(scope="module")
-def profile(tmp_path_factory):
+def export(tmp_path_factory):
     """forward (a user range) > linear > {t, addmm > launch 1}; relu > launch 2; ns."""
     path = tmp_path_factory.mktemp("nsys") / "emit_nvtx.sqlite"
     b = ExportBuilder(path, shared_path("nsys", "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"))
@@ -33,7 +36,12 @@ def profile(tmp_path_factory):
     b.runtime([(3 * MS, 3 * MS + 10_000, 1, launch), (10_500_000, 10_510_000, 2, launch)])
     b.kernels([(3_020_000, 3_120_000, 7, 1, gemm), (10_520_000, 10_540_000, 7, 2, relu)])
     b.close()
-    return analyze_trace(read_profile(path), top=None)
+    return path
+
+
+@pytest.fixture(scope="module")
+def profile(export):
+    return analyze_trace(read_profile(export), top=None)
 
 
 def test_marker_parsing():
@@ -75,3 +83,26 @@ def test_flops_equal_perfsuite_flops_for_the_same_ops(profile):
     assert points["aten::addmm"].device_time_s == pytest.approx(100e-6)
     assert points["aten::addmm"].flops_per_s == pytest.approx(points["aten::addmm"].flops / 1e-4)
     assert any("assume float (4-byte)" in n for n in profile.notes)
+
+
+def test_roofline_of_the_profile(export, capsys):
+    """`perfsuite roofline report.sqlite`: roofs from TARGET_INFO_GPU (the saxpy export's A100:
+    108 SMs, 1.41 GHz, 1.5552e12 B/s), labeled spec; addmm placed under them."""
+    assert main(["roofline", str(export), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)["profile_roofline"]
+    roofs = {r["kind"]: r for r in res["roofs"]}
+    assert roofs["fp32"]["value"] == 108 * 1.41e9 * 64 * 2
+    assert roofs["memory"]["value"] == 1.5552e12
+    assert {r["provenance"] for r in res["roofs"]} == {"spec"}
+    rows = {r["op"]: r for r in res["rows"]}
+    addmm = rows["aten::addmm"]
+    flops = 2 * 64 * 128 * 256 + 64 * 256
+    assert addmm["flops"] == flops and addmm["device_time_s"] == pytest.approx(100e-6)
+    pl = addmm["placement"]
+    assert pl["achieved_flops"] == pytest.approx(flops / 100e-6)
+    attainable = min(roofs["fp32"]["value"], flops / addmm["bytes"] * 1.5552e12)
+    assert pl["attainable"] == pytest.approx(attainable)
+    assert addmm["lost_s"] == pytest.approx(100e-6 * (1 - flops / 100e-6 / attainable))
+    assert main(["roofline", str(export)]) == 0
+    text = capsys.readouterr().out
+    assert "19.5 TFLOP/s  spec" in text and "aten::addmm" in text

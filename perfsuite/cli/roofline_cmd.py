@@ -31,7 +31,10 @@ def register(subparsers: Any) -> None:
         ),
     )
     p.add_argument(
-        "run", metavar="RUN", help="a run folder, a run.json, or a group folder holding one run"
+        "run",
+        metavar="RUN",
+        help="a run folder, a run.json, a group folder holding one run, or an Nsight Systems "
+        "profile (.sqlite export or .nsys-rep) made under emit_nvtx",
     )
     add_top_flag(p, "rows in the per-op table and the ranking")
     p.add_argument(
@@ -225,6 +228,10 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.record import load_record
 
     top = top_rows(args.top)
+    from perfsuite.cli import roofline_profile
+
+    if roofline_profile.handles(args.run):  # an nsys profile, not a run
+        return roofline_profile.run(args, top)
     from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
 
     rec = load_record(resolve_run(args.run))

@@ -29,7 +29,8 @@ def register(sub: Any) -> None:
         description=(
             "Analyze Chrome-trace JSON written by torch.profiler (plain or .gz; CUDA, ROCm or "
             "CPU-only) or an Nsight Systems profile (an `nsys export --type sqlite` file; a "
-            ".nsys-rep is exported when nsys is on PATH): per device the temporal breakdown (compute, non-compute, idle, with "
+            ".nsys-rep is exported when nsys is on PATH): per device the temporal breakdown "
+            "(compute, non-compute, idle, with "
             "kernels on several streams counted once), idle time attributed to host waits, "
             "kernel time by category (compute, memcpy, memset, NCCL/RCCL communication), top "
             "kernels, CPU operators with the device time of the kernels they launched, "
