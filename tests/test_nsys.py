@@ -4,14 +4,17 @@ SQL sums over the same files and against nsys's own CSV reports of the same run.
 from __future__ import annotations
 
 import csv
+import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+import perfsuite
 from perfsuite.analyzers.timeline import analyze_trace, read_profile
 from perfsuite.traces.nsys_schema import runtime_name
+from tests.api_compare import assert_rows, cli_json
 from tests.conftest import shared_path
 
 SAXPY = "saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
@@ -150,3 +153,81 @@ def test_saxpy_nvtx_projection_by_hand():
     for name in ("MPI_Send", "MPI_Recv", "MPI_Init", "MPI_Finalize"):
         assert proj[name].gpu_ops == 0 and proj[name].projected_s == 0.0
     assert proj["MPI_Send"].ranges == 10 and proj["MPI_Send"].without_gpu_work == 10
+
+
+FRAMES = (
+    "temporal",
+    "idle",
+    "categories",
+    "streams",
+    "kernels",
+    "ops",
+    "annotations",
+    "threads",
+    "roofline",
+    "launches",
+    "launch_streams",
+    "launch_kernels",
+    "queues",
+    "copies",
+    "nvtx_projection",
+)
+
+
+def test_api_frames_of_an_export_are_a_kineto_traces():
+    """perfsuite.trace on an export: the same tables, column for column, as on a Kineto trace,
+    and the values `perfsuite timeline --json` gives for the export."""
+    t = perfsuite.trace(shared_path("nsys", SAXPY))
+    k = perfsuite.trace(shared_path("traces", "trace_filter__sampled_rank-0.json.gz"))
+    for name in FRAMES:
+        assert list(getattr(t, name).columns) == list(getattr(k, name).columns), name
+    ref = cli_json("timeline", str(shared_path("nsys", SAXPY)), "--top", "0")["traces"][0]
+    cols = {c: c for c in ("name", "category", "count", "total_s", "mean_s", "min_s", "max_s")}
+    assert_rows(t.kernels, ref["top_kernels"], cols, {})
+    assert_rows(t.copies, ref["copies"], {c: c for c in ("kind", "count", "total_s", "bytes")}, {})
+    cols = {
+        c: c
+        for c in (
+            "name",
+            "ranges",
+            "host_total_s",
+            "projected_s",
+            "gpu_ops",
+            "gpu_time_s",
+            "without_gpu_work",
+            "communication",
+        )
+    }
+    assert_rows(t.nvtx_projection, ref["nvtx_projection"], cols, {})
+    assert len(t.kernels) == 3 and t.copies["bytes"].sum() == 2621440000 + 1310720000
+
+
+def test_a_folder_of_rank_exports(tmp_path):
+    for rank, name in enumerate((SAXPY, CLOVER)):
+        shutil.copyfile(shared_path("nsys", name), tmp_path / f"job_rank-{rank}.sqlite")
+    ranks = cli_json("timeline", str(tmp_path))["ranks"]
+    assert [(r["rank"], r["trace"]) for r in ranks] == [
+        (0, "job_rank-0.sqlite"),
+        (1, "job_rank-1.sqlite"),
+    ]
+    kernel_ns = [
+        _sql(shared_path("nsys", n), "SELECT SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][
+            0
+        ]
+        for n in (SAXPY, CLOVER)
+    ]
+    # one stream of non-overlapping kernels each: the compute union is the kernels' sum
+    for r, ns in zip(ranks, kernel_ns, strict=True):
+        assert r["busy_compute_s"] == pytest.approx(ns / 1e9, rel=1e-9)
+
+
+def test_diff_across_an_export_and_a_kineto_trace():
+    """Copies are named as Kineto names them, so the same copy kind lines up across formats."""
+    a = shared_path("nsys", SAXPY)
+    b = shared_path(
+        "traces", "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+    )
+    rows = {r["name"]: r for r in cli_json("timeline", "--diff", str(a), str(b))["rows"]}
+    htod = rows["Memcpy HtoD (Pageable -> Device)"]
+    assert htod["status"] == "changed" and (htod["count_a"], htod["count_b"]) == (10, 16)
+    assert rows["saxpy(double *, double *, double *, double, int)"]["status"] == "removed"

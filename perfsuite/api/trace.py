@@ -56,6 +56,20 @@ STREAMS: Spec = [
     ("device", lambda pair: pair[0]),
     *of_child([(c, c) for c in ("stream", "events", "total_s", "busy_s", "idle_s", "host_wait_s")]),
 ]
+COPIES: Spec = [(c, c) for c in ("kind", "count", "total_s", "bytes")]
+PROJECTION: Spec = [
+    (c, c)
+    for c in (
+        "name",
+        "ranges",
+        "host_total_s",
+        "projected_s",
+        "gpu_ops",
+        "gpu_time_s",
+        "without_gpu_work",
+        "communication",
+    )
+]
 KERNELS: Spec = [
     ("name", "name"),
     ("category", "category"),
@@ -126,26 +140,52 @@ LAUNCH_GROUPS: Spec = [
 LAUNCH_KERNELS: Spec = [
     (c, c)
     for c in (
-        "name", "category", "launches", "gpu_total_s", "cpu_mean_s", "cpu_max_s",
-        "delay_mean_s", "delay_p90_s", "delay_max_s", "short", "runtime_outliers",
+        "name",
+        "category",
+        "launches",
+        "gpu_total_s",
+        "cpu_mean_s",
+        "cpu_max_s",
+        "delay_mean_s",
+        "delay_p90_s",
+        "delay_max_s",
+        "short",
+        "runtime_outliers",
         "delay_outliers",
     )
-]  # fmt: skip
+]
 QUEUES: Spec = [
     (c, c)
     for c in (
-        "device", "stream", "launches", "max_length", "mean_length", "time_at_max_s", "span_s"
+        "device",
+        "stream",
+        "launches",
+        "max_length",
+        "mean_length",
+        "time_at_max_s",
+        "span_s",
     )
-]  # fmt: skip
+]
 MEMORY: Spec = [
     (c, c)
     for c in (
-        "device_type", "device", "events", "allocations", "frees", "bytes_allocated",
-        "bytes_freed", "allocated_at_start_bytes", "final_allocated_bytes",
-        "peak_allocated_bytes", "peak_t_s", "peak_reserved_bytes", "from_running_sum",
-        "frees_of_earlier_blocks", "peak_unattributed_bytes",
+        "device_type",
+        "device",
+        "events",
+        "allocations",
+        "frees",
+        "bytes_allocated",
+        "bytes_freed",
+        "allocated_at_start_bytes",
+        "final_allocated_bytes",
+        "peak_allocated_bytes",
+        "peak_t_s",
+        "peak_reserved_bytes",
+        "from_running_sum",
+        "frees_of_earlier_blocks",
+        "peak_unattributed_bytes",
     )
-]  # fmt: skip
+]
 QUEUE_SERIES: Spec = [
     ("device", "device"),
     ("stream", "stream"),
@@ -355,6 +395,18 @@ class Trace:
         pairs = [(m, h) for m in self.analysis.memory for h in m.peak_holders]
         return frame(pairs, PEAK_HOLDERS)
 
+    @cached_property
+    def copies(self) -> pd.DataFrame:
+        """Copies per kind (HtoD, DtoH, DtoD, PtoP, Unified ...): count, device time, bytes
+        (None where the trace does not record them: Kineto; an nsys export does)."""
+        return frame(self.analysis.copies, COPIES)
+
+    @cached_property
+    def nvtx_projection(self) -> pd.DataFrame:
+        """Annotation (NVTX) ranges projected onto the GPU, per name, like nsys's
+        nvtx_gpu_proj_sum: host time, projected time, device ops launched inside."""
+        return frame(self.analysis.nvtx_projection, PROJECTION)
+
     @property
     def notes(self) -> list[str]:
         """The analyzer's notes (CPU-only trace, unmapped device time, slow reader...)."""
@@ -362,9 +414,10 @@ class Trace:
 
 
 def trace(path: str | os.PathLike[str], device: int | None = None) -> Trace:
-    """Analyze a Kineto/Chrome trace file (.json or .json.gz), or the `timeline.trace` sidecar
-    of a run folder / run.json. Bad input raises a one-line TraceError or RecordError naming
-    the file (and the field)."""
+    """Analyze a Kineto/Chrome trace file (.json or .json.gz), an Nsight Systems profile (an
+    `nsys export --type sqlite` file, or a .nsys-rep when nsys is on PATH), or the
+    `timeline.trace` sidecar of a run folder / run.json. Bad input raises a one-line
+    TraceError or RecordError naming the file (and the field)."""
     p = Path(path)
     if p.is_dir() or p.name == "run.json":
         p = trace_path(load_record(p))
