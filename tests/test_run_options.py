@@ -41,6 +41,7 @@ FLAGS = {
             "--price",
             "--profile-seconds",
             "--profile-steps",
+            "--profiler",
             "--quiet",
             "--recipe",
             "--repeats",
@@ -206,7 +207,11 @@ FLAGS = {
 }
 
 CHOICES = {
-    "run": {"--framework": ["pytorch", "tensorflow"], "--counters": ["ncu", "cupti"]},
+    "run": {
+        "--framework": ["pytorch", "tensorflow"],
+        "--counters": ["ncu", "cupti"],
+        "--profiler": ["nsys"],
+    },
     "study lesion": {"--framework": ["pytorch", "tensorflow"], "--executor": ["local", "ray"]},
     "study factor": {"--framework": ["pytorch", "tensorflow"], "--executor": ["local", "ray"]},
     "study batch": {
@@ -241,6 +246,7 @@ TAKES_VALUE = {
         "--price",
         "--profile-seconds",
         "--profile-steps",
+        "--profiler",
         "--recipe",
         "--repeats",
         "--replay-window",
@@ -403,6 +409,8 @@ RUN_FULL = [
     "0.5",
     "--counters",
     "ncu",
+    "--profiler",
+    "nsys",
     "--inference-limit",
     "10",
     "--threads",
@@ -439,6 +447,7 @@ RUN_FULL_OPTIONS = {
     "synthetic": True,
     "threads": 2,
     "counters": "ncu",
+    "profiler": "nsys",
     "instance_type": "p3.2xlarge",
     "price_per_hour": 3.06,
     "group": None,
@@ -472,6 +481,7 @@ RUN_DEFAULT_OPTIONS = {
     "synthetic": False,
     "threads": None,
     "counters": None,
+    "profiler": None,
     "instance_type": None,
     "price_per_hour": None,
     "group": None,

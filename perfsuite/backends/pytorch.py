@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -70,7 +71,9 @@ class TorchBackend:
         ranges = None
         if self.device.is_gpu:
             try:
-                ranges = torch.autograd.profiler.emit_nvtx()
+                # input shapes in each op's marker, for an nsys profile (runner.nsys_step)
+                shapes = os.environ.get("PERFSUITE_NVTX_SHAPES") == "1"
+                ranges = torch.autograd.profiler.emit_nvtx(record_shapes=shapes)
                 ranges.__enter__()
             except Exception:  # an optional label: the capture goes on without it
                 ranges = None

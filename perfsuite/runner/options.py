@@ -208,6 +208,17 @@ class RunOptions:
             choices=("ncu", "cupti"),
         ),
     )
+    profiler: str | None = field(
+        default=None,
+        metadata=_flag(
+            "--profiler",
+            "after training, record an Nsight Systems profile of the profiled window (nsys: "
+            "a replay child under `nsys profile`, aten ops in emit_nvtx ranges with shapes), "
+            "exported beside the record as profile-nsys.sqlite; needs nsys and an NVIDIA GPU",
+            value="choice",
+            choices=("nsys",),
+        ),
+    )
     instance_type: str | None = field(
         default=None,
         metadata=_flag(
