@@ -69,10 +69,19 @@ class ExportBuilder:
         gpid = global_tid(PID, 0)
         self.insert(
             KERNEL,
-            ("start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid",
-             "demangledName", "shortName"),
+            (
+                "start",
+                "end",
+                "deviceId",
+                "contextId",
+                "streamId",
+                "correlationId",
+                "globalPid",
+                "demangledName",
+                "shortName",
+            ),
             ((s, e, device, 1, st, c, gpid, n, n) for s, e, st, c, n in rows),
-        )  # fmt: skip
+        )
 
     def runtime(self, rows: Iterable[tuple[int, int, int, int]], tid: int = PID) -> None:
         """(start ns, end ns, correlationId, name string id) runtime calls on thread `tid`."""
@@ -108,9 +117,13 @@ def synthetic_export(out: Path, source: Path, n_events: int) -> int:
     def kernels() -> Iterable[tuple[int, int, int, int, int]]:
         for i in range(pairs):
             t = 1_000_000 + i * 20_000
-            yield t + 8_000, t + 8_000 + 2_000 + (i % 7) * 1_000, 7 if i % 3 else 13, i, names[
-                i % 8
-            ]
+            yield (
+                t + 8_000,
+                t + 8_000 + 2_000 + (i % 7) * 1_000,
+                7 if i % 3 else 13,
+                i,
+                names[i % 8],
+            )
 
     def calls() -> Iterable[tuple[int, int, int, int]]:
         for i in range(pairs):
