@@ -64,9 +64,11 @@ class ExportBuilder:
         values = ", ".join(["?"] * len(columns) + ["0"] * len(rest))
         self.con.executemany(f"INSERT INTO {table} ({names}) VALUES ({values})", rows)
 
-    def kernels(self, rows: Iterable[tuple[int, int, int, int, int]], device: int = 0) -> None:
-        """(start ns, end ns, stream, correlationId, name string id) kernels of process PID."""
-        gpid = global_tid(PID, 0)
+    def kernels(
+        self, rows: Iterable[tuple[int, int, int, int, int]], device: int = 0, pid: int = PID
+    ) -> None:
+        """(start ns, end ns, stream, correlationId, name string id) kernels of process `pid`."""
+        gpid = global_tid(pid, 0)
         self.insert(
             KERNEL,
             (
@@ -83,9 +85,12 @@ class ExportBuilder:
             ((s, e, device, 1, st, c, gpid, n, n) for s, e, st, c, n in rows),
         )
 
-    def runtime(self, rows: Iterable[tuple[int, int, int, int]], tid: int = PID) -> None:
-        """(start ns, end ns, correlationId, name string id) runtime calls on thread `tid`."""
-        gtid = global_tid(PID, tid)
+    def runtime(
+        self, rows: Iterable[tuple[int, int, int, int]], tid: int = PID, pid: int = PID
+    ) -> None:
+        """(start ns, end ns, correlationId, name string id) runtime calls on thread `tid` of
+        process `pid`."""
+        gtid = global_tid(pid, tid)
         self.insert(
             RUNTIME,
             ("start", "end", "eventClass", "globalTid", "correlationId", "nameId", "returnValue"),

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import perfsuite
+from bench.nsys_export import ExportBuilder
 from perfsuite.analyzers.timeline import analyze_trace, read_profile
 from perfsuite.traces.nsys_schema import runtime_name
 from tests.api_compare import assert_rows, cli_json
@@ -231,3 +232,21 @@ def test_diff_across_an_export_and_a_kineto_trace():
     htod = rows["Memcpy HtoD (Pageable -> Device)"]
     assert htod["status"] == "changed" and (htod["count_a"], htod["count_b"]) == (10, 16)
     assert rows["saxpy(double *, double *, double *, double, int)"]["status"] == "removed"
+
+
+def test_several_processes_and_gpus_keep_their_own_launches(tmp_path):
+    """Two processes, one GPU each, both numbering their launches from 1: each kernel joins
+    its own process's launch call (launch delay 1 us and 5 us), never the other's."""
+    path = tmp_path / "two.sqlite"
+    b = ExportBuilder(path, shared_path("nsys", SAXPY))
+    launch, k = b.string("cudaLaunchKernel_v7000"), b.string("kernel_a")
+    for pid, device, t, delay in ((100, 0, 10_000, 1_000), (200, 1, 20_000, 5_000)):
+        b.runtime([(t, t + 2_000, 1, launch)], tid=pid, pid=pid)
+        b.kernels([(t + 2_000 + delay, 50_000, 7, 1, k)], device=device, pid=pid)
+    b.close()
+    a = analyze_trace(read_profile(path), top=None)
+    assert [d.device for d in a.devices] == [0, 1]
+    by_device = {g.device: g for g in a.launches.streams}
+    assert by_device[0].delay.max_s == pytest.approx(1e-6)
+    assert by_device[1].delay.max_s == pytest.approx(5e-6)
+    assert a.launches.launches == 2 and a.launches.unmatched_calls == 0
