@@ -47,8 +47,10 @@ def test_an_sqlite_file_that_is_not_an_export(tmp_path, capsys):
 
 
 def test_a_newer_schema(saxpy_copy, capsys):
-    _edit(saxpy_copy, "UPDATE EXPORT_META_DATA SET value = '4.0.0' "
-                      "WHERE name = 'EXPORT_SCHEMA_VERSION'")  # fmt: skip
+    _edit(
+        saxpy_copy,
+        "UPDATE EXPORT_META_DATA SET value = '4.0.0' WHERE name = 'EXPORT_SCHEMA_VERSION'",
+    )
     err = _refused(saxpy_copy, capsys)
     assert "EXPORT_SCHEMA_VERSION: 4.0.0" in err and "2.x and 3.x" in err
 
@@ -75,8 +77,9 @@ def test_a_missing_column_is_named(saxpy_copy, capsys):
 
 
 def test_no_kernel_table_reports_what_is_there(saxpy_copy, capsys):
-    _edit(saxpy_copy, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
-          "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY")  # fmt: skip
+    _edit(
+        saxpy_copy, "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY"
+    )
     a = analyze_trace(read_profile(saxpy_copy), top=None)
     assert not a.has_device and a.devices == []
     note = next(n for n in a.notes if "no CUPTI_ACTIVITY_KIND_KERNEL table" in n)
@@ -115,3 +118,22 @@ def test_a_report_is_exported_by_nsys(tmp_path, monkeypatch):
     report.write_bytes(b"\x00" * 64)
     data = read_profile(report)
     assert data.path == str(report) and len(data.device.ts) == 20
+
+
+def test_a_value_that_is_not_an_integer(saxpy_copy, capsys):
+    _edit(saxpy_copy, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 2")
+    err = _refused(saxpy_copy, capsys)
+    assert "field CUPTI_ACTIVITY_KIND_KERNEL: a value that is not an integer" in err
+
+
+def test_sparse_row_ids_read_the_same(saxpy_copy):
+    """Rows far apart in rowid are read as row tuples, not as billions of empty ranges."""
+    before = read_profile(saxpy_copy)
+    _edit(
+        saxpy_copy,
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET rowid = 1000000000000 "
+        "WHERE rowid = (SELECT MAX(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+    )
+    after = read_profile(saxpy_copy)
+    assert sorted(after.runtime.ts) == sorted(before.runtime.ts)
+    assert len(after.runtime.ts) == 95
