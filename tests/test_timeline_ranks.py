@@ -375,7 +375,9 @@ def test_empty_folder(tmp_path, capsys):
     err = _error(["timeline", str(tmp_path / "empty")], capsys)
     # not a rank folder (no trace file) and no run.json: the run-folder error
     assert err.startswith(f"perfsuite: error: {tmp_path / 'empty'}: no run.json")
-    with pytest.raises(TraceError, match=r"empty: no trace files \(\*\.json, \*\.json\.gz\)"):
+    with pytest.raises(
+        TraceError, match=r"empty: no trace files \(\*\.json, \*\.json\.gz, \*\.sqlite\)"
+    ):
         scan_folder(tmp_path / "empty")
 
 
