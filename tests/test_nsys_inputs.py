@@ -137,3 +137,8 @@ def test_sparse_row_ids_read_the_same(saxpy_copy):
     after = read_profile(saxpy_copy)
     assert sorted(after.runtime.ts) == sorted(before.runtime.ts)
     assert len(after.runtime.ts) == 95
+
+
+def test_no_table_of_names(saxpy_copy, capsys):
+    _edit(saxpy_copy, "DROP TABLE StringIds")
+    assert "field StringIds: missing" in _refused(saxpy_copy, capsys)

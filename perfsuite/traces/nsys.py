@@ -147,14 +147,16 @@ class _Export:
         except (ValueError, DeprecationWarning):
             col = None
         if col is None or len(col) != n:
-            raise TraceError(f"{self.p}: field {table}: a value that is not an integer")
+            raise TraceError(f"{self.p}: field {table}: a value that is not an integer, or NULL")
         return col
 
     def _ints(self, table: str, rows: list[tuple]) -> np.ndarray:
         try:
             return np.array(rows, dtype=np.int64)
         except (ValueError, TypeError, OverflowError):
-            raise TraceError(f"{self.p}: field {table}: a value that is not an integer") from None
+            raise TraceError(
+                f"{self.p}: field {table}: a value that is not an integer, or NULL"
+            ) from None
 
     def columns(self, table: str) -> set[str]:
         if table not in self._columns:
@@ -487,6 +489,10 @@ def read_nsys(
     try:
         ex = _Export(p, con)
         meta = _meta(ex)
+        if "StringIds" not in ex.tables:
+            raise TraceError(
+                f"{p}: field StringIds: missing (every nsys export has the table of names)"
+            )
         data = NsysTraceData(
             path=str(p),
             metadata={"deviceProperties": _gpu_properties(ex)},
