@@ -194,6 +194,28 @@ def _rank(meta: dict) -> int | None:
     return None
 
 
+def _reader_notes(data: TraceData) -> list[str]:
+    """What the reader skipped or doubted, and what a non-Kineto reader (nsys) had to say."""
+    notes = list(getattr(data, "reader_notes", ()))
+    if data.malformed:
+        notes.append(
+            f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
+            "category or pid/tid belongs)"
+        )
+    if data.negative_durations:
+        notes.append(
+            f"{data.negative_durations} event(s) with a negative duration, counted as zero length"
+        )
+    if data.beyond_reason:
+        notes.append(
+            f"{data.beyond_reason} event(s) skipped: a timestamp beyond 1e17 us or a duration "
+            "beyond 1e13 us (115 days), which no profiler clock gives"
+        )
+    if data.backend in ("python", "yajl2", "yajl2_cffi"):  # ijson's slower backends
+        notes.append(f"ijson backend {data.backend} (slow); install ijson with its C extension")
+    return notes
+
+
 def analyze_trace(
     data: TraceData, top: int | None = 20, device: int | None = None
 ) -> TimelineAnalysis:
@@ -210,7 +232,6 @@ def analyze_trace(
     ops, anns, threads, steps, mapped, unmapped = _host_stats(data, host, arrays, mask)
     roofline, dropped = roofline_points(data, host, arrays, mask)
     launches, queues, memory, notes = _launches_queues_memory(data, host, arrays, mask, top)
-    notes.extend(getattr(data, "reader_notes", ()))  # what a non-Kineto reader had to say
     has_device = bool(mask.any())
     if not has_device:
         if device is not None and arrays.n:
@@ -238,22 +259,7 @@ def analyze_trace(
             f"{dropped} roofline point(s) dropped: recorded shapes with a negative or "
             "non-integer dimension, or modeled FLOP/bytes that are negative or not finite"
         )
-    if data.malformed:
-        notes.append(
-            f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
-            "category or pid/tid belongs)"
-        )
-    if data.negative_durations:
-        notes.append(
-            f"{data.negative_durations} event(s) with a negative duration, counted as zero length"
-        )
-    if data.beyond_reason:
-        notes.append(
-            f"{data.beyond_reason} event(s) skipped: a timestamp beyond 1e17 us or a duration "
-            "beyond 1e13 us (115 days), which no profiler clock gives"
-        )
-    if data.backend in ("python", "yajl2", "yajl2_cffi"):  # ijson's slower backends
-        notes.append(f"ijson backend {data.backend} (slow); install ijson with its C extension")
+    notes += _reader_notes(data)
     window = (data.window[1] - data.window[0]) * US if data.window else 0.0
     return TimelineAnalysis(
         path=data.path,
