@@ -82,6 +82,16 @@ def test_device_and_version_facts(export):
     d = a.devices[0]
     assert 0 < d.busy_s <= d.span_s
     assert d.busy_s + d.idle_s == pytest.approx(d.span_s)
+    # roofs of the device that ran (cloverleaf's file lists four A100s; one ran), from
+    # TARGET_INFO_GPU: 108 SMs x 1.41 GHz x 64 FP32 lanes x 2, and its memoryBandwidth
+    ((sms, clock, bandwidth),) = _sql(
+        path, "SELECT smCount, clockRate, memoryBandwidth FROM TARGET_INFO_GPU WHERE id = 0"
+    )
+    roofs = {(r.device, r.kind): r for r in a.roofs}
+    assert sorted(roofs) == [(0, "fp32"), (0, "memory")]
+    assert roofs[0, "fp32"].value == sms * clock * 64 * 2 == 108 * 1.41e9 * 128
+    assert roofs[0, "memory"].value == bandwidth
+    assert {r.provenance for r in a.roofs} == {"spec"}
 
 
 def _csv_intervals(path: Path, key: str) -> Counter:

@@ -16,30 +16,10 @@ from typing import Any
 
 from perfsuite.analyzers.roofline.points import place
 from perfsuite.analyzers.roofline.results import Placement
-from perfsuite.analyzers.timeline.model import TimelineAnalysis
+from perfsuite.analyzers.timeline.model import Roof, TimelineAnalysis
+from perfsuite.analyzers.timeline.spec_roofs import FP32
 
-# FP32 lanes per SM by compute capability (CUDA C Programming Guide, "Arithmetic
-# Instructions" throughput table: 32-bit floating-point add, multiply, multiply-add): an FMA
-# per lane per clock is 2 FLOP.
-FP32_LANES_PER_SM = {
-    (7, 0): 64,
-    (7, 5): 64,
-    (8, 0): 64,
-    (8, 6): 128,
-    (8, 7): 128,
-    (8, 9): 128,
-    (9, 0): 128,
-}
-MATH = "fp32"
-
-
-@dataclass
-class Roof:
-    kind: str  # "fp32" (FLOP/s) or "memory" (byte/s)
-    value: float | None
-    unit: str
-    provenance: str  # "spec" | "measured"
-    source: str
+MATH = FP32
 
 
 @dataclass
@@ -67,56 +47,23 @@ class ProfileRoofline:
     notes: list[str] = field(default_factory=list)
 
 
-def target_info_roofs(props: list[Mapping[str, Any]], device: int | None) -> list[Roof]:
-    """fp32 and memory roofs of one device from TARGET_INFO_GPU facts (deviceProperties of an
-    nsys read): peak = SMs x clock x FP32 lanes x 2; bandwidth as nsys records it."""
-    p = next((q for q in props if q.get("id") == device), props[0] if props else None)
-    if p is None:
-        return []
-    where = f"TARGET_INFO_GPU of the profile, device {p.get('id')} ({p.get('name')})"
-    out = []
-    lanes = FP32_LANES_PER_SM.get((p.get("computeMajor"), p.get("computeMinor")))
-    sms, clock = p.get("numSms"), p.get("clockRateHz")
-    if lanes and sms and clock:
-        value = float(sms) * float(clock) * lanes * 2
-        out.append(
-            Roof(
-                MATH,
-                value,
-                "FLOP/s",
-                "spec",
-                f"{where}: {sms} SMs x {clock:.4g} Hz x {lanes} FP32 lanes x 2",
-            )
-        )
-    if p.get("memoryBandwidthBytesPerS"):
-        out.append(
-            Roof(
-                "memory",
-                float(p["memoryBandwidthBytesPerS"]),
-                "byte/s",
-                "spec",
-                f"{where}: memoryBandwidth",
-            )
-        )
-    return out
-
-
 def peaks_roofs(roofs: Mapping[str, Any]) -> list[Roof]:
     """The fp32 and memory roofs of a peaks file (devices.roofs.peaks_file_roofs)."""
     out = []
     for kind, key in ((MATH, "peak_flops"), ("memory", "bandwidth")):
         q = (roofs.get(kind) or {}).get(key)
         if q:
-            out.append(Roof(kind, q["value"], q["unit"], q["provenance"], q["source"]))
+            out.append(Roof(None, kind, q["value"], q["unit"], q["provenance"], q["source"]))
     return out
 
 
 def profile_roofline(
-    a: TimelineAnalysis, props: list[Mapping[str, Any]], peaks: Mapping[str, Any] | None = None
+    a: TimelineAnalysis, peaks: Mapping[str, Any] | None = None
 ) -> ProfileRoofline:
-    """The per-op roofline of one analyzed profile (`a` with its full roofline list)."""
+    """The per-op roofline of one analyzed profile (`a` with its full roofline list), under
+    the first device's roofs: the peaks file's, else the spec roofs the profile carries."""
     device = a.devices[0].device if a.devices else None
-    roofs = peaks_roofs(peaks) if peaks else target_info_roofs(props, device)
+    roofs = peaks_roofs(peaks) if peaks else [r for r in a.roofs if r.device == device]
     peak = next((r.value for r in roofs if r.kind == MATH), None)
     bw = next((r.value for r in roofs if r.kind == "memory"), None)
     rows = []

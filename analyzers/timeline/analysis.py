@@ -30,6 +30,7 @@ from perfsuite.analyzers.timeline.model import (
 from perfsuite.analyzers.timeline.projection import range_projections
 from perfsuite.analyzers.timeline.queues import queue_series, queue_stats
 from perfsuite.analyzers.timeline.roofline import roofline_points
+from perfsuite.analyzers.timeline.spec_roofs import profile_roofs
 from perfsuite.fmt import si
 from perfsuite.traces.profile import read_profile
 from perfsuite.traces.reader import TraceData, TraceError
@@ -286,6 +287,7 @@ def analyze_trace(
         memory=memory,
         copies=copy_kinds(data, arrays, mask),
         nvtx_projection=_top(range_projections(data, arrays, mask), top),
+        roofs=profile_roofs(data.metadata, [d.device for d in devices]),
     )
 
 

@@ -304,6 +304,20 @@ class CopyKind:
 
 
 @dataclass
+class Roof:
+    """One roof of one device: `kind` "fp32" (FLOP/s, CUDA cores) or "memory" (byte/s).
+    provenance "spec" (figures the profile carries, e.g. an nsys export's TARGET_INFO_GPU)
+    or "measured" (a peaks file); `source` says where the figure came from."""
+
+    device: int | None
+    kind: str
+    value: float
+    unit: str
+    provenance: str
+    source: str
+
+
+@dataclass
 class TimelineAnalysis:
     path: str
     rank: int | None
@@ -329,6 +343,7 @@ class TimelineAnalysis:
     memory: list[MemoryStat] = field(default_factory=list)
     copies: list[CopyKind] = field(default_factory=list)
     nvtx_projection: list[RangeProjection] = field(default_factory=list)
+    roofs: list[Roof] = field(default_factory=list)  # spec roofs the profile carries
 
 
 @dataclass

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, top: int) -> int:
         a = analyze_trace(data, top=None)
     except (TraceError, PeaksFileError) as exc:
         raise CLIError(str(exc)) from None
-    res = profile_roofline(a, data.metadata.get("deviceProperties") or [], peaks)
+    res = profile_roofline(a, peaks)
     if args.json:
         print_json({"profile_roofline": res})
     else:

@@ -221,9 +221,9 @@ def render(a: Any) -> str:
             table(rows, headers, "llrrrrr"),
         ]
     out += _analyses(a)
-    from perfsuite.cli.timeline_copies import copy_lines, projection_lines
+    from perfsuite.cli.timeline_copies import copy_lines, projection_lines, roof_lines
 
-    out += copy_lines(a) + projection_lines(a)
+    out += copy_lines(a) + projection_lines(a) + roof_lines(a)
     out += [f"note: {n}" for n in a.notes]
     return "\n".join(out)
 

@@ -1,5 +1,6 @@
-"""Text sections of `perfsuite timeline` for copies by kind and annotation ranges projected
-onto the GPU (analyzers.timeline.copies and .projection)."""
+"""Text sections of `perfsuite timeline` for copies by kind, annotation ranges projected onto
+the GPU and the spec roofs a profile carries (analyzers.timeline.copies, .projection and
+.spec_roofs)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,17 @@ def projection_lines(a: Any) -> list[str]:
         "ranges projected onto the GPU (device work launched inside each range on its thread; "
         "projected = first start to last end)",
         table(rows, headers, "lrrrrrr"),
+    ]
+
+
+def roof_lines(a: Any) -> list[str]:
+    """The spec roofs of the profile's devices (an nsys export's TARGET_INFO_GPU)."""
+    from perfsuite.fmt import si
+
+    by_device: dict[Any, list[str]] = {}
+    for r in a.roofs:
+        by_device.setdefault(r.device, []).append(f"{r.kind} {si(r.value, r.unit)}")
+    return [
+        f"roofs of device {d} (spec, from the profile's TARGET_INFO_GPU): " + ", ".join(parts)
+        for d, parts in by_device.items()
     ]
