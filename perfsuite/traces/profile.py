@@ -37,13 +37,13 @@ def export_command(report: Path, output: Path) -> list[str]:
 def _export_report(p: Path, progress: Callable[[int], None] | None) -> TraceData:
     """Read a `.nsys-rep` through a temporary SQLite export; a one-line TraceError without
     nsys on PATH, or when the export fails."""
+    if not p.is_file():
+        raise TraceError(f"{p}: file not found")
     if shutil.which("nsys") is None:
         raise TraceError(
             f"{p}: an Nsight Systems report, and `nsys` is not on PATH to export it: run "
             f"`nsys export --type sqlite --output REPORT.sqlite {p}` and give the .sqlite file"
         )
-    if not p.is_file():
-        raise TraceError(f"{p}: file not found")
     with tempfile.TemporaryDirectory(prefix="perfsuite-nsys-") as tmp:
         out = Path(tmp) / (p.stem + ".sqlite")
         try:
