@@ -97,7 +97,7 @@ def _text(
     mfu: Any = None,
 ) -> str:
     from perfsuite import fmt
-    from perfsuite.analyzers.roofline.machine_speed import check_line
+    from perfsuite.analyzers.roofline.above_roof import check_line
     from perfsuite.views.roofline_rows import (
         MFU_HEADERS,
         OP_HEADERS,

@@ -8,8 +8,8 @@ from typing import Any
 
 from perfsuite import fmt
 from perfsuite.analyzers.results.record_view import task_direction
+from perfsuite.analyzers.roofline.above_roof import check_line
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
-from perfsuite.analyzers.roofline.machine_speed import check_line
 from perfsuite.analyzers.roofline.measured import counted_vs_measured
 from perfsuite.analyzers.roofline.roofline import Roofline, roofline
 from perfsuite.analyzers.roofline.utilization import Utilization, utilization

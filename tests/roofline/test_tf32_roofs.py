@@ -236,7 +236,7 @@ def test_roofs_of_another_machine_are_named_first(h100, tmp_path, capsys):
 def test_only_device_names_are_compared_with_a_peaks_file():
     """ "cpu" or "cuda:0" name no machine (a record without ceilings has only those), and
     "AMD EPYC (2 CPUs)" is the machine a peaks file names "AMD EPYC"."""
-    from perfsuite.analyzers.roofline.mathmode import device_name, foreign_roof_notes
+    from perfsuite.analyzers.roofline.context import device_name, foreign_roof_notes
 
     peaks = {"fp32": {"peak_flops": {"value": 1e11, "device": "AMD EPYC"}}}
     no_ceilings = {"ceilings": None, "environment": {"device": "cpu"}}
