@@ -512,6 +512,7 @@ def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline
     if not doubts:
         return run, None
     roofs = sorted({r for rs in doubts.values() for r in rs})
+    flagged_ops = {op for r in roofs for op, _ in flagged[r]}
     fields = " and ".join(f"{k} {getattr(run, k):.1%}" for k in doubts)
     parts = []
     for r in roofs:
@@ -523,9 +524,10 @@ def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline
         )
     note = (
         f"whole-run {fields} {'is' if len(doubts) == 1 else 'are'} in doubt: "
-        f"{'; '.join(parts)}, flagged as a model or ceiling error (their notes name the likely "
-        "causes). Each such cause would make the true fraction lower or leave it: read it as an "
-        "upper bound, and the run's utilization of the same roofs likewise"
+        f"{'; '.join(parts)}; {'it is' if len(flagged_ops) == 1 else 'they are'} flagged as a "
+        "model or ceiling error (their notes name the likely causes). Each such cause would "
+        "make the true fraction lower or leave it: read it as an upper bound, and the run's "
+        "utilization of the same roofs likewise"
     )
     doubted = {r: [op for op, _ in flagged[r]] for r in roofs}
     return dataclasses.replace(run, doubted_roofs=doubted, doubts=doubts), note
