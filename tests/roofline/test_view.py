@@ -5,6 +5,7 @@ notes are ranked, the most important as one line each unless --explain."""
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -100,6 +101,12 @@ def test_notes_are_ranked_and_summed_up_in_one_line_each(h100, capsys):
     text = capsys.readouterr().out
     full = text[text.index("\nNotes (") :].splitlines()[2:]
     assert full == [f"  - {n.text}" for n in view.notes]
+    assert main(["roofline", h100["_path"], "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["view"]["answer"] == view.answer
+    assert [(n["rank"], n["text"]) for n in data["view"]["notes"]] == [
+        (n.rank, n.text) for n in view.notes
+    ]
 
 
 def test_a_note_ranks_by_what_it_says():
