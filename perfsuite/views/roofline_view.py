@@ -70,8 +70,9 @@ NOTE_RANKS: tuple[tuple[int, str, re.Pattern[str]], ...] = tuple(
         (2, "a roof is missing", r"^(ceilings missing|no [\w, ]+ roof in the record)"),
         (3, "a whole-run fraction is in doubt", r"^whole-run "),
         (4, "the machine was slow or fast during the window", r"^machine (contended|check)"),
-        (5, "a roof's own measurement is suspect", r"roof(\(s\))?: (measured|load at)"),
-        (6, "an op sits above its roof", r"of its roof: not a result"),
+        (5, "a roof was measured busy or with other threads", r"roof: measured"),
+        (6, "a roof's load at measurement is unknown", r"roof\(s\): load at measurement"),
+        (7, "an op sits above its roof", r"of its roof: not a result"),
     )
 )
 OTHER_RANK = len(NOTE_RANKS)
@@ -168,9 +169,10 @@ def roofline_view(
     texts = [n for n in res.notes + res.hierarchical.notes + util.notes if n != math]
     if measured is not None and measured.note:
         texts.append(measured.note)
+    notes = ranked_notes(texts)
     return RooflineView(
         title=f"Roofline of {r.run_id} on {r.device or 'unknown device'} ({r.dtype or '?'})",
-        answer=answer(res),
+        answer=answer(res) + caveat(notes),
         warnings=warnings,
         math=math,
         run=Table("Whole run, one training step", RUN_HEADERS, run_rows(res), "lrll"),
@@ -191,7 +193,7 @@ def roofline_view(
         measured_lines=_measured_lines(measured),
         hierarchy=hierarchy_lines(res),
         levels=_levels_table(res, top),
-        notes=ranked_notes(texts),
+        notes=notes,
     )
 
 
@@ -230,6 +232,18 @@ def answer(res: Roofline) -> list[str]:
         f"Most time lost: {o.op}, {fmt.si(o.lost_time_s, 's')} per step of its "
         f"{fmt.si(o.time_s, 's')} ({point_fraction_cell(p)} of its {roof}).",
     ]
+
+
+# Notes with evidence that the roofs or the window ran at another speed than the machine's
+# quiet best: every fraction depends on them, so the answer names the first (NOTE_RANKS 4, 5).
+CAVEAT_RANKS = (4, 5)
+
+
+def caveat(notes: list[Note]) -> list[str]:
+    """'Read with care: ...' and the summary of the most important note on how fast the roofs
+    or the window ran (the machine was contended, a roof measured busy); [] without one."""
+    first = next((n for n in notes if n.rank in CAVEAT_RANKS), None)
+    return [f"Read with care: {first.summary} (see notes)."] if first else []
 
 
 def utilization_lines(res: Roofline, util: Utilization) -> list[str]:

@@ -22,7 +22,7 @@ from perfsuite.views.roofline_view import (
     roofline_view,
     summary,
 )
-from tests.helpers import build_record, set_ceilings
+from tests.helpers import build_record, cpu_record, set_ceilings
 
 SECTIONS = re.compile(r'<section id="(roofline|ops)">(.*?)</section>', re.S)
 
@@ -116,8 +116,9 @@ def test_a_note_ranks_by_what_it_says():
     assert note_rank("no bf16, fp16 roof in the record or --peaks, and ops with 3%") == 2
     assert note_rank("machine contended during the profile window: its roofs' own") == 4
     assert note_rank("fp32 roof: measured on a busy machine (load 3.10 before)") == 5
-    assert note_rank("fp32, memory roof(s): load at measurement not recorded") == 5
-    assert note_rank("aten::mm (fp32 roof, compute-bound): 107% of its roof: not a result") == 6
+    assert note_rank("fp32 roof: measured with 1 thread, this run used 2 (peaks are per") == 5
+    assert note_rank("fp32, memory roof(s): load at measurement not recorded") == 6
+    assert note_rank("aten::mm (fp32 roof, compute-bound): 107% of its roof: not a result") == 7
     assert note_rank("no hardware counters: DRAM bytes are modeled") == OTHER_RANK
     notes = ranked_notes(["b other", "whole run: above", "a other", "whole run: above"])
     assert [n.text for n in notes] == ["whole run: above", "b other", "a other"]
@@ -147,3 +148,17 @@ def test_roofline_has_no_html_option(capsys):
         build_parser().parse_args(["roofline", "r", "--html", "x.html"])
     assert stop.value.code == 2 and "--html" in capsys.readouterr().err
     assert build_parser().parse_args(["roofline", "r", "-o", "x.html"]).output == "x.html"
+
+
+def test_a_roof_measured_on_a_busy_machine_qualifies_the_answer(make_record):
+    """A CPU peak measured under load 15 on 2 CPUs: every fraction depends on it, so the
+    answer says to read it with care and names why; a quiet record's answer does not (an
+    unknown load is a note, no evidence)."""
+    busy = {"threads": 2, "size": 2048, "load_before": 15.2, "load_after": 15.6, "cpus": 2}
+    rec = cpu_record(make_record, {**busy, "busy_limit": 0.5, "busy": True})
+    view = roofline_view(roofline(rec), utilization(rec), 20)
+    (line,) = [a for a in view.answer if a.startswith("Read with care: ")]
+    assert "fp32 roof: measured on a busy machine (load 15.20 before" in line
+    quiet = cpu_record(make_record, {**busy, "busy_limit": 0.5, "busy": False})
+    view = roofline_view(roofline(quiet), utilization(quiet), 20)
+    assert not [a for a in view.answer if a.startswith("Read with care")]
