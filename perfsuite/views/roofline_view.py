@@ -98,7 +98,8 @@ def summary(text: str, width: int = SUMMARY_WIDTH) -> str:
     head = re.split(r"; |\. ", text, maxsplit=1)[0]
     if len(head) <= width:
         return head
-    return head[: head.rfind(" ", 0, width - 4)] + " ..."
+    cut = head.rfind(" ", 0, width - 4)
+    return head[: cut if cut > 0 else width - 4] + " ..."  # a word longer than a line: cut it
 
 
 def ranked_notes(texts: list[str]) -> list[Note]:

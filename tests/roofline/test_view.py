@@ -130,6 +130,7 @@ def test_a_summary_is_the_first_clause_cut_at_a_word():
     long = "word " * 40
     cut = summary(long, 30)
     assert cut.endswith(" ...") and len(cut) <= 30 and cut.startswith("word word")
+    assert summary("x" * 40, 30) == "x" * 26 + " ..."  # no word boundary to cut at
 
 
 def test_a_run_without_a_roof_fraction_says_why_in_its_answer(make_record):
