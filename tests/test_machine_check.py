@@ -8,7 +8,7 @@ import html
 
 import pytest
 
-from perfsuite.analyzers.roofline.machine_speed import window_speeds
+from perfsuite.analyzers.roofline.above_roof import window_speeds
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.ceilings.probe import check_section, probe_plan, run_probe
 from perfsuite.record import quantity

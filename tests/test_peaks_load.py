@@ -406,7 +406,7 @@ def test_a_track_record_gets_roofs_as_a_run_does(env, tmp_path):
 
 
 def test_the_machine_check_of_a_conv_roof_is_judged_against_it():
-    from perfsuite.analyzers.roofline.machine_speed import window_speeds
+    from perfsuite.analyzers.roofline.above_roof import window_speeds
     from perfsuite.ceilings.probe import check_section
 
     plan = {"conv": {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}}
