@@ -211,8 +211,6 @@ def test_deprecated_spellings_still_work(capsys):
     assert args.keep_going is True
     err = capsys.readouterr().err
     assert "--keep-going is deprecated" in err and "--all-epochs" in err
-    args = build_parser().parse_args(["roofline", "r", "--html", "x.html"])
-    assert args.output == "x.html"
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
     assert args.output == "y.html"
     assert build_parser().parse_args(["run", "digits"]).keep_going is False

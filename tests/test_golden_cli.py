@@ -126,6 +126,8 @@ def _argv(case: str, tmp: Path, make_record, capsys) -> list[str]:
     if case == "roofline_h100_top3_peaks":
         peaks = shared_path("gpu", "h100-peaks.json")
         return ["roofline", str(_h100(tmp)), "--top", "3", "--peaks", str(peaks)]
+    if case == "roofline_h100_top3_explain":
+        return ["roofline", str(_h100(tmp)), "--top", "3", "--explain"]
     if case == "cost_h100_other_instance":
         return ["cost", str(_h100(tmp)), "--instance-type", "p3.2xlarge"]
     if case == "stability_crashed_repeats":
@@ -141,6 +143,7 @@ def _argv(case: str, tmp: Path, make_record, capsys) -> list[str]:
 CASES = {
     "roofline_h100": 0,
     "roofline_h100_top3_peaks": 0,
+    "roofline_h100_top3_explain": 0,
     "cost_h100_other_instance": 0,
     "stability_crashed_repeats": 0,
     "compare_two_workloads": 0,

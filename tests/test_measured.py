@@ -155,9 +155,9 @@ def test_real_capture_with_op_ranges_reads_per_op(tmp_path):
     # forward convolutions are a third of the convolution work: counted vs measured within 2%
     assert fwd.flops_ratio == pytest.approx(1.0, abs=0.02)
     # the hierarchical roofline groups those kernels under the same counted op
-    from perfsuite.analyzers.roofline.levels import _kernel_points
+    from perfsuite.analyzers.roofline.levels import kernel_points
 
-    names = {p.name for p in _kernel_points(sec, 3e12, None, 4e14, None, {"aten::convolution"})}
+    names = {p.name for p in kernel_points(sec, 3e12, None, 4e14, None, {"aten::convolution"})}
     assert "aten::convolution" in names and "aten::cudnn_convolution" not in names
 
 

@@ -319,7 +319,7 @@ def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
 
 
 def test_a_run_on_a_busy_machine_is_flagged(env):
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     env.load = 3.0
     ceil, why = resolve_ceilings("cpu", "float32", True)
@@ -339,7 +339,7 @@ def test_peaks_threads_option_measures_the_one_thread_peak(env, monkeypatch, cap
 
 
 def test_a_runs_autocast_dtype_is_measured_unless_the_cpu_converts_it(env):
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     policy = {"autocast_dtype": "bfloat16", "autocast_native": False}
     ceil, _ = resolve_ceilings("cpu", "float32", True, policy)
@@ -406,7 +406,7 @@ def test_a_track_record_gets_roofs_as_a_run_does(env, tmp_path):
 
 
 def test_the_machine_check_of_a_conv_roof_is_judged_against_it():
-    from perfsuite.analyzers.roofline.machine_speed import window_speeds
+    from perfsuite.analyzers.roofline.above_roof import window_speeds
     from perfsuite.ceilings.probe import check_section
 
     plan = {"conv": {"dtype": "float32", "shape": [8, 128, 32, 32, 128, 3]}}

@@ -259,7 +259,7 @@ def _v3_ceilings(dtype: str = "bfloat16") -> dict:
 
 
 def test_version_3_ceilings_get_their_roofs_and_measured_threads(tmp_path, make_record):
-    from perfsuite.analyzers.roofline.doubts import measured_threads
+    from perfsuite.analyzers.roofline.above_roof import measured_threads
     from perfsuite.devices.roofs import record_roofs
 
     rec = {**make_record([(1, 10.0, 0.95)], threshold=0.9), "schema_version": 3}

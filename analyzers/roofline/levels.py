@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.analyzers.roofline.mathmode import Context, from_counters, from_kernels
+from perfsuite.analyzers.roofline.context import Context
+from perfsuite.analyzers.roofline.mathmode import from_counters, from_kernels
 from perfsuite.analyzers.roofline.measured import counted_ops, op_of
 from perfsuite.analyzers.roofline.points import place
 from perfsuite.analyzers.roofline.results import OpRoofline, Placement
@@ -37,7 +38,7 @@ class Hierarchical:
     zero_flop: list[str] = field(default_factory=list)  # left out of points: 0 FLOP
 
 
-def _kernel_points(
+def kernel_points(
     counters: Mapping[str, Any],
     bw: float | None,
     l2: float | None,
@@ -112,7 +113,7 @@ def hierarchical(
     counters = record.get("counters")
     if counters and counters.get("kernels"):
         zero: list[str] = []
-        pts = _kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record), zero)
+        pts = kernel_points(counters, bandwidth, l2, peak, ctx, counted_ops(record), zero)
         notes = [
             "bytes and FLOPs measured by hardware counters "
             f"({counters.get('tool', '?')}) over "

@@ -3,11 +3,11 @@
 Why: the roof an op is judged against depends on the units that executed it. An fp32
 convolution that cuDNN ran as TF32 on Tensor Cores can reach several times the CUDA-core fp32
 peak; judging it against that peak reports more than 100% of the roof. The kernel names in a
-trace say what ran (cuDNN/cuBLAS/CUTLASS encode the input and math types in them); without a
-trace, the run's math policy (TF32 switches, autocast) says what PyTorch would pick.
+trace say what ran (cuDNN/cuBLAS/CUTLASS encode the input and math types in them); hardware
+counters say which Tensor-Core precision did the FLOPs; without either, the run's math policy
+(TF32 switches, autocast) says what PyTorch would pick.
 
-Pure except `kernel_math_by_op` and `context` (which reads the trace sidecar), torch-free.
-`context` gathers what the roofline judges with: the roofs per math and each op's math.
+Pure except `kernel_math_by_op`, which reads a trace file; torch-free.
 """
 
 from __future__ import annotations
@@ -15,36 +15,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.analyzers.roofline.doubts import (
-    Suspects,
-    is_cpu_record,
-    roof_notes,
-    run_threads,
-    suspects,
-)
-from perfsuite.analyzers.roofline.machine_speed import (
-    WindowSpeed,
-    roof_too_low,
-    speed_notes,
-    window_speeds,
-)
 from perfsuite.analyzers.timeline.device import US, DeviceArrays
 from perfsuite.analyzers.timeline.hostmap import build_host_map
 from perfsuite.devices.kernels import kernel_math
-from perfsuite.devices.maths import (
-    MATHS,
-    OpMath,
-    converted_autocast,
-    from_policy,
-    math_section,
-    record_device,
-    unit_of,
-)
-from perfsuite.devices.roofs import record_roofs
-from perfsuite.record.checks import resolve_sidecar
+from perfsuite.devices.maths import MATHS, OpMath, from_policy, unit_of
 from perfsuite.traces.reader import read_trace
 
 
@@ -146,149 +122,3 @@ def _kernel_math(
         k = names[int(knames[i])]
         row[k] = row.get(k, 0.0) + float(durs[i]) * US
     return out
-
-
-@dataclass(frozen=True)
-class Context:
-    """What judging needs: roofs per math, each op's math, and where the math came from."""
-
-    roofs: dict[str, Any]  # perfsuite.devices.roofs layout
-    maths: dict[str, OpMath]
-    math_source: str
-    notes: list[str] = field(default_factory=list)
-    cpu: bool = False  # a CPU run: its measured roofs carry the machine's load at measurement
-    run_threads: int | None = None  # threads the run computed with
-    speeds: list[WindowSpeed] = field(default_factory=list)  # the machine check's benchmarks
-
-    def suspects(self, math: str | None, flops_per_call: float | None = None) -> Suspects:
-        """The record's evidence against the `math` roof and the memory roof."""
-        return suspects(
-            self.roofs,
-            math,
-            cpu=self.cpu,
-            threads_run=self.run_threads,
-            flops_per_call=flops_per_call,
-            check=(roof_too_low(self.speeds, math or ""), roof_too_low(self.speeds, "memory")),
-        )
-
-    def peak(self, math: str | None) -> float | None:
-        q = ((self.roofs.get(math or "") or {}).get("peak_flops") or {}).get("value")
-        return float(q) if q else None
-
-    @property
-    def bandwidth(self) -> float | None:
-        q = ((self.roofs.get("memory") or {}).get("bandwidth") or {}).get("value")
-        return float(q) if q else None
-
-    def quantity(self, math: str) -> dict[str, Any]:
-        """The roof's quantity dict (peak_flops, or bandwidth for "memory"); {} if absent."""
-        key = "bandwidth" if math == "memory" else "peak_flops"
-        return dict((self.roofs.get(math) or {}).get(key) or {})
-
-
-def work_by_op(work: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """work.per_op summed over phases (forward, backward, optimizer) by op name."""
-    out: dict[str, dict[str, Any]] = {}
-    for row in work.get("per_op") or []:
-        acc = out.setdefault(
-            row["op"], {"flops": 0.0, "bytes": 0.0, "calls": 0.0, "family": row.get("family")}
-        )
-        acc["flops"] += float(row.get("flops") or 0)
-        acc["bytes"] += float(row.get("bytes") or 0)
-        acc["calls"] += float(row.get("calls") or 0)
-    return out
-
-
-def guess_family(op: str) -> str | None:
-    """Matrix family from an op name, for per-op rows written without `family`."""
-    name = op.split("::")[-1]
-    if "conv" in name:
-        return "convolution"
-    if name in ("mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "addbmm", "_addmm"):
-        return "matmul"
-    if "attention" in name:
-        return "attention"
-    return None
-
-
-def _trace_kernels(
-    record: Mapping[str, Any], ops: list[str], notes: list[str]
-) -> dict[str, dict[str, float]]:
-    trace = (record.get("timeline") or {}).get("trace")
-    base = record.get("_dir")
-    if not trace or not base or not ops:
-        return {}
-
-    try:
-        path = resolve_sidecar(base, trace)
-    except ValueError as exc:
-        notes.append(f"trace {trace!r} not read ({exc}): per-op math from the math policy only")
-        return {}
-    if not path.exists():
-        notes.append(f"trace {path} not found: per-op math from the math policy only")
-        return {}
-    try:
-        return kernel_math_by_op(str(path), ops)
-    except (ValueError, OSError) as exc:
-        notes.append(f"trace {path} unreadable ({exc}): per-op math from the math policy only")
-        return {}
-
-
-def device_name(record: Mapping[str, Any]) -> str | None:
-    """The record's device by name (its ceilings', else its hardware's), never a framework
-    device string such as "cpu" or "cuda:0", which names no machine."""
-    ceil = (record.get("ceilings") or {}).get("device")
-    return ceil or (record.get("hardware") or {}).get("name")
-
-
-def _same_device(a: str, b: str) -> bool:
-    """One name within the other, case and spacing aside: "AMD EPYC" is "AMD EPYC (2 CPUs)"."""
-    a, b = (" ".join(x.lower().split()) for x in (a, b))
-    return a in b or b in a
-
-
-def foreign_roof_notes(peaks: Mapping[str, Any] | None, device: str | None) -> list[str]:
-    """A note when a peaks file's roofs were measured on another device than the run's: every
-    fraction would then compare the run with another machine."""
-    theirs = {
-        str(q["device"])
-        for roof in (peaks or {}).values()
-        for q in roof.values()
-        if isinstance(q, dict) and q.get("device")
-    }
-    other = sorted(d for d in theirs if device and not _same_device(d, device))
-    if not device or not other:
-        return []
-    return [
-        f"WRONG MACHINE: the peaks file's roofs were measured on {', '.join(other)}, this run "
-        f"ran on {device}: every fraction of a roof compares it with another machine"
-    ]
-
-
-def context(
-    record: Mapping[str, Any],
-    peaks: Mapping[str, Any] | None = None,
-    kernels: Mapping[str, Mapping[str, float]] | None = None,
-) -> Context:
-    """Roofs (peaks file, then the record's roofs, single peak, spec) and each op's math."""
-    ceil = record.get("ceilings") or {}
-    roofs = record_roofs(ceil, peaks)
-    math = math_section(record)
-    model = work_by_op(record.get("work") or {})
-    notes: list[str] = []
-    if kernels is None:
-        kernels = _trace_kernels(record, list(model), notes)
-    device = record_device(record)
-    fams = {op: m["family"] or guess_family(op) for op, m in model.items()}
-    maths = op_maths(fams, math, device, kernels)
-    cpu, threads = is_cpu_record(record, roofs), run_threads(record)
-    notes += foreign_roof_notes(peaks, device_name(record))
-    notes += roof_notes(roofs, cpu=cpu, threads_run=threads)
-    if auto := converted_autocast(math, device):
-        notes.append(
-            f"autocast {auto} on a CPU without {auto} instructions: its operands are converted "
-            "and multiplied in float32, so its matrix ops are judged against the fp32 roof"
-        )
-    speeds = window_speeds(record, roofs)
-    notes += speed_notes(speeds, record)
-    return Context(roofs, maths, str(math.get("source", "")), notes, cpu, threads, speeds)

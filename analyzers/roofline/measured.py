@@ -82,7 +82,7 @@ def op_of(kernel: Mapping[str, Any], counted: set[str]) -> str | None:
     Outermost, because the counter (a dispatch mode) sees only the ops it is handed, not the
     ones they call inside: the bias add_ that aten::_convolution runs belongs to the counted
     aten::convolution around it, although add_ is counted too where it is called on its own
-    (seen on an H200: innermost put 94 MFLOP/step of bias adds under add_ against 6 counted).
+    (the innermost range would credit the bias adds to add_, which counted only its own calls).
     """
     for name in kernel.get("ranges") or []:
         if name in counted:
@@ -202,8 +202,8 @@ def calibration_text(counters: Mapping[str, Any] | None) -> str | None:
 
 def table_notes(rows: list[Row]) -> list[str]:
     """What a reader of one counted-vs-measured table needs to read its ratios: each row's
-    own note, and why counted work can measure as none (seen on the H100 cifar10 run: max
-    pooling 120 MFLOP counted per step, 0 measured)."""
+    own note, and why counted work can measure as none (max pooling: comparisons counted as
+    FLOPs, none measured by the counters)."""
     notes = [f"{r.key}: {r.note}" for r in rows if r.note]
     none = [r.key for r in rows if r.counted_flops and r.measured_flops == 0]
     if none:

@@ -1,13 +1,12 @@
 """The roofline's per-op rows: work.per_op joined with timeline.ops, each op's own time, and
 which unmodeled rows are wrappers.
 
-Split from perfsuite.analyzers.roofline.roofline to keep that module small. A wrapper row is one
-with no FLOP
-model and no time of its own: `timeline.ops` keeps, per op, its self time ("kernels launched
-by this op itself", perfsuite.runner.profile_window; on the host, duration minus its
-children) next to its inclusive time ("also by its children"), and a wrapper's self time is
-zero (autograd::engine::evaluate_function: ..., ConvolutionBackward0, aten::conv2d on a GPU),
-so whatever time it shows is its children's. Pure functions on record dicts.
+A wrapper row is one with no FLOP model and no time of its own: `timeline.ops` keeps, per
+op, its self time ("kernels launched by this op itself", perfsuite.runner.engine.profile_window; on
+the host, duration minus its children) next to its inclusive time ("also by its children"),
+and a wrapper's self time is zero (autograd::engine::evaluate_function: ...,
+ConvolutionBackward0, aten::conv2d on a GPU), so whatever time it shows is its children's.
+Pure functions on record dicts.
 """
 
 from __future__ import annotations
@@ -15,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perfsuite.analyzers.roofline.flags import counter_evidence
-from perfsuite.analyzers.roofline.inputs import _q
-from perfsuite.analyzers.roofline.mathmode import Context, context, guess_family, work_by_op
+from perfsuite.analyzers.roofline.above_roof import counter_evidence
+from perfsuite.analyzers.roofline.context import Context, context
+from perfsuite.analyzers.roofline.inputs import guess_family, quantity_of, work_by_op
 from perfsuite.analyzers.roofline.measured import compare_counted_measured
-from perfsuite.analyzers.roofline.points import _div, place
+from perfsuite.analyzers.roofline.points import divide, place
 from perfsuite.analyzers.roofline.reconcile import (
     Reconciled,
     own_times,
@@ -73,7 +72,7 @@ def op_rooflines(
         om = ctx.maths.get(op)
         pk = ctx.peak(om.math if om else None)
         matrix = bool(m) and (m["family"] or guess_family(op)) in MATRIX_FAMILIES  # type: ignore[index]
-        per_call = _div(m["flops"], m["calls"]) if m and matrix else None
+        per_call = divide(m["flops"], m["calls"]) if m and matrix else None
         kw = {
             "math": om.math if om else None,
             "evidence": om.evidence if om else None,
@@ -97,7 +96,7 @@ def op_rooflines(
         lost = None
         if tsec is not None and p.frac_of_roof is not None:
             lost = tsec * max(0.0, 1.0 - p.frac_of_roof)
-        share = _div(tsec, measured) if m and t else None
+        share = divide(tsec, measured) if m and t else None
         cv = t.step_cv if t else None
         wrapper = status == "no_flop_model" and not mine
         why = None if lost is not None else _no_loss_why(status, tsec, p)
@@ -110,7 +109,7 @@ def op_rooflines(
         notes.append("calls per step profiled vs counted differ, so these ops' times are not "
                      f"judged against a roof (calls_differ): {', '.join(differ)}")  # fmt: skip
     flops_total = sum(m["flops"] for m in model.values())
-    fps = (_q(record.get("work"), "flops_per_step") or {}).get("value")
+    fps = (quantity_of(record.get("work"), "flops_per_step") or {}).get("value")
     if model and fps and abs(flops_total - fps) > 0.01 * fps:
         notes.append(
             f"per-op FLOPs sum to {flops_total:.4g}, flops_per_step is {fps:.4g}: "

@@ -1,6 +1,6 @@
 """What a roofline returns: where a point sits under its roofs (`Placement`), the whole run
-(`RunRoofline`) and one op (`OpRoofline`). Kept apart from the rules that compute them
-(`points`, `flags`) so that both import the types and neither imports the other.
+(`RunRoofline`) and one op (`OpRoofline`). The rules that compute them
+(`points`, `above_roof`) both import these types.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RunRoofline:
     unroofed_flops: dict[str, float] = field(default_factory=dict)
     # roof ("memory" or a math) -> ops flagged above it; field (frac_of_roof, frac_of_peak)
     # -> those roofs it uses: a fraction shown, but in doubt
-    # (perfsuite.analyzers.roofline.flags.run_doubts)
+    # (perfsuite.analyzers.roofline.above_roof.run_doubts)
     doubted_roofs: dict[str, list[str]] = field(default_factory=dict)
     doubts: dict[str, list[str]] = field(default_factory=dict)
 

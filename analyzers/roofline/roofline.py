@@ -20,14 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.analyzers.roofline.flags import (
+from perfsuite.analyzers.roofline.above_roof import (
+    WindowSpeed,
     missing_roofs_note,
     run_doubts,
     unroofed_note,
 )
+from perfsuite.analyzers.roofline.context import context
 from perfsuite.analyzers.roofline.levels import Hierarchical, hierarchical
-from perfsuite.analyzers.roofline.machine_speed import WindowSpeed
-from perfsuite.analyzers.roofline.mathmode import context
 from perfsuite.analyzers.roofline.ops import op_rooflines
 from perfsuite.analyzers.roofline.points import run_roofline
 from perfsuite.analyzers.roofline.reconcile import Reconciled

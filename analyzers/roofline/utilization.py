@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite.analyzers.roofline.context import Context, context
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
-from perfsuite.analyzers.roofline.mathmode import Context, context
 from perfsuite.analyzers.roofline.ops import op_rooflines
-from perfsuite.analyzers.roofline.points import _div, run_roofline
+from perfsuite.analyzers.roofline.points import divide, run_roofline
 from perfsuite.devices.maths import DTYPE_MATH
 from perfsuite.devices.roofs import merge_roofs, spec_roofs
 from perfsuite.devices.specs import normalize_dtype
@@ -93,7 +93,7 @@ def _blend(roofs: Mapping[str, Any], flops_by_math: Mapping[str, float], want: s
         if v is None or prov != want:
             return None
         denom += fl / v
-    return _div(sum(flops_by_math.values()), denom) if denom else None
+    return divide(sum(flops_by_math.values()), denom) if denom else None
 
 
 def ceilings_both(
@@ -130,7 +130,7 @@ def _rates(scope: str, af: float | None, ab: float | None, c: tuple, notes: list
     """A fraction above 1 of a ceiling is None, with a note: a rate above a physical limit is
     a model or ceiling error (the roofline names the likely cause), never a utilization."""
     mp, sp, mb, sb = c
-    fracs = [_div(af, mp), _div(af, sp), _div(ab, mb), _div(ab, sb)]
+    fracs = [divide(af, mp), divide(af, sp), divide(ab, mb), divide(ab, sb)]
     over = [f"{f:.2f}x the {name}" for f, name in zip(fracs, _CEILINGS, strict=True) if f and f > 1]
     if over:
         notes.append(
@@ -149,9 +149,9 @@ def clock_summary(
         return None
     mean, low = _f(gpu.get("sm_clock_hz_mean")), _f(gpu.get("sm_clock_hz_min"))
     top = _f(gpu.get("sm_clock_hz_max_spec")) or _f((spec or {}).get("max_sm_clock_hz"))
-    mean_frac = _div(mean, top)
+    mean_frac = divide(mean, top)
     throttled = None if mean_frac is None else mean_frac < THROTTLE_FRACTION
-    return Clock(mean, low, top, mean_frac, _div(low, top), throttled)
+    return Clock(mean, low, top, mean_frac, divide(low, top), throttled)
 
 
 def utilization(record: Mapping[str, Any], peaks: Mapping[str, Any] | None = None) -> Utilization:

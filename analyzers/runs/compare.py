@@ -38,7 +38,7 @@ from perfsuite.analyzers.results.record_view import (
     trusted_outcome,
     unfinished,
 )
-from perfsuite.analyzers.roofline.flags import roof_name
+from perfsuite.analyzers.roofline.above_roof import roof_name
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.analyzers.runs.stability import epoch_times

@@ -19,7 +19,7 @@ import pandas as pd
 
 from perfsuite.analyzers.results.cost import costs
 from perfsuite.analyzers.results.record_view import framework
-from perfsuite.analyzers.roofline.flags import roof_name
+from perfsuite.analyzers.roofline.above_roof import roof_name
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.ops import ranked_ops
 from perfsuite.analyzers.roofline.results import RunRoofline

@@ -7,7 +7,7 @@ host are not in it). On a shared 2-vCPU VM a 1-thread matmul ran at 43-54 GFLOP/
 a quiet 78.8, and the digits step went from 29 to 74 ms between two runs of the same
 command. An op's fraction of its roof then says as much about the neighbours as about
 the op. So the matmul and the copy that measured the roofs (same size, dtype and threads) run
-a few times next to the window, and perfsuite.analyzers.roofline.machine_speed compares them with
+a few times next to the window, and perfsuite.analyzers.roofline.above_roof compares them with
 the roofs.
 """
 

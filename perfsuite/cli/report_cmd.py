@@ -86,7 +86,7 @@ def _study_sections(paths: list[str], pages: HtmlPages) -> list[tuple[str, str, 
 
 def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
     """One line per WRONG MACHINE note of a run (the rule and wording of `perfsuite roofline`,
-    `perfsuite.analyzers.roofline.mathmode.foreign_roof_notes`), naming the run: printed on stderr
+    `perfsuite.analyzers.roofline.context.foreign_roof_notes`), naming the run: printed on stderr
     after
     "warning: ", so a user who never opens the page learns the peaks were not this machine's."""
     return [f"{r['run_id']}: {note}" for r in runs for note in r["warnings"]]

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 
 from perfsuite import fmt
 from perfsuite.analyzers.runs.compare import RunValues
-from perfsuite.figures.runs import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
-from perfsuite.views.roofline_rows import of_roof_cell
+from perfsuite.figures.runs import SI_AXIS, item_colour, roof_line  # one roof geometry, axes
+from perfsuite.views.roofline_rows import run_fraction_cell
 
 _LAYOUT = {
     "template": "plotly_white",
@@ -88,7 +88,7 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
     for i, (hw, (peak, bw)) in enumerate(roofs.items()):
         lo = 10 ** math.floor(math.log10(min(xs) / 4))
         hi = 10 ** math.ceil(math.log10(max(xs) * 4))
-        rx, ry = _roof(lo, hi, peak, bw)
+        rx, ry = roof_line(lo, hi, peak, bw)
         fig.add_trace(
             go.Scatter(
                 x=rx,
@@ -111,13 +111,13 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
                 marker={"size": 11, "color": colour[label], "opacity": 0.8},
                 text=[
                     f"{r.run_id} ({r.framework})<br>{fmt.si(r.achieved_flop_per_s, 'FLOP/s')}"
-                    f", {r.bound}-bound, of its roofs: {of_roof_cell(r)}"
+                    f", {r.bound}-bound, of its roofs: {run_fraction_cell(r)}"
                     for r in mine
                 ],
                 hoverinfo="text",
             )
         )
-    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
-    fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
+    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **SI_AXIS)
+    fig.update_yaxes(title="achieved FLOP/s", **SI_AXIS)
     fig.update_layout(title="Roofline positions, every run", **_LAYOUT)
     return fig

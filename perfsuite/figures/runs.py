@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.colors as pc
@@ -20,7 +21,7 @@ from perfsuite.analyzers.roofline.roofline import Roofline
 from perfsuite.analyzers.roofline.utilization import Utilization
 from perfsuite.figures.op_names import RUN_STAR_PX, draw_op_names, op_size
 from perfsuite.task_metrics import metric_info, target_text
-from perfsuite.views.roofline_rows import own_time, run_frac
+from perfsuite.views.roofline_rows import own_time, run_fraction_cell
 
 LAYOUT = {
     "template": "plotly_white",
@@ -29,7 +30,7 @@ LAYOUT = {
 }
 
 
-def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float], list[float]]:
+def roof_line(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float], list[float]]:
     """Points of min(peak, x * bw) on [x_lo, x_hi]: the slope up to the ridge, then flat."""
     ridge = peak / bw
     xs = [x_lo] + ([ridge] if x_lo < ridge < x_hi else []) + [x_hi]
@@ -38,7 +39,7 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
 
 # Ops labelled by name on the roofline chart (the largest time shares); the rest hover only.
 LABELLED_OPS = 5
-_SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
+SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
 # One colour per roof of a math, shared by its line and its label (the template's own colours).
 _COLORWAY = pio.templates[LAYOUT["template"]].layout.colorway
 # One colour per compared item (a run or a group), in order, on every chart of a page, so a
@@ -153,114 +154,141 @@ def _roof_labels(
         )
 
 
-def roofline_figure(
-    res: Roofline, util: Utilization | None = None, title: str = "Roofline"
-) -> go.Figure:
-    """Log-log roofline: roofs (measured and, when different, spec) each labelled with its
-    value, the ridge, ops (the largest labelled by name; those above their roof drawn apart as
-    flagged, never as the best op), and the whole run."""
-    run = res.run
-    peak, bw = run.peak_flops.value, run.memory_bandwidth.value
-    joined = [
+@dataclass
+class _RoofCanvas:
+    """A roofline chart being drawn: the figure, the x span of its roofs, every plotted y (for
+    the axis range), the roof labels (text, y at the right end, colour) and the text fixed on
+    the plot (x, y of its lower left, text) that op names keep clear of."""
+
+    fig: go.Figure
+    lo: float
+    hi: float
+    ys: list[float] = field(default_factory=list)
+    labels: list[tuple[str, float, str]] = field(default_factory=list)
+    fixed: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def line(self, peak: float, bw: float, name: str, line: dict[str, Any]) -> list[float]:
+        """The roof min(peak, x * bw) across the span as a trace; its y values."""
+        rx, ry = roof_line(self.lo, self.hi, peak, bw)
+        self.fig.add_trace(go.Scatter(x=rx, y=ry, mode="lines", line=line, name=name))
+        self.ys += ry
+        return ry
+
+
+def _joined_points(res: Roofline) -> list[Any]:
+    """The ops the chart places: joined with a time, an intensity and an achieved rate."""
+    return [
         o
         for o in res.ops
         if o.status == "joined" and o.placement.intensity and o.placement.achieved_flops
     ]
+
+
+def _x_span(res: Roofline, joined: list[Any]) -> tuple[float, float]:
+    """The x axis span (FLOP/byte): whole decades around the ops, the run and every ridge."""
+    run = res.run
+    peak, bw = run.peak_flops.value, run.memory_bandwidth.value
     xs = [o.placement.intensity for o in joined] + [run.intensity.value or 0]
     xs = [x for x in xs if x and x > 0]
-    per_math = [(m, lab) for m, lab in run.roofs_used.items() if m != "memory" and lab.value]
     if peak and bw:
         xs.append(peak / bw)
-    xs += [lab.value / bw for _, lab in per_math if bw]
+    xs += [
+        lab.value / bw for m, lab in run.roofs_used.items() if m != "memory" and lab.value and bw
+    ]
     lo = 10 ** math.floor(math.log10(min(xs) / 4)) if xs else 1e-2
     hi = 10 ** math.ceil(math.log10(max(xs) * 4)) if xs else 1e3
-    fig = go.Figure()
-    ys: list[float] = []  # every plotted y, for the axis range
-    labels: list[tuple[str, float, str]] = []  # roof labels: text, y at the right end, colour
-    fixed: list[tuple[float, float, str]] = []  # text on the plot: x, y of its lower left, text
+    return lo, hi
+
+
+def _math_roofs(c: _RoofCanvas, res: Roofline) -> None:
+    """One roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)."""
+    run = res.run
+    bw = run.memory_bandwidth.value
+    per_math = [(m, lab) for m, lab in run.roofs_used.items() if m != "memory" and lab.value]
     for i, (m, lab) in enumerate(per_math if bw else []):
-        # one roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)
-        rx, ry = _roof(lo, hi, lab.value, bw)
         color = _COLORWAY[i % len(_COLORWAY)]
-        fig.add_trace(
-            go.Scatter(
-                x=rx,
-                y=ry,
-                mode="lines",
-                line={"width": 3, "color": color},
-                name=f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}",
-            )
+        name = f"{m} roof ({lab.provenance}): {fmt.si(lab.value, 'FLOP/s')}"
+        ry = c.line(lab.value, bw, name, {"width": 3, "color": color})
+        c.labels.append((f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})", ry[-1], color))
+
+
+def _blended_roof(c: _RoofCanvas, res: Roofline) -> None:
+    """The run's blended roof (dashed, over the per-math roofs), its ridge and the memory
+    slope's label; nothing without both roofs."""
+    run = res.run
+    peak, bw = run.peak_flops.value, run.memory_bandwidth.value
+    if not (peak and bw):
+        return
+    mem = run.memory_bandwidth.provenance
+    # dashed and thinner, on top of the per-math roofs: a roof within a few % of the blend
+    # (tf32 374 and blended 366 TFLOP/s) shows in its gaps and edges
+    name = f"blended roof of the run: {fmt.si(peak, 'FLOP/s')}, {fmt.si(bw, 'byte/s')} ({mem})"
+    ry = c.line(peak, bw, name, {"color": "black", "width": 2, "dash": "dash"})
+    # a run in one math has that math's roof as its blend: one label says it
+    maths = [lab.value for m, lab in run.roofs_used.items() if m != "memory" and lab.value]
+    if not any(math.isclose(peak, v, rel_tol=1e-9) for v in maths):
+        c.labels.append(
+            (f"blended {fmt.si(peak, 'FLOP/s')} ({run.peak_flops.provenance})", ry[-1], "black")
         )
-        ys += ry
-        labels.append((f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})", ry[-1], color))
-    if peak and bw:
-        rx, ry = _roof(lo, hi, peak, bw)
-        ys += ry
-        fig.add_trace(
-            go.Scatter(
-                x=rx,
-                y=ry,
-                mode="lines",
-                # dashed and thinner, on top of the per-math roofs: a roof within a few % of
-                # the blend (tf32 374 and blended 366 TFLOP/s) shows in its gaps and edges
-                line={"color": "black", "width": 2, "dash": "dash"},
-                name=f"blended roof of the run: {fmt.si(peak, 'FLOP/s')}, "
-                f"{fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})",
-            )
-        )
-        # a run in one math has that math's roof as its blend: one label says it
-        if not any(math.isclose(peak, lab.value, rel_tol=1e-9) for _, lab in per_math):
-            text = f"blended {fmt.si(peak, 'FLOP/s')} ({run.peak_flops.provenance})"
-            labels.append((text, ry[-1], "black"))
-        ridge = peak / bw
-        fig.add_vline(x=ridge, line_dash="dot", line_color="grey")
-        fig.add_annotation(
-            x=_log_x(ridge),
-            y=1,
-            yref="paper",
-            yanchor="bottom",
-            showarrow=False,
-            text=f"ridge {ridge:.3g} FLOP/byte",
-        )
-        # label the bandwidth slope near its left end; the slope climbs through the text and
-        # ops can sit under it, so the text gets a halo of the background colour (a backdrop
-        # box would hide those ops)
-        x_mem = lo * 2
-        text = f"memory {fmt.si(bw, 'byte/s')} ({run.memory_bandwidth.provenance})"
-        fixed.append((x_mem, min(peak, x_mem * bw), text))  # op names keep clear of it
-        _log_label(
-            fig,
-            *fixed[-1],
-            xanchor="left",
-            yanchor="bottom",
-            font={"shadow": "auto"},
-        )
-    if (
-        util
-        and util.spec_peak
-        and util.spec_bandwidth
-        and (util.spec_peak != peak or util.spec_bandwidth != bw)
-    ):
-        sx, sy = _roof(lo, hi, util.spec_peak, util.spec_bandwidth)
-        ys += sy
-        fig.add_trace(
-            go.Scatter(
-                x=sx,
-                y=sy,
-                mode="lines",
-                line={"color": "grey", "dash": "dash"},
-                name=f"spec roof (blended): {fmt.si(util.spec_peak, 'FLOP/s')}, "
-                f"{fmt.si(util.spec_bandwidth, 'byte/s')}",
-            )
-        )
-        labels.append((f"spec {fmt.si(util.spec_peak, 'FLOP/s')}", sy[-1], "grey"))
-    ys += [o.placement.achieved_flops for o in joined]
-    named = {o.op for o in sorted(joined, key=lambda o: -(o.time_share or 0))[:LABELLED_OPS]}
+    ridge = peak / bw
+    c.fig.add_vline(x=ridge, line_dash="dot", line_color="grey")
+    c.fig.add_annotation(
+        x=_log_x(ridge),
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        showarrow=False,
+        text=f"ridge {ridge:.3g} FLOP/byte",
+    )
+    # label the bandwidth slope near its left end; the slope climbs through the text and ops
+    # can sit under it, so the text gets a halo of the background colour (a backdrop box
+    # would hide those ops)
+    x_mem = c.lo * 2
+    c.fixed.append((x_mem, min(peak, x_mem * bw), f"memory {fmt.si(bw, 'byte/s')} ({mem})"))
+    _log_label(c.fig, *c.fixed[-1], xanchor="left", yanchor="bottom", font={"shadow": "auto"})
+
+
+def _spec_roof(c: _RoofCanvas, res: Roofline, util: Utilization | None) -> None:
+    """The spec roof (blended), grey, where it differs from the roof the run is judged by."""
+    run = res.run
+    if not (util and util.spec_peak and util.spec_bandwidth):
+        return
+    if util.spec_peak == run.peak_flops.value and util.spec_bandwidth == run.memory_bandwidth.value:
+        return
+    name = (
+        f"spec roof (blended): {fmt.si(util.spec_peak, 'FLOP/s')}, "
+        f"{fmt.si(util.spec_bandwidth, 'byte/s')}"
+    )
+    sy = c.line(util.spec_peak, util.spec_bandwidth, name, {"color": "grey", "dash": "dash"})
+    c.labels.append((f"spec {fmt.si(util.spec_peak, 'FLOP/s')}", sy[-1], "grey"))
+
+
+def _op_hover(o: Any, flagged: bool) -> str:
+    """An op's hover text: its time and share, then its fraction of its roof or its flag."""
+    p = o.placement
+    where = (
+        f"ABOVE ITS ROOF ({p.over_roof:.3g}x): {p.flag}"
+        if flagged
+        else f"{fmt.pct(p.frac_of_roof)} of its {p.math} roof"
+    )
+    time = f"{fmt.si(o.time_s, 's')} ({fmt.pct(o.time_share)})"
+    return f"{o.op}<br>time {time}<br>{where}, {p.bound}-bound"
+
+
+def _op_points(c: _RoofCanvas, joined: list[Any]) -> None:
+    """The ops, sized by time share; those above their roof drawn apart (a crimson x), never
+    as the best op."""
+    c.ys += [o.placement.achieved_flops for o in joined]
     for flagged in (False, True):
         ops = [o for o in joined if bool(o.placement.flag) == flagged]
         if not ops:
             continue
-        fig.add_trace(
+        style = (
+            {"symbol": "x", "color": "crimson", "line": {"width": 1}}
+            if flagged
+            else {"color": "#1f77b4"}
+        )
+        c.fig.add_trace(
             go.Scatter(
                 x=[o.placement.intensity for o in ops],
                 y=[o.placement.achieved_flops for o in ops],
@@ -270,48 +298,53 @@ def roofline_figure(
                     if flagged
                     else "ops (size = time share)"
                 ),
-                marker={
-                    "size": [op_size(o.time_share) for o in ops],
-                    "opacity": 0.75,
-                    **(
-                        {"symbol": "x", "color": "crimson", "line": {"width": 1}}
-                        if flagged
-                        else {"color": "#1f77b4"}
-                    ),
-                },
-                hovertext=[
-                    f"{o.op}<br>time {fmt.si(o.time_s, 's')} ({fmt.pct(o.time_share)})<br>"
-                    + (
-                        f"ABOVE ITS ROOF ({o.placement.over_roof:.3g}x): {o.placement.flag}"
-                        if flagged
-                        else f"{fmt.pct(o.placement.frac_of_roof)} of its {o.placement.math} roof"
-                    )
-                    + f", {o.placement.bound}-bound"
-                    for o in ops
-                ],
+                marker={"size": [op_size(o.time_share) for o in ops], "opacity": 0.75, **style},
+                hovertext=[_op_hover(o, flagged) for o in ops],
                 hoverinfo="text",
             )
         )
-    if run.intensity.value and run.achieved_flops.value:
-        ys.append(run.achieved_flops.value)
-        fig.add_trace(
-            go.Scatter(
-                x=[run.intensity.value],
-                y=[run.achieved_flops.value],
-                mode="markers",
-                marker={"symbol": "star", "size": RUN_STAR_PX, "color": "crimson"},
-                name="whole run",
-                hovertext=[
-                    f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, of its roofs "
-                    f"(time-weighted): {run_frac(run)}"
-                ],
-                hoverinfo="text",
-            )
+
+
+def _run_point(c: _RoofCanvas, res: Roofline) -> None:
+    """The whole run as a star, with its fraction of its roofs on hover."""
+    run = res.run
+    if not (run.intensity.value and run.achieved_flops.value):
+        return
+    c.ys.append(run.achieved_flops.value)
+    c.fig.add_trace(
+        go.Scatter(
+            x=[run.intensity.value],
+            y=[run.achieved_flops.value],
+            mode="markers",
+            marker={"symbol": "star", "size": RUN_STAR_PX, "color": "crimson"},
+            name="whole run",
+            hovertext=[
+                f"run: {fmt.si(run.achieved_flops.value, 'FLOP/s')}, of its roofs "
+                f"(time-weighted): {run_fraction_cell(run)}"
+            ],
+            hoverinfo="text",
         )
-    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
-    fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
-    ys = [y for y in ys if y > 0]
-    width = max((len(t) for t, _, _ in labels), default=0)
+    )
+
+
+def roofline_figure(
+    res: Roofline, util: Utilization | None = None, title: str = "Roofline"
+) -> go.Figure:
+    """Log-log roofline: roofs (measured and, when different, spec) each labelled with its
+    value, the ridge, ops (the largest labelled by name; those above their roof drawn apart as
+    flagged, never as the best op), and the whole run."""
+    run = res.run
+    joined = _joined_points(res)
+    c = _RoofCanvas(go.Figure(), *_x_span(res, joined))
+    _math_roofs(c, res)
+    _blended_roof(c, res)
+    _spec_roof(c, res, util)
+    _op_points(c, joined)
+    _run_point(c, res)
+    fig = c.fig
+    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **SI_AXIS)
+    fig.update_yaxes(title="achieved FLOP/s", **SI_AXIS)
+    width = max((len(t) for t, _, _ in c.labels), default=0)
     fig.update_layout(
         title=title,
         **{
@@ -321,15 +354,18 @@ def roofline_figure(
         },
         legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
     )
-    if ys:
-        y_range = _y_range(ys)
-        fig.update_yaxes(range=list(y_range))
-        _roof_labels(fig, labels, y_range)
-        if joined:
-            x_range = (math.log10(lo), math.log10(hi))
-            fig.update_xaxes(range=list(x_range))
-            star = (run.intensity.value, run.achieved_flops.value)
-            draw_op_names(fig, joined, named, star, x_range, y_range, _ROOF_PLOT_PX, fixed)
+    ys = [y for y in c.ys if y > 0]
+    if not ys:
+        return fig
+    y_range = _y_range(ys)
+    fig.update_yaxes(range=list(y_range))
+    _roof_labels(fig, c.labels, y_range)
+    if joined:
+        x_range = (math.log10(c.lo), math.log10(c.hi))
+        fig.update_xaxes(range=list(x_range))
+        named = {o.op for o in sorted(joined, key=lambda o: -(o.time_share or 0))[:LABELLED_OPS]}
+        star = (run.intensity.value, run.achieved_flops.value)
+        draw_op_names(fig, joined, named, star, x_range, y_range, _ROOF_PLOT_PX, c.fixed)
     return fig
 
 

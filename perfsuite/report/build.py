@@ -9,7 +9,6 @@ from typing import Any
 from perfsuite import fmt
 from perfsuite.analyzers.results.record_view import task_direction
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
-from perfsuite.analyzers.roofline.machine_speed import check_line
 from perfsuite.analyzers.roofline.measured import counted_vs_measured
 from perfsuite.analyzers.roofline.roofline import Roofline, roofline
 from perfsuite.analyzers.roofline.utilization import Utilization, utilization
@@ -20,30 +19,15 @@ from perfsuite.report.generalization_section import generalization_section
 from perfsuite.report.inference_section import inference_section
 from perfsuite.report.overview_section import overview_section
 from perfsuite.report.ranks_section import runs_diff_sections
+from perfsuite.report.roofline_section import roofline_sections
 from perfsuite.report.setup_section import setup_section
 from perfsuite.report.stability_section import stability_section
 from perfsuite.report.telemetry_section import telemetry_section
-from perfsuite.report.timeline_section import kernel_cell, timeline_section
+from perfsuite.report.timeline_section import timeline_section
 from perfsuite.task_metrics import target_text
 from perfsuite.views.curves import curve_data
 from perfsuite.views.pages import ReportPage
-from perfsuite.views.roofline_rows import (
-    OP_HEADERS,
-    RANKING_HEADERS,
-    ROOF_HEADERS,
-    RUN_HEADERS,
-    TIME_HEADERS,
-    measured_tables,
-    of_roof,
-    op_caption,
-    op_rows,
-    ranking_rows,
-    roof_rows,
-    run_frac,
-    run_rows,
-    time_rows,
-    utilization_doubts,
-)
+from perfsuite.views.roofline_rows import run_fraction_cell
 
 
 def _analyses(
@@ -73,7 +57,7 @@ def _summary(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
                 fmt.duration(tta.get("time_s")) if tta.get("reached") else "not reached",
                 tta.get("epoch") if tta.get("reached") else (evals[-1]["epoch"] if evals else None),
                 fmt.si(run.achieved_flops.value, "FLOP/s") if run else "n/a",
-                run_frac(run),
+                run_fraction_cell(run),
                 _roofs_named(run),
                 (rec.get("hardware") or {}).get("name"),
             ]
@@ -123,141 +107,6 @@ def _curves(records: Sequence[Mapping[str, Any]]) -> str:
         )
         for i, m in enumerate(metrics)
     )
-
-
-def _run_block(res: Roofline) -> str:
-    return h.table(RUN_HEADERS, run_rows(res), [False, True, False, False])
-
-
-def _util_block(u: Utilization, res: Roofline) -> str:
-    rows = []
-    if u.run:
-        peak, bw = utilization_doubts(res)  # a roof some op is flagged above: its doubt
-        rows.append(
-            [
-                "achieved FLOP/s",
-                fmt.si(u.run.achieved_flops, "FLOP/s"),
-                fmt.pct(u.run.of_measured_peak) + peak,
-                fmt.pct(u.run.of_spec_peak) + peak,
-            ]
-        )
-        rows.append(
-            [
-                "achieved byte/s (modeled bytes)",
-                fmt.si(u.run.achieved_bandwidth, "byte/s"),
-                fmt.pct(u.run.of_measured_bandwidth) + bw,
-                fmt.pct(u.run.of_spec_bandwidth) + bw,
-            ]
-        )
-    out = h.table(
-        ["rate", "achieved", "of measured ceiling", "of spec ceiling"],
-        rows,
-        [False, True, True, True],
-    )
-    if u.clock:
-        c = u.clock
-        out += h.table(
-            ["SM clock mean", "SM clock min", "max spec clock", "mean/max", "throttled"],
-            [
-                [
-                    fmt.si(c.sm_clock_hz_mean, "Hz"),
-                    fmt.si(c.sm_clock_hz_min, "Hz"),
-                    fmt.si(c.sm_clock_hz_max_spec, "Hz"),
-                    fmt.pct(c.mean_of_max),
-                    {True: "yes", False: "no", None: "unknown"}[c.throttled],
-                ]
-            ],
-        )
-    return out + h.notes(u.notes)
-
-
-def _roofline_section(records: Sequence[Mapping[str, Any]], analyses: list) -> str:
-    parts = []
-    for i, (rec, (res, util, err)) in enumerate(zip(records, analyses, strict=True)):
-        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
-        if res is None:
-            parts.append(f'<p class="note">No roofline: {h.esc(err)}</p>')
-            continue
-        parts.append(wrong_machine_html(res))
-        parts.append(h.figure(figures.roofline_figure(res, util, "Roofline"), f"fig-roof-{i}"))
-        parts.append(f"<p>math: {h.esc(res.math_source)}</p>")
-        if res.machine_check:
-            parts.append(f"<p>{h.esc(check_line(res.machine_check))}</p>")
-        parts.append(
-            _run_block(res)
-            + h.table(ROOF_HEADERS, roof_rows(res))
-            + _util_block(util, res)
-            + h.notes(res.notes)
-        )
-        hier = res.hierarchical
-        parts.append(
-            f"<p>Hierarchical roofline: bytes {h.esc(hier.source)}; levels "
-            + h.esc(", ".join(f"{k} {fmt.si(v, 'byte/s')}" for k, v in hier.levels.items()))
-            + "</p>"
-        )
-        parts.append(
-            h.table(
-                ["kernel/op", "level", "bytes are", "FLOP/byte", "FLOP/s", "bound", "of roof"],
-                [
-                    [
-                        kernel_cell(p.name),
-                        p.level,
-                        p.bytes_provenance,
-                        f"{p.placement.intensity:.3g}"
-                        if p.placement.intensity is not None
-                        else "n/a",
-                        fmt.si(p.placement.achieved_flops, "FLOP/s"),
-                        p.placement.bound or "",
-                        of_roof(p.placement),
-                    ]
-                    for p in hier.points[:30]
-                ],
-            )
-        )
-        parts.append(h.notes(hier.notes))
-        parts.append(_measured_block(rec))
-    return "".join(parts)
-
-
-def _measured_block(rec: Mapping[str, Any]) -> str:
-    """Counted vs measured work per op class (and per op where the capture attributes kernels
-    to ops), and whether the counters were calibrated on this chip; nothing without counters."""
-    view = counted_vs_measured(rec)
-    parts = []
-    for caption, headers, body, notes in measured_tables(view):
-        parts.append(f"<p>{h.esc(caption)}</p>" + h.table(headers, body, [False] + [True] * 6))
-        if notes:
-            parts.append(h.notes(notes))
-    if parts and view.calibration:
-        parts.append(f"<p>{h.esc(view.calibration)}</p>")
-    if view.note:
-        parts.append(h.notes([view.note]))
-    return "".join(parts)
-
-
-def _ops_section(records: Sequence[Mapping[str, Any]], analyses: list, top: int) -> str:
-    parts = []
-    for i, (rec, (res, _u, _e)) in enumerate(zip(records, analyses, strict=True)):
-        parts.append(f"<h3>{h.esc(rec.get('run_id'))}</h3>")
-        if res is None or not res.ops:
-            parts.append('<p class="note">No per-op timeline in this record.</p>')
-            continue
-        parts.append(h.figure(figures.ops_bar_figure(res, top), f"fig-ops-{i}"))
-        parts.append(f'<p class="note">{h.esc(op_caption(res, top))}</p>')
-        parts.append(h.table(OP_HEADERS, op_rows(res, top)))
-        if res.time_rows:
-            tr = res.time_rows
-            parts.append(
-                f"<h4>Where the measured step goes ({h.esc(fmt.si(tr.measured_step_s, 's'))}"
-                "; rows add up to it)</h4>"
-            )
-            parts.append(h.table(TIME_HEADERS, time_rows(tr, top)) + h.notes(tr.notes))
-        if res.ranking:
-            parts.append("<h4>Where to look first: lost time = time x (1 - of roof)</h4>")
-            parts.append(
-                h.table(RANKING_HEADERS, ranking_rows(res, top)),
-            )
-    return "".join(parts)
 
 
 def _single_run_sections(
@@ -343,9 +192,10 @@ def report_page(
         else f"perfsuite report: {len(records)} runs"
     )
     single = _single_run_sections(records, analyses, top)
+    roofline_html, ops_html = roofline_sections(records, analyses, top)
     details = [
-        ("roofline", "Roofline", _roofline_section(records, analyses)),
-        ("ops", "Per-op breakdown", _ops_section(records, analyses, top)),
+        ("roofline", "Roofline", roofline_html),
+        ("ops", "Per-op breakdown", ops_html),
         *single[1:],
         ("telemetry", "Telemetry", telemetry_section(records)),
         *_distributed(records),
@@ -403,12 +253,9 @@ def report_html(
 def roofline_html(
     record: Mapping[str, Any], top: int = 20, peaks: Mapping[str, Any] | None = None
 ) -> str:
-    """A page with only the roofline and per-op sections of one run (`roofline --html`)."""
-    analyses = [_analyses(record, peaks)]
+    """A page with only the roofline and per-op sections of one run (`roofline --output`)."""
+    roofline_body, ops_body = roofline_sections([record], [_analyses(record, peaks)], top)
     return h.page(
         f"Roofline: {record.get('run_id')}",
-        [
-            ("roofline", "Roofline", _roofline_section([record], analyses)),
-            ("ops", "Per-op breakdown", _ops_section([record], analyses, top)),
-        ],
+        [("roofline", "Roofline", roofline_body), ("ops", "Per-op breakdown", ops_body)],
     )

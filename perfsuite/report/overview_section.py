@@ -15,7 +15,7 @@ from perfsuite.record.consistency import untrusted
 from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
 from perfsuite.task_metrics import metric_info, metric_text, target_text
-from perfsuite.views.roofline_rows import mfu_rows, run_frac
+from perfsuite.views.roofline_rows import mfu_rows, run_fraction_cell
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
@@ -116,7 +116,7 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
             ],
             [
                 FRAC_OF_ROOF_LABEL,
-                run_frac(run),  # FLAGGED, or the fraction and its DOUBT (roofline_rows)
+                run_fraction_cell(run),  # FLAGGED, or the fraction and its DOUBT (roofline_rows)
                 "roof_time / step_time: the step's time with every op at its own roof "
                 "(modeled) over the measured step time",
             ],

@@ -11,7 +11,7 @@ from typing import Any
 from perfsuite import fmt
 from perfsuite.analyzers.results.record_view import unfinished
 from perfsuite.analyzers.runs.compare import Comparison, ItemSummary, RunValues
-from perfsuite.views.roofline_rows import of_roof_cell
+from perfsuite.views.roofline_rows import run_fraction_cell
 
 RUN_HEADERS = [
     "item",
@@ -76,7 +76,7 @@ def run_rows(c: Comparison) -> list[list[str]]:
             fmt.si(r.achieved_flop_per_s, "FLOP/s"),
             "n/a" if r.intensity_flop_per_byte is None else f"{r.intensity_flop_per_byte:.3g}",
             r.bound or "n/a",
-            of_roof_cell(r),
+            run_fraction_cell(r),
         ]
         for r in c.runs
     ]
@@ -136,7 +136,7 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
             ),
         ),
         ("bound", lambda s: ", ".join(s.bounds) or "n/a"),
-        ("of roof (time-weighted)", of_roof_cell),
+        ("of roof (time-weighted)", run_fraction_cell),
     ]
     if any(s.tokens_per_s is not None or s.mfu is not None for s in items):
         spec += [  # transformer runs (perfsuite.flops.mfu)

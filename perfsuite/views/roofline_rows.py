@@ -1,14 +1,17 @@
-"""The roofline's tables as rows of strings, shared by `perfsuite roofline` (text) and the
-HTML report. Kept free of plotly so the text command runs where only the analysis is installed."""
+"""The roofline's tables as rows of strings and its cells (a fraction of a roof, FLAGGED, DOUBT),
+shared by the roofline view (`perfsuite.views.roofline_view`: `perfsuite roofline` and the
+report), the report's overview and figures, and `perfsuite compare`. Kept free of plotly so the
+text command runs where only the analysis is installed."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from perfsuite import fmt
+from perfsuite.analyzers.roofline.levels import LevelPoint
 from perfsuite.analyzers.roofline.measured import OP_MAPPING
 from perfsuite.analyzers.roofline.ops import ranked_ops
-from perfsuite.analyzers.roofline.results import RunRoofline
+from perfsuite.analyzers.roofline.results import Placement, RunRoofline
 from perfsuite.analyzers.roofline.roofline import EXPLAIN, Roofline
 from perfsuite.flops.mfu import MFU
 
@@ -16,31 +19,34 @@ DOUBT = " DOUBT (see notes)"
 FLAGGED = "FLAGGED (see notes)"
 
 
-def run_fraction(value: float | None, flagged: bool, doubted: bool) -> str:
-    """A whole-run fraction as every text and HTML path shows it (the roofline's field table,
-    the report's overview, summary and figures, `perfsuite compare`): FLAGGED when the run sits
-    above its roofs (no fraction then), else the percentage, followed by DOUBT when an op is
-    flagged above a roof the fraction is made of (`RunRoofline.doubts`): an upper bound, not a
-    clean fact (docs/roofline.md)."""
-    if flagged:
-        return FLAGGED
-    return fmt.pct(value) + (DOUBT if doubted and value is not None else "")
+def run_fraction_cell(run: Any, key: str = "frac_of_roof") -> str:
+    """A whole-run fraction (`key`: frac_of_roof or frac_of_peak) as every text and HTML path
+    shows it (the roofline's field table and answer, the report's overview, summary and
+    figures, `perfsuite compare`): FLAGGED when the run sits above its roofs (no fraction
+    then), else the percentage, followed by DOUBT when an op is flagged above a roof the
+    fraction is made of (`doubts`): an upper bound, not a clean fact (docs/roofline.md).
 
-
-def of_roof_cell(r: Any) -> str:
-    """A compared run's (`perfsuite.analyzers.runs.compare.RunValues`) or an item's mean
-    (`ItemSummary`)
-    frac_of_roof as the roofline shows it (`run_fraction`; the comparison's notes say which
-    roofs a DOUBT is over): `perfsuite compare`'s tables and the report's figure."""
-    flagged = bool(getattr(r, "roof_flag", None))  # an item's mean leaves flagged runs out
-    return run_fraction(r.frac_of_roof, flagged, "frac_of_roof" in r.doubts)
-
-
-def run_frac(run: RunRoofline | None, key: str = "frac_of_roof") -> str:
-    """`run_fraction` of a run's `frac_of_roof` or `frac_of_peak`; n/a without a roofline."""
+    `run`: a `RunRoofline` (flagged: `flag`), a compared run or an item's mean
+    (`perfsuite.analyzers.runs.compare.RunValues`: `roof_flag`; `ItemSummary`, whose mean
+    leaves flagged runs out), or None (no roofline: n/a)."""
     if run is None:
         return "n/a"
-    return run_fraction(getattr(run, key), run.over_roof is not None, key in run.doubts)
+    if getattr(run, "flag", None) or getattr(run, "roof_flag", None):
+        return FLAGGED
+    value = getattr(run, key)
+    return fmt.pct(value) + (DOUBT if value is not None and key in run.doubts else "")
+
+
+def point_fraction_cell(p: Placement) -> str:
+    """A point's (op's, kernel's) fraction of its roof, or the flag when the point is above
+    it (never a number then)."""
+    return "FLAG >100%" if p.flag else fmt.pct(p.frac_of_roof)
+
+
+def utilization_doubted(run: RunRoofline) -> tuple[bool, bool]:
+    """(compute, bandwidth): whether the run's utilization of its peaks, of its bandwidth, is
+    in doubt: an op is flagged above a compute roof, above the memory roof."""
+    return bool(set(run.doubted_roofs) & set(run.flops_by_math)), "memory" in run.doubted_roofs
 
 
 RUN_HEADERS = ["field", "value", "provenance", "meaning"]
@@ -55,7 +61,7 @@ def run_rows(res: Roofline) -> list[list[str]]:
         if key == "bound":
             shown, prov = v or "n/a", "derived"
         elif key.startswith("frac"):
-            shown, prov = run_frac(r, key), "derived"
+            shown, prov = run_fraction_cell(r, key), "derived"
         else:
             shown, prov = fmt.si(v.value, v.unit), v.provenance
         rows.append([key, shown, prov, EXPLAIN[key]])
@@ -87,24 +93,6 @@ def mfu_rows(m: MFU) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def utilization_doubted(run: RunRoofline) -> tuple[bool, bool]:
-    """(compute, bandwidth): whether the run's utilization of its peaks, of its bandwidth, is
-    in doubt: an op is flagged above a compute roof, above the memory roof."""
-    return bool(set(run.doubted_roofs) & set(run.flops_by_math)), "memory" in run.doubted_roofs
-
-
-def utilization_doubts(res: Roofline) -> tuple[str, str]:
-    """(compute, bandwidth) markers for the run's utilization: DOUBT where an op is flagged
-    above a roof the rate is judged against (the roofline's note names it), else ''."""
-    peak, bw = utilization_doubted(res.run)
-    return DOUBT if peak else "", DOUBT if bw else ""
-
-
-def of_roof(p: Any) -> str:
-    """A fraction of the roof, or the flag when the point is above it (never a number)."""
-    return "FLAG >100%" if p.flag else fmt.pct(p.frac_of_roof)
-
-
 _EVIDENCE = {"kernel names": "kernels", "counters": "counters"}  # short, for the math column
 
 
@@ -118,8 +106,9 @@ def op_table(res: Roofline, top: int) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def op_caption(res: Roofline, top: int, shares: str = "") -> str:
-    """'Per-op, per step (...)': how many ops are ranked and shown, and how many wrapper rows
-    were left out (and how to see them)."""
+    """'Per-op, per step (...)', the per-op table's heading: what its shares are of
+    (`shares`), how many ops are ranked and shown, and how many wrapper rows were left out
+    (and how to see them)."""
     shown, ranked, wrappers = op_table(res, top)
     n_ops = min(len(shown), len(ranked))
     head = f"top {n_ops} of {len(ranked)} ops" if n_ops < len(ranked) else f"all {n_ops} ops"
@@ -140,7 +129,7 @@ def op_caption(res: Roofline, top: int, shares: str = "") -> str:
             else f"; then {'the' if listed == len(wrappers) else f'{listed} of the'} "
             f"{len(wrappers)} wrapper rows ({what})"
         )
-    return text + "):"
+    return text + ")"
 
 
 def own_time(o: Any) -> str:
@@ -174,7 +163,7 @@ def op_rows(res: Roofline, top: int) -> list[list[Any]]:
                 fmt.si(p.achieved_flops, "FLOP/s"),
                 math,
                 p.bound or "",
-                of_roof(p),
+                point_fraction_cell(p),
                 fmt.pct(o.step_cv, 0),
                 fmt.si(o.lost_time_s, "s"),
             ]
@@ -232,10 +221,10 @@ RANKING_HEADERS = ["rank", "op", "lost/step", "time/step", "of roof", "bound"]
 
 def ranking_rows(res: Roofline, top: int) -> list[list[Any]]:
     """Where to look first: the `top` ops by time lost against their roof, each with its
-    fraction of roof as the op table shows it (`of_roof`: an op above its roof is flagged)."""
+    fraction of roof as the op table shows it (`point_fraction_cell`: flagged above it)."""
     return [
-        [k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"), of_roof(o.placement),
-         o.placement.bound]
+        [k + 1, o.op, fmt.si(o.lost_time_s, "s"), fmt.si(o.time_s, "s"),
+         point_fraction_cell(o.placement), o.placement.bound]
         for k, o in enumerate(res.ranking[:top])
     ]  # fmt: skip
 
@@ -299,16 +288,36 @@ def measured_tables(view: Any) -> list[tuple[str, list[str], list[list[str]], li
     """(caption, headers, rows, notes) per non-empty table of a `CountedVsMeasured`: per op
     class, then per op; the CLI prints them, the report draws them."""
     low = (
-        " ≥ marks a lower bound (a kernel lacked the counter, or the capture lacks a "
-        "Tensor-Core precision's counters)."
+        "; ≥ marks a lower bound (a kernel lacked the counter, or the capture lacks a "
+        "Tensor-Core precision's counters)"
     )
 
     def caption(rows: list[Any]) -> str:
         bound = any(r.flops_partial or r.bytes_partial for r in rows)
-        return f"Counted vs measured, per step ({rows[0].mapping}):" + (low if bound else "")
+        return f"Counted vs measured, per step ({rows[0].mapping})" + (low if bound else "")
 
     return [
         (caption(rows), *measured_table(rows), notes)
         for rows, notes in ((view.by_class, view.class_notes), (view.by_op, view.op_notes))
         if rows
+    ]
+
+
+LEVEL_HEADERS = ["kernel/op", "level", "bytes are", "FLOP/byte", "FLOP/s", "bound", "of roof"]
+LEVEL_NAME_CHARS = 60  # a kernel name is cut here (without `void` and shared namespaces)
+
+
+def level_rows(points: list[LevelPoint], top: int) -> list[list[str]]:
+    """The hierarchical roofline's points (`top` of them; 0: all) as LEVEL_HEADERS rows."""
+    return [
+        [
+            fmt.truncate(fmt.short_kernel_name(p.name), LEVEL_NAME_CHARS),
+            p.level,
+            p.bytes_provenance,
+            f"{p.placement.intensity:.3g}" if p.placement.intensity is not None else "n/a",
+            fmt.si(p.placement.achieved_flops, "FLOP/s"),
+            p.placement.bound or "",
+            point_fraction_cell(p.placement),
+        ]
+        for p in (points[:top] if top > 0 else points)
     ]

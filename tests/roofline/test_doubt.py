@@ -8,6 +8,7 @@ and wrapper columns and its order, and an unmodeled child's own time (aten::cudn
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -23,12 +24,27 @@ FLAGGED = ["aten::add", "aten::threshold_backward", "aten::relu"]  # 204%, 111%,
 
 
 def test_one_helper_renders_a_whole_run_fraction():
-    from perfsuite.views.roofline_rows import run_fraction
+    """One cell for a whole-run fraction, whatever carries it: a run's roofline (flagged in
+    `flag`), a compared run (`roof_flag`), an item's mean (neither), or no roofline."""
+    from types import SimpleNamespace as Run
 
-    assert run_fraction(0.38986, False, False) == "39.0%"
-    assert run_fraction(0.38986, False, True) == SHOWN
-    assert run_fraction(None, True, False) == "FLAGGED (see notes)"
-    assert run_fraction(None, False, True) == "n/a"  # no fraction, nothing to doubt
+    from perfsuite.views.roofline_rows import run_fraction_cell
+
+    doubted = {"frac_of_roof": ["memory"]}
+    assert run_fraction_cell(Run(frac_of_roof=0.38986, flag=None, doubts={})) == "39.0%"
+    assert run_fraction_cell(Run(frac_of_roof=0.38986, flag=None, doubts=doubted)) == SHOWN
+    assert run_fraction_cell(Run(frac_of_roof=0.38986, doubts=doubted)) == SHOWN  # a mean
+    assert run_fraction_cell(Run(frac_of_roof=None, flag="above", doubts={})) == (
+        "FLAGGED (see notes)"
+    )
+    assert run_fraction_cell(Run(frac_of_roof=None, roof_flag="above", doubts={})) == (
+        "FLAGGED (see notes)"
+    )
+    # no fraction, nothing to doubt; frac_of_peak is not in doubt where frac_of_roof is
+    assert run_fraction_cell(Run(frac_of_roof=None, flag=None, doubts=doubted)) == "n/a"
+    peak = Run(frac_of_roof=0.39, frac_of_peak=0.152, flag=None, doubts=doubted)
+    assert run_fraction_cell(peak, "frac_of_peak") == "15.2%"
+    assert run_fraction_cell(None) == "n/a"
 
 
 def test_report_marks_the_doubt_in_overview_summary_hover_and_json(h100, tmp_path, capsys):
@@ -166,14 +182,10 @@ def test_whole_run_fraction_carries_the_doubt_of_ops_above_its_roof(h100, capsys
     assert "15.1%" in peak and "DOUBT" not in peak
     assert bandwidth.count("DOUBT") == 1
     assert bandwidth.index("DOUBT") < bandwidth.index("30.7%") < bandwidth.index("25.4%")
-    # the report's utilization table carries the same marks as the command's line
+    # the report's utilization line is the command's, marks and all
     from perfsuite.report.build import report_html
 
-    page = report_html([h100])
-    assert "<td>30.7% DOUBT (see notes)</td><td>25.4% DOUBT (see notes)</td>" in page.replace(
-        ' class="num"', ""
-    )
-    assert "<td>15.1%</td>" in page.replace(' class="num"', "")
+    assert f"<p>{html.escape(line)}</p>" in report_html([h100])
     assert main(["roofline", h100["_path"], "--json"]) == 0
     run = json.loads(capsys.readouterr().out)["roofline"]["run"]
     assert run["doubts"] == {"frac_of_roof": ["memory"]}
