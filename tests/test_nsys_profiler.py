@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfsuite.cli import main
-from perfsuite.runner.nsys_step import REPORT, profile_command, why_not
+from perfsuite.runner.measure.nsys_step import REPORT, profile_command, why_not
 from perfsuite.runner.options import RunOptions
 
 

@@ -154,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _profiler_possible(args: argparse.Namespace) -> None:
     """--profiler nsys refused before training where it cannot work, saying why."""
-    from perfsuite.runner.nsys_step import why_not
+    from perfsuite.runner.measure.nsys_step import why_not
 
     why = why_not(args.device, args.framework)
     if why:
@@ -167,7 +167,7 @@ def _profiler_possible(args: argparse.Namespace) -> None:
 
 
 def _profile(args: argparse.Namespace, run_dir: Path) -> None:
-    from perfsuite.runner.nsys_step import record_profile
+    from perfsuite.runner.measure.nsys_step import record_profile
 
     status("[perfsuite] nsys profile of the window (a replay child under nsys) ...")
     path, what = record_profile(options_from_args(args, seed=args.seed), run_dir)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.counters_step import replay_argv
+from perfsuite.runner.measure.counters_step import replay_argv
 from perfsuite.traces.profile import export_command
 
 REPORT = "profile-nsys"  # RUN/profile-nsys.nsys-rep and RUN/profile-nsys.sqlite
