@@ -65,12 +65,12 @@ except ImportError:
 # What a damaged gzip stream raises while it is read (either inflater).
 DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, IsalError)
 
-CHUNK_BYTES = 16 * 1024 * 1024
+# A chunk's Structs and lists stay in the CPU's caches while the passes over them run: a
+# 16 MB chunk (88,000 events) costs a fifth more CPU per event than four 4 MB ones.
+CHUNK_BYTES = 4 * 1024 * 1024
 # An event must end within this many bytes of the last cut, or the file is left to the
 # reference path (which bounds string length and nesting itself).
-MAX_PENDING_BYTES = 8 * CHUNK_BYTES
-# Below this size the file is decoded in this process: starting workers costs more.
-PARALLEL_MIN_BYTES = 4 * CHUNK_BYTES
+MAX_PENDING_BYTES = 128 * 1024 * 1024
 _HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
 _SEP = re.compile(rb"\s*,\s*\{")
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -214,7 +214,7 @@ def has_long_digit_run(text: bytes | memoryview, block: int = 1 << 18) -> bool:
     between two buffers (an output never overlaps its inputs, so numpy copies nothing).
     The text is taken `block` bytes at a time (each piece read with the _LONG_RUN - 1 bytes
     after it, so a run across the cut is seen), so that the seven passes over a piece stay
-    in the CPU's cache: over a whole 16 MB chunk they would be bound by memory traffic."""
+    in the CPU's cache: over a whole chunk they would be bound by memory traffic."""
     n = len(text)
     if n < _LONG_RUN:
         return False
