@@ -565,18 +565,14 @@ def fill_events(
     progress: Callable[[int], None] | None = None,
 ) -> None:
     """The reference per-event code: one pass over decoded events (dicts as ijson builds
-    them), dispatching on `cat`; the counters of `data` are set even when `events` raises.
-    Written for speed (local bindings, common types first): it runs once per event of
-    traces with millions."""
+    them), counting phases and handing each complete event to _CompleteEvents; the counters
+    of `data` are set even when `events` raises. Written for speed (local bindings, common
+    types first): it runs once per event of traces with millions."""
     p = data.path
-    dev, rt, rg = data.device, data.runtime, data.ranges
-    names, threads, shapes = data.names, data.threads, data.shapes
-    name_ids, thread_ids = names.ids, threads.ids
-    shape_keys: dict[str, int] = {}
+    complete = _CompleteEvents(data)
+    add = complete.add
     phases: dict[str, int] = {}
-    lo, hi = float("inf"), float("-inf")
-    n = bad = negative = far = 0
-    nan = float("nan")
+    n = bad = 0
     try:
         for ev in events:
             n += 1
@@ -593,106 +589,144 @@ def fill_events(
                 if ev.get("name") == MEMORY_NAME and ph in MEMORY_PHASES:
                     _memory_event(data, ev)
                 continue
-            cat = ev.get("cat")
-            pid, tid = ev.get("pid"), ev.get("tid")
-            if (
-                (cat is not None and type(cat) is not str)
-                or isinstance(pid, (list, dict))
-                or isinstance(tid, (list, dict))
-            ):
+            if not add(ev):
                 bad += 1
-                continue
-            ts = ev.get("ts")
-            if type(ts) is not float and type(ts) is not int:
-                ts = _num(ts, nan)
-            dur = ev.get("dur", 0.0)
-            if type(dur) is not float and type(dur) is not int:
-                dur = _num(dur)
-            try:
-                ts, dur = float(ts), float(dur)
-            except OverflowError:
-                ts = nan
-            if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
-                continue
-            if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
-                far += 1  # beyond any clock: skipped, and the analysis says how many
-                continue
-            if not dur >= 0.0 or dur - dur != 0.0:
-                if dur < 0.0:
-                    negative += 1  # counted as zero length, and said in the notes
-                dur = 0.0
-            if ts < lo:
-                lo = ts
-            if ts + dur > hi:
-                hi = ts + dur
-            args = ev.get("args") or {}
-            if type(args) is not dict:
-                args = {}
-            name = ev.get("name", "")
-            if type(name) is not str:
-                name = str(name)
-            nid = name_ids.get(name)
-            if nid is None:
-                nid = names(name)
-            code = DEVICE_CATS.get(cat)
-            if code is not None:
-                # every value first, then the appends: the parallel arrays stay aligned
-                v = args.get("device", pid)
-                device = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
-                v = args.get("stream", tid)
-                stream = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
-                v = args.get("correlation", -1)
-                corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
-                dev.name.append(nid)
-                dev.cat.append(code)
-                dev.device.append(device)
-                dev.stream.append(stream)
-                dev.ts.append(ts)
-                dev.dur.append(dur)
-                dev.corr.append(corr)
-                continue
-            thread_key = (pid, tid)
-            kind = RANGE_CATS.get(cat)
-            if kind is not None:
-                th = thread_ids.get(thread_key)
-                sid = -1
-                if "Input Dims" in args:
-                    vals = [args.get(k) for k in SHAPE_KEYS]
-                    key = str(vals)
-                    sid = shape_keys.get(key, -1)
-                    if sid < 0:
-                        sid = shape_keys[key] = shapes(_freeze(vals))
-                rg.name.append(nid)
-                rg.kind.append(kind)
-                rg.thread.append(threads(thread_key) if th is None else th)
-                rg.ts.append(ts)
-                rg.dur.append(dur)
-                rg.shape.append(sid)
-                continue
-            if cat in RUNTIME_CATS:
-                th = thread_ids.get(thread_key)
-                v = args.get("correlation", -1)
-                corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
-                rt.name.append(nid)
-                rt.thread.append(threads(thread_key) if th is None else th)
-                rt.ts.append(ts)
-                rt.dur.append(dur)
-                rt.corr.append(corr)
-            elif cat == SYNC_CAT:
-                data.syncs.append(
-                    (
-                        _int(args.get("device", pid), 0),
-                        _int(args.get("stream", tid), 0),
-                        ts,
-                        dur,
-                    )
-                )
-            elif cat == PROFILER_RANGE_CAT:
-                data.profiler_ranges.append((name, _int(pid, 0), ts, dur, dict(args)))
     finally:
         data.events_total = n
         data.malformed = bad
-        data.negative_durations = negative
-        data.beyond_reason = far
+        data.negative_durations = complete.negative
+        data.beyond_reason = complete.far
         data.events_by_phase = {str(k): v for k, v in phases.items()}
+        lo, hi = complete.lo, complete.hi
         data.window = (lo, hi) if n and lo <= hi else None
+
+
+class _CompleteEvents:
+    """Where the reference code puts a complete event ("ph": "X"): its time span checked,
+    then a row of the device, range or runtime columns, a sync record or a profiler range,
+    by its category. Counts what it skips or clamps, and the window of what it keeps."""
+
+    def __init__(self, data: TraceData) -> None:
+        self.data = data
+        self.shape_keys: dict[str, int] = {}
+        self.lo, self.hi = float("inf"), float("-inf")
+        self.negative = self.far = 0
+
+    def add(self, ev: dict[str, Any]) -> bool:
+        """Place one complete event; False when it cannot be placed (a category that is
+        not a string, a list or object as its pid or tid)."""
+        cat = ev.get("cat")
+        pid, tid = ev.get("pid"), ev.get("tid")
+        if (
+            (cat is not None and type(cat) is not str)
+            or isinstance(pid, (list, dict))
+            or isinstance(tid, (list, dict))
+        ):
+            return False
+        span = self._span(ev)
+        if span is None:
+            return True
+        ts, dur = span
+        args = ev.get("args") or {}
+        if type(args) is not dict:
+            args = {}
+        name = ev.get("name", "")
+        if type(name) is not str:
+            name = str(name)
+        names = self.data.names
+        nid = names.ids.get(name)
+        if nid is None:
+            nid = names(name)
+        code = DEVICE_CATS.get(cat)
+        if code is not None:
+            self._device(nid, code, args, pid, tid, ts, dur)
+        elif cat in RANGE_CATS:
+            self._range(nid, RANGE_CATS[cat], args, (pid, tid), ts, dur)
+        elif cat in RUNTIME_CATS:
+            self._host_call(nid, args, (pid, tid), ts, dur)
+        elif cat == SYNC_CAT:
+            device, stream = _int(args.get("device", pid), 0), _int(args.get("stream", tid), 0)
+            self.data.syncs.append((device, stream, ts, dur))
+        elif cat == PROFILER_RANGE_CAT:
+            self.data.profiler_ranges.append((name, _int(pid, 0), ts, dur, dict(args)))
+        return True
+
+    def _span(self, ev: dict[str, Any]) -> tuple[float, float] | None:
+        """(ts, dur) as floats, a NaN or negative duration as zero length; None when there
+        is no usable timestamp or a value is beyond any clock (counted in `far`)."""
+        ts = ev.get("ts")
+        if type(ts) is not float and type(ts) is not int:
+            ts = _num(ts, float("nan"))
+        dur = ev.get("dur", 0.0)
+        if type(dur) is not float and type(dur) is not int:
+            dur = _num(dur)
+        try:
+            ts, dur = float(ts), float(dur)
+        except OverflowError:
+            ts = float("nan")
+        if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
+            return None
+        if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
+            self.far += 1  # beyond any clock: skipped, and the analysis says how many
+            return None
+        if not dur >= 0.0 or dur - dur != 0.0:
+            if dur < 0.0:
+                self.negative += 1  # counted as zero length, and said in the notes
+            dur = 0.0
+        if ts < self.lo:
+            self.lo = ts
+        if ts + dur > self.hi:
+            self.hi = ts + dur
+        return ts, dur
+
+    def _device(
+        self, nid: int, code: int, args: dict, pid: Any, tid: Any, ts: float, dur: float
+    ) -> None:
+        """A kernel, memcpy or memset: its device and stream from args, else pid and tid."""
+        # every value first, then the appends: the parallel arrays stay aligned
+        v = args.get("device", pid)
+        device = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+        v = args.get("stream", tid)
+        stream = v if type(v) is int and -_I64 < v < _I64 else _int(v, 0)
+        v = args.get("correlation", -1)
+        corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
+        dev = self.data.device
+        dev.name.append(nid)
+        dev.cat.append(code)
+        dev.device.append(device)
+        dev.stream.append(stream)
+        dev.ts.append(ts)
+        dev.dur.append(dur)
+        dev.corr.append(corr)
+
+    def _range(self, nid: int, kind: int, args: dict, thread: tuple, ts: float, dur: float) -> None:
+        """An operator or annotation range, with its input shapes interned when recorded."""
+        data = self.data
+        th = data.threads.ids.get(thread)
+        sid = -1
+        if "Input Dims" in args:
+            vals = [args.get(k) for k in SHAPE_KEYS]
+            key = str(vals)
+            sid = self.shape_keys.get(key, -1)
+            if sid < 0:
+                sid = self.shape_keys[key] = data.shapes(_freeze(vals))
+        rg = data.ranges
+        rg.name.append(nid)
+        rg.kind.append(kind)
+        rg.thread.append(data.threads(thread) if th is None else th)
+        rg.ts.append(ts)
+        rg.dur.append(dur)
+        rg.shape.append(sid)
+
+    def _host_call(self, nid: int, args: dict, thread: tuple, ts: float, dur: float) -> None:
+        """A runtime or driver call, with its correlation id (-1 when absent)."""
+        data = self.data
+        th = data.threads.ids.get(thread)
+        v = args.get("correlation", -1)
+        corr = v if type(v) is int and -_I64 < v < _I64 else _int(v)
+        rt = data.runtime
+        rt.name.append(nid)
+        rt.thread.append(data.threads(thread) if th is None else th)
+        rt.ts.append(ts)
+        rt.dur.append(dur)
+        rt.corr.append(corr)
