@@ -52,7 +52,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going", "--replay-window"],
+        ["--replay-window"],
     ),
     "study lesion": (
         [
@@ -85,7 +85,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study factor": (
         [
@@ -118,7 +118,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study batch": (
         [
@@ -152,7 +152,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study scaling": (
         [
@@ -186,7 +186,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study run": (
         [
@@ -202,7 +202,7 @@ FLAGS = {
         ],
         [],
     ),
-    "study show": (["--json", "-o/--output", "folder"], ["--html"]),
+    "study show": (["--json", "-o/--output", "folder"], []),
 }
 
 CHOICES = {

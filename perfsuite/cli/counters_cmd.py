@@ -10,7 +10,6 @@ from typing import Any
 
 from perfsuite.cli.common import (
     CLIError,
-    add_deprecated,
     add_json_flag,
     add_top_flag,
     print_json,
@@ -61,7 +60,6 @@ def register(sub: Any) -> None:
         help="run folder or run.json to attach the section to, under the record's writer "
         "lock (a run still training keeps the section in its later writes)",
     )
-    add_deprecated(p, "--force", "", "force", flag=True)  # --into takes the writer lock now
     p.add_argument(
         "--steps",
         type=int,

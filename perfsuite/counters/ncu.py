@@ -154,10 +154,3 @@ def counters_from_ncu(
         nvtx=data.nvtx,
         nvtx_range=nvtx_range,
     )
-
-
-def counters_from_ncu_csv(
-    path: str | os.PathLike[str], window_steps: int | None = None
-) -> dict[str, Any]:
-    """Kept for callers of the first version: same as `counters_from_ncu`."""
-    return counters_from_ncu(path, window_steps=window_steps)

@@ -41,7 +41,6 @@ class Flag:
     metavar: str | None = None
     negate: bool = False  # "--no-capture": the flag turns the option off
     hidden: bool = False  # internal: accepted, not shown in --help
-    alias: str | None = None  # a deprecated spelling, still accepted
     # Where a study holds it: a key of the study file's [run] table (every run of the study
     # shares it), "top:KEY" for a study-level field with its own meaning (seed of the first
     # repeat, switches added to every configuration), None when a study does not set it.
@@ -136,7 +135,6 @@ class RunOptions:
             "--all-epochs",
             "train all epochs instead of stopping at the first evaluation >= threshold",
             value="switch",
-            alias="--keep-going",
             study="keep_going",
         ),
     )
