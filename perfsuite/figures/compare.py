@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from perfsuite import fmt
 from perfsuite.analyzers.runs.compare import RunValues
-from perfsuite.figures.runs import _SI_AXIS, _roof, item_colour  # one roof geometry, axes
+from perfsuite.figures.runs import LOG_SI_AXIS, item_colour, roof_line  # one roof geometry, axes
 from perfsuite.views.roofline_rows import of_roof_cell
 
 _LAYOUT = {
@@ -88,7 +88,7 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
     for i, (hw, (peak, bw)) in enumerate(roofs.items()):
         lo = 10 ** math.floor(math.log10(min(xs) / 4))
         hi = 10 ** math.ceil(math.log10(max(xs) * 4))
-        rx, ry = _roof(lo, hi, peak, bw)
+        rx, ry = roof_line(lo, hi, peak, bw)
         fig.add_trace(
             go.Scatter(
                 x=rx,
@@ -117,7 +117,7 @@ def positions_figure(runs: Sequence[RunValues]) -> go.Figure:
                 hoverinfo="text",
             )
         )
-    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
-    fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
+    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **LOG_SI_AXIS)
+    fig.update_yaxes(title="achieved FLOP/s", **LOG_SI_AXIS)
     fig.update_layout(title="Roofline positions, every run", **_LAYOUT)
     return fig

@@ -29,7 +29,7 @@ LAYOUT = {
 }
 
 
-def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float], list[float]]:
+def roof_line(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float], list[float]]:
     """Points of min(peak, x * bw) on [x_lo, x_hi]: the slope up to the ridge, then flat."""
     ridge = peak / bw
     xs = [x_lo] + ([ridge] if x_lo < ridge < x_hi else []) + [x_hi]
@@ -38,7 +38,8 @@ def _roof(x_lo: float, x_hi: float, peak: float, bw: float) -> tuple[list[float]
 
 # Ops labelled by name on the roofline chart (the largest time shares); the rest hover only.
 LABELLED_OPS = 5
-_SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
+# A log axis with SI prefixes (1k, 1M, 1G), shared by every roofline chart.
+LOG_SI_AXIS = {"type": "log", "exponentformat": "SI", "showexponent": "all"}
 # One colour per roof of a math, shared by its line and its label (the template's own colours).
 _COLORWAY = pio.templates[LAYOUT["template"]].layout.colorway
 # One colour per compared item (a run or a group), in order, on every chart of a page, so a
@@ -180,7 +181,7 @@ def roofline_figure(
     fixed: list[tuple[float, float, str]] = []  # text on the plot: x, y of its lower left, text
     for i, (m, lab) in enumerate(per_math if bw else []):
         # one roof per math the run computed in (fp32 CUDA core, TF32 Tensor Core...)
-        rx, ry = _roof(lo, hi, lab.value, bw)
+        rx, ry = roof_line(lo, hi, lab.value, bw)
         color = _COLORWAY[i % len(_COLORWAY)]
         fig.add_trace(
             go.Scatter(
@@ -194,7 +195,7 @@ def roofline_figure(
         ys += ry
         labels.append((f"{m} {fmt.si(lab.value, 'FLOP/s')} ({lab.provenance})", ry[-1], color))
     if peak and bw:
-        rx, ry = _roof(lo, hi, peak, bw)
+        rx, ry = roof_line(lo, hi, peak, bw)
         ys += ry
         fig.add_trace(
             go.Scatter(
@@ -241,7 +242,7 @@ def roofline_figure(
         and util.spec_bandwidth
         and (util.spec_peak != peak or util.spec_bandwidth != bw)
     ):
-        sx, sy = _roof(lo, hi, util.spec_peak, util.spec_bandwidth)
+        sx, sy = roof_line(lo, hi, util.spec_peak, util.spec_bandwidth)
         ys += sy
         fig.add_trace(
             go.Scatter(
@@ -308,8 +309,8 @@ def roofline_figure(
                 hoverinfo="text",
             )
         )
-    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **_SI_AXIS)
-    fig.update_yaxes(title="achieved FLOP/s", **_SI_AXIS)
+    fig.update_xaxes(title="arithmetic intensity (FLOP/byte, modeled bytes)", **LOG_SI_AXIS)
+    fig.update_yaxes(title="achieved FLOP/s", **LOG_SI_AXIS)
     ys = [y for y in ys if y > 0]
     width = max((len(t) for t, _, _ in labels), default=0)
     fig.update_layout(
