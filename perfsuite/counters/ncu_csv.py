@@ -1,6 +1,6 @@
 """Read Nsight Compute CSV output (`ncu --csv`): the raw page and the details page.
 
-Checked on real H100 output (Nsight Compute 2025.3, ../shared/data/gpu):
+The layout it reads, as Nsight Compute 2025.3 writes it (docs/counters.md):
 
 * raw page (`--page raw`): a header row `"ID","Process ID",...,"Kernel Name",...`, then a units
   row (empty identification fields; `byte`, `ns`, `inst`...), then one row per kernel launch.

@@ -17,8 +17,7 @@ from perfsuite.figures.label_place import DIRECTIONS, place_labels, text_size
 # where the figure's div is 697 px (measured in Chromium, scrollbar included); a wider page
 # only moves markers apart, never closer, and names stay clear of the plot's edges. There the
 # legend below the plot puts each entry on a row of its own, and rows beyond what the bottom
-# margin holds take their height off the plot (measured on the H100 page: 7 rows left a 314 px
-# plot of 360, 8 rows 298 px).
+# margin holds take their height off the plot (_LEGEND_ROW_PX each beyond _LEGEND_FREE_ROWS).
 NARROW_DIV_PX = 697
 _LEGEND_ROW_PX = 16
 _LEGEND_FREE_ROWS = 4
