@@ -228,8 +228,8 @@ def test_removed_spellings_are_refused(argv, capsys):
     assert exc.value.code == 2
     flag = next(a for a in argv if a in ("--keep-going", "--html", "--force"))
     assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
-    assert build_parser().parse_args(["run", "digits", "--all-epochs"]).keep_going is True
-    assert build_parser().parse_args(["run", "digits"]).keep_going is False
+    assert build_parser().parse_args(["run", "digits", "--all-epochs"]).all_epochs is True
+    assert build_parser().parse_args(["run", "digits"]).all_epochs is False
 
 
 def _top_help(command: str) -> str:

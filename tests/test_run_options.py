@@ -431,7 +431,7 @@ RUN_FULL_OPTIONS = {
     "batch_size": 64,
     "seed": 7,
     "device": "cuda:1",
-    "keep_going": True,
+    "all_epochs": True,
     "capture": False,
     "recipe": "cpu",
     "overrides": ["lr=0.2", "width=0.5"],
@@ -464,7 +464,7 @@ RUN_DEFAULT_OPTIONS = {
     "batch_size": None,
     "seed": 0,
     "device": "cpu",
-    "keep_going": False,
+    "all_epochs": False,
     "capture": True,
     "recipe": None,
     "overrides": [],
@@ -549,7 +549,7 @@ STUDY_FULL_SPEC = {
         "data_dir": "D",
         "synthetic": True,
         "capture": False,
-        "keep_going": True,
+        "all_epochs": True,
         "eval_from": 2,
         "threads": 3,
         "framework": "tensorflow",
@@ -576,7 +576,7 @@ STUDY_DEFAULT_SPEC = {
         "data_dir": None,
         "synthetic": False,
         "capture": True,
-        "keep_going": False,
+        "all_epochs": False,
         "eval_from": 1,
         "threads": None,
         "framework": "pytorch",
@@ -652,10 +652,10 @@ def test_study_file_run_table_is_the_options_a_study_shares():
     keys = [f.name for f in dataclasses.fields(RunSettings)]
     assert sorted(keys) == sorted(
         ["epochs", "batch_size", "recipe", "set", "device", "data_dir", "synthetic", "capture",
-         "keep_going", "eval_from", "threads", "framework"]
+         "all_epochs", "eval_from", "threads", "framework"]
     )  # fmt: skip
     shared = {flag.study: f.name for f, flag in study_settings()}
-    assert shared["set"] == "overrides" and shared["keep_going"] == "keep_going"
+    assert shared["set"] == "overrides" and shared["all_epochs"] == "all_epochs"
     # each value is checked by its option's kind, naming the field
     base = {"kind": "lesion", "workload": "digits", "options": ["bf16"]}
     for run, field in (
@@ -678,7 +678,7 @@ def test_study_run_options_carry_every_shared_setting(tmp_path):
 
     run = {
         "epochs": 2, "batch_size": 8, "recipe": "cpu", "set": ["lr=0.1"], "device": "cuda",
-        "data_dir": "D", "synthetic": True, "capture": False, "keep_going": True,
+        "data_dir": "D", "synthetic": True, "capture": False, "all_epochs": True,
         "eval_from": 2, "threads": 3, "framework": "tensorflow",
     }  # fmt: skip
     spec = spec_from_dict(

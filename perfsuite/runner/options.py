@@ -129,13 +129,13 @@ class RunOptions:
     device: str = field(
         default="cpu", metadata=_flag("--device", "cpu or cuda[:N] (default cpu)", study="device")
     )
-    keep_going: bool = field(
+    all_epochs: bool = field(
         default=False,
         metadata=_flag(
             "--all-epochs",
             "train all epochs instead of stopping at the first evaluation >= threshold",
             value="switch",
-            study="keep_going",
+            study="all_epochs",
         ),
     )
     capture: bool = field(
