@@ -358,12 +358,22 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+_TREES: dict[Path, ast.Module] = {}
+
+
+def _tree(path: Path) -> ast.Module:
+    """The parsed file, parsed once per test session."""
+    if path not in _TREES:
+        _TREES[path] = ast.parse(path.read_text(encoding="utf-8"))
+    return _TREES[path]
+
+
 def _bound_modules(module: str, path: Path, modules: dict[str, Path]) -> dict[str, str]:
     """{name in `path`: the project module it is bound to} for `import a.b [as m]` and
     `from a import b [as m]` where `a.b` is a module, at any depth of the file."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     bound: dict[str, str] = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _internal(alias.name, modules):
@@ -393,9 +403,8 @@ def private_imports(modules: dict[str, Path] = MODULES) -> list[str]:
     out = []
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         bound = _bound_modules(module, path, modules)
-        for node in ast.walk(tree):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
                 target = _from_target(package, node)
                 owner = _internal(target, modules)
