@@ -50,11 +50,17 @@ bench: setup
 	$(BIN)/python -m bench
 
 # The GPU figures in one command, about 12 minutes on one H100 (docs/gpu-evidence.md); writes
-# docs/results/<date>-<device>.md and .json. Runs with $(PY), not the venv: a GPU machine
-# brings its own CUDA build of PyTorch (setup pins the CPU one). GPU_EVIDENCE_ARGS=--dry-run
-# runs every section at toy size on a CPU.
+# docs/results/<date>-<device>.md and .json. Not the setup venv: a GPU machine brings its own
+# CUDA build of PyTorch (setup pins the CPU one), so the checkout is installed (editable, no
+# dependencies fetched) into $(GPU_VENV), a venv that sees $(PY)'s packages: built with the
+# machine's own setuptools where it can (no network needed), else with PyPI's.
+# GPU_EVIDENCE_ARGS=--dry-run runs every section at toy size on a CPU.
+GPU_VENV ?= .venv-gpu
+GPU_PIP = $(GPU_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps
 gpu-evidence:
-	PYTHONPATH=$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH} $(PY) -m bench gpu_evidence $(GPU_EVIDENCE_ARGS)
+	$(PY) -m venv --system-site-packages $(GPU_VENV)
+	$(GPU_PIP) --no-build-isolation -e . 2>/dev/null || $(GPU_PIP) -e .
+	$(GPU_VENV)/bin/python -m bench gpu_evidence $(GPU_EVIDENCE_ARGS)
 
 clean:
-	rm -rf .pytest_cache .ruff_cache build dist *.egg-info
+	rm -rf .pytest_cache .ruff_cache build dist *.egg-info $(GPU_VENV)

@@ -61,7 +61,7 @@ def _child(arm: str, device: str, data: str | None) -> None:
             out=out,
             capture=arm.startswith("on"),
             progress=False,
-            keep_going=True,
+            all_epochs=True,
             seed=0,
             **kw,
         )

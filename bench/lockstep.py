@@ -69,7 +69,7 @@ def _child(argv: list[str]) -> None:
             out=out,
             capture=arm == "on",
             progress=False,
-            keep_going=True,
+            all_epochs=True,
             seed=0,
             threads=1,
             **json.loads(kw_json),

@@ -56,7 +56,7 @@ def _runs(workload: str, repeats: int, out: str, **kw) -> list[dict]:
             workload=workload,
             out=out,
             progress=False,
-            keep_going=True,
+            all_epochs=True,
             seed=seed,
             threads=int(threads) if threads else None,
             **kw,

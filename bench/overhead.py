@@ -68,7 +68,7 @@ def _one(workload: str, capture: bool, out: str, **kw) -> tuple[float, dict]:
     threads = os.environ.get("PERFSUITE_BENCH_THREADS")
     kw.setdefault("threads", int(threads) if threads else None)
     opts = RunOptions(
-        workload=workload, out=out, capture=capture, progress=False, keep_going=True, seed=0, **kw
+        workload=workload, out=out, capture=capture, progress=False, all_epochs=True, seed=0, **kw
     )
     return run_fresh(opts)
 

@@ -7,40 +7,10 @@ docs/api.md) loads pandas on first use, never torch.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from typing import Any
 
 from perfsuite.version import __version__ as __version__
-
-
-def _source_checkout_analyzers() -> None:
-    """In a source checkout the analysis stage is the folder `analyzers/` beside this package;
-    setup.py installs it as `perfsuite.analyzers`. Running a checkout without installing it
-    (PYTHONPATH=<checkout>, as `make gpu-evidence` does on a machine that brings its own
-    torch) finds it here, under the same name; an installed copy has its own and skips this."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    src = os.path.join(os.path.dirname(here), "analyzers")
-    name = f"{__name__}.analyzers"
-    if (
-        name in sys.modules
-        or os.path.isdir(os.path.join(here, "analyzers"))
-        or not os.path.isfile(os.path.join(src, "__init__.py"))
-    ):
-        return
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(src, "__init__.py"), submodule_search_locations=[src]
-    )
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    globals()["analyzers"] = module  # as the import system binds a loaded submodule
-
-
-_source_checkout_analyzers()
 
 # Loaded from perfsuite.api on first access, so `import perfsuite` imports neither pandas nor
 # the analyzers.

@@ -1,5 +1,5 @@
 """Input rules of the CLI: fractions, record paths, broken pipes, complete
---json, one duration/money/unit style, one --top default, deprecated spellings, help text."""
+--json, one duration/money/unit style, one --top default, removed spellings refused, help text."""
 
 from __future__ import annotations
 
@@ -206,24 +206,29 @@ def test_help_texts_show_no_doubled_percent():
         assert "%%" not in sub.format_help(), name
 
 
-def test_deprecated_spellings_still_work(capsys):
-    args = build_parser().parse_args(["run", "digits", "--keep-going"])
-    assert args.keep_going is True
-    err = capsys.readouterr().err
-    assert "--keep-going is deprecated" in err and "--all-epochs" in err
+def test_roofline_output_flag():
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
     assert args.output == "y.html"
-    assert build_parser().parse_args(["run", "digits"]).keep_going is False
 
 
-def test_retired_counters_force_notes_and_does_nothing(capsys):
-    parser = build_parser()
-    args = parser.parse_args(["counters", "t.json", "--force"])
-    err = capsys.readouterr().err
-    assert err.startswith("note: --force is deprecated") and err.count("\n") == 1
-    plain = vars(parser.parse_args(["counters", "t.json"]))
-    assert {k: v for k, v in vars(args).items() if k != "force"} == plain  # nothing else set
-    assert "--force" not in dict(_subparsers(parser))["counters"].format_help()
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "digits", "--keep-going"],
+        ["study", "lesion", "digits", "--opts", "bf16", "--keep-going"],
+        ["study", "show", "f", "--html", "x.html"],
+        ["counters", "t.json", "--force"],
+        ["roofline", "r", "--html", "x.html"],
+    ],
+)
+def test_removed_spellings_are_refused(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2
+    flag = next(a for a in argv if a in ("--keep-going", "--html", "--force"))
+    assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    assert build_parser().parse_args(["run", "digits", "--all-epochs"]).all_epochs is True
+    assert build_parser().parse_args(["run", "digits"]).all_epochs is False
 
 
 def _top_help(command: str) -> str:
@@ -280,3 +285,13 @@ def test_flops_bad_input_shape_is_refused_before_the_model(text, message, capsys
     assert main(["flops", "no_such_module_xyz:net", "--input", text]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"perfsuite: error: {message}"), last
+
+
+def test_a_missing_command_module_fails_the_parser(monkeypatch):
+    """Every listed command is built: a module that cannot be imported is an error, not a
+    command left out of `perfsuite --help`."""
+    import perfsuite.cli
+
+    monkeypatch.setattr(perfsuite.cli, "COMMANDS", [*perfsuite.cli.COMMANDS, "perfsuite.cli.x"])
+    with pytest.raises(ModuleNotFoundError, match=r"perfsuite\.cli\.x"):
+        build_parser()

@@ -239,7 +239,7 @@ def _ddp_options(tmp_path, **kw):
 @pytest.fixture(scope="module")
 def gloo_run(tmp_path_factory) -> dict:
     """A 2-process run of 2 epochs that reaches its low bar at epoch 1 and keeps going
-    (--keep-going): both epochs run, with a profile window, and rank 0 measures inference on
+    (--all-epochs): both epochs run, with a profile window, and rank 0 measures inference on
     the threshold model after the other rank has left. Its record."""
     from perfsuite.record import load_record
     from perfsuite.runner import run_workload
@@ -248,7 +248,7 @@ def gloo_run(tmp_path_factory) -> dict:
     with pytest.MonkeyPatch.context() as mp:  # a private cache, as `private_cache` gives
         mp.setenv("PERFSUITE_CACHE_DIR", str(root / "cache"))
         # 1 epoch of width 8 is near chance (top-1 0.10): a low bar is met at epoch 1
-        run_dir = run_workload(_ddp_options(root / "runs", threshold=0.05, keep_going=True))
+        run_dir = run_workload(_ddp_options(root / "runs", threshold=0.05, all_epochs=True))
     return load_record(run_dir)
 
 

@@ -29,7 +29,7 @@ def run_dir(tmp_path_factory):
         out=str(out),
         threshold=0.9,
         epochs=5,
-        keep_going=True,
+        all_epochs=True,
         capture=False,
         progress=False,
         measure_peaks=False,

@@ -81,7 +81,7 @@ def _crashed_group(tmp: Path, make_record) -> Path:
         rec["model"] = "mlp"
         rec["time_to_accuracy"] = crossing_dict(first_crossing(rec["evaluations"], "top1", 0.9))
         rec.update(status=status, error=error)
-        rec["config"] = {"seed": seed, "epochs": 5, "keep_going": False}
+        rec["config"] = {"seed": seed, "epochs": 5, "all_epochs": False}
         write_record(folder / run_id, rec)
     return folder
 

@@ -219,7 +219,7 @@ def test_run_on_image_folder_with_progressive_resizing(tree, tmp_path):
         data_dir=str(tree),
         epochs=2,
         batch_size=6,
-        keep_going=True,
+        all_epochs=True,
         capture=False,
         overrides=SMALL,
         switches=["progressive_resize=1-1:16/2-:24"],

@@ -41,7 +41,7 @@ def fake_gpu_counter(monkeypatch):
 
 
 def test_the_threshold_model_is_measured_not_the_last_epochs(tmp_path, fake_gpu_counter):
-    rec = _run(tmp_path, threshold=0.6, epochs=4, keep_going=True)
+    rec = _run(tmp_path, threshold=0.6, epochs=4, all_epochs=True)
     ck, inf = rec["checkpoint"], rec["inference"]
     last = rec["evaluations"][-1]["metrics"]["top1"]
     assert rec["status"] == "reached" and ck["epoch"] < 4

@@ -11,7 +11,9 @@ included, and held to three rules:
   hints (`MODULE_CYCLE_LAZY` names the one function-level registration that may close one);
 - an import inside a function of an internal module is there only because that module needs
   an optional heavy dependency at import time (`HEAVY`), or for a reason in `LAZY_ALLOWED`;
-  a fresh process importing every module counted light loads no heavy dependency.
+  a fresh process importing every module counted light loads no heavy dependency;
+- no module uses another module's `_private` name (`private_imports`): a name another module
+  needs is public, with a docstring saying what it guarantees.
 
 Each rule over import statements is shown failing on a planted module (`_plant`).
 """
@@ -342,6 +344,88 @@ def lazy_imports(modules: dict[str, Path] = MODULES) -> list[str]:
     return out
 
 
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` of a chain of attribute reads on a name, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+_TREES: dict[Path, ast.Module] = {}
+
+
+def _tree(path: Path) -> ast.Module:
+    """The parsed file, parsed once per test session."""
+    if path not in _TREES:
+        _TREES[path] = ast.parse(path.read_text(encoding="utf-8"))
+    return _TREES[path]
+
+
+def _bound_modules(module: str, path: Path, modules: dict[str, Path]) -> dict[str, str]:
+    """{name in `path`: the project module it is bound to} for `import a.b [as m]` and
+    `from a import b [as m]` where `a.b` is a module, at any depth of the file."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    bound: dict[str, str] = {}
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _internal(alias.name, modules):
+                    key = alias.asname or alias.name.split(".")[0]
+                    bound[key] = alias.name if alias.asname else key
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                sub = f"{_from_target(package, node)}.{alias.name}"
+                if sub in modules:
+                    bound[alias.asname or alias.name] = sub
+    return bound
+
+
+def _from_target(package: str, node: ast.ImportFrom) -> str:
+    """The module a `from X import ...` reads, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def private_imports(modules: dict[str, Path] = MODULES) -> list[str]:
+    """Uses of another module's `_private` name: `from m import _x` (multi-line and inside
+    functions too) and `m._x` where `m` names a project module bound by an import. A
+    `_name` that is a module of its own (`from pkg import _impl`) is a private module of
+    `pkg`, and importing it from outside `pkg` counts too."""
+    out = []
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        bound = _bound_modules(module, path, modules)
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom):
+                target = _from_target(package, node)
+                owner = _internal(target, modules)
+                if owner is None or owner == module:
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    inside = sub in modules and module.startswith(f"{target}.")
+                    if _is_private(alias.name) and not inside:
+                        out.append(f"{_where(path)}:{node.lineno}: {module} imports {sub}")
+            elif isinstance(node, ast.Attribute) and _is_private(node.attr):
+                base = _dotted(node.value)
+                owner = _internal(bound.get(base, ""), modules) if base else None
+                if owner is None and base and base.split(".")[0] in bound:
+                    head, _, rest = base.partition(".")
+                    owner = _internal(".".join(filter(None, [bound[head], rest])), modules)
+                if owner and owner != module:
+                    out.append(f"{_where(path)}:{node.lineno}: {module} reads {owner}.{node.attr}")
+    return out
+
+
 def test_every_unit_has_a_layer():
     units = {_unit(m) for m in MODULES}
     assert units <= set(LAYERS), sorted(units - set(LAYERS))
@@ -434,6 +518,11 @@ def test_the_reader_sees_function_level_and_relative_imports(tmp_path):
         ("torch", 3, True),
         ("os", 4, False),
     ]
+
+
+def test_no_module_uses_another_modules_private_name():
+    found = private_imports()
+    assert not found, "make the name public, or move it to where it is used:\n" + "\n".join(found)
 
 
 # ---------------------------------------------------------------- each rule fails when broken
@@ -574,3 +663,25 @@ def test_nothing_imports_a_top_level_analyzers():
                 if n.split(".")[0] == "analyzers"
             ]
     assert not bad, bad
+
+
+def test_a_planted_private_import_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.views.planted": (
+                "from perfsuite.fmt import (\n    fmt_time,\n    _private_one,\n)\n"
+                "import perfsuite.stats as st\n"
+                "from perfsuite.record import io\n\n\n"
+                "def f():\n    from ..fmt import _private_two\n"
+                "    return st._private_three, io._private_four, perfsuite.fmt.fmt_time\n"
+            ),
+            "perfsuite.views.planted_own": "_mine = 1\n\n\ndef g():\n    return _mine\n",
+        },
+    )
+    assert [f for f in private_imports(modules) if "planted" in f] == [
+        "planted.py:1: perfsuite.views.planted imports perfsuite.fmt._private_one",
+        "planted.py:10: perfsuite.views.planted imports perfsuite.fmt._private_two",
+        "planted.py:11: perfsuite.views.planted reads perfsuite.stats._private_three",
+        "planted.py:11: perfsuite.views.planted reads perfsuite.record.io._private_four",
+    ]

@@ -59,8 +59,8 @@ def _older_inference_record(make_record) -> dict:
     return rec
 
 
-def test_current_version_is_4():
-    assert SCHEMA_VERSION == 4
+def test_current_version_is_5():
+    assert SCHEMA_VERSION == 5
 
 
 def test_a_version_1_inference_record_loads_migrated_with_the_same_figures(tmp_path, make_record):
@@ -285,3 +285,17 @@ def test_version_3_ceilings_get_their_roofs_and_measured_threads(tmp_path, make_
     peak = migrate(said)["ceilings"]["roofs"]["bf16"]["peak_flops"]
     assert peak["measured_under"] == {"threads": 8, "size": 2048}
     assert migrate({"schema_version": 3, "ceilings": None})["ceilings"] is None
+
+
+def test_version_4_config_keep_going_is_all_epochs(tmp_path, make_record):
+    from perfsuite.record.tta import stopped_at_target
+
+    rec = {**make_record([(1, 5.0, 0.91)], threshold=0.9), "schema_version": 4}
+    rec["config"] = {"epochs": 5, "keep_going": True}
+    rec = load_record(_write_v2(tmp_path / "r4", rec))
+    assert rec["_migrated_from"] == 4
+    assert rec["config"] == {"epochs": 5, "all_epochs": True}
+    assert stopped_at_target(rec) is None  # it trained on past the target: read as such
+    both = {"schema_version": 4, "config": {"keep_going": True, "all_epochs": False}}
+    assert migrate(both)["config"] == {"all_epochs": False}
+    assert migrate({"schema_version": 4, "config": None})["config"] is None

@@ -53,7 +53,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going", "--replay-window"],
+        ["--replay-window"],
     ),
     "study lesion": (
         [
@@ -86,7 +86,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study factor": (
         [
@@ -119,7 +119,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study batch": (
         [
@@ -153,7 +153,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study scaling": (
         [
@@ -187,7 +187,7 @@ FLAGS = {
             "--threshold",
             "workload",
         ],
-        ["--keep-going"],
+        [],
     ),
     "study run": (
         [
@@ -203,7 +203,7 @@ FLAGS = {
         ],
         [],
     ),
-    "study show": (["--json", "-o/--output", "folder"], ["--html"]),
+    "study show": (["--json", "-o/--output", "folder"], []),
 }
 
 CHOICES = {
@@ -439,7 +439,7 @@ RUN_FULL_OPTIONS = {
     "batch_size": 64,
     "seed": 7,
     "device": "cuda:1",
-    "keep_going": True,
+    "all_epochs": True,
     "capture": False,
     "recipe": "cpu",
     "overrides": ["lr=0.2", "width=0.5"],
@@ -473,7 +473,7 @@ RUN_DEFAULT_OPTIONS = {
     "batch_size": None,
     "seed": 0,
     "device": "cpu",
-    "keep_going": False,
+    "all_epochs": False,
     "capture": True,
     "recipe": None,
     "overrides": [],
@@ -559,7 +559,7 @@ STUDY_FULL_SPEC = {
         "data_dir": "D",
         "synthetic": True,
         "capture": False,
-        "keep_going": True,
+        "all_epochs": True,
         "eval_from": 2,
         "threads": 3,
         "framework": "tensorflow",
@@ -586,7 +586,7 @@ STUDY_DEFAULT_SPEC = {
         "data_dir": None,
         "synthetic": False,
         "capture": True,
-        "keep_going": False,
+        "all_epochs": False,
         "eval_from": 1,
         "threads": None,
         "framework": "pytorch",
@@ -624,9 +624,7 @@ def test_every_flag_is_kept_with_its_choices_and_value(name):
     hidden = sorted(k for k, a in flags.items() if a.help is argparse.SUPPRESS)
     assert (visible, hidden) == FLAGS[name]
     assert {k: list(a.choices) for k, a in flags.items() if a.choices} == CHOICES[name]
-    takes = sorted(
-        k for k, a in flags.items() if a.nargs != 0 and type(a).__name__ != "DeprecatedAlias"
-    )
+    takes = sorted(k for k, a in flags.items() if a.nargs != 0)
     assert takes == TAKES_VALUE[name]
     help_text = _command(name).format_help()
     for flag in visible:
@@ -662,10 +660,10 @@ def test_study_file_run_table_is_the_options_a_study_shares():
     keys = [f.name for f in dataclasses.fields(RunSettings)]
     assert sorted(keys) == sorted(
         ["epochs", "batch_size", "recipe", "set", "device", "data_dir", "synthetic", "capture",
-         "keep_going", "eval_from", "threads", "framework"]
+         "all_epochs", "eval_from", "threads", "framework"]
     )  # fmt: skip
     shared = {flag.study: f.name for f, flag in study_settings()}
-    assert shared["set"] == "overrides" and shared["keep_going"] == "keep_going"
+    assert shared["set"] == "overrides" and shared["all_epochs"] == "all_epochs"
     # each value is checked by its option's kind, naming the field
     base = {"kind": "lesion", "workload": "digits", "options": ["bf16"]}
     for run, field in (
@@ -688,7 +686,7 @@ def test_study_run_options_carry_every_shared_setting(tmp_path):
 
     run = {
         "epochs": 2, "batch_size": 8, "recipe": "cpu", "set": ["lr=0.1"], "device": "cuda",
-        "data_dir": "D", "synthetic": True, "capture": False, "keep_going": True,
+        "data_dir": "D", "synthetic": True, "capture": False, "all_epochs": True,
         "eval_from": 2, "threads": 3, "framework": "tensorflow",
     }  # fmt: skip
     spec = spec_from_dict(

@@ -119,7 +119,7 @@ def test_the_default_target_of_digits_is_98_percent(tmp_path):
     assert task["threshold"] == 0.98 and task["metric"] == "top1"
 
 
-def test_keep_going_and_never_reached(tmp_path):
+def test_all_epochs_and_never_reached(tmp_path):
     run_dir = run_workload(_opts(tmp_path, epochs=2, threshold=0.999, capture=False))
     rec = load_record(run_dir)
     assert rec["status"] == "not_reached"
@@ -127,7 +127,7 @@ def test_keep_going_and_never_reached(tmp_path):
     assert len(rec["evaluations"]) == 2
     assert rec["work"] is None if "work" in rec else True
     kept = load_record(
-        run_workload(_opts(tmp_path, epochs=2, threshold=0.1, keep_going=True, capture=False))
+        run_workload(_opts(tmp_path, epochs=2, threshold=0.1, all_epochs=True, capture=False))
     )
     assert len(kept["evaluations"]) == 2
     assert kept["time_to_accuracy"]["epoch"] == 1

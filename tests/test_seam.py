@@ -66,7 +66,7 @@ def module_run(tmp_path_factory):
 
 def _plain_two_epochs(module_run):
     """Capture off, no switch, both epochs trained and evaluated (a curve of two points)."""
-    return module_run("plain", epochs=2, keep_going=True, overrides=NARROW)[0]
+    return module_run("plain", epochs=2, all_epochs=True, overrides=NARROW)[0]
 
 
 def _digits_state(switch_items=(), device="cpu"):
@@ -246,7 +246,7 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(
     opts = _opts(
         tmp_path,
         epochs=2,
-        keep_going=True,
+        all_epochs=True,
         capture=True,
         profile_steps=2,
         profile_seconds=seconds,
@@ -258,7 +258,7 @@ def test_capture_warm_up_is_the_same_in_both_modes_and_window_is_mid_training(
     assert (
         "flop_count_s" in on["extra"]["setup_s"] and "flop_count_s" not in off["extra"]["setup_s"]
     )
-    # after the last timed epoch (2 of 2: keep_going), not before training nor after the
+    # after the last timed epoch (2 of 2: all_epochs), not before training nor after the
     # first epoch, and no timed epoch follows it
     assert on["timeline"]["epoch"] == 2
     step_s = on["timeline"]["measured_step_time"]
@@ -290,7 +290,7 @@ def test_the_flop_count_and_ceilings_follow_the_last_timed_epoch(tmp_path, monke
     opts = _opts(
         tmp_path,
         epochs=2,
-        keep_going=True,
+        all_epochs=True,
         capture=True,
         profile_steps=0,
         batch_size=256,
@@ -408,7 +408,7 @@ def test_replay_argv_repeats_the_run(tmp_path):
 
 def test_eval_from_skips_early_evaluations_but_keeps_the_clock(tmp_path):
     # 3 steps an epoch: which epochs are evaluated and timed, not what they train
-    opts = _opts(tmp_path, epochs=4, eval_from=3, keep_going=True, batch_size=512, overrides=NARROW)
+    opts = _opts(tmp_path, epochs=4, eval_from=3, all_epochs=True, batch_size=512, overrides=NARROW)
     rec = load_record(run_workload(opts))
     assert [e["epoch"] for e in rec["evaluations"]] == [3, 4]
     times = rec["throughput"]["epoch_times_s"]

@@ -27,7 +27,7 @@ def _run(make_record, run_id, curve, status=None, error=None, seed=0, config=Non
     rec["time_to_accuracy"] = crossing_dict(c)
     rec["status"] = status or ("reached" if c.reached else "not_reached")
     rec["error"] = error
-    rec["config"] = {"seed": seed, "epochs": 5, "keep_going": False, **(config or {})}
+    rec["config"] = {"seed": seed, "epochs": 5, "all_epochs": False, **(config or {})}
     return rec
 
 
@@ -99,7 +99,7 @@ def _stop_runs(make_record):
             "b",
             [(e, 10.0 * e, 0.86 + 0.014 * e) for e in range(1, 6)],
             seed=1,
-            config={"keep_going": True},
+            config={"all_epochs": True},
         ),
         _run(make_record, "c", [(e, 11.0 * e, 0.8 + 0.024 * e) for e in range(1, 6)], seed=2),
         _run(make_record, "d", [(1, 12.0, 0.7), (2, 24.0, 0.8), (3, 36.0, 0.96)], seed=3),

@@ -153,6 +153,21 @@ def test_manifest_round_trip_and_field_errors(tmp_path):
         load_study(tmp_path / "nothing")
 
 
+def test_a_version_1_manifest_loads_with_all_epochs(tmp_path):
+    _study(tmp_path)
+    raw = json.loads((tmp_path / "study.json").read_text())
+    raw["schema_version"] = 1
+    raw["spec"]["run"]["keep_going"] = raw["spec"]["run"].pop("all_epochs")
+    raw["spec"]["run"]["keep_going"] = True
+    (tmp_path / "study.json").write_text(json.dumps(raw))
+    loaded = load_study(tmp_path)
+    assert loaded.spec.run.all_epochs is True
+    assert (
+        loaded.manifest["schema_version"] == 2
+        and "keep_going" not in loaded.manifest["spec"]["run"]
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "configs"),
     [

@@ -186,7 +186,7 @@ def tf_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("tfrun")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PERFSUITE_CACHE_DIR", str(root / "cache"))
-        return _run(root, framework="tensorflow", threshold=0.6, epochs=4, keep_going=True)
+        return _run(root, framework="tensorflow", threshold=0.6, epochs=4, all_epochs=True)
 
 
 @pytest.mark.slow

@@ -143,7 +143,7 @@ def test_records_of_different_workloads_are_ranked_with_a_note(make_record):
 def _stopping(make_record, run_id, curve, epochs=8, **config):
     """A run with target top1 >= 0.9 that stops there unless it ran out of `epochs`."""
     rec = make_record(curve, run_id=run_id, threshold=0.9)
-    rec["config"] = {"epochs": epochs, "keep_going": False, **config}
+    rec["config"] = {"epochs": epochs, "all_epochs": False, **config}
     return rec
 
 

@@ -56,7 +56,7 @@ def test_lower_is_better_direction_and_record_helper(make_record):
 def _stopped(make_record, curve, **config):
     """A run with target top1 >= 0.9 and 5 planned epochs, `config` as in run.json."""
     rec = make_record(curve, threshold=0.9)
-    rec["config"] = {"epochs": 5, "keep_going": False, **config}
+    rec["config"] = {"epochs": 5, "all_epochs": False, **config}
     return rec
 
 
@@ -87,8 +87,8 @@ def test_a_run_that_trained_every_epoch_really_did_not_reach(make_record):
     planned = _stopped(make_record, [*curve[:4], (5, 25.0, 0.95)], epochs=None)
     planned["config"]["recipe_values"] = {"epochs": 5}  # the recipe's default, in force
     assert stopped_at_target(planned) is None
-    kept_going = _stopped(make_record, [(1, 5.0, 0.91)], keep_going=True)  # then crashed
-    assert stopped_at_target(kept_going) is None
+    all_epochs_run = _stopped(make_record, [(1, 5.0, 0.91)], all_epochs=True)  # then crashed
+    assert stopped_at_target(all_epochs_run) is None
     unknown = make_record([(1, 5.0, 0.91)])  # no planned epochs (an import): it stopped there
     assert stopped_at_target(unknown) == 0.9
     never = _stopped(make_record, [(1, 5.0, 0.5), (2, 9.0, 0.6)])  # never reached its own

@@ -147,37 +147,12 @@ def cost_of(
     if bad:
         reached, time_s = False, None
 
-    train_cost = train_prov = None
-    if entry_type != "inference":
-        if bad:
-            pass
-        elif gone:
-            notes.append(
-                f"{gone} before reaching the threshold: no training cost (left out, not DNC: "
-                "it says nothing about converging)"
-            )
-        elif not reached:
-            notes.append("did not reach the threshold: no training cost (DNC)")
-        elif price.usd_per_hour is not None and time_s is not None:
-            train_cost = training_cost_usd(time_s, price.usd_per_hour)
-            train_prov = "derived"
-
+    train_cost, train_prov = None, None
+    if entry_type != "inference" and not bad:
+        train_cost, train_prov = _training_cost(price, reached, time_s, gone, notes)
     inf = record.get("inference") or {}
     latency = qvalue(inf.get("latency"))
-    per_item = qvalue(inf.get("cost_per_item"))
-    inf_cost = inf_prov = None
-    if bad:
-        notes.append(f"{bad}: no cost (left out)")
-    elif per_item is not None:
-        inf_cost = per_item * ITEMS
-        inf_prov = (inf.get("cost_per_item") or {}).get("provenance") or "imported"
-    elif latency is not None and price.usd_per_hour is not None:
-        elsewhere = measured_elsewhere(record)
-        if elsewhere:
-            notes.append(elsewhere)
-        else:
-            inf_cost = inference_cost_per_10k_usd(latency, price.usd_per_hour)
-            inf_prov = "derived"
+    inf_cost, inf_prov = _inference_cost(record, price, latency, bad, notes)
     view, energy = inference_view(record), energy_view(record)
     if view.note:
         notes.append(view.note)
@@ -215,6 +190,50 @@ def cost_of(
         price_notes=price_notes,
         left_out=gone,
     )
+
+
+def _training_cost(
+    price: Price, reached: bool, time_s: float | None, gone: str | None, notes: list[str]
+) -> tuple[float | None, str | None]:
+    """(training cost in USD, its provenance) of a trusted training record: priced only when
+    it reached the threshold, with a price and a time; else (None, None) and the reason is
+    appended to `notes` (a run left out is not DNC: it says nothing about converging)."""
+    if gone:
+        notes.append(
+            f"{gone} before reaching the threshold: no training cost (left out, not DNC: "
+            "it says nothing about converging)"
+        )
+    elif not reached:
+        notes.append("did not reach the threshold: no training cost (DNC)")
+    elif price.usd_per_hour is not None and time_s is not None:
+        return training_cost_usd(time_s, price.usd_per_hour), "derived"
+    return None, None
+
+
+def _inference_cost(
+    record: Mapping[str, Any],
+    price: Price,
+    latency: float | None,
+    bad: str | None,
+    notes: list[str],
+) -> tuple[float | None, str | None]:
+    """(inference cost per ITEMS items in USD, its provenance): the record's own cost per item
+    where it has one, else derived from the mean latency and the hourly price, unless the
+    latency was measured on another machine than the price's; None for an untrusted record
+    (`bad`). A reason for no cost is appended to `notes`."""
+    inf = record.get("inference") or {}
+    per_item = qvalue(inf.get("cost_per_item"))
+    if bad:
+        notes.append(f"{bad}: no cost (left out)")
+    elif per_item is not None:
+        return per_item * ITEMS, (inf.get("cost_per_item") or {}).get("provenance") or "imported"
+    elif latency is not None and price.usd_per_hour is not None:
+        elsewhere = measured_elsewhere(record)
+        if elsewhere:
+            notes.append(elsewhere)
+        else:
+            return inference_cost_per_10k_usd(latency, price.usd_per_hour), "derived"
+    return None, None
 
 
 def _target(task: Mapping[str, Any], record: Mapping[str, Any]) -> str:

@@ -1,9 +1,9 @@
 """Whether a record's hardware is the hardware of a price table entry: the check that keeps a
 measured time from being priced as another machine (perfsuite.analyzers.results.cost.find_price).
 
-Split from perfsuite.analyzers.results.cost: hardware names come as device names ("NVIDIA Tesla
-V100-SXM2-16GB") and as free text ("8 V100 (AWS p3.16xlarge)"), and reading the accelerator's
-model and count out of both is its own job. Pure, torch-free.
+Hardware names come as device names ("NVIDIA Tesla V100-SXM2-16GB") and as free text ("8 V100
+(AWS p3.16xlarge)"); this module reads the accelerator's model and count out of both and says
+whether two of them are the same hardware. Pure, torch-free.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Runs, or groups of repeated runs, side by side: what `perfsuite compare` and the multi-run
 report show.
 
-Each item is one run or a group of repeats; the first item is the baseline. Per run: the
-framework, time to accuracy (`perfsuite.analyzers.results.record_view.crossing`), time per epoch
-(`perfsuite.analyzers.runs.stability.epoch_times`), the measured step time, FLOPs per step, achieved FLOP/s
-and the roofline position (`perfsuite.analyzers.roofline.roofline`). Per item: the means over its runs and the
-ratio to the baseline. Per pair (item, baseline): the FLOP agreement and the op time deltas
-(`perfsuite.analyzers.runs.compare_work`), and for two groups the statistical verdict on time to accuracy
-and time per epoch (`perfsuite.analyzers.runs.verdict`), withheld ("no verdict") where the two groups' values
-measure different work (other targets, workloads or epoch sizes), so that a CI gate never
-fails on a difference in the work. Framework-agnostic: it reads only the record.
-Pure: records in, dataclasses out; rules in docs/compare.md.
+Each item is one run or a group of repeats; the first item is the baseline. Per run: the framework,
+time to accuracy (`perfsuite.analyzers.results.record_view.crossing`), time per epoch
+(`perfsuite.analyzers.runs.stability.epoch_times`), the measured step time, FLOPs per step, achieved
+FLOP/s and the roofline position (`perfsuite.analyzers.roofline.roofline`). Per item: the means over
+its runs and the ratio to the baseline. Per pair (item, baseline): the FLOP agreement and the op
+time deltas (`perfsuite.analyzers.runs.compare_work`), and for two groups the statistical verdict on
+time to accuracy and time per epoch (`perfsuite.analyzers.runs.verdict`), withheld ("no verdict")
+where the two groups' values measure different work (other targets, workloads or epoch sizes), so
+that a CI gate never fails on a difference in the work. Framework-agnostic: it reads only the
+record. Pure: records in, dataclasses out; rules in docs/compare.md.
 """
 
 from __future__ import annotations
@@ -19,16 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from perfsuite.analyzers.runs.compare_work import (
-    DEFAULT_FLOP_TOLERANCE,
-    FlopCheck,
-    OpDeltas,
-    flop_check,
-    mean_or_none,
-    op_deltas,
-    spread_within,
-    workload_of,
-)
+from perfsuite import stats
 from perfsuite.analyzers.results.record_view import (
     batch_size_of,
     crossing,
@@ -41,6 +32,16 @@ from perfsuite.analyzers.results.record_view import (
 from perfsuite.analyzers.roofline.above_roof import roof_name
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.runs.compare_work import (
+    DEFAULT_FLOP_TOLERANCE,
+    FlopCheck,
+    OpDeltas,
+    flop_check,
+    mean_or_none,
+    op_deltas,
+    spread_within,
+    workload_of,
+)
 from perfsuite.analyzers.runs.stability import epoch_times
 from perfsuite.analyzers.runs.verdict import (
     DEFAULT_ALPHA,
@@ -51,7 +52,6 @@ from perfsuite.analyzers.runs.verdict import (
     Verdict,
     decide,
 )
-from perfsuite import stats
 from perfsuite.flops.mfu import mfu
 from perfsuite.record import qvalue
 

@@ -2,12 +2,12 @@
 which ops take more or less time?
 
 Why FLOPs are checked: FLOPs per step are a property of the network and the batch, not of the
-framework or the machine, so two runs of the same workload at the same batch size must agree;
-when they do not, a counter or a formula is wrong somewhere (or the networks are not the same),
-and the per-op differences show where. Op names differ between frameworks (aten::convolution vs
-Conv2D), so differences are also summed per op family and phase, which both counters share.
-Op times are the reconciled per-step times of `perfsuite.analyzers.roofline.reconcile` (they add up to the
-measured step). Pure functions on record dicts.
+framework or the machine, so two runs of the same workload at the same batch size must agree; when
+they do not, a counter or a formula is wrong somewhere (or the networks are not the same), and the
+per-op differences show where. Op names differ between frameworks (aten::convolution vs Conv2D), so
+differences are also summed per op family and phase, which both counters share. Op times are the
+reconciled per-step times of `perfsuite.analyzers.roofline.reconcile` (they add up to the measured
+step). Pure functions on record dicts.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfsuite.analyzers.roofline.reconcile import OTHER, reconcile_timeline
-from perfsuite.analyzers.results.record_view import batch_size_of
 from perfsuite import stats
+from perfsuite.analyzers.results.record_view import batch_size_of
+from perfsuite.analyzers.roofline.reconcile import OTHER, reconcile_timeline
 from perfsuite.record import qvalue
 
 DEFAULT_FLOP_TOLERANCE = 1e-3  # relative; counts of one network should agree exactly

@@ -1,11 +1,11 @@
 """DAWNBench-style leaderboards over any mix of records (ours, DAWNBench, MLPerf imports).
 
 One board per task (name, metric, threshold: the task's own target), ranked by one of four
-quantities. Entries that finished without reaching the target are listed as DNC below the
-ranked ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or
-are unfinished without reaching it (`perfsuite.analyzers.results.record_view.left_out`: neither ranked nor DNC, as
-`stability` and `compare` leave them out), are listed unranked (n/a) with the reason; so are
-records whose claims do not follow from their evaluations (`perfsuite.record.consistency`).
+quantities. Entries that finished without reaching the target are listed as DNC below the ranked
+ones; entries whose value cannot be computed (e.g. no price), and runs that crashed or are
+unfinished without reaching it (`perfsuite.analyzers.results.record_view.left_out`: neither ranked
+nor DNC, as `stability` and `compare` leave them out), are listed unranked (n/a) with the reason; so
+are records whose claims do not follow from their evaluations (`perfsuite.record.consistency`).
 Runs on synthetic data are listed unranked: their accuracy is chance; so are smoke tests and
 runs on a subset of the training or evaluation data (`record_view.partial_run`). Our runs and
 imported DAWNBench/MLPerf entries share a board when they name the same task, metric and
@@ -16,12 +16,12 @@ rules, data and reference code are its own), and their rows carry time x acceler
 (`Row.accelerator_s`, from the hardware count the import read from the submission's
 `systems/<system>.json`), so that systems of different sizes compare.
 
-Costs are priced by `perfsuite.analyzers.results.cost` (the record's own price, else the price table for its
-instance type, else `instance_type` for records that name none; not where the table says that
-instance is other hardware, nor `instance_type` where the record's hardware cannot be checked
-against it). A perfsuite run's own `mllog.txt` imported with `perfsuite import
-mlperf` is the same run as the run's record: a board lists it once, as the run's record, and
-its notes say which import was left off and on what evidence (`same_runs`).
+Costs are priced by `perfsuite.analyzers.results.cost` (the record's own price, else the price table
+for its instance type, else `instance_type` for records that name none; not where the table says
+that instance is other hardware, nor `instance_type` where the record's hardware cannot be checked
+against it). A perfsuite run's own `mllog.txt` imported with `perfsuite import mlperf` is the same
+run as the run's record: a board lists it once, as the run's record, and its notes say which import
+was left off and on what evidence (`same_runs`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite import stats
 from perfsuite.analyzers.results.cost import Cost, cost_of, measured_elsewhere
 from perfsuite.analyzers.results.generalization import headline
 from perfsuite.analyzers.results.inference import OLDER_RULE, energy_view, inference_view
@@ -39,10 +40,9 @@ from perfsuite.analyzers.results.record_view import (
     mlperf_round,
     partial_run,
     reached_time,
+    task_direction,
 )
-from perfsuite.analyzers.results.record_view import task_direction
 from perfsuite.analyzers.runs.stability import hardware_label, is_inference_only
-from perfsuite import stats
 from perfsuite.record.consistency import untrusted
 from perfsuite.task_metrics import items, metric_info, metric_text, target_text
 
@@ -74,7 +74,9 @@ class Row:
     framework: str | None
     source: str
     note: str | None = None
-    generalization: dict[str, Any] | None = None  # perfsuite.analyzers.results.generalization.headline
+    generalization: dict[str, Any] | None = (
+        None  # perfsuite.analyzers.results.generalization.headline
+    )
     energy_j: float | None = None  # energy to accuracy (training boards) or per 10,000 (inference)
     accelerator_s: float | None = None  # ranked training time x accelerators (GPU-seconds)
 
@@ -307,9 +309,9 @@ def leaderboard(
 ) -> list[Board]:
     """Boards sorted by task name then threshold; rows: ranked (ties share a rank), DNC, n/a.
 
-    `instance_type` prices the cost rankings' records that name none (`perfsuite.analyzers.results.cost`).
-    An import of a perfsuite run's own log is left off when its run is on the same board
-    (`same_runs`); `Board.duplicates` and the notes say so.
+    `instance_type` prices the cost rankings' records that name none
+    (`perfsuite.analyzers.results.cost`). An import of a perfsuite run's own log is left off when
+    its run is on the same board (`same_runs`); `Board.duplicates` and the notes say so.
     """
     if by not in BY:
         raise ValueError(f"unknown ranking {by!r}; expected one of {', '.join(BY)}")

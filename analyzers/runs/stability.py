@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite import stats
 from perfsuite.analyzers.results.record_view import (
     FINISHED,
     INCONSISTENT,
@@ -24,7 +25,6 @@ from perfsuite.analyzers.results.record_view import (
     unfinished,
 )
 from perfsuite.analyzers.results.record_view import framework as record_framework
-from perfsuite import stats
 from perfsuite.record.tta import Crossing, planned_epochs
 
 DEFAULT_MAX_COV = 0.05
@@ -37,8 +37,9 @@ MIN_RUNS_FOR_CI = 5
 def run_crossing(
     record: dict[str, Any], metric: str | None = None, threshold: float | None = None
 ) -> Crossing:
-    """Where one run reaches its threshold: `perfsuite.analyzers.results.record_view.crossing` (the record's own
-    time to accuracy, or the curve recomputed in the task's direction with overrides)."""
+    """Where one run reaches its threshold: `perfsuite.analyzers.results.record_view.crossing` (the
+    record's own time to accuracy, or the curve recomputed in the task's direction with
+    overrides)."""
     return crossing(record, metric, threshold)
 
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfsuite.analyzers.results.distributed import record_comm_share, world_size
-from perfsuite.analyzers.results.record_view import FINISHED
-from perfsuite.analyzers.results.record_view import task_direction
+from perfsuite.analyzers.results.record_view import FINISHED, task_direction
 from perfsuite.analyzers.runs.stability import Summary, epoch_times, run_crossing, summarize
 from perfsuite.devices.maths import converted_autocast, record_device
 from perfsuite.flops.mfu import mfu

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfsuite import stats
 from perfsuite.analyzers.runs.compare_work import workload_of
 from perfsuite.analyzers.runs.stability import (
     group_records,
@@ -24,7 +25,6 @@ from perfsuite.analyzers.runs.stability import (
     threshold_problem,
     training_records,
 )
-from perfsuite import stats
 from perfsuite.record.tta import record_crossing
 
 

@@ -30,8 +30,6 @@ _SYNC_CALL = re.compile(
     r"|^(?:cuda|hip)Memcpy(?:2D|3D|WithStream|ToSymbol|FromSymbol)?$"
     r"|^(?:cuda|hip)Memset$"
 )
-# Host calls that submit device work.
-_LAUNCH_CALL = re.compile(r"Launch|Memcpy|Memset", re.I)
 # The runtime calls that put one kernel, copy or memset on a stream's queue: HTA 0.5's list
 # for its queue length (TraceSymbolTable.get_runtime_launch_events_query), so the launch
 # statistics and queue lengths count the same launches HTA does. A synchronous cudaMemcpy or
@@ -74,10 +72,6 @@ def is_comm_range(name: str) -> bool:
 
 def is_sync_call(name: str) -> bool:
     return _SYNC_CALL.match(name) is not None
-
-
-def is_launch_call(name: str) -> bool:
-    return _LAUNCH_CALL.search(name) is not None
 
 
 def is_step_annotation(name: str) -> bool:

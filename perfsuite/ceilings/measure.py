@@ -75,9 +75,10 @@ def device_sync(device: str) -> Callable[[], None]:
     return lambda: None
 
 
-# On a GPU each timed sample runs back-to-back calls for at least this long between one pair
-# of syncs: timing one call per sync added ~11 us of launch+sync to a ~194 us 256 MiB copy on
-# an H100 (quick copy 2.767 TB/s against thorough 2.932). A CPU call is timed alone as before.
+# On a GPU each timed sample runs back-to-back calls for at least this long (and at most
+# MAX_BATCH calls) between one pair of syncs, so the launch and sync cost, paid once per
+# sample, is a small part of what is timed: a sample of one call per sync would count it in
+# every call and read a short copy's bandwidth low. A CPU call is timed alone.
 GPU_BATCH_S = 0.02
 MAX_BATCH = 1000
 

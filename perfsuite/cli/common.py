@@ -194,36 +194,6 @@ def top_rows(top: int) -> int:
     return top or sys.maxsize
 
 
-class DeprecatedAlias(argparse.Action):
-    """An old option spelling kept working: stores like the new one and says so on stderr."""
-
-    def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
-        self.new = new
-        super().__init__(*args, **kwargs)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        # An option retired without a successor (new="") still parses, and says it is inert.
-        use = f"use {self.new}" if self.new else "it does nothing"
-        status(f"note: {option} is deprecated; {use}")
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
-
-
-def add_deprecated(
-    parser: argparse.ArgumentParser, old: str, new: str, dest: str, flag: bool = False
-) -> None:
-    """Accept `old` as a hidden alias of `new`, or with new="" as a flag that does nothing
-    (documented in docs/cli.md)."""
-    parser.add_argument(
-        old,
-        dest=dest,
-        action=DeprecatedAlias,
-        new=new,
-        nargs=0 if flag else None,
-        default=argparse.SUPPRESS,
-        help=argparse.SUPPRESS,
-    )
-
-
 def resolve_run(arg: str) -> Path:
     """The run.json meant by `arg`: a run.json (any file), a run folder, or a group folder
     holding exactly one run. A folder with several runs is an error listing them.

@@ -10,7 +10,6 @@ from typing import Any
 
 from perfsuite.cli.common import (
     CLIError,
-    add_deprecated,
     add_json_flag,
     add_top_flag,
     print_json,
@@ -61,7 +60,6 @@ def register(sub: Any) -> None:
         help="run folder or run.json to attach the section to, under the record's writer "
         "lock (a run still training keeps the section in its later writes)",
     )
-    add_deprecated(p, "--force", "", "force", flag=True)  # --into takes the writer lock now
     p.add_argument(
         "--steps",
         type=int,
@@ -81,15 +79,37 @@ def _rate(work: float | None, time_s: float | None) -> float | None:
 
 def render(section: dict[str, Any], top: int = 20) -> str:
     """Human text: one row per kernel (largest work first), totals, notes."""
-    from perfsuite.analyzers.roofline.measured import calibration_text, unmeasured_precisions
-    from perfsuite.counters.section import trains
-    from perfsuite.fmt import short_kernel_name, si, table, truncate
+    from perfsuite.analyzers.roofline.measured import unmeasured_precisions
 
     missing = unmeasured_precisions(section)
     low = "≥" if missing else ""  # a sum of the measured precisions only: a lower bound
+    t = section["totals"]
+    steps = section.get("window_steps")
+    lines = [
+        f"{section['tool']} counters ({section['provenance']}) from {section['file']}: "
+        f"{t['calls']} launches, {len(section['kernels'])} kernels"
+        + (f", {steps} steps" if steps else "")
+        + (f", NVTX range {section['nvtx_range']}" if section.get("nvtx_range") else ""),
+        _kernel_table(section, top, low),
+    ]
+    if len(section["kernels"]) > top:
+        lines.append(f"... {len(section['kernels']) - top} more kernels (use --top or --json)")
+    lines.extend(_total_lines(section, low, missing))
+    lines.extend(_warning_and_notes(section))
+    return "\n".join(lines)
 
-    def tensor(v: float | None, unit: str = "FLOP") -> str:
-        return si(v, unit) if v is None else low + si(v, unit)
+
+def _tensor_cell(v: float | None, unit: str, low: str) -> str:
+    """A Tensor-Core figure, prefixed `low` ("≥") when some precisions were not measured."""
+    from perfsuite.fmt import si
+
+    return si(v, unit) if v is None else low + si(v, unit)
+
+
+def _kernel_table(section: dict[str, Any], top: int, low: str) -> str:
+    """The `top` kernels as a table; a `range` column when any kernel ran inside a user's
+    NVTX range other than the profiled window's."""
+    from perfsuite.fmt import short_kernel_name, si, table, truncate
 
     window = section.get("nvtx_range")
 
@@ -111,42 +131,29 @@ def render(section: dict[str, Any], top: int = 20) -> str:
                 k["calls"],
                 si(k["time_s"], "s"),
                 si(k["flops"], "FLOP"),
-                tensor(k["flops_tensor"]),
+                _tensor_cell(k["flops_tensor"], "FLOP", low),
                 si(k["dram_bytes"], "B"),
                 si(k["l2_bytes"], "B"),
-                tensor(_rate(work, k["time_s"]), "FLOP/s"),
+                _tensor_cell(_rate(work, k["time_s"]), "FLOP/s", low),
                 si(_rate(k["dram_bytes"], k["time_s"]), "B/s"),
             ]
         )
-    headers = [
-        "kernel",
-        *(["range"] if ranged else []),
-        "op (or class by name)",
-        "calls",
-        "time",
-        "CUDA-core FLOP",
-        "Tensor-Core FLOP",
-        "DRAM",
-        "L2",
-        "FLOP/s",
-        "DRAM B/s",
-    ]
+    headers = ["kernel", *(["range"] if ranged else []), "op (or class by name)", "calls"]
+    headers += ["time", "CUDA-core FLOP", "Tensor-Core FLOP", "DRAM", "L2", "FLOP/s", "DRAM B/s"]
+    return table(rows, headers, align="lll"[: 3 if ranged else 2] + "rrrrrrrr")
+
+
+def _total_lines(section: dict[str, Any], low: str, missing: list[str]) -> list[str]:
+    """Totals, the lower-bound key, FLOP per precision, per-step figures, calibration."""
+    from perfsuite.analyzers.roofline.measured import calibration_text
+    from perfsuite.fmt import si
+
     t = section["totals"]
-    steps = section.get("window_steps")
     lines = [
-        f"{section['tool']} counters ({section['provenance']}) from {section['file']}: "
-        f"{t['calls']} launches, {len(section['kernels'])} kernels"
-        + (f", {steps} steps" if steps else "")
-        + (f", NVTX range {section['nvtx_range']}" if section.get("nvtx_range") else ""),
-        table(rows, headers, align="lll"[: 3 if ranged else 2] + "rrrrrrrr"),
-    ]
-    if len(section["kernels"]) > top:
-        lines.append(f"... {len(section['kernels']) - top} more kernels (use --top or --json)")
-    lines.append(
         f"totals: time {si(t['time_s'], 's')}, CUDA-core FLOP {si(t['flops'], 'FLOP')}, "
-        f"Tensor-Core FLOP {tensor(t['flops_tensor'])}, DRAM {si(t['dram_bytes'], 'B')}, "
-        f"L2 {si(t['l2_bytes'], 'B')}"
-    )
+        f"Tensor-Core FLOP {_tensor_cell(t['flops_tensor'], 'FLOP', low)}, "
+        f"DRAM {si(t['dram_bytes'], 'B')}, L2 {si(t['l2_bytes'], 'B')}"
+    ]
     if missing:
         lines.append(
             f"≥: Tensor-Core FLOP of the measured precisions only ({', '.join(missing)} not "
@@ -157,14 +164,23 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     if per:
         lines.append(
             f"per step: CUDA-core FLOP {si(per['flops'], 'FLOP')}, Tensor-Core FLOP "
-            f"{tensor(per['flops_tensor'])}, DRAM {si(per['dram_bytes'], 'B')}"
+            f"{_tensor_cell(per['flops_tensor'], 'FLOP', low)}, DRAM {si(per['dram_bytes'], 'B')}"
         )
     cal = calibration_text(section)
     if cal:
         lines.append(cal)
+    return lines
+
+
+def _warning_and_notes(section: dict[str, Any]) -> list[str]:
+    """The section's notes; a training window without backward kernels is a WARNING line
+    (and its note is not repeated)."""
+    from perfsuite.counters.section import trains
+
     warn = (
         section["kernels"] and section.get("has_backward") is False and trains(section["kernels"])
     )
+    lines = []
     if warn:  # a training step without its backward pass: the window missed work
         lines.append(
             "WARNING: no backward kernels in this window, though it holds optimizer kernels"
@@ -172,7 +188,7 @@ def render(section: dict[str, Any], top: int = 20) -> str:
     lines.extend(
         f"note: {n}" for n in section["notes"] if not (warn and n.startswith("no backward"))
     )
-    return "\n".join(lines)
+    return lines
 
 
 def _precision_lines(section: dict[str, Any]) -> list[str]:

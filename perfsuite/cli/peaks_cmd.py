@@ -126,19 +126,8 @@ def _rows(
 
 
 def run(args: argparse.Namespace) -> int:
-    from perfsuite import fmt
-    from perfsuite.ceilings import (
-        cache_path,
-        device_name,
-        device_spec,
-        measure_device,
-        normalize_device,
-        parse_setting,
-        set_user_values,
-    )
+    from perfsuite.ceilings import cache_path, device_spec, normalize_device, parse_setting
     from perfsuite.ceilings.measure import measurable_dtypes
-    from perfsuite.ceilings.resolve import implausible_setting
-    from perfsuite.devices.roofs import env_text
     from perfsuite.devices.specs import DTYPES, normalize_dtype
 
     try:
@@ -146,19 +135,7 @@ def run(args: argparse.Namespace) -> int:
         settings = dict(parse_setting(s) for s in args.settings or [])
     except ValueError as exc:
         raise CLIError(str(exc)) from None
-    if args.threads:
-        try:
-            import torch
-        except ImportError:
-            raise CLIError("--threads needs torch, which is not installed") from None
-        torch.set_num_threads(args.threads)
-    if device.startswith("cuda"):
-        try:
-            import torch
-        except ImportError:
-            raise CLIError("--device cuda needs torch, which is not installed") from None
-        if not torch.cuda.is_available():
-            raise CLIError(f"--device {args.device}: no CUDA device is available")
+    _check_torch(args, device)
     dtypes = [normalize_dtype(d) for d in (args.dtype or measurable_dtypes(device))]
     bad = [d for d in dtypes if d not in measurable_dtypes(device)]
     if bad and not settings:
@@ -166,29 +143,7 @@ def run(args: argparse.Namespace) -> int:
             f"--dtype {bad[0]}: not measurable on {device} "
             f"(measurable: {', '.join(measurable_dtypes(device))})"
         )
-    if settings:
-        for key, value in settings.items():
-            if warning := implausible_setting(key, value):
-                status(f"warning: {warning}")
-        set_user_values(device, settings)
-        status(f"stored {', '.join(sorted(settings))} for {device_name(device)} in {cache_path()}")
-        result = measure_device(device, [], bandwidth=False)  # read back, measures nothing new
-    else:
-        from tqdm import tqdm
-
-        mode = "quick" if args.quick else "thorough"
-        # One session: the load is read once before the first benchmark (see ceilings.load).
-        from perfsuite.ceilings.measure import flop_kernels
-
-        tests = sum(len(flop_kernels(device, d)) for d in dtypes) + 1
-        bar = tqdm(total=tests, desc="peaks", unit="test", leave=False)
-
-        def step(what: str) -> None:
-            bar.set_postfix_str(what)
-            bar.update(1)
-
-        result = measure_device(device, dtypes, mode=mode, refresh=args.refresh, progress=step)
-        bar.close()
+    result = _store(device, settings) if settings else _measure(device, dtypes, args)
     name = result["device_name"]
     cpu = not device.startswith("cuda")
     spec = _cpu_spec(name) if cpu else device_spec(device, name)
@@ -210,7 +165,73 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"{name} ({device}) on {result['host']}, {env_text(result['env'])}")
+    _print_text(device, result, spec, rows)
+    return 0
+
+
+def _check_torch(args: argparse.Namespace, device: str) -> None:
+    """CLIError unless torch is there for `--threads` and a CUDA device for `--device cuda`;
+    sets torch's thread count for `--threads`."""
+    if args.threads:
+        try:
+            import torch
+        except ImportError:
+            raise CLIError("--threads needs torch, which is not installed") from None
+        torch.set_num_threads(args.threads)
+    if device.startswith("cuda"):
+        try:
+            import torch
+        except ImportError:
+            raise CLIError("--device cuda needs torch, which is not installed") from None
+        if not torch.cuda.is_available():
+            raise CLIError(f"--device {args.device}: no CUDA device is available")
+
+
+def _store(device: str, settings: dict[str, float]) -> dict[str, Any]:
+    """Store the user's `--set` values for `device` (a warning for an implausible one) and
+    give the device's cached ceilings read back, measuring nothing new."""
+    from perfsuite.ceilings import cache_path, device_name, measure_device, set_user_values
+    from perfsuite.ceilings.resolve import implausible_setting
+
+    for key, value in settings.items():
+        if warning := implausible_setting(key, value):
+            status(f"warning: {warning}")
+    set_user_values(device, settings)
+    status(f"stored {', '.join(sorted(settings))} for {device_name(device)} in {cache_path()}")
+    return measure_device(device, [], bandwidth=False)
+
+
+def _measure(device: str, dtypes: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """Measure the ceilings of `dtypes` and the bandwidth on `device` in one session (the load
+    is read once before the first benchmark, see ceilings.load), with a bar per test."""
+    from tqdm import tqdm
+
+    from perfsuite.ceilings import measure_device
+    from perfsuite.ceilings.measure import flop_kernels
+
+    tests = sum(len(flop_kernels(device, d)) for d in dtypes) + 1
+    bar = tqdm(total=tests, desc="peaks", unit="test", leave=False)
+
+    def step(what: str) -> None:
+        bar.set_postfix_str(what)
+        bar.update(1)
+
+    mode = "quick" if args.quick else "thorough"
+    result = measure_device(device, dtypes, mode=mode, refresh=args.refresh, progress=step)
+    bar.close()
+    return result
+
+
+def _print_text(
+    device: str, result: dict[str, Any], spec: dict[str, Any] | None, rows: list[dict[str, Any]]
+) -> None:
+    """The ceilings table, then where the spec, software roofs and cache come from."""
+    from perfsuite import fmt
+    from perfsuite.ceilings import cache_path
+    from perfsuite.devices.roofs import env_text
+
+    cpu = not device.startswith("cuda")
+    print(f"{result['device_name']} ({device}) on {result['host']}, {env_text(result['env'])}")
     table_rows = [
         [
             r["quantity"] + (" (software)" if r.get("software") else ""),
@@ -224,22 +245,9 @@ def run(args: argparse.Namespace) -> int:
         ]
         for r in rows
     ]
-    print(
-        fmt.table(
-            table_rows,
-            [
-                "ceiling",
-                "measured (best)",
-                "by",
-                "mode",
-                "load at measurement",
-                "spec",
-                "user-set",
-                "measured/ref",
-            ],
-            align="lllllrrr",
-        )
-    )
+    headers = ["ceiling", "measured (best)", "by", "mode", "load at measurement", "spec"]
+    headers += ["user-set", "measured/ref"]
+    print(fmt.table(table_rows, headers, align="lllllrrr"))
     for r in rows:
         if r.get("software"):
             print(f"{r['quantity']}: {r['software']}")
@@ -252,7 +260,6 @@ def run(args: argparse.Namespace) -> int:
     if cpu:
         print("your own values: --set DTYPE=FLOP/s --set bandwidth=byte/s (the user-set column)")
     print(f"cache: {cache_path()}")
-    return 0
 
 
 def _state_cell(row: dict[str, Any]) -> str:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from perfsuite.cli.common import (
-    add_deprecated,
     fraction,
     instance_type,
     nonnegative_float,
@@ -55,8 +54,6 @@ def _add(parser: argparse.ArgumentParser, dest: str, flag: Flag, default: Any, s
     if flag.metavar:
         kw["metavar"] = flag.metavar
     parser.add_argument(flag.name, **kw)
-    if flag.alias:
-        add_deprecated(parser, flag.alias, flag.name, dest, flag=flag.value == "switch")
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from perfsuite.cli.common import (
     CLIError,
-    add_deprecated,
     add_json_flag,
     html_pages,
     output_path,
@@ -87,7 +86,6 @@ def register(sub: Any) -> None:
     s = kinds.add_parser("show", help="analyze a study folder (table, --json, -o FILE)")
     s.add_argument("folder", help="a study folder (with study.json)")
     s.add_argument("-o", "--output", metavar="FILE", help="also write the study report (HTML)")
-    add_deprecated(s, "--html", "-o/--output", "output")
     add_json_flag(s)
     s.set_defaults(func=_show)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.counters.cupti_trace import counters_from_trace
-from perfsuite.counters.ncu import counters_from_ncu, counters_from_ncu_csv, ncu_command
+from perfsuite.counters.ncu import counters_from_ncu, ncu_command
 from perfsuite.counters.section import CountersError
 from perfsuite.devices.counter_metrics import default_metrics
 from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, open_regular
@@ -20,7 +20,6 @@ from perfsuite.safeio import HEAD_BYTES, binary_detail, empty_detail, open_regul
 __all__ = [
     "CountersError",
     "counters_from_ncu",
-    "counters_from_ncu_csv",
     "counters_from_trace",
     "default_metrics",
     "load_counters",

@@ -1,8 +1,8 @@
 """Calibration: do the Tensor-Core counters give 2*M*N*K FLOP for one M x N x K matrix product?
 
-`check_calibration` is pure (a `counters` section in, a result out), tested on the real H100
-captures; `run_calibration` runs `python -m perfsuite.counters.gemm_probe` under ncu (one GEMM
-per dtype inside the NVTX start/end range `perfsuite.calibrate`) and checks the result.
+`check_calibration` is pure (a `counters` section in, a result out); `run_calibration`
+runs `python -m perfsuite.counters.gemm_probe` under ncu (one GEMM per dtype inside the NVTX
+start/end range `perfsuite.calibrate`) and checks the result.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """Nsight Compute (ncu): build the command line, and turn its output into the `counters` section.
 
-Checked on real H100 output (../shared/data/gpu, see docs/counters.md): the CSV reader
-(`ncu_csv.py`) and the metric formulas; `.ncu-rep` files are read through NVIDIA's `ncu_report`
-module when it imports (`ncu_rep.py`, checked on public `--set full` reports), else ask for
-the CSV.
+CSV exports are read by `ncu_csv.py` (the formats of docs/counters.md); `.ncu-rep` files are
+read through NVIDIA's `ncu_report` module when it imports (`ncu_rep.py`), else the error asks
+for the CSV.
 
 NVTX window: the runner marks the profiled steps with ONE process-wide start/end range
 (`torch.cuda.nvtx.range_start/range_end`) named `perfsuite.steps`, and ncu keeps it with
 `--nvtx --nvtx-include perfsuite.steps` (no trailing "/": with one, ncu matches push/pop
 ranges). Push/pop ranges are per thread, and the autograd engine launches backward kernels
-from its own thread, so a push/pop filter keeps forward kernels only (seen on the H100).
+from its own thread, so a push/pop filter would keep the forward kernels only.
 """
 
 from __future__ import annotations
@@ -154,10 +153,3 @@ def counters_from_ncu(
         nvtx=data.nvtx,
         nvtx_range=nvtx_range,
     )
-
-
-def counters_from_ncu_csv(
-    path: str | os.PathLike[str], window_steps: int | None = None
-) -> dict[str, Any]:
-    """Kept for callers of the first version: same as `counters_from_ncu`."""
-    return counters_from_ncu(path, window_steps=window_steps)

@@ -1,6 +1,6 @@
 """Read Nsight Compute CSV output (`ncu --csv`): the raw page and the details page.
 
-Checked on real H100 output (Nsight Compute 2025.3, ../shared/data/gpu):
+The layout it reads, as Nsight Compute 2025.3 writes it (docs/counters.md):
 
 * raw page (`--page raw`): a header row `"ID","Process ID",...,"Kernel Name",...`, then a units
   row (empty identification fields; `byte`, `ns`, `inst`...), then one row per kernel launch.
@@ -51,7 +51,9 @@ _TIME = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "
          "s": 1.0, "second": 1.0}  # fmt: skip
 _UNIT_RE = re.compile(r"^([KMGTP]?)(byte|inst|sector|request|cycle|warp|thread)s?$")
 _QUOTED = re.compile(r'"([^"]*)"')
-_SEQ_RE = re.compile(r",\s*(seq|op_id|sizes)\s*=.*$")
+# The arguments PyTorch appends to an NVTX range name (", seq = 12, op_id = 3"), cut so the
+# range names the op alone; the .ncu-rep reader cuts them the same way.
+NVTX_ARGS_SUFFIX = re.compile(r",\s*(seq|op_id|sizes)\s*=.*$")
 
 
 @dataclass
@@ -150,9 +152,9 @@ def range_names(column: str, text: str) -> tuple[str, ...]:
         end = len(parts) - trailing if len(parts) - trailing > idx else idx + 1
         name = ":".join(parts[idx:end]).strip()
         if name:
-            names.append(_SEQ_RE.sub("", name))
+            names.append(NVTX_ARGS_SUFFIX.sub("", name))
     if not names and text.strip() and not _QUOTED.search(text):
-        names = [_SEQ_RE.sub("", p.strip()) for p in re.split(r"[/;|]", text) if p.strip()]
+        names = [NVTX_ARGS_SUFFIX.sub("", p.strip()) for p in re.split(r"[/;|]", text) if p.strip()]
     return tuple(names)
 
 
@@ -165,7 +167,7 @@ def _nvtx_columns(header: list[str]) -> dict[int, str]:
     return out
 
 
-def _metric_column(name: str) -> bool:
+def is_metric_column(name: str) -> bool:
     """A metric we may use: `.sum` and unsuffixed counts, rates, and the elapsed cycles that
     turn a rate back into a count (`rates.counts_from_rates`); not attributes or ids."""
     return (
@@ -194,7 +196,7 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     if len(first) == len(header) and first[0] == "" and first[kcol] == "":
         units, body = body[0][1], body[1:]
     nvtx_cols = _nvtx_columns(header)
-    mcols = [i for i, h in enumerate(header) if _metric_column(h) and i not in nvtx_cols]
+    mcols = [i for i, h in enumerate(header) if is_metric_column(h) and i not in nvtx_cols]
     # A column is a metric when its units-row entry or its values are numbers; text columns
     # (attributes the filter above did not catch) are skipped, never an error.
     numeric = {i for i in mcols if any(is_number_text(r[i]) for _, r in body if i < len(r))}
@@ -222,16 +224,18 @@ def _parse_raw(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
                                ranges=tuple(ranges)))  # fmt: skip
     names = [header[i] for i in mcols if i in numeric] + list(rebuilt)
     device = _device(header, body[0][1]) if body else {}
-    return _data(launches, names, device, kinds, rebuilt)
+    return ncu_data(launches, names, device, kinds, rebuilt)
 
 
-def _data(
+def ncu_data(
     launches: list[Launch],
     names: list[str],
     device: dict[str, str],
     kinds: set[str],
     rebuilt: dict[str, None],
 ) -> NcuData:
+    """The NcuData of launches read from either ncu format (CSV here, .ncu-rep in ncu_rep),
+    with the notes both formats owe: counts rebuilt from rates, and launches with nothing."""
     notes = [n for n in (rebuilt_note(rebuilt), _empty_note(launches)) if n]
     return NcuData(launches, names, device, _kind(kinds), notes)
 
@@ -284,7 +288,7 @@ def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
                     ranges.extend(got)
             launch = Launch(row[col["Kernel Name"]], {}, ranges=tuple(ranges))
             by_id[row[col["ID"]]] = launch
-        if not _metric_column(name):
+        if not is_metric_column(name):
             continue
         text = row[col["Metric Value"]]
         if not is_number_text(text) and text.strip().lower() not in ("", "n/a", "nan"):
@@ -303,7 +307,7 @@ def _parse_details(path: Path, rows: list[tuple[int, list[str]]]) -> NcuData:
     for launch in by_id.values():
         rebuilt.update(dict.fromkeys(counts_from_rates(launch.values)))
     device = _device(header, rows[1][1]) if len(rows) > 1 else {}
-    return _data(list(by_id.values()), [*metric_names, *rebuilt], device, kinds, rebuilt)
+    return ncu_data(list(by_id.values()), [*metric_names, *rebuilt], device, kinds, rebuilt)
 
 
 def read_ncu_csv(path: str | Path) -> NcuData:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.counters import ncu_binary
-from perfsuite.counters.ncu_csv import _SEQ_RE, NcuData, _data, _metric_column
+from perfsuite.counters.ncu_csv import NVTX_ARGS_SUFFIX, NcuData, is_metric_column, ncu_data
 from perfsuite.counters.rates import counts_from_rates
 from perfsuite.counters.section import CountersError, Launch
 from perfsuite.devices.counter_metrics import KERNEL_TIME
@@ -119,7 +119,7 @@ def _nvtx(action: Any) -> tuple[list[str], set[str]]:
                 kinds.add("push/pop")
             if se:
                 kinds.add("start/end")
-            names.extend(_SEQ_RE.sub("", x) for x in se + pp)
+            names.extend(NVTX_ARGS_SUFFIX.sub("", x) for x in se + pp)
     except Exception:
         return [], set()
     return names, kinds
@@ -191,7 +191,7 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
             values: dict[str, float | None] = {}
             for n in action.metric_names():
                 n = str(n)
-                if not _metric_column(n):
+                if not is_metric_column(n):
                     continue
                 v = _value(action.metric_by_name(n))
                 if v is not None or n.endswith(".sum"):
@@ -228,4 +228,4 @@ def read_ncu_rep(path: str | os.PathLike[str]) -> NcuData:
             if fh.read(4) != SIGNATURE:
                 raise CountersError(f"{p}: not an Nsight Compute report (no NVR signature)")
         raise CountersError(f"{p}: no kernel results in the report (nothing was profiled?)")
-    return _data(launches, list(names), device, kinds, rebuilt)
+    return ncu_data(launches, list(names), device, kinds, rebuilt)

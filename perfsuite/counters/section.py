@@ -193,40 +193,9 @@ def build_section(
     cc = device.get("cc")
     cc_major = int(cc.split(".")[0]) if cc and cc.split(".")[0].isdigit() else None
     plan = tensor_plan(metrics, cc_major)
-    used = _used_names(plan)
-    groups: dict[tuple[str, str | None, tuple[str, ...]], _Group] = {}
-    for launch in launches:
-        # the range stack is part of the key: one kernel launched under two ops (a copy in
-        # clone and in a pooling backward) must keep each launch's own stack, or a per-op
-        # attribution would read a union of stacks no launch ran in
-        key = (launch.name, launch.op, tuple(launch.ranges))
-        groups.setdefault(key, _Group(launch.name, launch.op)).add(launch)
-    kernels = []
-    for g in groups.values():
-        d = derive(g.raw, plan)
-        kernels.append(
-            {
-                "name": g.name,
-                "op": g.op,
-                "kernel_class": kernel_class(g.name),
-                "backward": is_backward_kernel(g.name),
-                "ranges": list(g.ranges),
-                "calls": g.calls,
-                "time_s": g.time_s,
-                **d,
-                "raw": {k: v for k, v in sorted(g.raw.items()) if k in used},
-            }
-        )
-
-    def _weight(k: dict[str, Any]) -> tuple[float, float]:
-        return ((k["flops"] or 0.0) + (k["flops_tensor"] or 0.0), k["dram_bytes"] or 0.0)
-
-    kernels.sort(key=_weight, reverse=True)
-    totals: dict[str, Any] = {name: _sum_or_none(k[name] for k in kernels) for name in _SUMMED}
-    totals["calls"] = sum(k["calls"] for k in kernels)
-    totals["kernels"] = len(kernels)
-    totals["flops_by_precision"] = _by_precision(kernels, "flops_by_precision")
-    totals["flops_tensor_by_precision"] = _by_precision(kernels, "flops_tensor_by_precision")
+    groups = _group_launches(launches)
+    kernels = _kernel_rows(groups, plan)
+    totals = _totals(kernels)
     backward_calls = sum(k["calls"] for k in kernels if k["backward"])
     all_notes = list(notes) + missing_notes(metrics, plan)
     all_notes += cross_checks((g.raw for g in groups.values()), metrics, cc_major)
@@ -238,13 +207,7 @@ def build_section(
         all_notes.append(busy)
     if kernels and not backward_calls:
         all_notes.append(_no_backward_note(kernels))
-    per_step = None
-    if window_steps:
-        per_step = {k: None if totals[k] is None else totals[k] / window_steps for k in _PER_STEP}
-        per_step["flops_tensor_by_precision"] = {
-            p: None if v is None else v / window_steps
-            for p, v in totals["flops_tensor_by_precision"].items()
-        }
+    per_step = _per_step(totals, window_steps) if window_steps else None
     return {
         "tool": tool,
         "file": file,
@@ -268,3 +231,69 @@ def build_section(
         "metrics": sorted(metrics),
         "notes": all_notes,
     }
+
+
+_GroupKey = tuple[str, str | None, tuple[str, ...]]
+
+
+def _group_launches(launches: Sequence[Launch]) -> dict[_GroupKey, _Group]:
+    """Launches grouped by (kernel name, op, NVTX range stack), in first-launch order.
+
+    The range stack is part of the key: one kernel launched under two ops (a copy in clone and
+    in a pooling backward) keeps each launch's own stack, so a per-op attribution never reads
+    a union of stacks no launch ran in."""
+    groups: dict[_GroupKey, _Group] = {}
+    for launch in launches:
+        key = (launch.name, launch.op, tuple(launch.ranges))
+        groups.setdefault(key, _Group(launch.name, launch.op)).add(launch)
+    return groups
+
+
+def _kernel_rows(
+    groups: dict[_GroupKey, _Group], plan: Mapping[str, Formula | None]
+) -> list[dict[str, Any]]:
+    """One row per group with its derived quantities and the raw counters they used, sorted by
+    total FLOP (CUDA-core + Tensor-Core), then DRAM bytes, descending."""
+    used = _used_names(plan)
+    kernels = [
+        {
+            "name": g.name,
+            "op": g.op,
+            "kernel_class": kernel_class(g.name),
+            "backward": is_backward_kernel(g.name),
+            "ranges": list(g.ranges),
+            "calls": g.calls,
+            "time_s": g.time_s,
+            **derive(g.raw, plan),
+            "raw": {k: v for k, v in sorted(g.raw.items()) if k in used},
+        }
+        for g in groups.values()
+    ]
+
+    def weight(k: dict[str, Any]) -> tuple[float, float]:
+        return ((k["flops"] or 0.0) + (k["flops_tensor"] or 0.0), k["dram_bytes"] or 0.0)
+
+    kernels.sort(key=weight, reverse=True)
+    return kernels
+
+
+def _totals(kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sums over the kernels; a total is None when any kernel lacks that quantity (a partial
+    sum would mislead)."""
+    totals: dict[str, Any] = {name: _sum_or_none(k[name] for k in kernels) for name in _SUMMED}
+    totals["calls"] = sum(k["calls"] for k in kernels)
+    totals["kernels"] = len(kernels)
+    totals["flops_by_precision"] = _by_precision(kernels, "flops_by_precision")
+    totals["flops_tensor_by_precision"] = _by_precision(kernels, "flops_tensor_by_precision")
+    return totals
+
+
+def _per_step(totals: dict[str, Any], window_steps: int) -> dict[str, Any]:
+    """The totals of _PER_STEP and the Tensor-Core FLOP per precision divided by the steps the
+    window covered (None stays None)."""
+    per_step = {k: None if totals[k] is None else totals[k] / window_steps for k in _PER_STEP}
+    per_step["flops_tensor_by_precision"] = {
+        p: None if v is None else v / window_steps
+        for p, v in totals["flops_tensor_by_precision"].items()
+    }
+    return per_step

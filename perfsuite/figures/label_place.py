@@ -1,10 +1,12 @@
-"""Where op names go on the roofline chart. Names drawn as trace text all sit above their
-markers, so the names of ops a few px apart would lie on top of each other. Here each name
-tries a few spots around its own marker, largest op first, and takes the first whose text box
-stays inside the plot and clear of every name already placed and of every other marker. Where
-all eight spots beside the marker are taken it tries them again farther out, joined to the
-marker by a leader line that crosses no other marker, name or leader, so that a large op in a
-crowd is still named; a name with no free spot even then is left off the chart.
+"""Where op names go on the roofline chart, so that no two names overlap and no name covers
+another op's marker (plotly's trace text sits above every marker alike, so ops a few px apart
+would print their names on top of each other).
+
+Each name tries a few spots around its own marker, largest op first, and takes the first
+whose text box stays inside the plot and clear of every name already placed and of every other
+marker. Where all eight spots beside the marker are taken it tries them again farther out,
+joined to the marker by a leader line that crosses no other marker, name or leader, so a large
+op in a crowd is still named; a name with no free spot even then is left off the chart.
 
 Pure geometry, no plotly: points come in log10 data space, the caller says how many px one
 decade takes on each axis, and boxes are compared in px (y up, origin at the plot's lower-left

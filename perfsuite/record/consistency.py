@@ -227,82 +227,98 @@ def claim_problems(record: Mapping[str, Any]) -> list[Problem]:
     kind, entry = source.get("kind"), source.get("entry_type")
     if not isinstance(tta, Mapping) or not _num(task.get("threshold")):
         return []
-    out: list[Problem] = []
-    for key in ("metric", "threshold"):
-        if key in tta and not _same(tta.get(key), task.get(key)):
-            out.append(
-                Problem(
-                    f"time_to_accuracy.{key}",
-                    f"stored {_fmt(tta.get(key))}, the task says {_fmt(task.get(key))}",
-                )
-            )
-    if out:
+    out: list[Problem] = [
+        Problem(
+            f"time_to_accuracy.{key}",
+            f"stored {_fmt(tta.get(key))}, the task says {_fmt(task.get(key))}",
+        )
+        for key in ("metric", "threshold")
+        if key in tta and not _same(tta.get(key), task.get(key))
+    ]
+    if out:  # a claim about another target: its crossing is not comparable
         return out
     evals = [e for e in record.get("evaluations") or [] if isinstance(e, Mapping)]
     reached, index = evidence_crossing(record)
     claimed = tta.get("reached") is True
-    evidence = f"{len(evals)} evaluation(s)" if evals else "no evaluations"
-    if kind == "mlperf":
-        if claimed and not reached:
-            out.append(
-                Problem(
-                    "time_to_accuracy.reached",
-                    f"stored true, the evaluations give false ({evidence} meet the target)"
-                    if not evals
-                    else "stored true, the evaluations give false (none meets every target)",
-                )
-            )
-    elif claimed != reached:
-        out.append(
-            Problem(
-                "time_to_accuracy.reached",
-                f"stored {str(claimed).lower()}, the evaluations give {str(reached).lower()} "
-                f"({evidence})",
-            )
-        )
+    out.extend(_reached_problems(claimed, reached, evals, kind))
     if claimed and reached and index is not None:
-        ev = evals[index]
-        for key, want in (("evaluation_index", index), ("epoch", ev.get("epoch"))):
-            if key in tta and tta.get(key) is not None and not _same(tta.get(key), want):
-                out.append(
-                    Problem(
-                        f"time_to_accuracy.{key}",
-                        f"stored {_fmt(tta.get(key))}, the evaluations give {_fmt(want)}",
-                    )
-                )
-        stored, at = tta.get("time_s"), ev.get("train_time_s")
-        if not _num(stored):
-            out.append(
-                Problem(
-                    "time_to_accuracy.time_s",
-                    f"stored {_fmt(stored)} for a target reached, the evaluations give "
-                    f"{_fmt(at)} s",
-                )
-            )
-        elif _num(at):
-            if kind == "mlperf":  # time to train includes evaluations: at least the crossing's
-                # (an offline evaluation of a checkpoint is timed after run_stop: no bound)
-                if stored + ABS_TOL < at and ev.get("offline") is not True:
-                    out.append(
-                        Problem(
-                            "time_to_accuracy.time_s",
-                            f"stored {_fmt(float(stored))} s, before the evaluation that met "
-                            f"the target ({_fmt(float(at))} s)",
-                        )
-                    )
-            elif not _same(stored, at):
-                out.append(
-                    Problem(
-                        "time_to_accuracy.time_s",
-                        f"stored {_fmt(float(stored))} s, the evaluations give {_fmt(float(at))} s",
-                    )
-                )
+        out.extend(_crossing_problems(tta, evals[index], index, kind))
     status = record.get("status")
     if entry != "inference":
         if status == "reached" and not claimed:
             out.append(Problem("status", "stored 'reached', time_to_accuracy.reached is false"))
         if status == "not_reached" and claimed:
             out.append(Problem("status", "stored 'not_reached', time_to_accuracy.reached is true"))
+    return out
+
+
+def _reached_problems(
+    claimed: bool, reached: bool, evals: list[Mapping[str, Any]], kind: Any
+) -> list[Problem]:
+    """`time_to_accuracy.reached` against the evaluations. An MLPerf result is checked one
+    way: a target claimed reached that no evaluation meets every target of."""
+    evidence = f"{len(evals)} evaluation(s)" if evals else "no evaluations"
+    if kind == "mlperf":
+        if not (claimed and not reached):
+            return []
+        return [
+            Problem(
+                "time_to_accuracy.reached",
+                f"stored true, the evaluations give false ({evidence} meet the target)"
+                if not evals
+                else "stored true, the evaluations give false (none meets every target)",
+            )
+        ]
+    if claimed == reached:
+        return []
+    return [
+        Problem(
+            "time_to_accuracy.reached",
+            f"stored {str(claimed).lower()}, the evaluations give {str(reached).lower()} "
+            f"({evidence})",
+        )
+    ]
+
+
+def _crossing_problems(
+    tta: Mapping[str, Any], ev: Mapping[str, Any], index: int, kind: Any
+) -> list[Problem]:
+    """The stored evaluation index, epoch and time of a crossing against the evaluation `ev`
+    (at `index`) that met the target. MLPerf's time to train includes its evaluations, so it
+    is at least the crossing's time (no bound for an offline evaluation of a checkpoint,
+    timed after run_stop); any other record's time equals it."""
+    out = [
+        Problem(
+            f"time_to_accuracy.{key}",
+            f"stored {_fmt(tta.get(key))}, the evaluations give {_fmt(want)}",
+        )
+        for key, want in (("evaluation_index", index), ("epoch", ev.get("epoch")))
+        if key in tta and tta.get(key) is not None and not _same(tta.get(key), want)
+    ]
+    stored, at = tta.get("time_s"), ev.get("train_time_s")
+    if not _num(stored):
+        out.append(
+            Problem(
+                "time_to_accuracy.time_s",
+                f"stored {_fmt(stored)} for a target reached, the evaluations give {_fmt(at)} s",
+            )
+        )
+    elif _num(at) and kind == "mlperf":
+        if stored + ABS_TOL < at and ev.get("offline") is not True:
+            out.append(
+                Problem(
+                    "time_to_accuracy.time_s",
+                    f"stored {_fmt(float(stored))} s, before the evaluation that met "
+                    f"the target ({_fmt(float(at))} s)",
+                )
+            )
+    elif _num(at) and not _same(stored, at):
+        out.append(
+            Problem(
+                "time_to_accuracy.time_s",
+                f"stored {_fmt(float(stored))} s, the evaluations give {_fmt(float(at))} s",
+            )
+        )
     return out
 
 

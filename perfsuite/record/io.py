@@ -40,7 +40,7 @@ def _import_jsonschema() -> Any:
 
     jsonschema's package import loads every optional format checker it finds; rfc3987-syntax
     (installed with jupyter, through jsonschema[format-nongpl]) compiles a grammar when imported,
-    2.8 s on a 2-core machine, and every `perfsuite.open` or analysis command would pay it.
+    seconds of CPU that every `perfsuite.open` or analysis command would pay.
     Records are validated without format checking, so that checker is never used here: the
     module is hidden during the import (jsonschema skips a checker whose import fails) and
     importable again afterwards. The cost of hiding it: jsonschema's FormatChecker in this

@@ -197,8 +197,23 @@ def _v3_to_v4(record: dict[str, Any]) -> None:
         _v3_threads(q)
 
 
+def _v4_to_v5(record: dict[str, Any]) -> None:
+    """Version 4 -> 5: `config.keep_going` is `config.all_epochs`, the name of its flag
+    (`--all-epochs`: train every epoch instead of stopping at the first evaluation that meets
+    the target). A config holding both keeps `all_epochs`."""
+    config = record.get("config")
+    if isinstance(config, dict) and "keep_going" in config:
+        value = config.pop("keep_going")
+        config.setdefault("all_epochs", value)
+
+
 # version -> the step that turns a record of that version into the next one
-STEPS: dict[int, Callable[[dict[str, Any]], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+STEPS: dict[int, Callable[[dict[str, Any]], None]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 
 
 def migrate(record: Any) -> Any:

@@ -8,7 +8,7 @@ import secrets
 from typing import Any
 
 SCHEMA = "perfsuite.run"
-SCHEMA_VERSION = 4  # each older version is migrated at load (perfsuite/record/migrate.py)
+SCHEMA_VERSION = 5  # each older version is migrated at load (perfsuite/record/migrate.py)
 
 # Where a number came from. "counted" = exact count by instrumentation (e.g. FLOPs counted on
 # a real step); "modeled" = a formula's estimate (e.g. compulsory DRAM bytes); "derived" =

@@ -90,7 +90,7 @@ def planned_epochs(record: Mapping[str, Any]) -> float | None:
 def stopped_at_target(record: Mapping[str, Any]) -> float | None:
     """The run's own threshold when its curve ends because it met it, else None.
 
-    Why: the runner stops at the first evaluation meeting the target unless `keep_going`
+    Why: the runner stops at the first evaluation meeting the target unless `all_epochs`
     (`--all-epochs`); a stricter threshold not met by then was never measured. A curve that
     goes on past its crossing, or whose last evaluation is the last planned epoch (the run
     ran out of epochs: stricter thresholds really were not reached), is complete. When the
@@ -99,7 +99,7 @@ def stopped_at_target(record: Mapping[str, Any]) -> float | None:
     task = record.get("task") or {}
     config = record.get("config") or {}
     evals = record.get("evaluations") or []
-    if config.get("keep_going") or not evals or task.get("threshold") is None:
+    if config.get("all_epochs") or not evals or task.get("threshold") is None:
         return None
     own = first_crossing(
         evals, str(task.get("metric")), task["threshold"], task.get("direction", "higher")

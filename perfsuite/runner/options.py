@@ -41,7 +41,6 @@ class Flag:
     metavar: str | None = None
     negate: bool = False  # "--no-capture": the flag turns the option off
     hidden: bool = False  # internal: accepted, not shown in --help
-    alias: str | None = None  # a deprecated spelling, still accepted
     # Where a study holds it: a key of the study file's [run] table (every run of the study
     # shares it), "top:KEY" for a study-level field with its own meaning (seed of the first
     # repeat, switches added to every configuration), None when a study does not set it.
@@ -130,14 +129,13 @@ class RunOptions:
     device: str = field(
         default="cpu", metadata=_flag("--device", "cpu or cuda[:N] (default cpu)", study="device")
     )
-    keep_going: bool = field(
+    all_epochs: bool = field(
         default=False,
         metadata=_flag(
             "--all-epochs",
             "train all epochs instead of stopping at the first evaluation >= threshold",
             value="switch",
-            alias="--keep-going",
-            study="keep_going",
+            study="all_epochs",
         ),
     )
     capture: bool = field(

@@ -25,7 +25,16 @@ from perfsuite.workloads import get_workload
 
 MANIFEST = "study.json"
 SCHEMA = "perfsuite.study"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _v1_to_v2(manifest: dict[str, Any]) -> None:
+    """Study manifest version 1 -> 2: the run setting `keep_going` is `all_epochs`, the name of
+    its flag (`--all-epochs`) and of the run option it sets."""
+    spec = manifest.get("spec")
+    run = spec.get("run") if isinstance(spec, dict) else None
+    if isinstance(run, dict) and "keep_going" in run:
+        run.setdefault("all_epochs", run.pop("keep_going"))
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,9 @@ def load_study(path: str | Path) -> Study:
     version = raw.get("schema_version")
     if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
         raise _field(origin, "schema_version", f"{version!r} is not one this perfsuite reads")
+    if version == 1:
+        _v1_to_v2(raw)
+        raw["schema_version"] = 2
     if not isinstance(raw.get("study_id"), str) or not raw["study_id"]:
         raise _field(origin, "study_id", "expected a non-empty string")
     spec = spec_from_dict(raw.get("spec"), f"{origin} (spec)")

@@ -46,9 +46,11 @@ from perfsuite.traces.kineto import (
     RANGE_CATS,
     RUNTIME_CATS,
     SYNC_CAT,
-    _freeze,
-    _int,
 )
+
+# The field readers under the short names the event loops below use.
+from perfsuite.traces.kineto import as_id as _int
+from perfsuite.traces.kineto import frozen_shape as _freeze
 
 try:
     import msgspec

@@ -41,17 +41,18 @@ MAX_TS_US = 1e17
 MAX_DUR_US = 1e13
 SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs")
 # Ids kept in int64 arrays; a larger (or non-integer) id is read as the field's default.
-_I64 = 2**62
+ID_LIMIT = 2**62
 
 
-def _num(value: Any, default: float = 0.0) -> float:
+def as_float(value: Any, default: float = 0.0) -> float:
+    """A number field as a float; anything float() refuses is `default`."""
     try:
         return float(value)
     except (TypeError, ValueError):
         return default
 
 
-def _int(value: Any, default: int = -1) -> int:
+def as_id(value: Any, default: int = -1) -> int:
     """An id as an int64-range int; anything else (lists, NaN, 10**30) is `default`."""
     if isinstance(value, (bool, list, dict)):
         return default
@@ -63,14 +64,14 @@ def _int(value: Any, default: int = -1) -> int:
                 value = int(str(value)[:32], 0)  # "0x0" streams in ROCm traces
             except (TypeError, ValueError):
                 return default
-    return value if -_I64 < value < _I64 else default
+    return value if -ID_LIMIT < value < ID_LIMIT else default
 
 
-def _freeze(value: Any) -> Any:
+def frozen_shape(value: Any) -> Any:
     """Lists to tuples so shape descriptions can be interned (hashable); objects, which no
     profiler writes there, become None."""
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        return tuple(frozen_shape(v) for v in value)
     if isinstance(value, dict):
         return None
     return value

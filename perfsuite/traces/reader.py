@@ -24,7 +24,6 @@ import numpy as np
 from perfsuite.safeio import MAX_JSON_DEPTH, DepthGuard, InputError, open_regular
 from perfsuite.traces import colcache, fastread
 from perfsuite.traces.kineto import (
-    _I64,
     DEVICE_CATS,
     MAX_DUR_US,
     MAX_TS_US,
@@ -35,10 +34,13 @@ from perfsuite.traces.kineto import (
     RUNTIME_CATS,
     SHAPE_KEYS,
     SYNC_CAT,
-    _freeze,
-    _int,
-    _num,
 )
+
+# The field readers under the short names the event loops below use.
+from perfsuite.traces.kineto import ID_LIMIT as _I64
+from perfsuite.traces.kineto import as_float as _num
+from perfsuite.traces.kineto import as_id as _int
+from perfsuite.traces.kineto import frozen_shape as _freeze
 
 _BOM = b"\xef\xbb\xbf"
 

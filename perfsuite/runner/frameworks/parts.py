@@ -149,7 +149,7 @@ class TorchParts:
         return checkpoint.save_threshold_model(run_dir, module, **where)
 
     def threshold_model(self, record: dict[str, Any], module: Any) -> Any:
-        """A copy of `module` holding the checkpoint's weights (with --keep-going the live
+        """A copy of `module` holding the checkpoint's weights (with --all-epochs the live
         model is the last epoch's, not the one that met the target)."""
         model = copy.deepcopy(module)
         model.load_state_dict(checkpoint.load_threshold_model(record))

@@ -316,7 +316,7 @@ class _Run:
                 n / seconds if seconds > 0 else None,
                 f"{metric}={metrics[metric]:.4f}, loss={loss:.3f}",
             )
-            stopping = (reached and not opts.keep_going) or epoch == self.recipe.epochs
+            stopping = (reached and not opts.all_epochs) or epoch == self.recipe.epochs
             if stopping:
                 self.engine.end_training()  # what follows is off MLPerf's clock
             if reached:  # the model that first met it, kept off the clock (checkpoint.py)
@@ -324,13 +324,13 @@ class _Run:
                     self.parts.save_threshold_model, self.state.module, epoch, metrics[metric]
                 )
             self._window_after(epoch, step_time(seconds, steps), stopping)
-            if reached and not opts.keep_going:
+            if reached and not opts.all_epochs:
                 break
         self.progress.close()
 
     def _threshold_model(self) -> Any:
         """A copy of the run's model holding the threshold checkpoint's weights (with
-        --keep-going the live model is the last epoch's, not the one that met the target)."""
+        --all-epochs the live model is the last epoch's, not the one that met the target)."""
         view = {**self.record, "_dir": str(self.run_dir)}
         return self.parts.threshold_model(view, self.state.module)
 

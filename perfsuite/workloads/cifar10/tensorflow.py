@@ -27,8 +27,8 @@ from perfsuite.workloads.digits.tensorflow import (
     ArraySource,
     DigitsNet,
     TFDigitsWorkload,
-    _uniform,
     batch_norm_variables,
+    uniform_init,
 )
 
 PAD = 4  # reflect padding of the random crop, as in the PyTorch workload
@@ -95,10 +95,10 @@ class ResNet9Net(DigitsNet):
                  (c[2], c[3]), (c[3], c[3]), (c[3], c[3])]  # fmt: skip
         self.convs, self.bns = [], []
         for i, (cin, cout) in enumerate(pairs):
-            w = _uniform(rng, (3, 3, cin, cout), cin * 9)
+            w = uniform_init(rng, (3, 3, cin, cout), cin * 9)
             self.convs.append(tf.Variable(w, name=f"conv{i}/kernel"))
             self.bns.append(batch_norm_variables(i, cout))
-        w = _uniform(rng, (c[3], num_classes), c[3])
+        w = uniform_init(rng, (c[3], num_classes), c[3])
         self.dense_w = tf.Variable(w, name="dense/kernel")
 
     @property

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfsuite.workloads.base import Recipe
 from perfsuite.workloads.data import Batch
-from perfsuite.workloads.digits.workload import DigitsWorkload, _digits
+from perfsuite.workloads.digits.workload import DigitsWorkload, digits_split
 from perfsuite.workloads.state import no_phase
 
 BN_EPS = 1e-5  # PyTorch's BatchNorm2d default (Keras uses 1e-3)
@@ -83,7 +83,7 @@ class ArraySource:
         return None
 
 
-def _uniform(rng: Any, shape: tuple[int, ...], fan_in: int) -> Any:
+def uniform_init(rng: Any, shape: tuple[int, ...], fan_in: int) -> Any:
     """PyTorch's default conv/linear init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in)
     return rng.uniform(-bound, bound, size=shape).astype("float32")
@@ -118,12 +118,14 @@ class DigitsNet:
         self.convs, self.bns = [], []
         for i in range(3):
             cin, cout = chans[i], chans[i + 1]
-            w = _uniform(rng, (3, 3, cin, cout), cin * 9)  # HWIO
+            w = uniform_init(rng, (3, 3, cin, cout), cin * 9)  # HWIO
             self.convs.append(tf.Variable(w, name=f"conv{i}/kernel"))
             self.bns.append(batch_norm_variables(i, cout))
         feat = chans[-1]
-        self.dense_w = tf.Variable(_uniform(rng, (feat, num_classes), feat), name="dense/kernel")
-        self.dense_b = tf.Variable(_uniform(rng, (num_classes,), feat), name="dense/bias")
+        self.dense_w = tf.Variable(
+            uniform_init(rng, (feat, num_classes), feat), name="dense/kernel"
+        )
+        self.dense_b = tf.Variable(uniform_init(rng, (num_classes,), feat), name="dense/bias")
 
     @property
     def trainable(self) -> list[Any]:
@@ -292,7 +294,7 @@ class TFDigitsWorkload(DigitsWorkload):
         return DigitsNet(width, self.num_classes, seed, layout, compute_dtype)
 
     def load_data(self, data_dir: str | None, device: Any, layout: str = "nhwc") -> ArraySource:
-        images, labels, train, test, mean, std = _digits()
+        images, labels, train, test, mean, std = digits_split()
         x = ((images - mean) / std)[..., None]  # NHWC
         shift = int((self.recipe or self.default_recipe()).extra.get("shift", 1))
         return ArraySource(x[train], labels[train], x[test], labels[test], shift=shift,

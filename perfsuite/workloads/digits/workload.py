@@ -84,7 +84,7 @@ class DigitsWorkload(Workload):
         import torch
         import torch.nn.functional as F
 
-        images, labels, train, test, mean, std = _digits()
+        images, labels, train, test, mean, std = digits_split()
         x = torch.from_numpy((images - mean) / std).unsqueeze(1)
         y = torch.from_numpy(labels)
         shift = int((self.recipe or self.default_recipe()).extra.get("shift", 1))
@@ -103,16 +103,16 @@ class DigitsWorkload(Workload):
 
     def to_images(self, x: Any) -> Any:
         """Inputs back to the 8x8 images in [0, 1] (pixel value / 16)."""
-        *_, mean, std = _digits()
+        *_, mean, std = digits_split()
         return x * std + mean
 
     def from_images(self, images: Any) -> Any:
-        *_, mean, std = _digits()
+        *_, mean, std = digits_split()
         return (images - mean) / std
 
 
 @functools.cache
-def _digits() -> tuple[Any, ...]:
+def digits_split() -> tuple[Any, ...]:
     """(images in [0, 1], labels, train indices, test indices, train mean, train std)."""
     import numpy as np
     from sklearn.datasets import load_digits

@@ -195,9 +195,9 @@ def patch_moments(
     """Mean (D,) and covariance (D, D) of all kernel x kernel patches (D = C*k*k, laid out as a
     conv weight is: channel, row, column), accumulated in float64 over image chunks so that
     5,000 images never materialize their 4.8 M patches at once. The sums stay on the images'
-    device and only the (D, D) result comes to the CPU (for eigh): with the float64 patches
-    copied to the host, whitening took 347-365 ms and 112,627 minor page faults of the GPU
-    recipe's 0.8 s epoch 1 on an H200 (docs/results/2026-11-26-capture-parity-gpu.md)."""
+    device and only the (D, D) result comes to the CPU (for eigh), so a GPU recipe copies no
+    patches to the host: that copy costs a large share of a sub-second first epoch
+    (docs/results/2026-11-26-capture-parity-gpu.md)."""
     if images.ndim != 4:
         raise ValueError(f"images: expected N x C x H x W, got shape {tuple(images.shape)}")
     d = images.shape[1] * kernel * kernel

@@ -62,8 +62,8 @@ def random_translate(
     Two ways to the same pixels (the same draws, bit-identical output): on CPU a loop over the
     (2 pad + 1)^2 offsets with masks, cheaper there than a per-pixel gather; on a GPU
     (`gather` None means x.is_cuda) one gather, because each masked offset costs the host a
-    sync (`any`, then the mask's nonzero): 50 a batch, seen on an H200 as 1,000 of a 3-step
-    window's 1,280 kernel launches and a step where the GPU idled 37% of the time."""
+    sync (`any`, then the mask's nonzero), 50 a batch, and a GPU waiting on host syncs idles
+    (docs/results/2026-11-26-counters-gpu.md)."""
     if pad <= 0:
         return x
     n, c, h, w = x.shape
