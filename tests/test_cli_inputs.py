@@ -206,6 +206,15 @@ def test_help_texts_show_no_doubled_percent():
         assert "%%" not in sub.format_help(), name
 
 
+def test_run_help_lists_every_workload():
+    from perfsuite.workloads import workload_names
+
+    sub = dict(_subparsers(build_parser()))["run"]
+    (positional,) = [a for a in sub._actions if a.dest == "workload"]
+    listed = positional.help.split("(", 1)[1].split(")", 1)[0].split(", ")
+    assert listed == workload_names() and "gpt" in listed
+
+
 def test_deprecated_spellings_still_work(capsys):
     args = build_parser().parse_args(["run", "digits", "--keep-going"])
     assert args.keep_going is True
