@@ -16,7 +16,7 @@ from perfsuite.analyzers.roofline.doubts import Suspects
 from perfsuite.analyzers.roofline.mathmode import Context
 from perfsuite.analyzers.roofline.results import OpRoofline, RunRoofline
 from perfsuite.devices.maths import SPEC_DTYPE
-from perfsuite.fmt import si
+from perfsuite.fmt import pct, si
 
 
 def _wrong_math(evidence: str | None, ratio: float, peak: float | None, s: Suspects) -> str:
@@ -50,7 +50,7 @@ def flag_cause(
     a measured CPU roof the record shows too low (busy machine, fewer threads, a smaller
     benchmark) first; a wrong math only when a faster roof exists that would hold the point."""
     s = suspects or Suspects()
-    head = f"{ratio:.0%} of its roof: not a result, a model or ceiling error; likely "
+    head = f"{pct(ratio, 0)} of its roof: not a result, a model or ceiling error; likely "
     if bound == "compute":
         low = f"the measured peak is too low ({'; '.join(s.peak)})" if s.peak else ""
         roof = "" if s.peak else "a low roof" + (f" ({s.peak_unknown})" if s.peak_unknown else "")
@@ -106,7 +106,7 @@ def counter_evidence(
     text += f": the {what} model over-counts"
     if time_s and roof:
         frac = seen / time_s / roof
-        text += f"; on the measured {what} it reads {frac:.0%} of its roof" + (
+        text += f"; on the measured {what} it reads {pct(frac, 0)} of its roof" + (
             ", still above it: the roof or the time is off too" if frac > 1 else ""
         )
     return text
@@ -140,7 +140,7 @@ def run_flag(frac: float, ctx: Context, by_math: Mapping[str, float]) -> str:
         + (f" ({', '.join(unknown)}: load at measurement not recorded)" if unknown else "")
     )
     return (
-        f"the step would take {frac:.0%} of its measured time at the roofs: not a result; "
+        f"the step would take {pct(frac, 0)} of its measured time at the roofs: not a result; "
         "likely " + _causes([*low, wrong, "FLOPs/bytes over-counted", roof])
     )
 
@@ -223,7 +223,7 @@ def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline
     fields = " and ".join(f"{k} {getattr(run, k):.1%}" for k in doubts)
     parts = []
     for r in roofs:
-        over = _and([f"{op} ({ratio:.0%})" for op, ratio in flagged[r]])
+        over = _and([f"{op} ({pct(ratio, 0)})" for op, ratio in flagged[r]])
         users = " and ".join(k for k, rs in doubts.items() if r in rs)
         verb = "sits" if len(flagged[r]) == 1 else "sit"
         parts.append(
