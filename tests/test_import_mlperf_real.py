@@ -411,3 +411,28 @@ def test_a_token_count_out_of_bounds_is_refused_by_field(real, tmp_path):
     assert "eval_accuracy.metadata.epoch_num: -1.00663e+08 is not a count of tokens" in str(
         err.value
     )
+
+
+def test_a_300_character_benchmark_name_is_refused_by_field(tmp_path, capsys):
+    path = _log(tmp_path / "r.log", "b" * 300, [("eval_accuracy", 3.2)])
+    with pytest.raises(ImportFailure) as err:
+        load_result(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: field submission_benchmark: 'bbbb")
+    assert "(300 characters) is not a benchmark name" in msg and len(msg) < 400
+    assert main(["import", "mlperf", str(path), "--out", str(tmp_path / "o")]) == 2
+    err_line = capsys.readouterr().err.strip()
+    assert "field submission_benchmark" in err_line and "\n" not in err_line
+    assert "site-packages" not in err_line
+
+
+def test_long_names_from_the_layout_make_a_bounded_run_id(tmp_path):
+    pytest.importorskip("mlperf_logging")
+    system = "s" * 250  # a folder name as long as a file system allows
+    path = _log(tmp_path / V51 / ("t" * 250) / "results" / system / "llama31_8b" / "result_0.txt",
+                "llama31_8b", [("eval_accuracy", 3.2)])  # fmt: skip
+    result = ours([path], tmp_path / "out")
+    (it,) = result.items
+    run_id = it.record["run_id"]
+    assert len(run_id) <= 200 and run_id.startswith("mlperf-v5.1-tttt")
+    assert (tmp_path / "out" / run_id / "run.json").is_file()

@@ -26,6 +26,7 @@ from perfsuite.importers.common import (
     MAX_RESULT_BYTES,
     Imported,
     ImportFailure,
+    bounded,
     decode_text,
     find_files,
     had_bom_or_crlf,
@@ -263,7 +264,8 @@ def load_entry(path: str | Path) -> Imported:
         rows, tsv_flags = read_tsv(tsv, task)
         flags += tsv_flags
 
-    run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(base.stem)}"
+    kind = "inference" if inference else "train"
+    run_id = bounded(f"dawnbench-{slug(task.name)}-{kind}-{slug(base.stem)}")
     record = new_record(
         run_id=run_id,
         task={

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfsuite.devices.accelerators import accelerator, devices_used
-from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
+from perfsuite.fmt import printable
+from perfsuite.importers.common import (
+    Imported,
+    ImportFailure,
+    bounded,
+    find_files,
+    read_text,
+    slug,
+)
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
@@ -66,6 +75,8 @@ RUN_JSON_BYTES = 32 * 1024 * 1024
 INFERENCE_KEYS = ("loadgen_", "effective_scenario", "requested_scenario", "result_validity")
 # judged on several components at once: one scalar --target cannot stand for them
 JOINT = ("maskrcnn", "stable_diffusion")
+# what a benchmark's name may be: it becomes part of run ids, and so of folder names
+BENCHMARK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -228,6 +239,12 @@ def _select_benchmark(
     name = opts.benchmark or (str(logged) if logged is not None else None)
     if name is None:
         raise ImportFailure(f"{path}: field submission_benchmark: missing (pass --benchmark)")
+    if not BENCHMARK_NAME.fullmatch(name):
+        shown = printable(name if len(name) <= 40 else name[:37] + "...")
+        raise ImportFailure(
+            f"{path}: field submission_benchmark: {shown!r} ({len(name)} characters) is not a "
+            "benchmark name (letters, digits, '_', '.', '-'; at most 64 characters)"
+        )
     if opts.benchmark and logged is not None and str(logged) != opts.benchmark:
         flags.append(f"log says submission_benchmark {logged!r}; imported as {opts.benchmark!r}")
     target = opts.targets.get(name)
@@ -325,8 +342,8 @@ def _run_id(rnd: str | None, pl: Place, path: Path, name: str) -> str:
     stem = slug(path.stem)
     if pl.submitter and pl.system:
         tag = f"v{rnd}-" if rnd else ""
-        return f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}"
-    return f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}"
+        return bounded(f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}")
+    return bounded(f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}")
 
 
 def _read_log(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
