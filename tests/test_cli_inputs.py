@@ -291,3 +291,21 @@ def test_flops_bad_input_shape_is_refused_before_the_model(text, message, capsys
     assert main(["flops", "no_such_module_xyz:net", "--input", text]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"perfsuite: error: {message}"), last
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["run", "digits", "--seed", str(2**70)], "--seed"),
+        (["run", "digits", "--epochs", str(2**63)], "--epochs"),
+        (["stability", "x", "--seed", str(-(2**63) - 1)], "--seed"),
+        (["roofline", "x", "--top", str(2**64)], "--top"),
+    ],
+)
+def test_an_integer_flag_out_of_range_names_the_flag(capsys, argv, flag):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert f"argument {flag}: " in line and "outside the 64-bit integer range" in line
+    assert build_parser().parse_args(["run", "digits", "--seed", str(2**63 - 1)]).seed == 2**63 - 1
