@@ -387,7 +387,9 @@ def _decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
         "syncs": syncs,
         "profiler_ranges": [],
         "events": len(events),
-        "malformed": 0,  # a phase that is not a string fails the chunk
+        # a complete event without a usable timestamp; a phase that is not a string fails
+        # the chunk
+        "malformed": int(np.count_nonzero(~finite)),
         "negative_durations": negative,
         "beyond_reason": int(np.count_nonzero(far)),
         "phases": dict(phases),

@@ -612,7 +612,8 @@ def fill_events(
                 ts, dur = float(ts), float(dur)
             except OverflowError:
                 ts = nan
-            if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
+            if ts - ts != 0.0:  # no usable timestamp (NaN, infinite): malformed, counted
+                bad += 1
                 continue
             if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
                 far += 1  # beyond any clock: skipped, and the analysis says how many
