@@ -257,3 +257,9 @@ def test_an_absurd_op_is_refused_by_validate_and_never_printed_in_full(
     shown = capsys.readouterr()
     assert "the step would take >100,000% of its measured time" in shown.out
     assert not re.search(r"\d{13}", shown.out + shown.err)
+
+
+def test_a_token_count_beyond_reason_is_named(good):
+    rec = _mutate(good, lambda r: r["evaluations"][0].update(tokens=1e30))
+    assert _fields(rec) == ["evaluations[0].tokens"]
+    assert _fields(_mutate(good, lambda r: r["evaluations"][0].update(tokens=1_207_959_552))) == []

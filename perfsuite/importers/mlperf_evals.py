@@ -21,6 +21,7 @@ from typing import Any
 
 from perfsuite.importers.common import ImportFailure
 from perfsuite.importers.mlperf_rules import Benchmark, component_metric
+from perfsuite.record.consistency import MAX_SAMPLES
 
 # metadata keys that name the point of training an evaluation belongs to, in the order
 # mlperf-logging uses to pair FID and CLIP lines (step_num: Stable Diffusion, ruleset 3.1.0)
@@ -34,8 +35,8 @@ def number(v: Any) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
 
-# A count of samples or tokens beyond reason (`perfsuite.record.consistency.MAX_SAMPLES`).
-MAX_COUNT = 1e18
+# A count of samples or tokens beyond reason, as the record's checks bound them.
+MAX_COUNT = MAX_SAMPLES
 
 
 @dataclass

@@ -121,9 +121,10 @@ def evaluation_problems(evaluations: Any, fractions: frozenset[str] = frozenset(
         if not _num(epoch) or not math.isfinite(epoch) or epoch < 0 or epoch > MAX_SECONDS:
             out.append(Problem(f"{where}.epoch", f"{_fmt(epoch)} is not an epoch count"))
             continue
-        samples = ev.get("samples")
-        if _num(samples) and not 0 <= samples <= MAX_SAMPLES:
-            out.append(Problem(f"{where}.samples", f"{_fmt(samples)} is beyond reason"))
+        for count in ("samples", "tokens"):
+            value = ev.get(count)
+            if _num(value) and not 0 <= value <= MAX_SAMPLES:
+                out.append(Problem(f"{where}.{count}", f"{_fmt(value)} is beyond reason"))
         metrics = ev.get("metrics")
         if isinstance(metrics, Mapping):
             for m, v in metrics.items():
