@@ -37,10 +37,18 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}".rstrip()
 
 
+# A fraction shown as a percentage only up to this size (100,000%): past it the figure is a
+# bug or bad input (validate names the field), and its digits would fill the screen.
+PCT_LIMIT = 1e3
+
+
 def pct(fraction: float | None, digits: int = 1) -> str:
-    """0.1234 -> "12.3%"."""
-    if fraction is None or (isinstance(fraction, float) and not math.isfinite(fraction)):
+    """0.1234 -> "12.3%"; past +-PCT_LIMIT (infinity included), ">100,000%" (or
+    "<-100,000%"), never its digits; None or NaN -> "n/a"."""
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
         return "n/a"
+    if abs(fraction) > PCT_LIMIT:
+        return f"{'>' if fraction > 0 else '<-'}{100 * PCT_LIMIT:,.0f}%"
     return f"{100.0 * fraction:.{digits}f}%"
 
 

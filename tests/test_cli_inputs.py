@@ -206,6 +206,15 @@ def test_help_texts_show_no_doubled_percent():
         assert "%%" not in sub.format_help(), name
 
 
+def test_run_help_lists_every_workload():
+    from perfsuite.workloads import workload_names
+
+    sub = dict(_subparsers(build_parser()))["run"]
+    (positional,) = [a for a in sub._actions if a.dest == "workload"]
+    listed = positional.help.split("(", 1)[1].split(")", 1)[0].split(", ")
+    assert listed == workload_names() and "gpt" in listed
+
+
 def test_roofline_output_flag():
     args = build_parser().parse_args(["roofline", "r", "-o", "y.html"])
     assert args.output == "y.html"
@@ -295,3 +304,21 @@ def test_a_missing_command_module_fails_the_parser(monkeypatch):
     monkeypatch.setattr(perfsuite.cli, "COMMANDS", [*perfsuite.cli.COMMANDS, "perfsuite.cli.x"])
     with pytest.raises(ModuleNotFoundError, match=r"perfsuite\.cli\.x"):
         build_parser()
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["run", "digits", "--seed", str(2**70)], "--seed"),
+        (["run", "digits", "--epochs", str(2**63)], "--epochs"),
+        (["stability", "x", "--seed", str(-(2**63) - 1)], "--seed"),
+        (["roofline", "x", "--top", str(2**64)], "--top"),
+    ],
+)
+def test_an_integer_flag_out_of_range_names_the_flag(capsys, argv, flag):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert f"argument {flag}: " in line and "outside the 64-bit integer range" in line
+    assert build_parser().parse_args(["run", "digits", "--seed", str(2**63 - 1)]).seed == 2**63 - 1

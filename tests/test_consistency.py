@@ -116,12 +116,50 @@ CASES = {
         "status",
         "stored 'not_reached', time_to_accuracy.reached is true",
     ),
+    "op of 1e308 FLOP in a step of 9.2e8": (
+        lambda r: r.update(work=_work(1e308)),
+        "work.per_op[1].flops",
+        "1e+308 FLOP in one op, more than the step's 9.2e+08 (flops_per_step)",
+    ),
+    "negative op bytes": (
+        lambda r: r.update(work={**_work(3.2e8), "per_op": [{"op": "aten::mm", "bytes": -4.0}]}),
+        "work.per_op[0].bytes",
+        "-4 is not a count of byte (0 or more)",
+    ),
+    "task targets of other types": (
+        lambda r: r["task"].update(targets=[1, "x", None]),
+        "task.targets[0]",
+        "1 is not an object {metric, target, direction}",
+    ),
+    "task target without a number": (
+        lambda r: r["task"].update(targets=[{"metric": "top1", "target": "x"}]),
+        "task.targets[0].target",
+        "'x' is not a finite number",
+    ),
     "time of another evaluation": (
         lambda r: r["time_to_accuracy"].update(time_s=30.0),
         "time_to_accuracy.time_s",
         "stored 30 s, the evaluations give 20 s",
     ),
 }
+
+
+def _work(second_op_flops: float) -> dict:
+    """A counted step of 9.2e8 FLOP: two matrix products, the second of `second_op_flops`."""
+    return {
+        "flops_per_step": quantity(9.2e8, "FLOP", "counted"),
+        "per_op": [
+            {"op": "aten::mm", "calls": 1, "flops": 6e8, "bytes": 1e6},
+            {"op": "aten::addmm", "calls": 1, "flops": second_op_flops, "bytes": 1e6},
+        ],
+    }
+
+
+def test_each_target_type_is_named(good):
+    rec = _mutate(good, lambda r: r["task"].update(targets=[1, "x", None]))
+    assert _fields(rec) == ["task.targets[0]", "task.targets[1]", "task.targets[2]"]
+    assert _fields(_mutate(good, lambda r: r["task"].update(targets=[]))) == []
+    assert _fields(_mutate(good, lambda r: r.update(work=_work(9.2e8)))) == []  # a part <= whole
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -193,3 +231,35 @@ def test_the_report_does_not_state_a_claim_the_evaluations_do_not_bear(good):
     assert line.startswith("Claims not shown: inconsistent record:")
     assert "field time_to_accuracy.reached" in line
     assert "Reached" not in line
+
+
+def test_an_absurd_op_is_refused_by_validate_and_never_printed_in_full(
+    make_record, tmp_path, capsys
+):
+    """An op of 1e308 FLOP: validate names the field; the roofline's percentages stop at the
+    formatter's limit instead of printing hundreds of digits."""
+    import re
+
+    from perfsuite import fmt
+    from perfsuite.__main__ import main as program
+    from tests.helpers import build_record
+
+    assert fmt.pct(1e306) == fmt.pct(float("inf")) == ">100,000%"
+    assert fmt.pct(-1e306) == "<-100,000%"
+    assert (fmt.pct(999.0, 0), fmt.pct(float("nan"))) == ("99900%", "n/a")
+    rec = build_record(make_record)
+    rec["work"]["per_op"][0]["flops"] = 1e308
+    write_record(tmp_path / "r", rec)
+    assert program(["validate", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert "field work.per_op[0].flops: 1e+308 FLOP in one op" in out
+    program(["roofline", str(tmp_path / "r")])
+    shown = capsys.readouterr()
+    assert "the step would take >100,000% of its measured time" in shown.out
+    assert not re.search(r"\d{13}", shown.out + shown.err)
+
+
+def test_a_token_count_beyond_reason_is_named(good):
+    rec = _mutate(good, lambda r: r["evaluations"][0].update(tokens=1e30))
+    assert _fields(rec) == ["evaluations[0].tokens"]
+    assert _fields(_mutate(good, lambda r: r["evaluations"][0].update(tokens=1_207_959_552))) == []

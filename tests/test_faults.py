@@ -246,3 +246,43 @@ def test_interrupted_is_a_valid_status(tmp_path, make_record):
     rec = make_record(status="interrupted", error="terminated by SIGTERM")
     write_record(tmp_path / "r", rec)
     assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "interrupted"
+
+
+def _on_disk(folder: Path) -> dict:
+    return json.loads((folder / "run.json").read_text())
+
+
+def test_a_killed_runs_record_is_rewritten_interrupted_on_the_next_open(tmp_path, make_record):
+    rec = make_record([(1, 1.0, 0.5)])
+    rec["owner"] = {"host": socket.gethostname(), "pid": _dead_pid(), "started": 1.0}
+    write_record(tmp_path / "r", rec)
+    assert _on_disk(tmp_path / "r")["status"] == "running"
+    with record_lock(tmp_path / "r"):  # a writer holds the folder: the file is left to it
+        assert load_record(tmp_path / "r")["status"] == "interrupted"
+    assert _on_disk(tmp_path / "r")["status"] == "running"
+    load_record(tmp_path / "r")
+    disk = _on_disk(tmp_path / "r")
+    assert disk["status"] == "interrupted" and "ended without writing" in disk["error"]
+    assert disk["evaluations"] == rec["evaluations"] and disk["owner"] == rec["owner"]
+    assert not list((tmp_path / "r").glob(".run.json.*.tmp"))
+
+
+def test_killed_after_reaching_is_ranked_with_capture_incomplete(tmp_path, make_record):
+    from perfsuite.analyzers.runs.leaderboard import leaderboard
+    from perfsuite.analyzers.runs.stability import stability
+
+    rec = make_record([(1, 1.0, 0.95)], run_id="killed")
+    rec["owner"] = {"host": socket.gethostname(), "pid": _dead_pid(), "started": 1.0}
+    rec["extra"] = {"training_ended_at": "2026-11-29T01:00:00+00:00"}
+    write_record(tmp_path / "r", rec)
+    loaded = load_record(tmp_path / "r")
+    assert loaded["status"] == "reached" and loaded["time_to_accuracy"]["time_s"] == 1.0
+    (flag,) = [f for f in loaded["flags"] if f.startswith("capture incomplete: ")]
+    assert "2026-11-29T01:00:00+00:00" in flag
+    assert _on_disk(tmp_path / "r")["flags"] == loaded["flags"]  # written, and only once
+    assert load_record(tmp_path / "r")["flags"] == loaded["flags"]
+    (board,) = leaderboard([loaded], "training-time")
+    (row,) = board.rows
+    assert row.value == 1.0 and row.note.startswith("capture incomplete: ")
+    (group,) = stability([loaded])
+    assert any(w.startswith("killed: capture incomplete") for w in group.warnings)

@@ -303,3 +303,17 @@ def test_summary_cost_is_the_leaderboards_training_cost():
     assert c.training_cost_usd is not None
     assert item.summary["cost_usd"] == c.training_cost_usd  # one formula, bit for bit
     assert item.summary["cost_usd"] == pytest.approx(144.0 / 3600.0 * 3.06)
+
+
+def test_a_column_given_twice_is_flagged_and_the_first_read(tmp_path):
+    src = ENTRIES / "CIFAR10" / "train"
+    folder = tmp_path / "CIFAR10" / "train"
+    folder.mkdir(parents=True)
+    (folder / "twice.json").write_bytes((src / "reordered_columns.json").read_bytes())
+    rows = ["epoch\thours\ttop1Accuracy\ttop1Accuracy", "1\t0.25\t91.0\t95.0", "2\t0.5\t94.2\t96.0"]
+    (folder / "twice.tsv").write_text("\n".join(rows) + "\n")
+    rec = load_entry(folder / "twice.json").record
+    (flag,) = [f for f in rec["flags"] if "given 2 times" in f]
+    assert flag.startswith("twice.tsv: field top1Accuracy: ") and "(columns 3, 4)" in flag
+    assert [e["metrics"]["top1"] for e in rec["evaluations"]] == [0.91, 0.942]
+    assert not has_flag(cifar("reordered_columns"), "given 2 times")

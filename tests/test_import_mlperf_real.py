@@ -28,6 +28,7 @@ FOLDERS = {  # benchmark -> (round folder, submitter, system), ruleset, required
     "llama31_405b": ((V51, "NVIDIA", "tyche_ngpu512_ngc25.09_nemo"), "5.1.0", 3),
     "flux1": ((V51, "University-of-Florida", "hpg.dgxb200x8.n9"), "5.1.0", 10),
     "stable_diffusion": ((V40, "Quanta_Cloud_Technology", "D74H-7U"), "4.0.0", 10),
+    "gpt3": ((V40, "Google", "cloud-tpu-v5p-1024-maxtext"), "4.0.0", 3),
 }
 
 
@@ -364,3 +365,74 @@ def test_an_offline_evaluation_is_marked_and_its_record_is_consistent(tmp_path):
     assert problems(rec) == []
     rec["evaluations"][0].pop("offline")
     assert [p.field for p in problems(rec)] == ["time_to_accuracy.time_s"]
+
+
+def test_gpt3_counts_tokens_not_epochs(real):
+    """GPT-3 logs count tokens in epoch_num (MLPerf's rules): read as tokens, never as an
+    epoch, so the real log imports, consistent, with its evaluations' samples and tokens."""
+    from perfsuite.record.consistency import problems
+
+    rec = load_result(folder(real, "gpt3") / "result_0.txt").record
+    assert rec["status"] == "reached" and problems(rec) == []
+    first, crossed = (
+        rec["evaluations"][0],
+        rec["evaluations"][rec["time_to_accuracy"]["evaluation_index"]],
+    )
+    assert first["tokens"] == 50_331_648 and first["samples"] == 50_331_648 // 2048
+    # the log's train_samples is the token count trained, logged at the end: no dataset size
+    assert rec["config"]["train_samples"] == rec["evaluations"][-1]["tokens"]
+    assert [e["epoch"] for e in rec["evaluations"]] == list(range(1, 25))
+    assert crossed["metrics"]["log_perplexity"] <= 2.69 < first["metrics"]["log_perplexity"]
+    assert rec["time_to_accuracy"]["epoch"] == 24 and crossed["tokens"] == 1_207_959_552
+    (flag,) = [f for f in rec["flags"] if "counts training progress in tokens" in f]
+    assert "evaluations[].tokens" in flag
+
+
+def test_open_division_says_it_was_judged_against_the_closed_target(real, tmp_path):
+    src = folder(real, "gpt3") / "result_0.txt"
+    text = src.read_text()
+    assert '"value": "closed"' in text
+    path = tmp_path / V40 / "Google" / "results" / "s" / "gpt3" / "result_0.txt"
+    path.parent.mkdir(parents=True)
+    path.write_text(text.replace('"value": "closed"', '"value": "open"'))
+    rec = load_result(path).record
+    (flag,) = [f for f in rec["flags"] if f.startswith("open division: ")]
+    assert "log_perplexity <= 2.69" in flag and "MLPerf Training 4.0.0" in flag
+    assert not [f for f in load_result(src).record["flags"] if f.startswith("open division")]
+
+
+def test_a_token_count_out_of_bounds_is_refused_by_field(real, tmp_path):
+    path = tmp_path / V40 / "x" / "result_0.txt"
+    path.parent.mkdir(parents=True)
+    text = (folder(real, "gpt3") / "result_0.txt").read_text()
+    path.write_text(text.replace('"epoch_num": 100663296', '"epoch_num": -100663296'))
+    with pytest.raises(ImportFailure) as err:
+        load_result(path)
+    assert "eval_accuracy.metadata.epoch_num: -1.00663e+08 is not a count of tokens" in str(
+        err.value
+    )
+
+
+def test_a_300_character_benchmark_name_is_refused_by_field(tmp_path, capsys):
+    path = _log(tmp_path / "r.log", "b" * 300, [("eval_accuracy", 3.2)])
+    with pytest.raises(ImportFailure) as err:
+        load_result(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: field submission_benchmark: 'bbbb")
+    assert "(300 characters) is not a benchmark name" in msg and len(msg) < 400
+    assert main(["import", "mlperf", str(path), "--out", str(tmp_path / "o")]) == 2
+    err_line = capsys.readouterr().err.strip()
+    assert "field submission_benchmark" in err_line and "\n" not in err_line
+    assert "site-packages" not in err_line
+
+
+def test_long_names_from_the_layout_make_a_bounded_run_id(tmp_path):
+    pytest.importorskip("mlperf_logging")
+    system = "s" * 250  # a folder name as long as a file system allows
+    path = _log(tmp_path / V51 / ("t" * 250) / "results" / system / "llama31_8b" / "result_0.txt",
+                "llama31_8b", [("eval_accuracy", 3.2)])  # fmt: skip
+    result = ours([path], tmp_path / "out")
+    (it,) = result.items
+    run_id = it.record["run_id"]
+    assert len(run_id) <= 200 and run_id.startswith("mlperf-v5.1-tttt")
+    assert (tmp_path / "out" / run_id / "run.json").is_file()

@@ -15,6 +15,7 @@ from perfsuite.analyzers.runs.thresholds import (
 )
 from perfsuite.cli import main
 from perfsuite.record import write_record
+from tests.conftest import settle
 
 CURVES = {
     # A: steady; B: slow start, reaches 0.93 first; C: fast start, plateaus below 0.92
@@ -125,6 +126,7 @@ def test_lower_is_better_records_use_their_direction(tmp_path, make_record):
         run_id="wer-run",
     )
     rec["task"]["direction"] = "lower"
+    settle(rec)  # its stored time to accuracy in the lower direction, as a writer stores it
     assert run_crossing(rec, threshold=0.1).time_s == 20.0
     table = analyze_thresholds([rec], [0.058, 0.1])  # thresholds are analyzed in ascending order
     assert [r.placings[0].time_s for r in table.rankings] == [30.0, 20.0]
@@ -202,6 +204,7 @@ def test_group_with_a_stopped_run_is_not_measured_unless_another_run_failed(make
 def test_lower_is_better_stricter_threshold_is_lower(make_record):
     rec = make_record([(1, 10.0, 0.30), (2, 20.0, 0.05)], metric="wer", threshold=0.058)
     rec["task"]["direction"] = "lower"
+    settle(rec)
     rec["config"] = {"epochs": 8}
     res = analyze_thresholds([rec], [0.04, 0.058, 0.1])
     assert [(r.threshold, r.placings[0].state) for r in res.rankings] == [
@@ -267,3 +270,17 @@ def test_diverged_runs_are_dnc_named_as_diverged(make_record, tmp_path, capsys):
     (p,) = group.rankings[0].placings
     assert (p.state, p.reached_runs, p.runs, p.diverged_runs) == ("dnc", 1, 2, 1)
     assert "DNC (1/2 runs, 1 diverged)" in render(group)
+
+
+def test_an_inconsistent_record_is_left_out_with_its_reason(make_record):
+    """Evaluations reversed in time: the record's curve contradicts itself, so thresholds
+    leaves it out as validate, leaderboard, stability, cost and report do."""
+    records = _records(make_record)
+    bad = make_record([(1, 30.0, 0.90), (2, 20.0, 0.92), (3, 10.0, 0.93)], run_id="R")
+    res = analyze_thresholds([*records, bad], TS)
+    assert [e.name for e in res.entries] == ["A", "B", "C"]
+    (note,) = [n for n in res.notes if n.startswith("left out R: ")]
+    assert "inconsistent record: field evaluations[1]" in note and "out of order" in note
+    assert _table(res) == _table(analyze_thresholds(records, TS))
+    with pytest.raises(ValueError, match="no consistent training records"):
+        analyze_thresholds([bad], TS)

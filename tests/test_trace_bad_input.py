@@ -93,7 +93,7 @@ def test_events_with_wrong_types_are_skipped_and_counted(tmp_path):
     ]
     path = _trace(tmp_path, events[:-1])
     data = read_trace(path)
-    assert data.malformed == 4
+    assert data.malformed == 5  # ph, cat, pid and tid of other types; ts "inf" (no timestamp)
     assert len(data.device.name) == 4  # the good kernel, args=list, huge ids, dur nan
     assert list(data.device.device) == [0, 0, 0, 0]  # 2**63 - 1 is no device id
     analysis = analyze_trace(data)
@@ -346,3 +346,13 @@ def test_negative_durations_and_far_timestamps_are_said_not_dropped_silently(tmp
     notes = analyze_trace(data).notes
     assert any(n.startswith("1 event(s) with a negative duration") for n in notes)
     assert any(n.startswith("2 event(s) skipped:") and "beyond 1e17 us" in n for n in notes)
+
+
+def test_events_without_a_timestamp_are_counted_in_a_note(tmp_path):
+    """The reference reader; every other path is held to it in test_trace_reader_paths."""
+    events = [_kernel(), _kernel(ts=None), _kernel(ts="x"), _kernel(ts=20.0)]
+    events.append({k: v for k, v in _kernel().items() if k != "ts"})
+    data = read_trace(_trace(tmp_path, events), fast=False, cache=False)
+    assert len(data.device.name) == 2 and data.malformed == 3
+    (note,) = [n for n in analyze_trace(data).notes if "malformed event(s) skipped" in n]
+    assert note.startswith("3 malformed") and "without a usable timestamp" in note

@@ -138,6 +138,7 @@ ODD_EVENTS: list[Any] = [
     _kernel(9, ts=1e18),  # beyond any clock
     _kernel(10, dur=1e14),
     _kernel(12, name=None),
+    _kernel(15, ts=None),  # no timestamp: malformed, counted
     _kernel(13, name=17),
     _kernel(14, cat="Memcpy", args={}),
     _kernel(16, args={"correlation": 2**62 + 1}),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfsuite.record.consistency import untrusted
+from perfsuite.record.io import CAPTURE_INCOMPLETE
 from perfsuite.record.tta import Crossing, record_crossing
 
 
@@ -211,3 +212,14 @@ def why_absent(record: Mapping[str, Any], section: str) -> str:
             "before this section was written"
         )
     return f"not recorded by {writer}{when}, which did not write this section"
+
+
+def capture_incomplete(record: Mapping[str, Any]) -> str | None:
+    """The record's "capture incomplete: ..." flag (a run killed after training ended, before
+    its threshold checkpoint, profile window or inference latency finished), else None. Its
+    time to accuracy stands and is ranked; rankings show the flag beside it."""
+    flags = record.get("flags")
+    for flag in flags if isinstance(flags, list) else []:
+        if isinstance(flag, str) and flag.startswith(CAPTURE_INCOMPLETE):
+            return flag
+    return None

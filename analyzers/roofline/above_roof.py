@@ -29,7 +29,7 @@ from typing import Any
 
 from perfsuite.analyzers.roofline.results import OpRoofline, RunRoofline
 from perfsuite.devices.maths import DTYPE_MATH, SPEC_DTYPE, OpMath
-from perfsuite.fmt import si
+from perfsuite.fmt import pct, si
 
 
 @dataclass(frozen=True)
@@ -336,7 +336,7 @@ def flag_cause(
     a measured CPU roof the record shows too low (busy machine, fewer threads, a smaller
     benchmark) first; a wrong math only when a faster roof exists that would hold the point."""
     s = suspects or Suspects()
-    head = f"{ratio:.0%} of its roof: not a result, a model or ceiling error; likely "
+    head = f"{pct(ratio, 0)} of its roof: not a result, a model or ceiling error; likely "
     if bound == "compute":
         low = f"the measured peak is too low ({'; '.join(s.peak)})" if s.peak else ""
         roof = "" if s.peak else "a low roof" + (f" ({s.peak_unknown})" if s.peak_unknown else "")
@@ -392,7 +392,7 @@ def counter_evidence(
     text += f": the {what} model over-counts"
     if time_s and roof:
         frac = seen / time_s / roof
-        text += f"; on the measured {what} it reads {frac:.0%} of its roof" + (
+        text += f"; on the measured {what} it reads {pct(frac, 0)} of its roof" + (
             ", still above it: the roof or the time is off too" if frac > 1 else ""
         )
     return text
@@ -433,7 +433,7 @@ def run_flag(
         + (f" ({', '.join(unknown)}: load at measurement not recorded)" if unknown else "")
     )
     return (
-        f"the step would take {frac:.0%} of its measured time at the roofs: not a result; "
+        f"the step would take {pct(frac, 0)} of its measured time at the roofs: not a result; "
         "likely " + _causes([*low, wrong, "FLOPs/bytes over-counted", roof])
     )
 
@@ -516,7 +516,7 @@ def run_doubts(run: RunRoofline, ops: Iterable[OpRoofline]) -> tuple[RunRoofline
     fields = " and ".join(f"{k} {getattr(run, k):.1%}" for k in doubts)
     parts = []
     for r in roofs:
-        over = _and([f"{op} ({ratio:.0%})" for op, ratio in flagged[r]])
+        over = _and([f"{op} ({pct(ratio, 0)})" for op, ratio in flagged[r]])
         users = " and ".join(k for k, rs in doubts.items() if r in rs)
         verb = "sits" if len(flagged[r]) == 1 else "sit"
         parts.append(

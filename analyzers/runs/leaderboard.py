@@ -36,6 +36,7 @@ from perfsuite.analyzers.results.generalization import headline
 from perfsuite.analyzers.results.inference import OLDER_RULE, energy_view, inference_view
 from perfsuite.analyzers.results.record_view import (
     accelerator_seconds,
+    capture_incomplete,
     left_out,
     mlperf_round,
     partial_run,
@@ -155,12 +156,13 @@ def _entry(
             return "n/a", None, None, f"{gone} before reaching the target"
         if not reached or time_s is None:
             return "DNC", None, None, f"{rec.get('status')}: did not reach {target}"
+        incomplete = capture_incomplete(rec)
         if by == "training-time":
-            return "ranked", time_s, tta.get("provenance"), None
+            return "ranked", time_s, tta.get("provenance"), incomplete
         c = cost_of(rec, prices, instance_type)
         if c.training_cost_usd is None:
             return "n/a", None, None, _unpriced(c)
-        note = _joined(f"price: {c.price.source}", *c.price_notes)
+        note = _joined(f"price: {c.price.source}", *c.price_notes, incomplete)
         return "ranked", c.training_cost_usd, c.training_cost_provenance, note
     inf = rec.get("inference") or {}
     if not inf.get("latency"):

@@ -19,6 +19,7 @@ from perfsuite.analyzers.results.record_view import (
     FINISHED,
     INCONSISTENT,
     batch_size_of,
+    capture_incomplete,
     crossing,
     task_direction,
     trusted_outcome,
@@ -319,6 +320,8 @@ class RunOutcome:
     counted: bool = True
     stopped_at: float | None = None  # not measured: it stopped at its own target (this) first
     error: str | None = None  # the record's one-line error (crashed, diverged)
+    # killed after training ended, before its capture finished (`record_view.capture_incomplete`)
+    capture_incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,7 @@ def _outcome(rec: dict[str, Any], metric: str | None, threshold: float | None) -
         counted=c.measured and not left_out,
         stopped_at=None if status == INCONSISTENT else c.stopped_at,
         error=error,
+        capture_incomplete=capture_incomplete(rec) is not None,
     )
 
 
@@ -399,6 +403,11 @@ def _left_out_warnings(runs: Sequence[RunOutcome], target: str) -> list[str]:
         f"{r.run_id} ({r.status}) reached the target before it ended; its time is kept"
         for r in runs
         if r.counted and r.status not in final
+    ]
+    out += [
+        f"{r.run_id}: capture incomplete (killed after training ended); its time is kept"
+        for r in runs
+        if r.counted and r.capture_incomplete
     ]
     return out
 

@@ -4,10 +4,13 @@ A system that is fastest to 90% is not necessarily fastest to 93% (DAWNBench and
 threshold choices matter). From the recorded curves we compute the time to each threshold
 with the one DAWNBench rule (`perfsuite.record.tta.record_crossing`, in the task's direction), rank
 the entries at every threshold, and list the pairs whose order swaps between consecutive
-thresholds. A run that stopped on meeting its own target has no time to a stricter
-threshold: it is "not measured" there (not DNC) and takes no part in ranking changes. A run
-that trained to its end without reaching a threshold is DNC there (DAWNBench's "did not
-converge", the word every command uses), a diverged one (NaN loss) counted as such.
+thresholds. A record whose claims its own evaluations do not bear out is left out, with its
+first problem in a note, by the rule every ranking command applies
+(`perfsuite.record.consistency.untrusted`). A run that stopped on meeting its own target has
+no time to a stricter threshold: it is "not measured" there (not DNC) and takes no part in
+ranking changes. A run that trained to its end without reaching a threshold is DNC there
+(DAWNBench's "did not converge", the word every command uses), a diverged one (NaN loss)
+counted as such.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from perfsuite.analyzers.runs.stability import (
     threshold_problem,
     training_records,
 )
+from perfsuite.record.consistency import untrusted
 from perfsuite.record.tta import record_crossing
 
 
@@ -184,19 +188,67 @@ def _common_metric(records: Sequence[dict[str, Any]], metric: str | None) -> str
     return metrics[0]
 
 
-def analyze_thresholds(
+def _consistent(records: Sequence[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+    """The records whose claims follow from their evaluations (`perfsuite.record.consistency`);
+    each one left out is named in a note with its first problem, as every ranking command
+    leaves it out (validate, leaderboard, stability, cost, report)."""
+    kept = []
+    for rec in records:
+        bad = untrusted(rec)
+        if bad:
+            notes.append(f"left out {rec.get('run_id')}: {bad}")
+        else:
+            kept.append(rec)
+    return kept
+
+
+def _entries(
+    records: Sequence[dict[str, Any]], by_group: bool, notes: list[str]
+) -> tuple[list[Entry], list[list[dict[str, Any]]]]:
+    """The entries ranked (runs, or groups of repeated runs) and the records of each."""
+    if by_group:
+        groups = group_records(records)
+        entries = [Entry(k, label, [str(r.get("run_id")) for r in rs]) for k, label, rs in groups]
+        return entries, [rs for _, _, rs in groups]
+    run_ids = [str(r.get("run_id")) for r in records]
+    dup = sorted({x for x in run_ids if run_ids.count(x) > 1})
+    if dup:
+        notes.append(f"duplicate run ids {', '.join(dup)}; entries are suffixed with #n")
+    entries = []
+    for i, run_id in enumerate(run_ids):
+        name = run_id if run_id not in dup else f"{run_id}#{i}"
+        entries.append(Entry(name, name, [run_id]))
+    return entries, [[r] for r in records]
+
+
+def _ranking(
+    t: float, m: str, entries: Sequence[Entry], members: Sequence[Sequence[dict[str, Any]]]
+) -> Ranking:
+    """Every entry at threshold `t`: the mean time of its runs when all reached, else DNC or
+    not measured."""
+    items = []
+    for entry, recs in zip(entries, members, strict=True):
+        crossings = [record_crossing(r, threshold=t, metric=m) for r in recs]
+        reached = [c.time_s for c in crossings if c.reached and c.time_s is not None]
+        stops = sorted({c.stopped_at for c in crossings if c.stopped_at is not None})
+        unmeasured = sum(1 for c in crossings if not c.measured)
+        diverged = sum(
+            1
+            for r, c in zip(recs, crossings, strict=True)
+            if c.measured and not c.reached and r.get("status") == "diverged"
+        )
+        value = stats.mean(reached) if len(reached) == len(crossings) else None
+        items.append((entry.name, value, len(reached), len(crossings), unmeasured, stops, diverged))
+    return Ranking(t, _rank(items))
+
+
+def _checked_records(
     records: Sequence[dict[str, Any]],
     thresholds: Sequence[float],
-    metric: str | None = None,
-    by_group: bool = False,
-) -> ThresholdAnalysis:
-    """Time to each threshold per run (or per group: the mean over its runs), ranks and swaps.
-
-    A group counts as reaching a threshold only when all its runs reach it (the mean of the
-    runs that reached would flatter it); otherwise it is DNC at that threshold when a run
-    trained to its end without it, else not measured (runs stopped at their own target).
-    """
-    notes: list[str] = []
+    metric: str | None,
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The training records that can be ranked, after the thresholds are checked against them."""
     records, inference_only = training_records(records)
     if inference_only:
         notes.append(f"skipped {len(inference_only)} inference-only record(s): no training curve")
@@ -208,47 +260,38 @@ def analyze_thresholds(
         problem = threshold_problem(float(t), records, metric)
         if problem:
             raise ValueError(f"threshold {t:g}: {problem}")
+    consistent = _consistent(records, notes)
+    if not consistent:
+        raise ValueError(f"no consistent training records ({notes[-1]})")
+    return consistent
+
+
+def analyze_thresholds(
+    records: Sequence[dict[str, Any]],
+    thresholds: Sequence[float],
+    metric: str | None = None,
+    by_group: bool = False,
+) -> ThresholdAnalysis:
+    """Time to each threshold per run (or per group: the mean over its runs), ranks and swaps.
+
+    A group counts as reaching a threshold only when all its runs reach it (the mean of the
+    runs that reached would flatter it); otherwise it is DNC at that threshold when a run
+    trained to its end without it, else not measured (runs stopped at their own target). A
+    record whose claims its evaluations do not bear out is left out, named in a note.
+    """
+    notes: list[str] = []
+    records = _checked_records(records, thresholds, metric, notes)
     ts = sorted(set(float(t) for t in thresholds))
     m = _common_metric(records, metric)
     tasks = sorted({str(workload_of(r)) for r in records})
     if len(tasks) > 1:  # one metric name, different tasks: a ranking across them means little
         notes.append(f"records of different workloads ({', '.join(tasks)}) are ranked together: "
                      "the same metric value is a different target on each")  # fmt: skip
-
-    if by_group:
-        groups = group_records(records)
-        entries = [Entry(k, label, [str(r.get("run_id")) for r in rs]) for k, label, rs in groups]
-        members = [rs for _, _, rs in groups]
-    else:
-        run_ids = [str(r.get("run_id")) for r in records]
-        dup = sorted({x for x in run_ids if run_ids.count(x) > 1})
-        if dup:
-            notes.append(f"duplicate run ids {', '.join(dup)}; entries are suffixed with #n")
-        entries = []
-        for i in range(len(records)):
-            name = run_ids[i] if run_ids[i] not in dup else f"{run_ids[i]}#{i}"
-            entries.append(Entry(name, name, [run_ids[i]]))
-        members = [[r] for r in records]
-
+    entries, members = _entries(records, by_group, notes)
     cmp = "<=" if task_direction(records[0]) == "lower" else ">="
     rankings: list[Ranking] = []
     for t in ts:
-        items = []
-        for entry, recs in zip(entries, members, strict=True):
-            crossings = [record_crossing(r, threshold=t, metric=m) for r in recs]
-            reached = [c.time_s for c in crossings if c.reached and c.time_s is not None]
-            stops = sorted({c.stopped_at for c in crossings if c.stopped_at is not None})
-            unmeasured = sum(1 for c in crossings if not c.measured)
-            diverged = sum(
-                1
-                for r, c in zip(recs, crossings, strict=True)
-                if c.measured and not c.reached and r.get("status") == "diverged"
-            )
-            value = stats.mean(reached) if len(reached) == len(crossings) else None
-            items.append(
-                (entry.name, value, len(reached), len(crossings), unmeasured, stops, diverged)
-            )
-        rankings.append(Ranking(t, _rank(items)))
+        rankings.append(_ranking(t, m, entries, members))
         notes += _unreached_note(rankings[-1], f"{m} {cmp} {t:g}")
     notes += _not_measured_note(rankings, m, cmp)
     no_curve = [

@@ -201,7 +201,7 @@ def _reader_notes(data: TraceData) -> list[str]:
     if data.malformed:
         notes.append(
             f"{data.malformed} malformed event(s) skipped (a list or object where a phase, "
-            "category or pid/tid belongs)"
+            "category or pid/tid belongs, or a complete event without a usable timestamp)"
         )
     if data.negative_durations:
         notes.append(

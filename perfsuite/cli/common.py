@@ -150,12 +150,27 @@ def instance_type(text: str) -> str:
     return text
 
 
-def positive_int(text: str) -> int:
-    """An integer >= 1 (epochs, batch size, repeats)."""
+# The integers a flag takes: a signed 64-bit one, what torch, NumPy and the OS take as a seed,
+# a count or a size; a larger one would fail later, far from the flag that gave it.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def int64(text: str) -> int:
+    """An integer in the signed 64-bit range (seeds, step counts); argparse names the flag."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{value:.3g} is outside the 64-bit integer range [-2**63, 2**63 - 1]"
+        )
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (epochs, batch size, repeats), at most 2**63 - 1."""
+    value = int64(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not >= 1")
     return value
@@ -180,7 +195,7 @@ def add_top_flag(
     uncut = "; --json output is never cut" if has_json else ""
     parser.add_argument(
         "--top",
-        type=int,
+        type=int64,
         default=TOP_DEFAULT,
         metavar="N",
         help=f"{what} (0: all; default {TOP_DEFAULT}){uncut}",

@@ -10,6 +10,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_json_flag,
     add_top_flag,
+    int64,
     print_json,
     status,
     top_rows,
@@ -95,9 +96,9 @@ def register(sub: Any) -> None:
         help="which verdict sets the exit status (default time_to_accuracy)",
     )
     p.add_argument(
-        "--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)"
+        "--resamples", type=int64, default=10_000, help="bootstrap resamples (default 10000)"
     )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=int64, default=0, help="bootstrap seed (default 0)")
     p.add_argument(
         "--flop-tolerance",
         type=float,

@@ -12,6 +12,7 @@ from perfsuite.cli.common import (
     CLIError,
     add_json_flag,
     add_top_flag,
+    int64,
     print_json,
     resolve_run,
     status,
@@ -52,7 +53,7 @@ def register(sub: Any) -> None:
         "--device", default="cuda", help="device for --calibrate (only cuda is supported)"
     )
     p.add_argument(
-        "--size", type=int, default=4096, help="M = N = K of the --calibrate GEMMs (default 4096)"
+        "--size", type=int64, default=4096, help="M = N = K of the --calibrate GEMMs (default 4096)"
     )
     p.add_argument(
         "--into",
@@ -62,7 +63,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--steps",
-        type=int,
+        type=int64,
         help="number of training steps the profiled window covered (per-step figures; needed "
         "with --into)",
     )

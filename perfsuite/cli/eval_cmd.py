@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, print_json, resolve_run, status
+from perfsuite.cli.common import CLIError, add_json_flag, int64, print_json, resolve_run, status
 
 
 def register(sub: Any) -> None:
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
     s.add_argument("--families", help="comma-separated corruption families (default: all)")
     s.add_argument(
         "--limit",
-        type=int,
+        type=int64,
         metavar="N",
         help="corrupt only the first N own test images (CPU time; recorded)",
     )
@@ -77,7 +77,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="where the run's own dataset is now (default: the run's --data-dir)",
     )
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="corruption and bootstrap seed")
+    p.add_argument("--seed", type=int64, default=0, help="corruption and bootstrap seed")
     p.add_argument("--no-store", action="store_true", help="do not write into the record")
     add_json_flag(p)
 

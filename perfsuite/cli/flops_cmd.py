@@ -10,7 +10,15 @@ import argparse
 import re
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, add_top_flag, print_json, status, top_rows
+from perfsuite.cli.common import (
+    CLIError,
+    add_json_flag,
+    add_top_flag,
+    int64,
+    print_json,
+    status,
+    top_rows,
+)
 
 CONV_LINEAR = ("convolution", "matmul")
 _DIMS_X = re.compile(r"\s*\d+(?:\s*x\s*\d+)+\s*")
@@ -38,7 +46,7 @@ def register(sub: Any) -> None:
         "repeat for several inputs; default: the model's own. Which was assumed is printed",
     )
     p.add_argument(
-        "--batch", type=int, help="batch size (default 1, or the first dim of a full --input)"
+        "--batch", type=int64, help="batch size (default 1, or the first dim of a full --input)"
     )
     p.add_argument(
         "--train", action="store_true", help="count a full training step, not a forward pass"

@@ -15,6 +15,7 @@ from typing import Any
 from perfsuite.cli.common import (
     CLIError,
     add_json_flag,
+    int64,
     positive_int,
     print_json,
     resolve_run,
@@ -52,7 +53,7 @@ def register(sub: Any) -> None:
         help="fp32, bf16 or fp16 (default: the run's own precision; another one is measured "
         "and stored with a note that it differs from the run's)",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N examples (partial)")
+    p.add_argument("--limit", type=int64, metavar="N", help="only the first N examples (partial)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
     p.add_argument(
         "--data-dir", metavar="DIR", help="where the run's dataset is now (default: the run's)"

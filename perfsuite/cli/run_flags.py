@@ -14,6 +14,7 @@ from typing import Any
 from perfsuite.cli.common import (
     fraction,
     instance_type,
+    int64,
     nonnegative_float,
     positive_int,
 )
@@ -24,7 +25,7 @@ from perfsuite.runner.options import Flag, RunOptions, default_of, option_flags
 # fraction (the study file's rule).
 _CONVERTERS: dict[str, Callable[[str], Any] | None] = {
     "text": None,
-    "int": int,
+    "int": int64,
     "positive_int": positive_int,
     "nonnegative_float": nonnegative_float,
     "instance_type": instance_type,

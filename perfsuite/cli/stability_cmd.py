@@ -8,6 +8,7 @@ from typing import Any
 from perfsuite.cli.common import (
     CLIError,
     add_json_flag,
+    int64,
     load_runs,
     metric_value,
     print_json,
@@ -55,7 +56,7 @@ def register(sub: Any) -> None:
         default=0.05,
         help="warn when the 95%% CI half-width exceeds this fraction of the mean (default 0.05)",
     )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=int64, default=0, help="bootstrap seed (default 0)")
     add_json_flag(p)
     p.set_defaults(func=run)
 

@@ -7,6 +7,7 @@ anything suspicious goes into the record's `flags` list (and the command's outpu
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -107,10 +108,24 @@ def parse_date(value: Any) -> tuple[str | None, str | None]:
     return None, f"timestamp {text!r} not understood; left out"
 
 
+# Longest id fragment (`slug`) and run id (`bounded`) an import makes: a run id names a
+# folder, and file systems refuse names over 255 bytes.
+MAX_SLUG = 64
+MAX_RUN_ID = 200
+
+
+def bounded(text: str, limit: int = MAX_RUN_ID) -> str:
+    """`text` as is when it has at most `limit` characters, else its head and the first 8 hex
+    digits of its SHA-256: short enough for a folder name, and still unique."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 9]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
 def slug(text: str) -> str:
-    """A folder-safe id fragment."""
+    """A folder-safe id fragment: letters, digits, `._-` only, at most MAX_SLUG characters."""
     out = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
-    return out or "entry"
+    return bounded(out, MAX_SLUG) or "entry"
 
 
 def find_files(paths: Iterable[str | Path], patterns: tuple[str, ...]) -> Iterator[Path]:

@@ -26,6 +26,7 @@ from perfsuite.importers.common import (
     MAX_RESULT_BYTES,
     Imported,
     ImportFailure,
+    bounded,
     decode_text,
     find_files,
     had_bom_or_crlf,
@@ -104,6 +105,13 @@ def read_tsv(path: Path, task: Task) -> tuple[list[dict[str, float]], list[str]]
         )
     if header[: len(need)] != need:
         flags.append(f"{path.name}: columns in unusual order ({' '.join(header)}); read by name")
+    for c in need:
+        places = [i + 1 for i, h in enumerate(header) if h == c]
+        if len(places) > 1:
+            flags.append(
+                f"{path.name}: field {c}: column given {len(places)} times (columns "
+                f"{', '.join(map(str, places))}); the first is read"
+            )
     rows = []
     for lineno, line in enumerate(lines[1:], start=2):
         cells = [c.strip() for c in line.split("\t")]
@@ -237,9 +245,8 @@ def _parse_entry(path: Path, text: str) -> dict[str, Any]:
     return entry
 
 
-def load_entry(path: str | Path) -> Imported:
-    """One DAWNBench entry (JSON, or gzipped JSON, + TSV for training) as a run record."""
-    path = Path(path)
+def _read_entry(path: Path) -> tuple[dict[str, Any], list[str], bool, str | None, Path, Path]:
+    """(entry JSON, flags, inference?, the entry kind's note, base path, TSV path) of a file."""
     text, flags = _entry_text(path, _entry_bytes(path))
     entry = _parse_entry(path, text)
     base = path.with_name(path.name.removesuffix(".gz"))  # x.json.gz pairs with x.tsv
@@ -247,9 +254,94 @@ def load_entry(path: str | Path) -> Imported:
     if "model" in missing or "hardware" in missing:
         raise ImportFailure(f"{path}: field {missing[0]}: required field missing")
     flags += [f"{path.name}: field {f} missing" for f in missing]
-
     tsv = base.with_suffix(".tsv")
     inference, note = entry_kind(path, entry, tsv)
+    return entry, flags, inference, note, base, tsv
+
+
+def _new_entry_record(
+    path: Path, entry: dict[str, Any], task: Task, run_id: str, tsv: Path | None
+) -> dict[str, Any]:
+    """The record's task, source, model, framework and hardware of an entry (`tsv`: its
+    training curve, None for an inference entry)."""
+    record = new_record(
+        run_id=run_id,
+        task={
+            "name": task.name,
+            "workload": None,
+            "metric": task.metric,
+            "threshold": task.threshold,
+            "dataset": task.dataset,
+        },
+        source_kind="dawnbench",
+    )
+    record["source"]["files"] = [str(path)] + ([str(tsv)] if tsv else [])
+    record["source"]["entry_type"] = "training" if tsv else "inference"
+    record["model"] = _text(entry, "model", path)
+    record["framework"] = _text(entry, "framework", path)
+    record["hardware"] = hardware(_text(entry, "hardware", path))
+    record["math"] = assumed_math(record)  # the result does not say: PyTorch's defaults
+    return record
+
+
+def _entry_extra(entry: dict[str, Any], path: Path, flags: list[str]) -> tuple[dict, str | None]:
+    """`extra.dawnbench` (the entry's own fields, date, misc) and the entry's date."""
+    date, note = parse_date(entry.get("timestamp"))
+    if note:
+        flags.append(f"{path.name}: {note}")
+    extra = {
+        k: entry.get(k)
+        for k in ("version", "author", "authorEmail", "codeURL", "commitHash")
+        if k in entry
+    }
+    extra["date"] = date
+    extra["misc"] = _misc(entry.get("misc"), path.name, flags)
+    return {"dawnbench": extra}, date
+
+
+def _fill_training(
+    record: dict[str, Any],
+    rows: list[dict[str, float]],
+    task: Task,
+    tsv: Path,
+    flags: list[str],
+    summary: dict[str, Any],
+) -> None:
+    """A training entry's curve, time to accuracy and status, and its summary's figures."""
+    evaluations, curve_flags = _curve(rows, task, tsv)
+    flags += curve_flags
+    record["evaluations"] = evaluations
+    crossing = first_crossing(evaluations, task.metric, task.threshold)
+    record["time_to_accuracy"] = crossing_dict(crossing, provenance="imported")
+    record["status"] = "reached" if crossing.reached else "not_reached"
+    if crossing.reached:
+        later = [e["metrics"][task.metric] for e in evaluations[crossing.evaluation_index :]]
+        if min(later) < task.threshold:
+            flags.append(
+                f"{tsv.name}: {task.metric} falls back below {task.threshold:g} after first "
+                f"reaching it (final {evaluations[-1]['metrics'][task.metric]:.4g}); "
+                "time to accuracy uses the first crossing"
+            )
+    usd_h = record["cost"]["usd_per_hour"]["value"] if record["cost"] else None
+    summary.update(
+        {
+            "status": record["status"],
+            "metric": task.metric,
+            "threshold": task.threshold,
+            "time_to_accuracy_s": crossing.time_s,
+            "epoch": crossing.epoch,
+            "final": evaluations[-1]["metrics"][task.metric],
+            "cost_usd": training_cost_usd(crossing.time_s, usd_h)
+            if (usd_h is not None and crossing.time_s is not None)
+            else None,
+        }
+    )
+
+
+def load_entry(path: str | Path) -> Imported:
+    """One DAWNBench entry (JSON, or gzipped JSON, + TSV for training) as a run record."""
+    path = Path(path)
+    entry, flags, inference, note, base, tsv = _read_entry(path)
     rows: list[dict[str, float]] = []
     header = None
     if not inference:
@@ -262,41 +354,13 @@ def load_entry(path: str | Path) -> Imported:
     if not inference:
         rows, tsv_flags = read_tsv(tsv, task)
         flags += tsv_flags
-
-    run_id = f"dawnbench-{task.name}-{'inference' if inference else 'train'}-{slug(base.stem)}"
-    record = new_record(
-        run_id=run_id,
-        task={
-            "name": task.name,
-            "workload": None,
-            "metric": task.metric,
-            "threshold": task.threshold,
-            "dataset": task.dataset,
-        },
-        source_kind="dawnbench",
-    )
-    record["source"]["files"] = [str(path)] + ([] if inference else [str(tsv)])
-    record["source"]["entry_type"] = "inference" if inference else "training"
-    record["model"] = _text(entry, "model", path)
-    record["framework"] = _text(entry, "framework", path)
-    record["hardware"] = hardware(_text(entry, "hardware", path))
-    record["math"] = assumed_math(record)  # the result does not say: PyTorch's defaults
-    date, note = parse_date(entry.get("timestamp"))
-    if note:
-        flags.append(f"{path.name}: {note}")
+    kind = "inference" if inference else "train"
+    run_id = bounded(f"dawnbench-{slug(task.name)}-{kind}-{slug(base.stem)}")
+    record = _new_entry_record(path, entry, task, run_id, None if inference else tsv)
+    record["extra"], date = _entry_extra(entry, path, flags)
     if date:
         record["created_at"] = date
     record["cost"] = _cost(entry, path, inference, flags)
-    record["extra"] = {
-        "dawnbench": {
-            k: entry.get(k)
-            for k in ("version", "author", "authorEmail", "codeURL", "commitHash")
-            if k in entry
-        }
-    }
-    record["extra"]["dawnbench"]["date"] = date
-    record["extra"]["dawnbench"]["misc"] = _misc(entry.get("misc"), path.name, flags)
-
     summary: dict[str, Any] = {
         "run_id": run_id,
         "task": task.name,
@@ -306,34 +370,7 @@ def load_entry(path: str | Path) -> Imported:
     if inference:
         _fill_inference(record, entry, task, path, flags, summary)
     else:
-        evaluations, curve_flags = _curve(rows, task, tsv)
-        flags += curve_flags
-        record["evaluations"] = evaluations
-        crossing = first_crossing(evaluations, task.metric, task.threshold)
-        record["time_to_accuracy"] = crossing_dict(crossing, provenance="imported")
-        record["status"] = "reached" if crossing.reached else "not_reached"
-        if crossing.reached:
-            later = [e["metrics"][task.metric] for e in evaluations[crossing.evaluation_index :]]
-            if min(later) < task.threshold:
-                flags.append(
-                    f"{tsv.name}: {task.metric} falls back below {task.threshold:g} after first "
-                    f"reaching it (final {evaluations[-1]['metrics'][task.metric]:.4g}); "
-                    "time to accuracy uses the first crossing"
-                )
-        usd_h = record["cost"]["usd_per_hour"]["value"] if record["cost"] else None
-        summary.update(
-            {
-                "status": record["status"],
-                "metric": task.metric,
-                "threshold": task.threshold,
-                "time_to_accuracy_s": crossing.time_s,
-                "epoch": crossing.epoch,
-                "final": evaluations[-1]["metrics"][task.metric],
-                "cost_usd": training_cost_usd(crossing.time_s, usd_h)
-                if (usd_h is not None and crossing.time_s is not None)
-                else None,
-            }
-        )
+        _fill_training(record, rows, task, tsv, flags, summary)
     record["flags"] = flags
     summary["flags"] = flags
     return Imported(record, summary)

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfsuite.devices.accelerators import accelerator, devices_used
-from perfsuite.importers.common import Imported, ImportFailure, find_files, read_text, slug
+from perfsuite.fmt import printable
+from perfsuite.importers.common import (
+    Imported,
+    ImportFailure,
+    bounded,
+    find_files,
+    read_text,
+    slug,
+)
 from perfsuite.importers.mlperf_evals import evaluations as read_evaluations
 from perfsuite.importers.mlperf_evals import number as _number
 from perfsuite.importers.mlperf_rules import (
@@ -66,6 +75,8 @@ RUN_JSON_BYTES = 32 * 1024 * 1024
 INFERENCE_KEYS = ("loadgen_", "effective_scenario", "requested_scenario", "result_validity")
 # judged on several components at once: one scalar --target cannot stand for them
 JOINT = ("maskrcnn", "stable_diffusion")
+# what a benchmark's name may be: it becomes part of run ids, and so of folder names
+BENCHMARK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -228,6 +239,12 @@ def _select_benchmark(
     name = opts.benchmark or (str(logged) if logged is not None else None)
     if name is None:
         raise ImportFailure(f"{path}: field submission_benchmark: missing (pass --benchmark)")
+    if not BENCHMARK_NAME.fullmatch(name):
+        shown = printable(name if len(name) <= 40 else name[:37] + "...")
+        raise ImportFailure(
+            f"{path}: field submission_benchmark: {shown!r} ({len(name)} characters) is not a "
+            "benchmark name (letters, digits, '_', '.', '-'; at most 64 characters)"
+        )
     if opts.benchmark and logged is not None and str(logged) != opts.benchmark:
         flags.append(f"log says submission_benchmark {logged!r}; imported as {opts.benchmark!r}")
     target = opts.targets.get(name)
@@ -325,14 +342,13 @@ def _run_id(rnd: str | None, pl: Place, path: Path, name: str) -> str:
     stem = slug(path.stem)
     if pl.submitter and pl.system:
         tag = f"v{rnd}-" if rnd else ""
-        return f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}"
-    return f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}"
+        return bounded(f"mlperf-{tag}{slug(pl.submitter)}-{slug(pl.system)}-{slug(name)}-{stem}")
+    return bounded(f"mlperf-{slug(name)}-{slug(path.parent.name or 'log')}-{stem}")
 
 
-def load_result(path: str | Path, opts: Options | None = None) -> Imported:
-    """One MLPerf result log as a run record (see the module docstring for the rules)."""
-    path = Path(path)
-    opts = opts or Options()
+def _read_log(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The `:::MLLOG` events of an MLPerf training or HPC result log and its first flags;
+    ImportFailure, in one line naming the file, for anything else."""
     if path.is_dir():
         raise ImportFailure(
             f"{path}: no MLPerf log in this folder (result_*.txt, *.log or a perfsuite run "
@@ -347,13 +363,13 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
     flags: list[str] = [TIMING_FLAG]
     if bad:
         flags.append(f"{len(bad)} unreadable :::MLLOG line(s) skipped (first: line {bad[0]})")
-    pl = place(path)
-    bench, run, target_from_run = _select_benchmark(
-        path, _value(events, "submission_benchmark"), opts, pl, flags
-    )
-    if bench.usage == "hpc":
-        flags.append(f"MLPerf HPC log ({bench.name}): time to train scored as for training")
-    origin = _origin(run, target_from_run, flags)
+    return events, flags
+
+
+def _run_edges(
+    path: Path, events: list[dict[str, Any]], flags: list[str]
+) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+    """(first run_start, first run_stop or None, run_stop's status in lower case or None)."""
     start = _first(events, "run_start")
     if start is None:
         raise ImportFailure(f"{path}: field run_start: missing")
@@ -366,9 +382,30 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
         raise ImportFailure(
             f"{path}: line {stop['lineno']}: field run_stop.time_ms: before run_start"
         )
+    return start, stop, stop_status
 
-    train_samples = _number(_value(events, "train_samples"))
-    evaluations = read_evaluations(path, events, bench, start, stop, train_samples, flags)
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How a log's run ended: record status and error, convergence, time to train, crossing."""
+
+    status: str
+    error: str | None
+    converged: bool
+    time_to_train: float | None
+    crossing: Any
+
+
+def _outcome(
+    bench: Benchmark,
+    evaluations: list[dict[str, Any]],
+    start: dict[str, Any],
+    stop: dict[str, Any] | None,
+    stop_status: str | None,
+    flags: list[str],
+) -> _Outcome:
+    """Converged: run_stop says success and an evaluation meets every condition of the target
+    (`_margin` through the one time-to-accuracy rule). Flags why a run did not converge."""
     synthetic = [{**e, "metrics": {"_margin": _margin(bench, e["metrics"])}} for e in evaluations]
     crossing = first_crossing(synthetic, "_margin", 0.0)
     converged = stop_status == "success" and crossing.reached
@@ -393,12 +430,24 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
     first = bench.conditions[0]
     if not first.higher_is_better:
         flags.append(f"lower is better: {bench.metric} must be <= {first.target:g}")
+    return _Outcome(status, error, converged, time_to_train, crossing)
 
-    desc = system_description(pl, flags)
-    # the result's round: where the path or --round names it (not the newest rules guessed)
-    rnd = _round_label(bench.ruleset) if pl.ruleset or opts.round else None
-    run_id = _run_id(rnd, pl, path, bench.name)
-    task = {
+
+def _division_flag(division: Any, bench: Benchmark) -> str | None:
+    """An open-division log is judged here against the closed division's target: said so."""
+    if not isinstance(division, str) or division.strip().lower() != "open":
+        return None
+    return (
+        f"open division: judged against the closed division's target ({bench.describe()}, "
+        f"{bench.rules}); the open division's own rules may differ"
+    )
+
+
+def _task(bench: Benchmark) -> dict[str, Any]:
+    """The record's task: the benchmark, its first condition as the threshold, every
+    condition in `targets`."""
+    first = bench.conditions[0]
+    return {
         "name": bench.name,
         "workload": bench.name,
         "metric": bench.metric,
@@ -414,18 +463,125 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
             for c in bench.conditions
         ],
     }
+
+
+def _config(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The logged hyper-parameters: CONFIG_KEYS' first values, every `opt_*` key's first."""
     config = {k: _value(events, k) for k in CONFIG_KEYS if _first(events, k)}
     config.update(
         {e["key"]: e.get("value") for e in reversed(events) if e["key"].startswith("opt_")}
     )
-    record = new_record(run_id=run_id, task=task, source_kind="mlperf", config=config)
+    return config
+
+
+def _time_to_accuracy(bench: Benchmark, out: _Outcome) -> dict[str, Any]:
+    c, reached = out.crossing, out.converged
+    return {
+        "metric": bench.metric,
+        "threshold": bench.conditions[0].target,
+        "reached": reached,
+        "time_s": out.time_to_train if reached else None,
+        "epoch": c.epoch if reached else None,
+        "evaluation_index": c.evaluation_index if reached else None,
+        "provenance": "imported",
+    }
+
+
+def _mlperf_extra(
+    bench: Benchmark,
+    events: list[dict[str, Any]],
+    pl: Place,
+    rnd: str | None,
+    out: _Outcome,
+    evaluations: list[dict[str, Any]],
+    origin: dict[str, Any] | None,
+    stop_status: str | None,
+) -> dict[str, Any]:
+    """`extra.mlperf`: the rules, round and submission, and the run's MLPerf figures."""
+    c = out.crossing
+    return {
+        "rules": bench.rules,
+        "usage": bench.usage,
+        "round": rnd,
+        "submitter": pl.submitter,
+        "system": pl.system,
+        "org": _value(events, "submission_org"),
+        "division": _value(events, "submission_division"),
+        "submission_status": _value(events, "submission_status"),
+        "run_stop_status": stop_status,
+        "time_to_train": quantity(out.time_to_train, "s", "imported", "run_stop - run_start"),
+        "first_target_eval_s": (
+            evaluations[c.evaluation_index]["train_time_s"] if c.reached else None
+        ),
+        "required_runs": bench.required_runs,
+        # the benchmark's scoring rule, so that `perfsuite stability` applies it too
+        "dropped_each_end": bench.max_dropped,
+        "perfsuite_run": origin,
+    }
+
+
+def _summary(
+    record: dict[str, Any], path: Path, bench: Benchmark, out: _Outcome, stop_status: str | None
+) -> dict[str, Any]:
+    """The import's one-line view of a record (`perfsuite import mlperf --json`)."""
+    evaluations = record["evaluations"]
+    return {
+        "run_id": record["run_id"],
+        "file": str(path),
+        "benchmark": bench.name,
+        "round": record["extra"]["mlperf"]["round"],
+        "rules": bench.rules,
+        "status": out.status,
+        "run_stop_status": stop_status,
+        "converged": out.converged,
+        "metric": bench.metric,
+        "target": bench.conditions[0].target,
+        "final": evaluations[-1]["metrics"].get(bench.metric) if evaluations else None,
+        "time_to_train_s": out.time_to_train,
+        "flags": record["flags"],
+    }
+
+
+def _created_at(start: dict[str, Any], flags: list[str]) -> str | None:
     try:
-        record["created_at"] = _dt.datetime.fromtimestamp(
-            start["time_ms"] / 1000.0, _dt.timezone.utc
-        ).isoformat(timespec="seconds")
+        return _dt.datetime.fromtimestamp(start["time_ms"] / 1000.0, _dt.timezone.utc).isoformat(
+            timespec="seconds"
+        )
     except (ValueError, OverflowError, OSError):
         flags.append(f"run_start time_ms {start['time_ms']:g} is no date; created_at left out")
-    record["status"], record["error"] = status, error
+        return None
+
+
+def load_result(path: str | Path, opts: Options | None = None) -> Imported:
+    """One MLPerf result log as a run record (see the module docstring for the rules)."""
+    path = Path(path)
+    opts = opts or Options()
+    events, flags = _read_log(path)
+    pl = place(path)
+    bench, run, target_from_run = _select_benchmark(
+        path, _value(events, "submission_benchmark"), opts, pl, flags
+    )
+    if bench.usage == "hpc":
+        flags.append(f"MLPerf HPC log ({bench.name}): time to train scored as for training")
+    origin = _origin(run, target_from_run, flags)
+    start, stop, stop_status = _run_edges(path, events, flags)
+    train_samples = _number(_value(events, "train_samples"))
+    evaluations = read_evaluations(path, events, bench, start, stop, train_samples, flags)
+    out = _outcome(bench, evaluations, start, stop, stop_status, flags)
+    division = _division_flag(_value(events, "submission_division"), bench)
+    if division:
+        flags.append(division)
+    desc = system_description(pl, flags)
+    # the result's round: where the path or --round names it (not the newest rules guessed)
+    rnd = _round_label(bench.ruleset) if pl.ruleset or opts.round else None
+    run_id = _run_id(rnd, pl, path, bench.name)
+    record = new_record(
+        run_id=run_id, task=_task(bench), source_kind="mlperf", config=_config(events)
+    )
+    created = _created_at(start, flags)
+    if created is not None:
+        record["created_at"] = created
+    record["status"], record["error"] = out.status, out.error
     # the run.json is a source only when it set the target (and so the result)
     files = [str(path)] + ([origin["run_json"]] if origin and target_from_run else [])
     record["source"].update({"files": files, "entry_type": "training"})
@@ -438,58 +594,15 @@ def load_result(path: str | Path, opts: Options | None = None) -> Imported:
     record["model"] = bench.name
     record["math"] = assumed_math(record)  # the result does not say: PyTorch's defaults
     record["evaluations"] = evaluations
-    record["time_to_accuracy"] = {
-        "metric": bench.metric,
-        "threshold": first.target,
-        "reached": converged,
-        "time_s": time_to_train if converged else None,
-        "epoch": crossing.epoch if converged else None,
-        "evaluation_index": crossing.evaluation_index if converged else None,
-        "provenance": "imported",
-    }
+    record["time_to_accuracy"] = _time_to_accuracy(bench, out)
     epoch_times = _epoch_times(events)
     if epoch_times:
         record["throughput"] = {"epoch_times_s": epoch_times}
-    first_eval_s = (
-        evaluations[crossing.evaluation_index]["train_time_s"] if crossing.reached else None
-    )
     record["extra"] = {
-        "mlperf": {
-            "rules": bench.rules,
-            "usage": bench.usage,
-            "round": rnd,
-            "submitter": pl.submitter,
-            "system": pl.system,
-            "org": _value(events, "submission_org"),
-            "division": _value(events, "submission_division"),
-            "submission_status": _value(events, "submission_status"),
-            "run_stop_status": stop_status,
-            "time_to_train": quantity(time_to_train, "s", "imported", "run_stop - run_start"),
-            "first_target_eval_s": first_eval_s,
-            "required_runs": bench.required_runs,
-            # the benchmark's scoring rule, so that `perfsuite stability` applies it too
-            "dropped_each_end": bench.max_dropped,
-            "perfsuite_run": origin,
-        }
+        "mlperf": _mlperf_extra(bench, events, pl, rnd, out, evaluations, origin, stop_status)
     }
     record["flags"] = flags
-    final = evaluations[-1]["metrics"].get(bench.metric) if evaluations else None
-    summary = {
-        "run_id": run_id,
-        "file": str(path),
-        "benchmark": bench.name,
-        "round": rnd,
-        "rules": bench.rules,
-        "status": status,
-        "run_stop_status": stop_status,
-        "converged": converged,
-        "metric": bench.metric,
-        "target": first.target,
-        "final": final,
-        "time_to_train_s": time_to_train,
-        "flags": flags,
-    }
-    return Imported(record, summary)
+    return Imported(record, _summary(record, path, bench, out, stop_status))
 
 
 @dataclass

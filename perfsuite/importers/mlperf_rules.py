@@ -53,6 +53,17 @@ METRIC_NAMES = {
 }
 # record metric names of dict-valued eval_accuracy components
 COMPONENT_METRICS = {"BBOX": "bbox_map", "SEGM": "segm_map", "FID": "fid", "CLIP": "clip"}
+# Benchmarks whose rules measure training progress otherwise than in epochs, and what an
+# evaluation's `epoch_num` (where logged) counts in their logs: GPT-3 counts tokens (its
+# evaluation interval is 24,576 sequences of 2,048 tokens, logged as epoch_num 50,331,648);
+# the Llama benchmarks count samples (their rules require `samples_count`; logs that also
+# write `epoch_num` write the same count). Such a number is never read as an epoch.
+PROGRESS_UNITS = {
+    "gpt3": "tokens",
+    "llama2_70b_lora": "samples",
+    "llama31_8b": "samples",
+    "llama31_405b": "samples",
+}
 
 
 class RulesUnavailable(ImportFailure):
@@ -94,6 +105,12 @@ class Benchmark:
     usage: str = "training"
     ruleset: str | None = None
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def progress_unit(self) -> str | None:
+        """What `epoch_num` counts in this benchmark's logs ("tokens", "samples"), None where
+        it is an epoch (`PROGRESS_UNITS`)."""
+        return PROGRESS_UNITS.get(self.name)
 
     @property
     def joint(self) -> bool:

@@ -66,14 +66,10 @@ def _group_id(first: Imported, names: list[str], folder: str) -> str:
     return f"mlperf-{slug(names[0])}-{slug(Path(folder).name)}"
 
 
-def score_folders(items: list[Imported], failed: list[Path] | None = None) -> list[dict[str, Any]]:
-    """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
-
-    Score = `perfsuite.stats.olympic_mean` of the runs' time to train in minutes (a run that did
-    not converge, or a `result_*.txt` in `failed` that could not be read, counting as the
-    slowest; 4 dropped at each end for unet3d, else 1), times the folder's `scaling.json`
-    factor as in MLPerf's result summarizer. A run count other than the rules' is flagged.
-    """
+def _by_folder(
+    items: list[Imported], failed: list[Path] | None
+) -> tuple[dict[str, list[Imported]], dict[str, list[Path]]]:
+    """The imported `result_*.txt` runs by folder, and the unreadable ones of those folders."""
     groups: dict[str, list[Imported]] = {}
     for it in items:
         path = Path(it.record["source"]["files"][0])
@@ -83,69 +79,86 @@ def score_folders(items: list[Imported], failed: list[Path] | None = None) -> li
     for path in failed or []:
         if _is_result(path) and str(path.parent) in groups:
             unread.setdefault(str(path.parent), []).append(path)
+    return groups, unread
+
+
+def _folder_score(
+    folder: str, members: list[Imported], bad: list[Path], gid: str, names: list[str]
+) -> dict[str, Any]:
+    """One folder's score and how it came about (runs, minutes, dropped, factor, flags)."""
+    flags: list[str] = []
+    if bad:
+        flags.append(
+            f"{len(bad)} result file(s) not readable ({', '.join(p.name for p in bad)}): "
+            "counted as runs that did not converge, as MLCommons' summarizer does"
+        )
+    if len(names) > 1:
+        flags.append(f"mixed benchmarks {names}: no score")
+    minutes = []
+    for i, m in enumerate(members):
+        m.record["group"] = {"id": gid, "index": i, "size": len(members)}
+        tta = m.record["time_to_accuracy"]
+        minutes.append(tta["time_s"] / 60.0 if tta["reached"] else None)
+    minutes += [None] * len(bad)
+    runs = len(members) + len(bad)
+    required = 0
+    if len(names) == 1:  # a mixed folder has no one count: each benchmark has its own
+        required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
+        count = _count_flag(names[0], runs, required)
+        if count:
+            flags.append(count)
+    dropped = max_dropped(names[0])
+    om = olympic_mean(minutes, dropped) if len(names) == 1 else None
+    factor, problem = scaling_factor(Path(folder))
+    if problem:
+        flags.append(f"{problem}: no score")
+        om = None
+    elif factor != 1.0:
+        flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
+    score = None if om is None or om.value is None else om.value * factor
+    mlperf = members[0].record["extra"]["mlperf"]
+    count = members[0].record["hardware"].get("count")
+    return {
+        "folder": folder,
+        "group_id": gid,
+        "benchmark": names[0] if len(names) == 1 else None,
+        "runs": runs,
+        "unreadable": [str(p) for p in bad],
+        "round": mlperf.get("round"),
+        "submitter": mlperf.get("submitter"),
+        "system": mlperf.get("system"),
+        "accelerators": count,
+        "converged": sum(v is not None for v in minutes),
+        "required_runs": required or None,
+        "dropped_each_end": dropped,
+        "minutes": minutes,
+        "score_min": score,
+        # time x accelerators, so that systems of different sizes compare
+        "accelerator_min": None if score is None or not count else score * count,
+        "olympic_mean_min": None if om is None else om.value,
+        "scaling_factor": factor,
+        "kept_min": [] if om is None else list(om.kept),
+        "reason": None if om is None else om.reason,
+        "flags": flags,
+    }
+
+
+def score_folders(items: list[Imported], failed: list[Path] | None = None) -> list[dict[str, Any]]:
+    """MLPerf score of each folder holding `result_*.txt` files; sets each record's `group`.
+
+    Score = `perfsuite.stats.olympic_mean` of the runs' time to train in minutes (a run that did
+    not converge, or a `result_*.txt` in `failed` that could not be read, counting as the
+    slowest; 4 dropped at each end for unet3d, else 1), times the folder's `scaling.json`
+    factor as in MLPerf's result summarizer. A run count other than the rules' is flagged.
+    """
+    groups, unread = _by_folder(items, failed)
     scores = []
     used_gids: set[str] = set()
     for folder, members in sorted(groups.items()):
         names = sorted({m.record["task"]["name"] for m in members})
-        flags: list[str] = []
-        bad = sorted(unread.get(folder, []))
-        if bad:
-            flags.append(
-                f"{len(bad)} result file(s) not readable ({', '.join(p.name for p in bad)}): "
-                "counted as runs that did not converge, as MLCommons' summarizer does"
-            )
-        if len(names) > 1:
-            flags.append(f"mixed benchmarks {names}: no score")
         gid = _group_id(members[0], names, folder)
         if gid in used_gids:  # two systems' resnet/ folders: never one group
             gid += "-" + hashlib.sha256(folder.encode()).hexdigest()[:6]
         used_gids.add(gid)
-        minutes = []
-        for i, m in enumerate(members):
-            m.record["group"] = {"id": gid, "index": i, "size": len(members)}
-            tta = m.record["time_to_accuracy"]
-            minutes.append(tta["time_s"] / 60.0 if tta["reached"] else None)
-        minutes += [None] * len(bad)
-        runs = len(members) + len(bad)
-        required = 0
-        if len(names) == 1:  # a mixed folder has no one count: each benchmark has its own
-            required = int(members[0].record["extra"]["mlperf"]["required_runs"] or 0)
-            count = _count_flag(names[0], runs, required)
-            if count:
-                flags.append(count)
-        dropped = max_dropped(names[0])
-        om = olympic_mean(minutes, dropped) if len(names) == 1 else None
-        factor, problem = scaling_factor(Path(folder))
-        if problem:
-            flags.append(f"{problem}: no score")
-            om = None
-        elif factor != 1.0:
-            flags.append(f"scaling.json factor {factor:g} applied (as MLPerf's summarizer does)")
-        score = None if om is None or om.value is None else om.value * factor
-        count = members[0].record["hardware"].get("count")
-        scores.append(
-            {
-                "folder": folder,
-                "group_id": gid,
-                "benchmark": names[0] if len(names) == 1 else None,
-                "runs": runs,
-                "unreadable": [str(p) for p in bad],
-                "round": members[0].record["extra"]["mlperf"].get("round"),
-                "submitter": members[0].record["extra"]["mlperf"].get("submitter"),
-                "system": members[0].record["extra"]["mlperf"].get("system"),
-                "accelerators": count,
-                "converged": sum(v is not None for v in minutes),
-                "required_runs": required or None,
-                "dropped_each_end": dropped,
-                "minutes": minutes,
-                "score_min": score,
-                # time x accelerators, so that systems of different sizes compare
-                "accelerator_min": None if score is None or not count else score * count,
-                "olympic_mean_min": None if om is None else om.value,
-                "scaling_factor": factor,
-                "kept_min": [] if om is None else list(om.kept),
-                "reason": None if om is None else om.reason,
-                "flags": flags,
-            }
-        )
+        scores.append(_folder_score(folder, members, sorted(unread.get(folder, [])), gid, names))
     return scores

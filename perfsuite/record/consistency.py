@@ -121,9 +121,10 @@ def evaluation_problems(evaluations: Any, fractions: frozenset[str] = frozenset(
         if not _num(epoch) or not math.isfinite(epoch) or epoch < 0 or epoch > MAX_SECONDS:
             out.append(Problem(f"{where}.epoch", f"{_fmt(epoch)} is not an epoch count"))
             continue
-        samples = ev.get("samples")
-        if _num(samples) and not 0 <= samples <= MAX_SAMPLES:
-            out.append(Problem(f"{where}.samples", f"{_fmt(samples)} is beyond reason"))
+        for count in ("samples", "tokens"):
+            value = ev.get(count)
+            if _num(value) and not 0 <= value <= MAX_SAMPLES:
+                out.append(Problem(f"{where}.{count}", f"{_fmt(value)} is beyond reason"))
         metrics = ev.get("metrics")
         if isinstance(metrics, Mapping):
             for m, v in metrics.items():
@@ -165,6 +166,7 @@ def task_problems(record: Mapping[str, Any]) -> list[Problem]:
         out.append(p)
     elif threshold < 0:
         out.append(Problem("task.threshold", f"{_fmt(threshold)} is negative"))
+    out += target_problems(task.get("targets"))
     evals = [e for e in record.get("evaluations") or [] if isinstance(e, Mapping)]
     if evals and not any((e.get("metrics") or {}).get(metric) is not None for e in evals):
         seen = sorted({str(k) for e in evals for k in (e.get("metrics") or {})})
@@ -174,6 +176,32 @@ def task_problems(record: Mapping[str, Any]) -> list[Problem]:
                 f"{metric!r} is in no evaluation (they have: {', '.join(seen) or 'no metrics'})",
             )
         )
+    return out
+
+
+def target_problems(targets: Any) -> list[Problem]:
+    """`task.targets` (a joint target's conditions, optional): a list of objects, each with a
+    metric name, a finite target and a direction, higher or lower. An entry of another type
+    is a problem, never skipped: the claims are judged against every condition."""
+    if targets is None:
+        return []
+    if not isinstance(targets, list):
+        return [Problem("task.targets", f"{_fmt(targets)} is not a list of conditions")]
+    out = []
+    for i, t in enumerate(targets):
+        where = f"task.targets[{i}]"
+        if not isinstance(t, Mapping):
+            out.append(Problem(where, f"{_fmt(t)} is not an object {{metric, target, direction}}"))
+        elif not isinstance(t.get("metric"), str) or not t.get("metric"):
+            out.append(Problem(f"{where}.metric", f"{_fmt(t.get('metric'))} is not a metric name"))
+        elif not _num(t.get("target")) or not math.isfinite(t["target"]):
+            out.append(
+                Problem(f"{where}.target", f"{_fmt(t.get('target'))} is not a finite number")
+            )
+        elif t.get("direction", "higher") not in ("higher", "lower"):
+            out.append(
+                Problem(f"{where}.direction", f"{_fmt(t.get('direction'))} is not higher or lower")
+            )
     return out
 
 
@@ -384,6 +412,46 @@ def bound_problems(record: Mapping[str, Any]) -> list[Problem]:
     return out
 
 
+def _step_total(work: Mapping[str, Any], key: str) -> float | None:
+    """`work.<key>` (flops_per_step, bytes_per_step): a quantity's value or a bare number."""
+    value = work.get(key)
+    value = value.get("value") if isinstance(value, Mapping) else value
+    return float(value) if _num(value) and math.isfinite(value) else None
+
+
+def work_problems(record: Mapping[str, Any]) -> list[Problem]:
+    """`work.per_op[]`: each op's FLOPs and bytes a finite count >= 0 and not above the step's
+    own total (`flops_per_step`, `bytes_per_step`), of which it is a part. The first problem
+    per field is named."""
+    work = record.get("work")
+    if not isinstance(work, Mapping) or not isinstance(work.get("per_op"), list):
+        return []
+    out: list[Problem] = []
+    for key, total_key, unit in (
+        ("flops", "flops_per_step", "FLOP"),
+        ("bytes", "bytes_per_step", "byte"),
+    ):
+        total = _step_total(work, total_key)
+        for i, op in enumerate(work["per_op"]):
+            value = op.get(key) if isinstance(op, Mapping) else None
+            if value is None:
+                continue
+            where = f"work.per_op[{i}].{key}"
+            if not _num(value) or not math.isfinite(value) or value < 0:
+                out.append(Problem(where, f"{_fmt(value)} is not a count of {unit} (0 or more)"))
+                break
+            if total is not None and value > total * (1 + REL_TOL):
+                out.append(
+                    Problem(
+                        where,
+                        f"{_fmt(float(value))} {unit} in one op, more than the "
+                        f"step's {total:g} ({total_key})",
+                    )
+                )
+                break
+    return out
+
+
 def problems(record: Mapping[str, Any]) -> list[Problem]:
     """Every consistency and bounds problem of a (schema-valid) record, in field order of
     importance: the curve first, then the task, the group, the claims and the bounds."""
@@ -397,7 +465,7 @@ def problems(record: Mapping[str, Any]) -> list[Problem]:
     out = curve + task_found + group_problems(record)
     if not task_found:  # claims are recomputed against a usable threshold only
         out += claim_problems(record)
-    return out + bound_problems(record)
+    return out + bound_problems(record) + work_problems(record)
 
 
 def untrusted(record: Mapping[str, Any]) -> str | None:

@@ -171,18 +171,19 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
 
 
 @contextlib.contextmanager
-def record_lock(run_dir: str | os.PathLike[str]) -> Iterator[None]:
+def record_lock(run_dir: str | os.PathLike[str], wait: bool = True) -> Iterator[None]:
     """Hold the run folder's writer lock (flock on `.run.json.lock`) for the block.
 
     Every record writer takes it, so a run rewriting its record and `counters --into` or
     `eval` attaching a section to the same record happen one after the other, never
-    interleaved. The lock file is opened without following a symlink.
+    interleaved. The lock file is opened without following a symlink. `wait=False`: raise
+    BlockingIOError at once when another holder has it (this process's own included).
     """
     path = Path(run_dir) / LOCK_NAME
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         yield
     finally:
         os.close(fd)  # closing releases the lock
@@ -312,13 +313,61 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
     return p / RECORD_NAME if p.is_dir() else p
 
 
+# The flag a run killed after training ended carries: its outcome stands, its capture does not.
+CAPTURE_INCOMPLETE = "capture incomplete"
+
+
+def end_killed_run(record: dict[str, Any], stale: str) -> None:
+    """Give a 'running' record whose writer is gone (`owner.stale_reason`) the end its run
+    never wrote. Killed after training ended: training's outcome, flagged "capture incomplete"
+    (the threshold checkpoint, profile window or inference latency did not finish); else
+    'interrupted'."""
+    ended = (record.get("extra") or {}).get("training_ended_at")
+    if ended:
+        reached = bool((record.get("time_to_accuracy") or {}).get("reached"))
+        record["status"] = "reached" if reached else "not_reached"
+        record["error"] = record.get("error") or (
+            f"interrupted after training ended ({ended}): {stale}; the work after training "
+            "(threshold checkpoint, profile window, inference latency) did not finish"
+        )
+        flags = record.setdefault("flags", [])
+        if isinstance(flags, list) and not any(
+            isinstance(f, str) and f.startswith(CAPTURE_INCOMPLETE) for f in flags
+        ):
+            flags.append(
+                f"{CAPTURE_INCOMPLETE}: the run was killed after training ended ({ended}), "
+                "before its capture (threshold checkpoint, profile window, inference "
+                "latency) finished; its time to accuracy stands"
+            )
+    else:
+        record["status"] = "interrupted"
+        record["error"] = record.get("error") or f"interrupted: {stale}"
+
+
+def _write_killed_end(path: Path) -> None:
+    """Write a killed run's end into its run.json (atomically, under the writer lock), so a
+    tool reading the JSON sees it too: re-read under the lock, and only if it still says
+    'running' with its writer gone. A folder this process cannot write, or whose lock another
+    writer holds (`update_record`, which writes the loaded end itself), keeps its file."""
+    try:
+        with record_lock(path.parent, wait=False):
+            record = migrate(load_json(path, RecordError, MAX_RECORD_BYTES, MAX_RECORD_DEPTH))
+            stale = stale_reason(record) if isinstance(record, dict) else None
+            if stale:
+                end_killed_run(record, stale)
+                _write_unlocked(path.parent, record)
+    except (OSError, RecordError):
+        return
+
+
 def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load and validate one record (a run.json or its folder).
 
     An older record is migrated to the current schema version first (perfsuite.record.migrate)
     and then validated as a current one; a newer one is refused. A record still 'running'
     whose writer process is known to be gone (perfsuite.record.owner) is returned with status
-    'interrupted'.
+    'interrupted' (or training's outcome, flagged "capture incomplete", when training had
+    ended), and that end is written into its run.json (`_write_killed_end`).
 
     The loaded dict gets `_path` (the file) and `_dir` (its folder) so analyzers can resolve
     sidecar files, and `_migrated_from` (the version on disk) when it was migrated; these keys
@@ -334,17 +383,9 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     validate_record(record, str(p))
     clean_stale_temps(p.parent)
     stale = stale_reason(record)
-    ended = (record.get("extra") or {}).get("training_ended_at")
-    if stale and ended:  # killed after training, in the work after it: training's outcome
-        reached = bool((record.get("time_to_accuracy") or {}).get("reached"))
-        record["status"] = "reached" if reached else "not_reached"
-        record["error"] = record.get("error") or (
-            f"interrupted after training ended ({ended}): {stale}; the work after training "
-            "(threshold checkpoint, profile window, inference latency) did not finish"
-        )
-    elif stale:  # killed without a chance to write its end: shown (and rewritten) as such
-        record["status"] = "interrupted"
-        record["error"] = record.get("error") or f"interrupted: {stale}"
+    if stale:  # killed without a chance to write its end: shown, and written, as such
+        end_killed_run(record, stale)
+        _write_killed_end(p)
     record["_path"] = str(p)
     record["_dir"] = str(p.parent)
     if on_disk != record["schema_version"]:

@@ -3,8 +3,9 @@
 A run killed with SIGKILL (or by the kernel for memory) never writes its end: its record says
 "running" forever. While running, a record names its owner (host, pid, the process's start
 time); a reader on the same host whose owner process no longer exists (or whose pid now
-belongs to a younger process) shows the run as "interrupted". On another host nothing can be
-known, and the record is left as written.
+belongs to a younger process) shows the run as "interrupted" and writes that end into the
+file (`perfsuite.record.io.load_record`). On another host nothing can be known, and the
+record is left as written.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
+from perfsuite.workloads import BUILTIN_WORKLOADS
 from perfsuite.workloads.user import absolute_spec
 
 # How a flag's value is read and checked. The CLI maps each kind to its argparse converter and
@@ -58,7 +59,7 @@ class RunOptions:
     workload: str = field(
         metadata=_flag(
             "workload",
-            "workload name (digits, cifar10, imagenet, squad) or your own: FILE.py:CLASS or "
+            f"workload name ({', '.join(BUILTIN_WORKLOADS)}) or your own: FILE.py:CLASS or "
             "package.module:CLASS",
             study_help="workload name or FILE.py:CLASS",
         ),

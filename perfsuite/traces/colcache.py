@@ -17,7 +17,7 @@ from typing import Any
 
 from perfsuite.safeio import atomic_binary_writer
 
-READER_FORMAT = 1
+READER_FORMAT = 2
 SUFFIX = ".perfsuite-columns"
 _MAGIC = b"PERFSUITE-COLUMNS\n"
 _TYPECODES = frozenset("bqld")

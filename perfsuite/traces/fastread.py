@@ -298,7 +298,9 @@ def _decode_chunk(text: bytes | memoryview) -> dict[str, Any] | None:
         "syncs": _syncs(xs, cls, spans),
         "profiler_ranges": [],
         "events": len(events),
-        "malformed": 0,  # a phase that is not a string fails the chunk
+        # a complete event without a usable timestamp; a phase that is not a string fails
+        # the chunk
+        "malformed": spans.no_timestamp,
         "negative_durations": spans.negative,
         "beyond_reason": spans.far,
         "phases": dict(phases),
@@ -311,7 +313,8 @@ class _Spans:
     """The time spans of a chunk's complete events, checked as reader._CompleteEvents checks
     each one: `events` keeps those with a finite timestamp within any clock, `ts` and `dur`
     their values (a NaN or negative duration as zero length); `far` counts those beyond any
-    clock, `negative` the negative durations kept; `lo`, `hi` the window they span."""
+    clock, `no_timestamp` those without a finite timestamp, `negative` the negative durations
+    kept; `lo`, `hi` the window they span."""
 
     def __init__(self, xs: list[Any]) -> None:
         ts = _floats([e.ts for e in xs])
@@ -323,6 +326,7 @@ class _Spans:
             self.negative = int(np.count_nonzero(keep & (dur < 0.0)))
             dur = np.where(dur >= 0.0, dur, 0.0)  # NaN and negative durations: zero length
         self.far = int(np.count_nonzero(far))
+        self.no_timestamp = int(np.count_nonzero(~finite))
         if not keep.all():
             index = np.flatnonzero(keep)
             xs = [xs[i] for i in index.tolist()]

@@ -603,6 +603,10 @@ def fill_events(
         data.window = (lo, hi) if n and lo <= hi else None
 
 
+# `_CompleteEvents._span`'s answer for an event without a usable timestamp: malformed.
+_NO_TIMESTAMP = (float("nan"), float("nan"))
+
+
 class _CompleteEvents:
     """Where the reference code puts a complete event ("ph": "X"): its time span checked,
     then a row of the device, range or runtime columns, a sync record or a profiler range,
@@ -616,7 +620,7 @@ class _CompleteEvents:
 
     def add(self, ev: dict[str, Any]) -> bool:
         """Place one complete event; False when it cannot be placed (a category that is
-        not a string, a list or object as its pid or tid)."""
+        not a string, a list or object as its pid or tid, no usable timestamp)."""
         cat = ev.get("cat")
         pid, tid = ev.get("pid"), ev.get("tid")
         if (
@@ -628,6 +632,8 @@ class _CompleteEvents:
         span = self._span(ev)
         if span is None:
             return True
+        if span is _NO_TIMESTAMP:
+            return False
         ts, dur = span
         args = ev.get("args") or {}
         if type(args) is not dict:
@@ -654,8 +660,9 @@ class _CompleteEvents:
         return True
 
     def _span(self, ev: dict[str, Any]) -> tuple[float, float] | None:
-        """(ts, dur) as floats, a NaN or negative duration as zero length; None when there
-        is no usable timestamp or a value is beyond any clock (counted in `far`)."""
+        """(ts, dur) as floats, a NaN or negative duration as zero length; `_NO_TIMESTAMP`
+        when there is no usable timestamp (malformed); None when a value is beyond any clock
+        (counted in `far`)."""
         ts = ev.get("ts")
         if type(ts) is not float and type(ts) is not int:
             ts = _num(ts, float("nan"))
@@ -667,7 +674,7 @@ class _CompleteEvents:
         except OverflowError:
             ts = float("nan")
         if ts - ts != 0.0:  # no usable timestamp (NaN, infinite)
-            return None
+            return _NO_TIMESTAMP
         if ts > MAX_TS_US or ts < -MAX_TS_US or dur > MAX_DUR_US:
             self.far += 1  # beyond any clock: skipped, and the analysis says how many
             return None

@@ -21,6 +21,9 @@ from perfsuite.workloads.squad.workload import SquadWorkload
 from perfsuite.workloads.user import load_workload_class
 
 _FACTORIES: dict[str, Callable[[], Workload]] = {}
+# The built-in workloads by name, known without importing torch (`perfsuite run --help`);
+# `_register_builtins` registers exactly these (tested).
+BUILTIN_WORKLOADS = ("cifar10", "digits", "gpt", "imagenet", "squad")
 
 
 def register_workload(name: str, factory: Callable[[], Workload]) -> None:
@@ -71,6 +74,7 @@ def _register_builtins() -> None:
 
 
 __all__ = [
+    "BUILTIN_WORKLOADS",
     "Batch",
     "DataSource",
     "Recipe",
