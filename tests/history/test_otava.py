@@ -13,7 +13,7 @@ from perfsuite.analyzers.history.changepoints import change_points, first_pass_p
 from perfsuite.analyzers.history.ttest import pooled_ttest_p
 
 FIXTURES = json.loads(
-    (Path(__file__).parent / "fixtures" / "otava" / "otava_cases.json").read_text()
+    (Path(__file__).parents[1] / "fixtures" / "otava" / "otava_cases.json").read_text()
 )
 CASES = FIXTURES["cases"]
 # p-values come from perfsuite's own incomplete beta, Otava's from scipy's stdtr: they agree
