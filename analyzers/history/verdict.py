@@ -1,0 +1,150 @@
+"""What a series' change points mean: regression or improvement by the metric's direction,
+and a label for its newest points in PyTorch HUD's terms.
+
+Labels (for the newest points of a series):
+- `insufficient data`: fewer than `min_points` points, too few to find a change in;
+- `regression`: the newest change point is a regression, no note marks it as known, and at
+  least `consecutive` points lie after it (one bad point is not called a regression);
+- `suspicious`: the newest change point is an unmarked regression with fewer points after it
+  than `consecutive`, or the newest point lies more than 3 standard deviations of its segment
+  beyond the segment's mean on the worse side;
+- `no change`: anything else (no change point, the newest one an improvement or marked).
+
+A note marks a change point when its time lies after the point before the change and at or
+before the first point after it: the change was planned (conbench's "distribution change").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfsuite.analyzers.history.changepoints import (
+    DEFAULT_MAX_PVALUE,
+    DEFAULT_MIN_MAGNITUDE,
+    DEFAULT_WINDOW,
+    ChangePoint,
+    change_points,
+)
+from perfsuite.history.series import Note, Series
+
+REGRESSION = "regression"
+SUSPICIOUS = "suspicious"
+NO_CHANGE = "no change"
+INSUFFICIENT = "insufficient data"
+OUTLIER_SD = 3.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The change-point settings (Otava's defaults) and the labels' thresholds."""
+
+    window: int = DEFAULT_WINDOW
+    max_pvalue: float = DEFAULT_MAX_PVALUE
+    min_magnitude: float = DEFAULT_MIN_MAGNITUDE
+    consecutive: int = 3
+    min_points: int = 6
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change point of a series as the front ends show it."""
+
+    index: int  # the first point after the change, 0-based
+    time: str
+    attributes: dict[str, str]
+    mean_before: float
+    mean_after: float
+    change_pct: float
+    pvalue: float
+    kind: str  # "regression" | "improvement"
+    note: str | None  # the note that marks it as a known change
+
+
+@dataclass(frozen=True)
+class SeriesVerdict:
+    """A series, its change points and the label of its newest points (and why)."""
+
+    series: Series
+    changes: list[Change]
+    label: str
+    why: str
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def latest(self) -> float | None:
+        return self.series.points[-1].value if self.series.points else None
+
+
+def kind_of(point: ChangePoint, direction: str) -> str:
+    """Regression or improvement: a rise is worse for lower-is-better metrics."""
+    rose = point.mean_after > point.mean_before
+    return "regression" if rose == (direction == "lower") else "improvement"
+
+
+def _note_for(series: Series, index: int, notes: tuple[Note, ...]) -> str | None:
+    after = series.points[index].time
+    before = series.points[index - 1].time
+    for note in notes:
+        if before < note.time <= after:
+            return note.text
+    return None
+
+
+def _change(series: Series, point: ChangePoint) -> Change:
+    first = series.points[point.index]
+    return Change(
+        index=point.index,
+        time=first.time,
+        attributes=dict(first.attributes),
+        mean_before=point.mean_before,
+        mean_after=point.mean_after,
+        change_pct=point.forward_change * 100.0,
+        pvalue=point.pvalue,
+        kind=kind_of(point, series.direction),
+        note=_note_for(series, point.index, series.notes),
+    )
+
+
+def _outlier(series: Series, start: int) -> bool:
+    """Whether the newest point lies beyond OUTLIER_SD deviations of the points before it in
+    its segment (from `start`), on the worse side."""
+    before = np.asarray(series.values[start:-1], dtype=float)
+    if len(before) < 3:
+        return False
+    spread = float(np.std(before, ddof=1))
+    excess = series.points[-1].value - float(np.mean(before))
+    worse = excess if series.direction == "lower" else -excess
+    return spread > 0 and worse > OUTLIER_SD * spread
+
+
+def _label(series: Series, changes: list[Change], settings: Settings) -> tuple[str, str]:
+    n = len(series.points)
+    if n < settings.min_points:
+        return INSUFFICIENT, f"{n} points, fewer than {settings.min_points}"
+    last = changes[-1] if changes else None
+    if last is not None and last.kind == "regression" and last.note is None:
+        after = n - last.index
+        if after >= settings.consecutive:
+            return REGRESSION, f"{last.change_pct:+.1f}% at point {last.index}, {after} points on"
+        return SUSPICIOUS, (
+            f"{last.change_pct:+.1f}% at point {last.index}, only {after} point(s) on "
+            f"(a regression needs {settings.consecutive})"
+        )
+    if _outlier(series, last.index if last else 0):
+        return SUSPICIOUS, f"the newest point lies beyond {OUTLIER_SD:g} standard deviations"
+    if last is not None and last.note is not None:
+        return NO_CHANGE, f"the newest change is marked: {last.note}"
+    return NO_CHANGE, "no regression since the newest change" if last else "no change point"
+
+
+def judge(series: Series, settings: Settings | None = None) -> SeriesVerdict:
+    """The change points of `series` with their kinds and notes, and its label."""
+    settings = settings or Settings()
+    points = change_points(
+        series.values, settings.window, settings.max_pvalue, settings.min_magnitude
+    )
+    changes = [_change(series, p) for p in points]
+    label, why = _label(series, changes, settings)
+    return SeriesVerdict(series, changes, label, why, settings)
