@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from perfsuite.analyzers.results.cost import cost_of
-from perfsuite.analyzers.results.record_view import crossing, framework, trusted_outcome
+from perfsuite.analyzers.results.record_view import (
+    batch_size_of,
+    crossing,
+    framework,
+    trusted_outcome,
+)
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.flops.mfu import mfu
@@ -36,24 +41,32 @@ def _precision(record: Mapping[str, Any]) -> str:
 
 
 def _switches(record: Mapping[str, Any]) -> str:
-    requested = (record.get("switches") or {}).get("requested") or {}
-    if isinstance(requested, Mapping):
-        items = [f"{k}={requested[k]}" for k in sorted(requested)]
-    else:
-        items = [str(s) for s in requested]
-    return ",".join(items) or "none"
+    """The switches the run was given (`run --switch`), else those its record names as given."""
+    config = record.get("config") or {}
+    given = config.get("switches")
+    if not given:
+        requested = (record.get("switches") or {}).get("requested") or {}
+        given = requested.get("given") if isinstance(requested, Mapping) else requested
+    return ",".join(sorted(str(s) for s in given or ())) or "none"
+
+
+def _recipe(record: Mapping[str, Any]) -> str:
+    """The named recipe and its `--set` overrides."""
+    config = record.get("config") or {}
+    overrides = ",".join(str(o) for o in config.get("overrides") or ())
+    name = str(config.get("recipe") or "default")
+    return f"{name}({overrides})" if overrides else name
 
 
 def series_key(record: Mapping[str, Any]) -> dict[str, str]:
     """The configuration a record measured: the fields its series is named by."""
     task = record.get("task") or {}
-    config = record.get("config") or {}
     hardware = record.get("hardware") or {}
     env = record.get("environment") or {}
     return {
         "task": str(task.get("name") or "unknown"),
         "workload": str(task.get("workload") or task.get("name") or "unknown"),
-        "recipe": str(config.get("recipe") or "default"),
+        "recipe": _recipe(record),
         "switches": _switches(record),
         "framework": framework(record).split(" ")[0],
         "precision": _precision(record),
@@ -75,8 +88,10 @@ def series_name(key: Mapping[str, str]) -> str:
 
 
 def attributes(record: Mapping[str, Any]) -> dict[str, str]:
-    """What ran: the user's commit, perfsuite, framework, CUDA and driver versions (those the
-    record names)."""
+    """What ran: the user's commit, perfsuite, framework, CUDA and driver versions, the batch
+    and the threads (those the record names). The batch and the threads are attributes, not
+    part of the series key: a nightly job whose batch or thread count changed is the same
+    series, with a change to find."""
     env = record.get("environment") or {}
     frameworks = env.get("frameworks") or {}
     gpus = env.get("gpus") or []
@@ -87,6 +102,8 @@ def attributes(record: Mapping[str, Any]) -> dict[str, str]:
         "tensorflow": frameworks.get("tensorflow") if isinstance(frameworks, Mapping) else None,
         "cuda": env.get("cuda") or env.get("cuda_version"),
         "driver": (gpus[0] or {}).get("driver") if gpus and isinstance(gpus[0], Mapping) else None,
+        "batch_size": batch_size_of(record),
+        "threads": env.get("torch_threads"),
     }
     return {k: str(v) for k, v in found.items() if v not in (None, "")}
 
