@@ -51,7 +51,7 @@ LAYERS: dict[str, int] = {
     # the performance history's store (SQLite, PostgreSQL), its schema and CSV files: rows
     # the analyzers make from records go in, series come out; it imports nothing above the
     # record
-    "perfsuite.history": 3,
+    "perfsuite.history_store": 3,
     # op models, and MFU (model FLOPs against the device's roof)
     "perfsuite.flops": 4,
     # capture, importers and analysis, beside each other

@@ -23,7 +23,7 @@ from perfsuite.analyzers.results.record_view import (
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.flops.mfu import mfu
-from perfsuite.history.series import Row
+from perfsuite.history_store.series import Row
 from perfsuite.pricing import builtin_prices
 from perfsuite.record import qvalue
 

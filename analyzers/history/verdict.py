@@ -16,6 +16,7 @@ before the first point after it: the change was planned (conbench's "distributio
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +28,7 @@ from perfsuite.analyzers.history.changepoints import (
     ChangePoint,
     change_points,
 )
-from perfsuite.history.series import Note, Series
+from perfsuite.history_store.series import Note, Series
 
 REGRESSION = "regression"
 SUSPICIOUS = "suspicious"
@@ -148,3 +149,38 @@ def judge(series: Series, settings: Settings | None = None) -> SeriesVerdict:
     changes = [_change(series, p) for p in points]
     label, why = _label(series, changes, settings)
     return SeriesVerdict(series, changes, label, why, settings)
+
+
+BAND_POINTS = 5
+
+
+@dataclass(frozen=True)
+class Band:
+    """A rolling band: the mean and the mean +- one standard deviation of the `width` points
+    ending at each point (fewer at the start), for the picture of a series."""
+
+    width: int
+    mean: list[float]
+    low: list[float]
+    high: list[float]
+
+
+def rolling_band(values: list[float], width: int = BAND_POINTS) -> Band:
+    mean, low, high = [], [], []
+    for i in range(len(values)):
+        window = np.asarray(values[max(0, i - width + 1) : i + 1], dtype=float)
+        m = float(np.mean(window))
+        sd = float(np.std(window, ddof=1)) if len(window) > 1 else 0.0
+        mean.append(m)
+        low.append(m - sd)
+        high.append(m + sd)
+    return Band(width, mean, low, high)
+
+
+def segment_means(verdict: SeriesVerdict) -> list[tuple[int, int, float]]:
+    """(start, stop, mean) of each stretch between change points. Computed from the points:
+    a change point's own means are Otava's, taken when it was last re-tested, and the merge
+    re-tests only the points after a dropped one."""
+    values = verdict.series.values
+    edges = [0, *[c.index for c in verdict.changes], len(values)]
+    return [(a, b, float(np.mean(values[a:b]))) for a, b in itertools.pairwise(edges) if b > a]

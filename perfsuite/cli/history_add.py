@@ -6,9 +6,17 @@ was."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 
 from perfsuite.cli.common import CLIError
+
+
+def add_history_flag(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--history [URL]`: None when absent, "" alone (the default store), else the URL."""
+    parser.add_argument(
+        "--history", nargs="?", const="", default=None, metavar="URL", help=help_text
+    )
 
 
 def add_records(
@@ -16,7 +24,7 @@ def add_records(
 ) -> tuple[int, int, str]:
     """(rows added, rows offered, store) for the records under `paths`."""
     from perfsuite.analyzers.history.records import MissingMetric, rows_of
-    from perfsuite.history.store import HistoryError, open_store
+    from perfsuite.history_store.store import HistoryError, open_store
     from perfsuite.record import find_records, load_record
 
     files = list(find_records(paths))

@@ -119,8 +119,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _verdicts(args: argparse.Namespace, items: list[str]) -> list[Any]:
     from perfsuite.analyzers.history.verdict import judge
-    from perfsuite.history.sources import is_csv, load_series
-    from perfsuite.history.store import HistoryError
+    from perfsuite.history_store.sources import is_csv, load_series
+    from perfsuite.history_store.store import HistoryError
 
     if len(items) > 1 or (items and not is_csv(items[0])):
         raise CLIError(f"expected one FILE.csv, got {' '.join(items)}")
@@ -168,7 +168,7 @@ def _check(args: argparse.Namespace, items: list[str]) -> int:
 
 
 def _note(args: argparse.Namespace, items: list[str]) -> int:
-    from perfsuite.history.store import HistoryError, open_store
+    from perfsuite.history_store.store import HistoryError, open_store
 
     if len(items) != 3:
         raise CLIError("usage: perfsuite history note SERIES TIME TEXT")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from perfsuite.cli.common import CLIError, fraction, metric_value, positive_int, status
+from perfsuite.cli.history_add import add_history_flag
 from perfsuite.cli.run_flags import add_run_flags, options_from_args
 
 EPILOG = """\
@@ -56,16 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
-    p.add_argument(
-        "--history",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="URL",
-        help=(
-            "add the run to the performance history when it ends: runs/history.sqlite, or "
-            "the SQLite file or postgresql:// URL given (docs/history.md)"
-        ),
+    add_history_flag(
+        p,
+        "add the run to the performance history when it ends: runs/history.sqlite, or the "
+        "SQLite file or postgresql:// URL given (docs/history.md)",
     )
     p.set_defaults(func=_run)
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfsuite.fmt import si, table
-from perfsuite.history.series import METRICS
-from perfsuite.history.times import short_time
+from perfsuite.history_store.series import METRICS
+from perfsuite.history_store.times import short_time
 
 SERIES_HEADERS = ["series", "metric", "points", "latest", "label", "change points"]
 CHANGE_HEADERS = ["series", "metric", "index", "time", "commit", "mean before -> after", "change"]

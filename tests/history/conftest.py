@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from perfsuite.history.series import Row
+from perfsuite.history_store.series import Row
 
 BACKENDS = ("sqlite", "postgresql")
 

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from perfsuite.__main__ import main
-from perfsuite.history.store import open_store
+from perfsuite.history_store.store import open_store
 from tests.history.records import write_nightly
 
 # 30 nights; time to accuracy steps from ~40 s to ~44 s at night 20

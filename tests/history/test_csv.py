@@ -8,8 +8,8 @@ import json
 import pytest
 
 from perfsuite.__main__ import main
-from perfsuite.history.csvfile import read_csv
-from perfsuite.history.store import HistoryError
+from perfsuite.history_store.csvfile import read_csv
+from perfsuite.history_store.store import HistoryError
 
 HEADER = "time,commit,time_to_accuracy_s,samples_per_s\n"
 

@@ -11,7 +11,7 @@ import pytest
 from perfsuite.analyzers.history.records import metrics, rows_of, series_key
 from perfsuite.cli import build_parser
 from perfsuite.cli.run_cmd import _add_to_history
-from perfsuite.history.store import open_store
+from perfsuite.history_store.store import open_store
 from perfsuite.record import load_record, qvalue
 
 ROOT = Path(__file__).resolve().parents[2]

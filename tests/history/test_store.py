@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from perfsuite.history import schema
-from perfsuite.history.store import HistoryError, open_store
+from perfsuite.history_store import schema
+from perfsuite.history_store.store import HistoryError, open_store
 from tests.history.conftest import make_row
 
 
@@ -80,7 +80,7 @@ def test_notes_are_kept(store_url) -> None:
 WRITER = textwrap.dedent(
     """
     import sys
-    from perfsuite.history.store import open_store
+    from perfsuite.history_store.store import open_store
     from tests.history.conftest import make_row
     url, first = sys.argv[1], int(sys.argv[2])
     with open_store(url, create=True) as store:

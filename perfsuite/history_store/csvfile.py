@@ -18,9 +18,9 @@ import io
 import math
 from pathlib import Path
 
-from perfsuite.history.series import METRICS, Point, Series, direction_of
-from perfsuite.history.store import HistoryError
-from perfsuite.history.times import normalized_time
+from perfsuite.history_store.series import METRICS, Point, Series, direction_of
+from perfsuite.history_store.store import HistoryError
+from perfsuite.history_store.times import normalized_time
 from perfsuite.safeio import InputError, decode_utf8, read_bytes
 
 MAX_CSV_BYTES = 256 * 1024 * 1024

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfsuite.history import schema
-from perfsuite.history.series import Note, Point, Row, Series, direction_of
-from perfsuite.history.times import normalized_time
+from perfsuite.history_store import schema
+from perfsuite.history_store.series import Note, Point, Row, Series, direction_of
+from perfsuite.history_store.times import normalized_time
 
 DEFAULT_SQLITE = Path("runs") / "history.sqlite"
 BUSY_TIMEOUT_S = 60.0
@@ -167,8 +167,8 @@ class Store:
         for name, time, text in self._read(schema.SELECT_NOTES):
             notes.setdefault(name, []).append(Note(name, time, text))
         grouped: dict[tuple[str, str], list[Point]] = {}
-        for name, metric, time, value, attributes, source in self._read(schema.SELECT_POINTS):
-            point = Point(time, float(value), json.loads(attributes), source)
+        for name, metric, time, value, attrs, source, key in self._read(schema.SELECT_POINTS):
+            point = Point(time, float(value), json.loads(attrs), source, key)
             grouped.setdefault((name, metric), []).append(point)
         return [
             Series(name, metric, direction_of(metric), tuple(points), tuple(notes.get(name, ())))

@@ -49,7 +49,7 @@ SET_VERSION = (
 )
 GET_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"
 SELECT_POINTS = (
-    "SELECT series, metric, time, value, attributes, source FROM history_points"
+    "SELECT series, metric, time, value, attributes, source, record_key FROM history_points"
     " ORDER BY series, metric, time, record_key"
 )
 SELECT_NOTES = "SELECT series, time, text FROM history_notes ORDER BY series, time, text"

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfsuite.history.csvfile import read_csv
-from perfsuite.history.series import Series
-from perfsuite.history.store import DEFAULT_SQLITE, HistoryError, is_postgres, open_store
+from perfsuite.history_store.csvfile import read_csv
+from perfsuite.history_store.series import Series
+from perfsuite.history_store.store import DEFAULT_SQLITE, HistoryError, is_postgres, open_store
 
 
 def is_csv(source: str | None) -> bool:

@@ -54,12 +54,14 @@ def direction_of(metric: str) -> Direction:
 @dataclass(frozen=True)
 class Point:
     """One value of a series: when it was measured (ISO 8601 UTC), the value, and the
-    attributes that say what ran (commit, versions); `run` names the record it came from."""
+    attributes that say what ran (commit, versions); `run` names the record it came from (its
+    path when added) and `key` is that record's identity in the store."""
 
     time: str
     value: float
     attributes: dict[str, str] = field(default_factory=dict)
     run: str = ""
+    key: str = ""
 
 
 @dataclass(frozen=True)
