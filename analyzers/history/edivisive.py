@@ -16,6 +16,7 @@ O(n^2). The sums are taken in the order Otava takes them, so that ties between e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -32,6 +33,20 @@ def _upper_ratio(num: np.ndarray, den: np.ndarray, diagonal: int) -> np.ndarray:
     """num / den on and above the given diagonal where den is not 0; 0 elsewhere."""
     keep = np.triu(np.ones_like(den, dtype=bool), k=diagonal) & (den != 0)
     return np.divide(num, den, out=np.zeros_like(den, dtype=float), where=keep)
+
+
+@lru_cache(maxsize=256)
+def _coefficients(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The weights of the within-left and within-right sums for an interval of size + 1
+    points: they depend on t - s and k - s only, so one pair serves every interval of a size.
+    Read-only."""
+    splits = np.arange(1, size + 1)[:, None]  # t - s
+    ends = np.arange(2, size + 2)[None, :]  # k - s
+    left = _upper_ratio(2 * (ends - splits), ends * (splits - 1), 0)
+    right = _upper_ratio(2 * splits, ends * (ends - splits - 1), 1)
+    left.flags.writeable = False
+    right.flags.writeable = False
+    return left, right
 
 
 class EnergySplitter:
@@ -56,7 +71,6 @@ class EnergySplitter:
             axis=0
         )
         row_run = self._row_run[start : stop - 1, start : stop - 1]
-        splits = np.arange(start + 1, stop)[:, None]
         ends = np.arange(start + 2, stop + 1)[None, :]
         column_run = np.cumsum(column)[:-1, None]
 
@@ -65,11 +79,10 @@ class EnergySplitter:
         between = (2 / (ends - start)) * np.triu(np.cumsum(row_run, axis=0) - between, k=0)
 
         left = np.zeros((size, size))
-        left_coef = _upper_ratio(2 * (ends - splits), (ends - start) * (splits - start - 1), 0)
+        left_coef, right_coef = _coefficients(size)
         left[1:, 1:] = left_coef[1:, 1:] * column_run
 
         right = np.zeros((size, size))
-        right_coef = _upper_ratio(2 * (splits - start), (ends - start) * (ends - splits - 1), 1)
         tail = np.flipud(np.cumsum(np.flipud(row_run[1:, 1:]), axis=0))
         right[:-1, 1:] = right_coef[:-1, 1:] * tail
         return between - left - right

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from perfsuite.analyzers.results.cost import cost_of
@@ -114,6 +115,13 @@ def record_key(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@lru_cache(maxsize=1)
+def _prices() -> dict[str, dict[str, Any]]:
+    """The built-in price table, read once per process (a record is priced by its own
+    `cost.usd_per_hour` first; the table prices the instance types it names)."""
+    return builtin_prices()
+
+
 def _roof_fraction(record: Mapping[str, Any]) -> float | None:
     if not record.get("work") or not record.get("ceilings"):
         return None
@@ -129,7 +137,7 @@ def metrics(record: Mapping[str, Any]) -> dict[str, float]:
     _, reached, tta, _ = trusted_outcome(record, c.reached, c.time_s)
     throughput = record.get("throughput") or {}
     m = mfu(record)
-    cost = cost_of(record, builtin_prices())
+    cost = cost_of(record, _prices())
     found = {
         "time_to_accuracy_s": tta if reached else None,
         "samples_per_s": qvalue(throughput.get("samples_per_s")),

@@ -104,9 +104,9 @@ class Store:
             self._begin(cursor)
             self._check_version(cursor)
             added = 0
-            for row in rows:  # one by one: rowcount says whether each was new
-                cursor.execute(self._sql(statement), row)
-                added += max(cursor.rowcount, 0)
+            if rows:  # rowcount: the rows inserted, summed over the batch by both drivers
+                cursor.executemany(self._sql(statement), rows)
+                added = max(cursor.rowcount, 0)
             self.connection.commit()
         except BaseException:
             self.connection.rollback()
