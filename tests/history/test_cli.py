@@ -190,3 +190,13 @@ def test_a_metric_no_series_has(step_db, capsys) -> None:
     code, _, err = history(capsys, "--db", step_db, "--metric", "tokens_per_s")
     assert code == 2
     assert err.startswith(f"perfsuite: error: {step_db}: field tokens_per_s: no series has")
+
+
+def test_add_and_check_on_each_backend(store_url, tmp_path, capsys) -> None:
+    runs = write_nightly(tmp_path / "runs", STEP)
+    assert history(capsys, "add", *map(str, runs), "--db", store_url)[0] == 0
+    assert history(capsys, "add", *map(str, runs), "--db", store_url)[0] == 0
+    code, out, _ = history(capsys, "--db", store_url, "--json")
+    assert code == 0
+    assert [s["points"] for s in json.loads(out)["series"]] == [30, 30]
+    assert history(capsys, "check", "--db", store_url)[0] == 3
