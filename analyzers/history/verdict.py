@@ -3,11 +3,12 @@ and a label for its newest points in PyTorch HUD's terms.
 
 Labels (for the newest points of a series):
 - `insufficient data`: fewer than `min_points` points, too few to find a change in;
-- `regression`: the newest change point is a regression, no note marks it as known, and at
-  least `consecutive` points lie after it (one bad point is not called a regression);
-- `suspicious`: the newest change point is an unmarked regression with fewer points after it
-  than `consecutive`, or the newest point lies more than 3 standard deviations of its segment
-  beyond the segment's mean on the worse side;
+- `regression`: the newest confirmed change point (at least `consecutive` points after it;
+  one bad point is not called a regression) is a regression that no note marks as known.
+  Newer change points with fewer points after them do not undo it until they are confirmed;
+- `suspicious`: no such regression, but an unmarked regression too recent to be confirmed,
+  or the newest point more than 3 standard deviations of its segment beyond the segment's
+  mean on the worse side;
 - `no change`: anything else (no change point, the newest one an improvement or marked).
 
 A note marks a change point when its time lies after the point before the change and at or
@@ -124,20 +125,30 @@ def _label(series: Series, changes: list[Change], settings: Settings) -> tuple[s
     n = len(series.points)
     if n < settings.min_points:
         return INSUFFICIENT, f"{n} points, fewer than {settings.min_points}"
-    last = changes[-1] if changes else None
-    if last is not None and last.kind == "regression" and last.note is None:
-        after = n - last.index
-        if after >= settings.consecutive:
-            return REGRESSION, f"{last.change_pct:+.1f}% at point {last.index}, {after} points on"
+    confirmed = [c for c in changes if n - c.index >= settings.consecutive]
+    pending = [c for c in changes if n - c.index < settings.consecutive]
+    base = confirmed[-1] if confirmed else None
+    if base is not None and base.kind == "regression" and base.note is None:
+        after = n - base.index
+        since = (
+            f"; since then {len(pending)} newer change(s) too recent to count" if pending else ""
+        )
+        return (
+            REGRESSION,
+            f"{base.change_pct:+.1f}% at point {base.index}, {after} points on{since}",
+        )
+    fresh = [c for c in pending if c.kind == "regression" and c.note is None]
+    if fresh:
+        c = fresh[-1]
         return SUSPICIOUS, (
-            f"{last.change_pct:+.1f}% at point {last.index}, only {after} point(s) on "
+            f"{c.change_pct:+.1f}% at point {c.index}, only {n - c.index} point(s) on "
             f"(a regression needs {settings.consecutive})"
         )
-    if _outlier(series, last.index if last else 0):
+    if _outlier(series, changes[-1].index if changes else 0):
         return SUSPICIOUS, f"the newest point lies beyond {OUTLIER_SD:g} standard deviations"
-    if last is not None and last.note is not None:
-        return NO_CHANGE, f"the newest change is marked: {last.note}"
-    return NO_CHANGE, "no regression since the newest change" if last else "no change point"
+    if base is not None and base.note is not None:
+        return NO_CHANGE, f"the newest change is marked: {base.note}"
+    return NO_CHANGE, "no regression since the newest change" if changes else "no change point"
 
 
 def judge(series: Series, settings: Settings | None = None) -> SeriesVerdict:

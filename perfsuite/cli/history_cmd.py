@@ -30,10 +30,10 @@ actions (the first word):
 change points: E-divisive means on sliding windows and a t-test merge, as Apache Otava 0.8
 computes them (--window, --pvalue, --min-magnitude; Otava's defaults 50, 0.001, 0).
 
-labels of the newest points (PyTorch HUD's): regression (the newest change point is a
-regression, unmarked by a note, with --consecutive points after it), suspicious (fewer points
-after it, or the newest point 3 standard deviations worse than its segment), no change,
-insufficient data (fewer than --min-points points).
+labels of the newest points (PyTorch HUD's): regression (the newest change point with
+--consecutive points after it is a regression no note marks), suspicious (an unmarked
+regression with fewer points after it, or the newest point 3 standard deviations worse than
+its segment), no change, insufficient data (fewer than --min-points points).
 
 exit status of check:
   0  no selected series shows a regression in its newest points

@@ -200,3 +200,18 @@ def test_add_and_check_on_each_backend(store_url, tmp_path, capsys) -> None:
     assert code == 0
     assert [s["points"] for s in json.loads(out)["series"]] == [30, 30]
     assert history(capsys, "check", "--db", store_url)[0] == 3
+
+
+def test_a_fresh_improvement_does_not_undo_a_confirmed_regression(tmp_path, capsys) -> None:
+    """A step up at night 20 stays a regression when the newest point alone falls back: one
+    point is no confirmed change (the real digits history of docs/results had this shape)."""
+    times = [*STEP[:29], 36.0]
+    runs = write_nightly(tmp_path / "runs", times)
+    db = str(tmp_path / "h.sqlite")
+    assert history(capsys, "add", *map(str, runs), "--db", db)[0] == 0
+    code, out, _ = history(capsys, "--db", db, "--json", "--metric", "time_to_accuracy_s")
+    kinds = [(c["index"], c["kind"]) for c in json.loads(out)["series"][0]["change_points"]]
+    assert kinds == [(20, "regression"), (29, "improvement")]
+    code, out, _ = history(capsys, "check", "--db", db, "--metric", "time_to_accuracy_s")
+    assert code == 3
+    assert "1 newer change(s) too recent to count" in out
