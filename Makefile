@@ -13,7 +13,7 @@ TENSORFLOW ?= tensorflow-cpu==2.21.0
 
 $(STAMP): pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray,ncu,mlperf]'
+	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray,ncu,mlperf,history]'
 	$(BIN)/pip install -q --disable-pip-version-check "$(TENSORFLOW)"
 	touch $(STAMP)
 

@@ -19,6 +19,7 @@ BENCHMARKS = [
     "loader",
     "cifar_fast_steps",
     "api_open",
+    "history",
 ]
 
 

@@ -55,6 +55,15 @@ def verdict(*items: Any, **options: Any) -> Any:
     return _verdict(*items, **options)
 
 
+def history(source: str | None = None, **options: Any) -> Any:
+    """A performance history (a CSV file, a SQLite store, a postgresql:// URL; default
+    runs/history.sqlite) as DataFrames of its points, change points and series
+    (perfsuite.api.history.History; docs/history.md)."""
+    from perfsuite.api.history import history as _history
+
+    return _history(source, **options)
+
+
 def __getattr__(name: str) -> Any:
     if name in _API_NAMES:
         import perfsuite.api

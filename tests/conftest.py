@@ -194,6 +194,7 @@ def digits_lesion_study(tmp_path_factory):
 SESSION_FIXTURE_GROUPS = {
     "test_api.py": "digits-cli-runs",  # digits_cli_run, digits_cli_group
     "test_runner.py": "digits-cli-runs",
+    "test_run_history.py": "digits-cli-runs",  # digits_cli_run
     "test_api_study.py": "lesion-study",  # digits_lesion_study
     "test_study_run.py": "lesion-study",
 }

@@ -94,10 +94,31 @@ def pages(tmp_path_factory, browser):
     assert main(["roofline", str(a), "-o", str(out["roofline"])]) == 0
     assert main(["report", *map(str, reps), "-o", str(out["group"])]) == 0
     assert 'id="stability"' in out["group"].read_text()
+    out.update(_history_pages(root))
     return out
 
 
-@pytest.mark.parametrize("kind", ["single", "compare", "roofline", "group"])
+def _history_pages(root):
+    """The history page of a store (30 nights, a step at night 20, a note carrying a payload)
+    and a run's report with the History section that shows where it falls."""
+    from tests.history.records import write_nightly
+    from tests.history.test_cli import STEP
+
+    nights = write_nightly(root / "nights", STEP)
+    db = str(root / "history.sqlite")
+    assert main(["history", "add", *map(str, nights), "--db", db]) == 0
+    name = "digits:default unknown unknown Test CPU x1 @nightly-box"
+    assert main(["history", "note", name, "2026-10-01T10:00:00Z", PAYLOADS[0], "--db", db]) == 0
+    pages = {"history": root / "history.html", "run-history": root / "run-history.html"}
+    assert main(["report", "--history", db, "-o", str(pages["history"])]) == 0
+    assert main(["report", str(nights[25]), "--history", db, "-o", str(pages["run-history"])]) == 0
+    assert 'id="history"' in pages["run-history"].read_text()
+    return pages
+
+
+@pytest.mark.parametrize(
+    "kind", ["single", "compare", "roofline", "group", "history", "run-history"]
+)
 def test_report_opens_clean_in_chromium(browser, pages, kind):
     shot = pages[kind].with_suffix(".png") if os.environ.get("PERFSUITE_SCREENSHOTS") else None
     rep = browser.check(pages[kind], screenshot=shot)

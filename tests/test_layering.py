@@ -50,6 +50,10 @@ LAYERS: dict[str, int] = {
     # the Chrome/Kineto trace file reader: a record sidecar's format, read by capture (the
     # counters) and by the timeline analyses; it imports nothing above the record
     "perfsuite.traces": 3,
+    # the performance history's store (SQLite, PostgreSQL), its schema and CSV files: rows
+    # the analyzers make from records go in, series come out; it imports nothing above the
+    # record
+    "perfsuite.history_store": 3,
     # op models, and MFU (model FLOPs against the device's roof)
     "perfsuite.flops": 4,
     # capture, importers and analysis, beside each other

@@ -8,6 +8,7 @@ Columns and units: docs/api.md. Importing this package imports pandas, never tor
 
 from perfsuite.api.compare import compare, verdict
 from perfsuite.api.group import Group
+from perfsuite.api.history import History, history
 from perfsuite.api.opening import KINDS, Kind, open_path, register_kind
 from perfsuite.api.run import Run
 from perfsuite.api.study import Study
@@ -18,12 +19,14 @@ __all__ = [
     "KINDS",
     "Diff",
     "Group",
+    "History",
     "Kind",
     "Ranks",
     "Run",
     "Study",
     "Trace",
     "compare",
+    "history",
     "open_path",
     "ranks",
     "register_kind",

@@ -30,6 +30,7 @@ COMMANDS: list[str] = [
     "perfsuite.cli.study_cmd",
     "perfsuite.cli.stability_cmd",
     "perfsuite.cli.compare_cmd",
+    "perfsuite.cli.history_cmd",
     "perfsuite.cli.thresholds_cmd",
     "perfsuite.cli.cost_cmd",
     "perfsuite.cli.import_cmd",

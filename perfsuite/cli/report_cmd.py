@@ -16,6 +16,7 @@ from perfsuite.cli.common import (
     status,
     top_rows,
 )
+from perfsuite.cli.history_add import add_history_flag
 from perfsuite.views.pages import HtmlPages
 
 
@@ -34,9 +35,15 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "runs",
-        nargs="+",
+        nargs="*",
         metavar="RUN_JSON",
         help="run.json files or folders (folders are searched recursively)",
+    )
+    add_history_flag(
+        p,
+        "without runs: the history page of a store (runs/history.sqlite, a SQLite file, a "
+        "postgresql:// URL) or a CSV file; with runs: where they fall in their series (shown "
+        "anyway when runs/history.sqlite holds them)",
     )
     p.add_argument(
         "-o",
@@ -92,12 +99,61 @@ def warning_lines(runs: list[dict[str, Any]]) -> list[str]:
     return [f"{r['run_id']}: {note}" for r in runs for note in r["warnings"]]
 
 
+def _judged(source: str | None) -> tuple[str, list[Any]]:
+    """(where, verdicts) of every series of a history, at Otava's default settings."""
+    from perfsuite.analyzers.history.verdict import judge
+    from perfsuite.history_store.sources import load_series
+    from perfsuite.history_store.store import HistoryError
+
+    try:
+        where, found = load_series(source)
+    except HistoryError as exc:
+        raise CLIError(str(exc)) from None
+    return where, [judge(s) for s in found]
+
+
+def _history_page(args: argparse.Namespace, pages: HtmlPages) -> int:
+    """`report --history [URL]` without runs: the history page."""
+    from perfsuite.record.io import write_text_atomic
+
+    where, verdicts = _judged(args.history or None)
+    out = Path(args.output or Path("reports") / "history.html")
+    write_text_atomic(out, pages.history(verdicts, where))
+    if args.json:
+        print_json({"output": str(out), "title": f"perfsuite history: {where}", "runs": []})
+    else:
+        print(out)
+    return 0
+
+
+def _run_history_sections(
+    args: argparse.Namespace, records: list[dict[str, Any]], pages: HtmlPages
+) -> list[tuple[str, str, str]]:
+    """A History section when the store (--history, else runs/history.sqlite if there)
+    holds the series of any of the runs."""
+    from perfsuite.analyzers.history.records import series_key, series_name
+    from perfsuite.history_store.sources import default_store
+
+    if args.history is None and not Path(default_store()).is_file():
+        return []
+    names = {series_name(series_key(r)) for r in records}
+    _, verdicts = _judged(args.history or None)
+    mine = [v for v in verdicts if v.series.name in names]
+    if not mine:
+        return []
+    return [("history", "History: where the run falls", pages.history_section(mine, records))]
+
+
 def run(args: argparse.Namespace) -> int:
     from perfsuite.devices.roofs import PeaksFileError, peaks_file_roofs
     from perfsuite.record import load_records
     from perfsuite.record.io import write_text_atomic
 
     pages = html_pages(args)
+    if not args.runs:
+        if args.history is None:
+            raise CLIError("give RUN_JSON... or --history [URL]")
+        return _history_page(args, pages)
     records = load_records(args.runs)
     if not records:
         raise CLIError(f"no run.json found under {', '.join(args.runs)}")
@@ -108,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     except PeaksFileError as exc:
         raise CLIError(str(exc)) from None
     status(f"building report for {len(records)} run(s)")
-    page = pages.report(records, top_rows(args.top), _study_sections(args.runs, pages), peaks)
+    first = [*_run_history_sections(args, records, pages), *_study_sections(args.runs, pages)]
+    page = pages.report(records, top_rows(args.top), first, peaks)
     write_text_atomic(out, page.html)  # unguessable temp name, exclusive create, rename
     warnings = warning_lines(page.runs)
     for line in warnings:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from perfsuite.cli.common import CLIError, fraction, metric_value, positive_int, status
+from perfsuite.cli.history_add import add_history_flag
 from perfsuite.cli.run_flags import add_run_flags, options_from_args
 
 EPILOG = """\
@@ -56,7 +57,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="with --repeats: runs at a time, each with cores/parallel threads",
     )
+    add_history_flag(
+        p,
+        "add the run to the performance history when it ends: runs/history.sqlite, or the "
+        "SQLite file or postgresql:// URL given (docs/history.md)",
+    )
     p.set_defaults(func=_run)
+
+
+def _add_to_history(args: argparse.Namespace, run_dirs: list[Path]) -> None:
+    """`--history`: the finished runs' rows into the store, in one transaction."""
+    if args.history is None or not run_dirs:
+        return
+    from perfsuite.cli.history_add import add_records
+
+    added, total, where = add_records([str(d) for d in run_dirs], args.history or None)
+    status(f"[perfsuite] history: added {added} of {total} rows to {where}")
 
 
 def _one(args: argparse.Namespace, seed: int) -> Path | None:
@@ -148,6 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.profiler and run_dir is not None:
             _profile(args, run_dir)
         print(run_dir)
+        _add_to_history(args, [run_dir] if run_dir is not None else [])
         return 0
     return _repeats(args)
 
@@ -212,4 +229,5 @@ def _repeats(args: argparse.Namespace) -> int:
     fatal = [r for r in results if r.fatal]
     if fatal:
         raise CLIError(str(fatal[0].error))
+    _add_to_history(args, [r.run_dir for r in results if r.ok and r.run_dir is not None])
     return 1 if any(not r.ok for r in results) else 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from perfsuite.report.build import report_page, roofline_html
+from perfsuite.report.history_page import history_page, history_section
 from perfsuite.report.ranks_section import diff_page, ranks_page
 from perfsuite.report.study_section import study_html, study_section
 from perfsuite.views.pages import HtmlPages
@@ -15,4 +16,6 @@ PAGES = HtmlPages(
     diff=diff_page,
     study_section=study_section,
     study=study_html,
+    history=history_page,
+    history_section=history_section,
 )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: `perfsuite --help` loads this without the analysis stack
+    from perfsuite.analyzers.history.verdict import SeriesVerdict
     from perfsuite.analyzers.runs.study import StudyResult
     from perfsuite.analyzers.timeline.diff import TraceDiff
     from perfsuite.analyzers.timeline.ranks import FolderScan
@@ -47,3 +48,7 @@ class HtmlPages:
     # a study folder's section of `perfsuite report`, and its page of `perfsuite study show -o`
     study_section: Callable[[StudyResult, Mapping[str, Sequence[Record]]], str]
     study: Callable[[StudyResult, Mapping[str, Sequence[Record]]], str]
+    # `perfsuite report --history`: the history page (series judged, where they came from)
+    history: Callable[[Sequence[SeriesVerdict], str], str]
+    # a run report's History section: the series that hold its runs, and the runs
+    history_section: Callable[[Sequence[SeriesVerdict], Sequence[Record]], str]

@@ -6,7 +6,9 @@ import contextlib
 import importlib.metadata
 import os
 import platform
+import re
 import socket
+import subprocess
 import sys
 from typing import Any
 
@@ -64,6 +66,23 @@ def perf_env(environ: dict[str, str]) -> dict[str, str]:
     }
 
 
+def git_commit(folder: str) -> str | None:
+    """The commit checked out in the git work tree holding `folder` (the user's code, where a
+    run starts), or None outside one or without git; the performance history keeps it."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", folder, "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else None
+
+
 def gpu_names() -> list[str]:
     import torch
 
@@ -89,6 +108,7 @@ def collect_environment(device: str) -> dict[str, Any]:
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "perfsuite": __version__,
         "perf_env": perf_env(dict(os.environ)),
+        "git_commit": git_commit(os.getcwd()),
     }
     # Read from the installed distributions' metadata: importing scikit-learn only for
     # its version would cost every run seconds of start-up.
