@@ -276,16 +276,16 @@ def test_the_flop_count_and_ceilings_follow_the_last_timed_epoch(tmp_path, monke
     """Before the clock, the count's allocations changed the allocator's state for every
     epoch (capture on: 2-3x the page faults, 4-7% slower epochs on the 2-core CPU); after
     the last timed epoch nothing timed follows it. Without a profile window too."""
-    from perfsuite.runner.routes import run as loop
+    from perfsuite.runner.routes import off_clock
 
     timed_before: list[int] = []
-    real = loop._Run._capture_work
+    real = off_clock.count_step_work
 
-    def spy(self):
-        timed_before.append(len(self.rec.epoch_times))
-        real(self)
+    def spy(prepared, engine):
+        timed_before.append(len(engine.rec.epoch_times))
+        real(prepared, engine)
 
-    monkeypatch.setattr(loop._Run, "_capture_work", spy)
+    monkeypatch.setattr(off_clock, "count_step_work", spy)
     # 6 steps an epoch: where the count falls, not what the epochs train
     opts = _opts(
         tmp_path,
@@ -381,7 +381,7 @@ def test_replay_window_writes_no_record(tmp_path, monkeypatch):
 
 
 def test_replay_argv_repeats_the_run(tmp_path):
-    from perfsuite.runner.measure.counters_step import replay_argv
+    from perfsuite.runner.routes.counters import replay_argv
 
     opts = _opts(
         tmp_path,

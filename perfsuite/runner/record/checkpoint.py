@@ -1,7 +1,7 @@
 """The threshold model: the weights that first met the run's threshold, kept in the run folder.
 
 Later analysis (`perfsuite infer`, `perfsuite eval shift|probe`) must judge the model that the
-time to accuracy was measured for, not whatever the last epoch left (with `--keep-going` those
+time to accuracy was measured for, not whatever the last epoch left (with `--all-epochs` those
 differ). One module serves both frameworks: the file is written atomically (temporary file in
 the run folder, fsync, rename) and described in the record's `checkpoint` section with its size
 and SHA-256, which loading checks first. The formats never run code when read: PyTorch runs
