@@ -122,6 +122,11 @@ class Engine:
         self.data_kind, self.data_description = source.kind, source.description
         self.data_source, self.batch_size = source, batch_size
 
+    def took(self, name: str, seconds: float) -> None:
+        """Seconds of work off the clock (`data_load_s`, `inference_latency_s`, ...), for the
+        record's `extra.setup_s`."""
+        self.setup_s[name] = seconds
+
     # -- telemetry and energy -------------------------------------------------------------
 
     def measure_energy(self) -> None:

@@ -58,7 +58,7 @@ def take_window(
             batches, active,
         )  # fmt: skip
         probe.after()
-    engine.setup_s["machine_check_s"] = probe.seconds
+    engine.took("machine_check_s", probe.seconds)
     if not (log.is_file() and log.stat().st_size):
         log.unlink(missing_ok=True)
     if timeline:
@@ -101,7 +101,7 @@ def measure_inference(prepared: Prepared, rec: Recorder, engine: Engine, workloa
         rec.flag(why)
         return
     try:
-        entry, engine.setup_s["inference_latency_s"] = capture.timed(
+        entry, seconds = capture.timed(
             inference.measure,
             workload,
             threshold_model(rec, prepared),
@@ -116,6 +116,7 @@ def measure_inference(prepared: Prepared, rec: Recorder, engine: Engine, workloa
         record["inference"] = inference.not_measured(str(exc))
         rec.flag(f"inference not measured: {exc}")
         return
+    engine.took("inference_latency_s", seconds)
     entry["model"] = inference.model_of(record)
     inference.store(record, entry)
 
@@ -132,4 +133,5 @@ def inference_and_counters(
         progress.phase(  # ncu replays every kernel alone
             f"hardware counters ({opts.counters}; ncu replays every kernel alone: minutes)"
         )
-        _, engine.setup_s["counters_s"] = capture.timed(collect_counters, prepared, rec)
+        _, seconds = capture.timed(collect_counters, prepared, rec)
+        engine.took("counters_s", seconds)

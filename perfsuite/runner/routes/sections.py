@@ -75,7 +75,8 @@ def record_setup(rec: Recorder, engine: Engine, prepared: Prepared, progress: Ru
         rec.flag(note)
     if facts.slow_math_note:
         progress.note(facts.slow_math_note)
-    engine.setup_s.update(prepared.seconds)
+    for name, seconds in prepared.seconds.items():
+        engine.took(name, seconds)
     engine.set_data(prepared.data, plan.recipe.batch_size)
     if plan.measures:
         engine.measure_energy()
