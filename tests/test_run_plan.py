@@ -72,3 +72,19 @@ def test_a_study_gets_the_plans_errors_before_its_folder_is_written(tmp_path):
     with pytest.raises(StudyError, match=r"^configuration 'full': unknown recipe 'nonesuch'"):
         open_study(spec, tmp_path / "study")
     assert not (tmp_path / "study").exists()
+
+
+def test_repeats_with_wrong_options_stop_before_any_run_starts(tmp_path, capsys, monkeypatch):
+    from perfsuite.cli import main
+    from perfsuite.runner.launch import executor
+
+    def no_child(*_a, **_k):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(executor, "_spawn", no_child)
+    out = tmp_path / "never"
+    argv = ["run", "digits", "--repeats", "2", "--counters", "ncu", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "perfsuite: error: --counters ncu needs an NVIDIA GPU (--device cuda)"
+    assert not out.exists()

@@ -134,13 +134,13 @@ def _repeats(args: argparse.Namespace) -> int:
     """Repeats with seeds seed, seed+1, ... as one group, through the local executor. The
     options are planned here first, so wrong ones stop the command before any child starts."""
     from perfsuite.record import new_run_id
+    from perfsuite.runner.launch.executor import Job, JobResult, LocalExecutor
     from perfsuite.runner.routes.plan import OptionsError, plan_run
 
     try:
         plan_run(options_from_args(args, seed=args.seed))
     except OptionsError as exc:
         raise CLIError(str(exc)) from None
-    from perfsuite.runner.launch.executor import Job, JobResult, LocalExecutor
 
     gid = new_run_id(f"{args.workload}-group")
     n = args.repeats
