@@ -180,7 +180,7 @@ class RankRoute(Route):
         for entry, got in zip(self.per_rank, threads, strict=True):
             entry["threads"] = got["threads"]
 
-    def epoch(self, epoch: int, plain: Any) -> EpochResult:
+    def epoch(self, epoch: int, plain: Callable[[int], EpochResult]) -> EpochResult:
         """The epoch, then (off the clock) every rank's numbers to every rank; rank 0's
         clock for all, so window sizes and stop decisions agree."""
         diverged = None

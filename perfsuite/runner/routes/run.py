@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ class Route:
     def set_up(self, rec: Recorder) -> None:
         """The setup's facts are recorded."""
 
-    def epoch(self, epoch: int, plain: Any) -> EpochResult:
+    def epoch(self, epoch: int, plain: Callable[[int], EpochResult]) -> EpochResult:
         """Train one epoch: `plain(epoch)` is the single-process epoch."""
         return plain(epoch)
 
