@@ -36,19 +36,19 @@ ARMS = ("off", "on", "off+count", "off-notail")
 def _child(arm: str, device: str, data: str | None) -> None:
     """One run in this process with the arm's pre-clock work; prints its epochs as JSON."""
     from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions
+    from perfsuite.runner import RunOptions, run_workload
     from perfsuite.runner.engine import capture
-    from perfsuite.runner.routes import run as loop
+    from perfsuite.runner.routes import off_clock
+    from perfsuite.runner.routes import run as run_route
 
-    run_cls = loop._Run  # the runner's phases, patched for this process only
-    if arm == "off+count":
-        setup = run_cls._setup
+    if arm == "off+count":  # the FLOP count before the clock: the runner's stages, patched
+        record_setup = run_route.record_setup
 
-        def _setup_and_count(self: loop._Run) -> None:
-            setup(self)
-            self._capture_work()
+        def _setup_and_count(rec, engine, prepared, progress) -> None:
+            record_setup(rec, engine, prepared, progress)
+            off_clock.count_step_work(prepared, engine)
 
-        run_cls._setup = _setup_and_count  # type: ignore[method-assign]
+        run_route.record_setup = _setup_and_count
     elif arm == "off-notail":
         warm = capture.warm_up
         capture.warm_up = lambda wl, st, batches, steps, tail=0: warm(wl, st, batches, steps)
@@ -65,7 +65,7 @@ def _child(arm: str, device: str, data: str | None) -> None:
             seed=0,
             **kw,
         )
-        rec = load_record(loop.run_workload(opts))
+        rec = load_record(run_workload(opts))
     t = rec["throughput"]
     print(json.dumps({k: t.get(k) for k in ("epoch_times_s", "epoch_minor_faults")}))
 

@@ -30,7 +30,9 @@ def main() -> None:
     import torch
 
     from perfsuite.runner import RunOptions
-    from perfsuite.runner.routes import run as loop
+    from perfsuite.runner.engine.progress import RunProgress
+    from perfsuite.runner.routes.plan import plan_run
+    from perfsuite.runner.routes.prepare import prepare
 
     device = "cuda" if gpu_visible() else "cpu"
     data = cifar_data()
@@ -38,13 +40,14 @@ def main() -> None:
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with tempfile.TemporaryDirectory() as out:
         opts = RunOptions(workload="cifar10", out=out, capture=False, progress=False, seed=0, **kw)
-        run = loop._Run(opts)  # the runner's phases, driven here one step at a time
-        run._setup()
-        wl, state, src = run.workload, run.state, run.data
+        plan = plan_run(opts)  # the runner's prepare stage; the epochs are driven here
+        plan.backend.set_threads(opts.threads)
+        run = prepare(plan, RunProgress(False, ""))
+        wl, state, src, recipe = plan.workload, run.state, run.data, plan.recipe
         print(
             f"cifar10 on {device} ({'real' if data else 'synthetic'} data): batch "
-            f"{run.recipe.batch_size}, {run.steps_per_epoch} steps per epoch, last batch "
-            f"{src.num_train % run.recipe.batch_size or run.recipe.batch_size}"
+            f"{recipe.batch_size}, {run.steps_per_epoch} steps per epoch, last batch "
+            f"{src.num_train % recipe.batch_size or recipe.batch_size}"
         )
         for epoch in (1, 2, 3):
             sync()
@@ -53,7 +56,7 @@ def main() -> None:
             sync()
             hook_s, hook_f = time.perf_counter() - t0, _faults() - f0
             steps = []  # (step, size, seconds, of which drawing the batch, faults)
-            batches = iter(src.train_batches(run.recipe.batch_size, run.gen))
+            batches = iter(src.train_batches(recipe.batch_size, run.generator))
             while True:
                 t, f = time.perf_counter(), _faults()
                 batch = next(batches, None)

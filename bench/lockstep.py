@@ -12,7 +12,7 @@ What it measures: whether capture adds work to a one-thread training clock (capt
 telemetry thread shares its run's core). It is not the default-thread epoch time of a user's
 run; `bench/overhead.py`'s sequential pairs are that.
 
-The barriers are outside the clock: the runner's `_Run._train_epoch` is wrapped in the child
+The barriers are outside the clock: the train stage's `train_epoch` is wrapped in the child
 process only (`python -m bench.lockstep ...`, as bench/capture_ablation.py patches its arms).
 """
 
@@ -51,7 +51,7 @@ def _child(argv: list[str]) -> None:
     os.sched_setaffinity(0, {int(cpu)})  # before torch starts its thread pool
 
     from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions
+    from perfsuite.runner import RunOptions, run_workload
     from perfsuite.runner.routes import run as loop
 
     train_epoch = loop._Run._train_epoch
@@ -74,7 +74,7 @@ def _child(argv: list[str]) -> None:
             threads=1,
             **json.loads(kw_json),
         )
-        rec = load_record(loop.run_workload(opts))
+        rec = load_record(run_workload(opts))
     print(json.dumps(rec["throughput"]["epoch_times_s"]))
 
 

@@ -1,4 +1,4 @@
-"""Instrumentation never breaks the user's run (perfsuite/runner/engine/contain.py): a failure
+"""Instrumentation never breaks the user's run (perfsuite/runner/record/contain.py): a failure
 injected
 into each collector (FLOP count, a FLOP formula, profile window, telemetry, checkpoint), through
 both routes (`perfsuite run` and `perfsuite.track`), leaves a finished run whose record says

@@ -17,7 +17,7 @@ from perfsuite.analyzers.runs.study import analyze_study
 from perfsuite.record.tta import crossing_dict, record_crossing
 from perfsuite.runner.launch.torchrun import _first_cause, check_options, threads_per_rank
 from perfsuite.runner.measure.comm import comm_from_ops, comm_share
-from perfsuite.runner.routes.run import RunOptions
+from perfsuite.runner.options import RunOptions
 from perfsuite.study.plan import plan
 from perfsuite.study.render import render
 from perfsuite.study.spec import StudyError, spec_from_dict
@@ -139,18 +139,19 @@ def test_nproc_1_is_the_single_process_path(monkeypatch, tmp_path):
     import perfsuite.runner.launch.torchrun as launch
     from perfsuite.cli import build_parser
     from perfsuite.cli.run_flags import options_from_args
-    from perfsuite.runner.routes import run as loop
+    from perfsuite.runner import run_workload
+    from perfsuite.runner.launch import start
 
     def no_launch(opts):
         raise AssertionError("launcher used for one process")
 
     monkeypatch.setattr(launch, "launch", no_launch)
-    monkeypatch.setattr(loop._Run, "execute", lambda self: ("single", self.record))
+    monkeypatch.setattr(start, "run_here", lambda plan: ("single", plan))
     args = build_parser().parse_args(["run", "digits", "--out", str(tmp_path)])
     opts = options_from_args(args, seed=0)
     assert opts.nproc == 1
-    kind, rec = loop.run_workload(opts)
-    assert kind == "single" and "distributed" not in rec
+    kind, plan = run_workload(opts)
+    assert kind == "single" and plan.options is opts
 
 
 # -- scaling studies: plan and analysis --------------------------------------------------------
@@ -403,14 +404,18 @@ def test_hardware_count_is_the_gpus_a_data_parallel_run_used(
 ):
     """One GPU per rank: a 4-rank run on GPUs used 4 (it recorded 1, and was priced as a
     1-GPU instance); a data-parallel CPU run is one machine."""
-    from perfsuite.runner.launch.distributed import DistributedRun
+    from perfsuite.runner.launch.distributed import RankRoute
     from perfsuite.runner.record import recorder
+    from perfsuite.runner.routes.plan import plan_run
+    from perfsuite.runner.routes.sections import open_record
 
     def one_device(env, device, instance_type):
         return {"name": "Tesla V100-SXM2-16GB", "accelerator": accelerator, "count": 1,
                 "instance_type": instance_type}  # fmt: skip
 
     monkeypatch.setattr(recorder, "hardware_section", one_device)
-    run = DistributedRun(_ddp_options(tmp_path, nproc=4), 0, 4, "nccl")
-    assert run.record["hardware"]["count"] == count
-    assert run.record["distributed"]["world_size"] == 4
+    route = RankRoute(plan_run(_ddp_options(tmp_path, nproc=4)), 0, 4, "nccl")
+    rec, engine = open_record(route.plan)
+    route.opened(rec, engine)
+    assert rec.record["hardware"]["count"] == count
+    assert rec.record["distributed"]["world_size"] == 4

@@ -225,7 +225,7 @@ def test_native_stderr_goes_to_the_log_not_the_terminal(tmp_path):
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from perfsuite.runner.engine.chatter import stderr_to\n"
+        "from perfsuite.runner.record.chatter import stderr_to\n"
         "with stderr_to(Path(sys.argv[1])):\n"
         "    os.write(2, b'USDT: profiler_start\\n')\n"
         "os.write(2, b'after\\n')\n"

@@ -93,6 +93,26 @@ CAPTURE: dict[str, int] = {
     # the threshold model on shifted and corrupted test sets: rebuilds a run's model
     "perfsuite.generalization": 3,
 }
+# The runner's rooms and their rank inside `perfsuite.runner`, bottom first, under the same
+# rule: a room imports its own modules and rooms of a lower rank; rooms of one rank do not
+# import each other. A room is a sub-package, or a module at the top of `perfsuite.runner`.
+RUNNER: dict[str, int] = {
+    # what a run is asked to do; the run folder, its record, its log and the contained failures
+    "perfsuite.runner.options": 0,
+    "perfsuite.runner.record": 0,
+    # measurements beside the clock: telemetry, energy, inference, model FLOPs, communication
+    "perfsuite.runner.measure": 1,
+    # the training engine, its clock and its detours off the clock
+    "perfsuite.runner.engine": 2,
+    # what the runner asks of PyTorch or TensorFlow
+    "perfsuite.runner.frameworks": 3,
+    # the two routes into a record: `perfsuite run` (plan, stages) and `perfsuite.track`
+    "perfsuite.runner.routes": 4,
+    # where runs execute: this process, torchrun ranks, child processes, Ray
+    "perfsuite.runner.launch": 5,
+    # the package's exports
+    "perfsuite.runner": 6,
+}
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 # Optional dependencies heavy enough to load only where used.
 HEAVY = ("torch", "tensorflow", "ray", "pandas", "plotly")
@@ -153,6 +173,15 @@ def _capture_package(module: str) -> str | None:
     """The capture package (a key of CAPTURE) a module belongs to, or None."""
     package = ".".join(module.split(".")[:2])
     return package if package in CAPTURE else None
+
+
+def _runner_room(module: str) -> str | None:
+    """The runner room (a key of RUNNER) a module belongs to, or None outside the runner."""
+    parts = module.split(".")
+    if parts[:2] != ["perfsuite", "runner"]:
+        return None
+    room = ".".join(parts[:3])
+    return room if room in RUNNER else "perfsuite.runner"
 
 
 def package_of(module: str) -> str | None:
@@ -229,7 +258,10 @@ def violations(modules: dict[str, Path] = MODULES) -> list[str]:
         src, dst = _unit(module), _unit(target)
         if src is None or dst is None:
             continue
-        if dst == src == "capture":
+        if dst == src == "capture" and _runner_room(module) and _runner_room(target):
+            src, dst = _runner_room(module), _runner_room(target)
+            ranks, what = RUNNER, "runner rank"
+        elif dst == src == "capture":
             src, dst = _capture_package(module), _capture_package(target)
             ranks = CAPTURE
             what = "capture rank"
@@ -565,6 +597,35 @@ def test_a_planted_capture_order_violation_fails(tmp_path):
         "planted.py:1: perfsuite.workloads (capture rank 1) imports perfsuite.runner.routes.run: "
         "perfsuite.runner (capture rank 2)",
     ]
+
+
+def test_a_planted_runner_room_violation_fails(tmp_path):
+    modules = _plant(
+        tmp_path,
+        {
+            "perfsuite.runner.engine.planted": "from perfsuite.runner.routes import track\n",
+            "perfsuite.runner.measure.planted": "from perfsuite.runner.record import contain\n",
+        },
+    )
+    assert [v for v in violations(modules) if "planted" in v] == [
+        "planted.py:1: perfsuite.runner.engine (runner rank 2) imports "
+        "perfsuite.runner.routes.track: perfsuite.runner.routes (runner rank 4)"
+    ]
+
+
+def test_every_runner_module_is_in_a_ranked_room():
+    rooms = {_runner_room(m) for m in MODULES if m.startswith("perfsuite.runner.")}
+    assert rooms <= set(RUNNER) and "perfsuite.runner" not in rooms, rooms
+
+
+def test_no_package_holds_more_than_25_modules():
+    """A folder with more modules than a reader can hold is split into rooms by concept."""
+    per_folder: dict[Path, int] = defaultdict(int)
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            per_folder[path.parent] += 1
+    crowded = {str(k.relative_to(ROOT)): n for k, n in per_folder.items() if n > 25}
+    assert not crowded, crowded
 
 
 def test_a_planted_cycle_inside_capture_fails(tmp_path):

@@ -112,10 +112,10 @@ def test_the_default_target_of_digits_is_98_percent(tmp_path):
     CLI run sets its own, lower, target)."""
     from perfsuite.cli import build_parser
     from perfsuite.cli.run_flags import options_from_args
-    from perfsuite.runner.routes.run import _Run
+    from perfsuite.runner.routes.plan import plan_run
 
     args = build_parser().parse_args(["run", "digits", "--out", str(tmp_path)])
-    task = _Run(options_from_args(args, seed=0)).record["task"]  # as the run starts
+    task = plan_run(options_from_args(args, seed=0)).task  # the record's, as the run starts
     assert task["threshold"] == 0.98 and task["metric"] == "top1"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,36 @@ def test_local_executor_stops_at_a_wrong_option(tmp_path):
     assert "does not support switch 'tta'" in str(results[0].error)
 
 
+@pytest.mark.usefixtures("runs_in_this_process")
+def test_a_workloads_own_error_fails_its_run_and_the_runs_after_it_go_on(tmp_path):
+    """A KeyError raised by a workload's train_step is that run's failure, not a wrong
+    option: the run is recorded as crashed with the traceback in its perfsuite.log, and the
+    next job runs."""
+    wl = tmp_path / "flaky.py"
+    wl.write_text(
+        "import torch\n"
+        "from perfsuite.workloads.digits.workload import DigitsWorkload\n\n"
+        "class Flaky(DigitsWorkload):\n"
+        "    name = 'flaky-digits'\n\n"
+        "    def train_step(self, state, batch):\n"
+        "        if torch.initial_seed() == 0:  # the run's seed\n"
+        "            raise KeyError('no column named label2')\n"
+        "        return super().train_step(state, batch)\n"
+    )
+    jobs = [
+        Job(replace(job.options, workload=f"{wl}:Flaky"), key="flaky", label=job.label)
+        for job in _jobs(tmp_path, 2)
+    ]
+    results = LocalExecutor().run(jobs)
+    assert len(results) == 2 and not results[0].fatal and results[1].ok
+    assert results[0].error.startswith("run crashed (KeyError: ")
+    crashed = load_record(results[0].run_dir)
+    assert crashed["status"] == "crashed" and "label2" in crashed["error"]
+    log = (results[0].run_dir / crashed["sidecars"]["log"]).read_text()
+    assert "Traceback" in log and "raise KeyError('no column named label2')" in log
+    assert load_record(results[1].run_dir)["config"]["seed"] == 1
+
+
 def test_ray_executor_on_a_local_instance(tmp_path):
     ray = pytest.importorskip("ray", reason="ray not installed (pip install 'perfsuite[ray]')")
     from perfsuite.runner.launch.ray_executor import RayExecutor
@@ -252,8 +283,8 @@ def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
 def test_sigterm_stops_every_run_to_come(tmp_path, monkeypatch):
     """A terminated run ends the study (or the repeats), not only itself: the child says so
     in its reply and no further child starts."""
+    from perfsuite.runner.engine.engine import Terminated
     from perfsuite.runner.launch import executor as ex
-    from perfsuite.runner.routes.run import Terminated
 
     class Done:
         def poll(self):
@@ -275,8 +306,8 @@ def test_child_reports_a_terminated_run(tmp_path, monkeypatch):
     """The child's side of it: Terminated inside the run becomes `terminated` in its reply."""
     import io
 
+    from perfsuite.runner.engine.engine import Terminated
     from perfsuite.runner.launch import child
-    from perfsuite.runner.routes.run import Terminated
 
     def stopped(options):
         raise Terminated("terminated by SIGTERM")

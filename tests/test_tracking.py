@@ -366,7 +366,7 @@ def test_lower_is_better_metrics(tmp_path):
 
 def test_a_workload_direction_reaches_the_runners_record(tmp_path):
     from perfsuite.runner import RunOptions
-    from perfsuite.runner.routes.run import _Run
+    from perfsuite.runner.routes.plan import plan_run
 
     wl = tmp_path / "lower.py"
     wl.write_text(
@@ -377,7 +377,7 @@ def test_a_workload_direction_reaches_the_runners_record(tmp_path):
     )
     for workload, direction in ((f"{wl}:ErrorDigits", "lower"), ("digits", "higher")):
         opts = RunOptions(workload=workload, out=str(tmp_path / "runs"), progress=False)
-        task = _Run(opts).record["task"]  # the record as the run starts: nothing trained
+        task = plan_run(opts).task  # the record as the run starts: nothing trained
         assert task["direction"] == direction
 
 

@@ -76,8 +76,8 @@ def _add_to_history(args: argparse.Namespace, run_dirs: list[Path]) -> None:
 
 
 def _one(args: argparse.Namespace, seed: int) -> Path | None:
+    from perfsuite.runner.engine.engine import Terminated
     from perfsuite.runner.launch.executor import run_in_process
-    from perfsuite.runner.routes.run import Terminated
 
     try:
         run_dir, error, fatal = run_in_process(options_from_args(args, seed=seed))
@@ -136,27 +136,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.replay_steps:
         _one(args, args.seed)
         return 0
-    if wl.needs_data_dir and not args.data_dir and not args.synthetic:
-        raise CLIError(f"{args.workload} needs --data-dir DIR (and --download to fetch it)")
-    if args.profile_steps < 0:
-        raise CLIError("--profile-steps must be >= 0 (0: no profile window)")
-    if args.counters and not args.device.startswith("cuda"):
-        raise CLIError(f"--counters {args.counters} needs an NVIDIA GPU (--device cuda)")
-    if args.counters and not args.capture:
-        # counters replay the profiled window after training: no capture, no window
-        raise CLIError(f"--counters {args.counters} needs capture: drop --no-capture")
-    if args.counters and args.framework != "pytorch":
-        raise CLIError(
-            f"--counters: PyTorch runs only (the replay re-runs the PyTorch workload), not "
-            f"{args.framework}; run ncu yourself and attach its CSV with `perfsuite counters "
-            "FILE --into RUN --steps N`"
-        )
-    if args.repeats < 1 or args.parallel < 1 or args.nproc < 1:
-        raise CLIError("--repeats, --parallel and --nproc must be >= 1")
+    if args.repeats < 1 or args.parallel < 1:
+        raise CLIError("--repeats and --parallel must be >= 1")
     if args.nproc > 1 and args.parallel > 1:
         raise CLIError("--nproc N already uses the machine's cores: --parallel must be 1")
-    if args.nproc > 1 and args.framework != "pytorch":
-        raise CLIError(f"--nproc: data-parallel runs are PyTorch only, not {args.framework}")
     if args.profiler:
         _profiler_possible(args)
     if args.repeats == 1:
@@ -196,9 +179,16 @@ def _profile(args: argparse.Namespace, run_dir: Path) -> None:
 
 
 def _repeats(args: argparse.Namespace) -> int:
-    """Repeats with seeds seed, seed+1, ... as one group, through the local executor."""
+    """Repeats with seeds seed, seed+1, ... as one group, through the local executor. The
+    options are planned here first, so wrong ones stop the command before any child starts."""
     from perfsuite.record import new_run_id
     from perfsuite.runner.launch.executor import Job, JobResult, LocalExecutor
+    from perfsuite.runner.routes.plan import OptionsError, plan_run
+
+    try:
+        plan_run(options_from_args(args, seed=args.seed))
+    except OptionsError as exc:
+        raise CLIError(str(exc)) from None
 
     gid = new_run_id(f"{args.workload}-group")
     n = args.repeats
@@ -218,7 +208,7 @@ def _repeats(args: argparse.Namespace) -> int:
         elif not res.fatal:
             status(f"[perfsuite] {res.job.label} failed: {res.error}")
 
-    from perfsuite.runner.routes.run import Terminated
+    from perfsuite.runner.engine.engine import Terminated
 
     try:
         results = LocalExecutor(args.parallel).run(

@@ -177,7 +177,7 @@ def _executor(args: argparse.Namespace, device: str) -> Any:
 
 
 def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
-    from perfsuite.runner.routes.run import Terminated
+    from perfsuite.runner.engine.engine import Terminated
     from perfsuite.study.execute import open_study, run_study
     from perfsuite.study.spec import StudyError
 

@@ -1,5 +1,5 @@
 """What one `perfsuite run` is asked to do: the options the CLI, the Python API, studies and
-benches fill in and `runner.routes.run.run_workload` reads.
+benches fill in and `runner.routes.plan.plan_run` resolves.
 
 This dataclass is the one source of a run's options. Each field's `Flag` metadata says how it
 is written on the command line (flag, value kind, help) and whether a study file sets it (its

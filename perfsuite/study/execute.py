@@ -13,7 +13,8 @@ from pathlib import Path
 
 from perfsuite.record import new_run_id
 from perfsuite.runner.launch.executor import Executor, Job, JobResult, outcome
-from perfsuite.runner.routes.run import RunOptions
+from perfsuite.runner.options import RunOptions
+from perfsuite.runner.routes.plan import OptionsError, plan_run
 from perfsuite.study.folder import (
     MANIFEST,
     Study,
@@ -55,8 +56,19 @@ def open_study(spec: StudySpec, out: str | Path | None) -> Study:
     if path.exists() and any(path.iterdir()):
         raise StudyError(f"{path}: exists and is not a study folder (no {MANIFEST})")
     study = Study(path, study_id, spec, configs, new_manifest(study_id, spec, configs))
+    check_runs(study)
     write_manifest(study)
     return study
+
+
+def check_runs(study: Study) -> None:
+    """Every configuration's run options through the run's plan, the checks `perfsuite run`
+    and the Python API make, so a wrong option stops the study before its folder is written."""
+    for config in study.configs:
+        try:
+            plan_run(run_options(study, config, 0, study.spec.seed))
+        except OptionsError as exc:
+            raise StudyError(f"configuration {config.name!r}: {exc}") from None
 
 
 def run_options(study: Study, config: Config, repeat: int, seed: int) -> RunOptions:

@@ -20,7 +20,7 @@ from perfsuite.workloads.state import TrainState, detour
 
 WARMUP_STEPS = 2
 
-# What a run loses when a collector fails (runner/engine/contain.py says it in the record).
+# What a run loses when a collector fails (runner/record/contain.py says it in the record).
 LOST_WORK = "FLOPs and bytes per step (work), so the roofline and FLOP/s"
 LOST_WINDOW = "the profile window (per-op times, trace), so the per-op roofline"
 LOST_CHECKPOINT = "the threshold model's checkpoint, so the inference latency on it"
@@ -33,8 +33,8 @@ def warm_up(
     capture on and off: lazy initialisation, cuDNN autotuning, compilation and the allocator's
     first allocations happen here, not in epoch 1's clock. `tail` (the size of an epoch's last,
     partial batch; 0 if none) adds one step at that size: a new shape is a first use too (new
-    cuDNN plans and kernels; on an H200 the GPU cifar10 recipe's first 848-image step took
-    32-42 ms against 8 ms). The state is restored afterwards."""
+    cuDNN plans and kernels), whose cost would otherwise land in epoch 1. The state is
+    restored afterwards."""
     with detour(state):
         for _ in range(steps):
             workload.train_step(state, next(batches))

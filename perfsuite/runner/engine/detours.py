@@ -11,7 +11,7 @@ epoch's length. A run that reaches its threshold, or ends, before that gets it a
 step's (a window away from the loop would otherwise profile other math). `timeline.batch`
 names the call and shapes replayed. A run without a window says why in its flags.
 
-Every detour is a collector (Engine.collecting, runner/engine/contain.py): if it raises, the run
+Every detour is a collector (Engine.collecting, runner/record/contain.py): if it raises, the run
 goes
 on without it and the record says what was lost.
 """

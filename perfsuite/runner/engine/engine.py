@@ -20,12 +20,12 @@ from typing import Any
 
 from perfsuite.record import quantity
 from perfsuite.runner.engine import capture
-from perfsuite.runner.engine.chatter import LOG_NAME, stderr_to
 from perfsuite.runner.engine.clock import ClockReading
-from perfsuite.runner.engine.contain import collector, formula_error_flag
 from perfsuite.runner.measure import model_flops
 from perfsuite.runner.measure.energy import EnergyClock, training_energy
 from perfsuite.runner.measure.telemetry import open_sampler
+from perfsuite.runner.record.chatter import LOG_NAME, stderr_to
+from perfsuite.runner.record.contain import collector, formula_error_flag
 from perfsuite.runner.record.recorder import Recorder
 
 END = object()  # what `next_batch` returns once the epoch's batches ran out
@@ -84,14 +84,18 @@ class LossMeter:
 class Engine:
     """One run's clock, counts, evaluations, collectors and status, on one `Recorder`."""
 
-    def __init__(self, rec: Recorder, backend: Any, loss: LossMeter) -> None:
+    def __init__(
+        self, rec: Recorder, backend: Any, loss: LossMeter, *, energy_wanted: bool = False
+    ) -> None:
+        """`energy_wanted`: the record gets an `energy` section even when the run ends before
+        `measure_energy` (a crashed run says what it had)."""
         self.rec, self.record = rec, rec.record
         self.run_dir = rec.run_dir
         self.backend = backend
         self.loss = loss
         self.setup_s: dict[str, float] = {}
         self.energy = EnergyClock(None, "capture off: energy not read")
-        self.energy_wanted = False
+        self.energy_wanted = energy_wanted
         self.telemetry: Any = None
         # where data comes from, for the record's `data` section
         self.data_kind, self.data_description, self.data_source = "", "", None
@@ -112,6 +116,16 @@ class Engine:
         self._pausing = 0
         self._stall = 0.0
         self._energy_mark = 0
+
+    def set_data(self, source: Any, batch_size: int) -> None:
+        """The data the steps draw from, for the record's `data` section."""
+        self.data_kind, self.data_description = source.kind, source.description
+        self.data_source, self.batch_size = source, batch_size
+
+    def took(self, name: str, seconds: float) -> None:
+        """Seconds of work off the clock (`data_load_s`, `inference_latency_s`, ...), for the
+        record's `extra.setup_s`."""
+        self.setup_s[name] = seconds
 
     # -- telemetry and energy -------------------------------------------------------------
 
@@ -348,7 +362,7 @@ class Engine:
 
     @contextlib.contextmanager
     def collecting(self, name: str, lost: str, seconds_key: str) -> Iterator[_Collected]:
-        """One detour (FLOP count, profile window): contained (runner/engine/contain.py), its
+        """One detour (FLOP count, profile window): contained (runner/record/contain.py), its
         profiler and tracing lines sent to the run's log, its seconds in `extra.setup_s`.
         Run its work through `.run(fn, *args)`: off the clock."""
         log = self.run_dir / LOG_NAME if self.rec.write_files else None

@@ -57,7 +57,7 @@ def step_cvs(events: Any, on_gpu: bool) -> dict[str, float]:
     to the host `ProfilerStep` range in which it starts, whichever thread ran it; a device
     event (kernel, copy) to the device-side copy of that range. The two sets of ranges are
     kept apart: on a GPU each step appears twice (host and `gpu_user_annotation`), and mixing
-    them put every op into alternate half-steps (every CV read ~100%).
+    them would put every op into alternate half-steps.
     """
     from torch.autograd import DeviceType
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
+from perfsuite.runner.engine.engine import Terminated
 from perfsuite.runner.launch.executor import run_in_process
-from perfsuite.runner.routes.run import RunOptions, Terminated
+from perfsuite.runner.options import RunOptions
 
 
 def main() -> int:

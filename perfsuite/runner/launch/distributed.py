@@ -1,17 +1,16 @@
 """One rank of a data-parallel run (DistributedDataParallel), started by torchrun.
 
-`perfsuite run W --nproc N` starts N of these through `runner/launch/torchrun.py`. Every rank runs
-the
-ordinary loop (`loop._Run`) with four differences, all made here so the loop keeps one code
-path:
+`perfsuite run W --nproc N` starts N of these through `runner/launch/torchrun.py`. Every rank
+runs the single-process stages (`routes/run.py`) through a `RankRoute`, whose hooks make the
+four differences, so the stages keep one code path:
 
-- data: the rank trains on its shard of every epoch (`runner/launch/shard.py`); the global batch is
-  the per-rank batch x N. The learning rate follows the run's `lr_rule` switch from the
-  per-rank batch to the global batch (`none`, the default, keeps the recipe's rate);
-- model: wrapped in DistributedDataParallel after the state is built (`_distribute`), so the
-  warm-up already runs the real data-parallel step (DDP rebuilds its buckets after its first
-  step: that one-off cost stays out of the clock). FLOPs are counted on the rank's eager module
-  (the local step; the all-reduce is communication, not counted);
+- data: the rank trains on its shard of every epoch (`runner/launch/shard.py`); the global
+  batch is the per-rank batch x N. The learning rate follows the run's `lr_rule` switch from
+  the per-rank batch to the global batch (`none`, the default, keeps the recipe's rate);
+- model: wrapped in DistributedDataParallel after the state is built (`wrap_model`), so the
+  warm-up already runs the real data-parallel step and DDP's one-off bucket rebuild stays off
+  the clock. FLOPs are counted on the rank's eager module (the local step; the all-reduce is
+  communication, not counted);
 - evaluation: once, on rank 0, its metrics broadcast to the others, so every rank takes the
   same stop and profile-window decisions and the threshold rule is the single-process one.
   Rank 0's replica is evaluated; DDP keeps parameters equal across ranks (BatchNorm running
@@ -30,23 +29,28 @@ with no collective: the others may have left by then.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import statistics
 import sys
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
 from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
-from perfsuite.runner.engine.engine import Diverged, Terminated
-from perfsuite.runner.launch.executor import config_error_types
+from perfsuite.runner.engine.engine import Diverged
+from perfsuite.runner.launch.executor import OPTIONS_ERRORS
 from perfsuite.runner.launch.shard import ShardedSource
 from perfsuite.runner.measure.comm import comm_from_ops, comm_share
-from perfsuite.runner.routes.run import RunOptions, _Run
+from perfsuite.runner.options import RunOptions
+from perfsuite.runner.routes.plan import RunPlan, plan_run
+from perfsuite.runner.routes.run import Route, run_here
+from perfsuite.runner.routes.train import EpochResult, Trained
 from perfsuite.workloads.switches import scaled_lr
 
 NO_WINDOW = "capture off: no profiler window was taken, so no collective was timed"
@@ -55,67 +59,96 @@ NO_WINDOW = "capture off: no profiler window was taken, so no collective was tim
 class _RankWorkload:
     """The run's workload as one rank sees it: sharded training data, evaluation on rank 0."""
 
-    def __init__(self, inner: Any, run: DistributedRun) -> None:
-        self._inner, self._run = inner, run
+    def __init__(self, inner: Any, route: RankRoute) -> None:
+        self._inner, self._route = inner, route
         self.__wrapped__ = inner  # what it stands for (the scheduler declaration is read there)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def load_data(self, data_dir: str | None, device: Any) -> Any:
-        return self._run.shard(self._inner.load_data(data_dir, device))
+        return self._route.shard(self._inner.load_data(data_dir, device))
 
     def synthetic_data(self, device: Any, seed: int) -> Any:
-        return self._run.shard(self._inner.synthetic_data(device, seed))
+        return self._route.shard(self._inner.synthetic_data(device, seed))
 
     def evaluate(self, model: Any, data: Any) -> Any:
         import torch.distributed as dist
 
-        box = [self._inner.evaluate(model, data) if self._run.rank == 0 else None]
+        box = [self._inner.evaluate(model, data) if self._route.rank == 0 else None]
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
 
-class DistributedRun(_Run):
-    """One rank of a data-parallel run; rank 0 owns the record."""
+def rank_plan(plan: RunPlan, route: RankRoute) -> RunPlan:
+    """The rank's plan: its workload view (sharded data, evaluation on rank 0) and the learning
+    rate of the global batch under the run's `lr_rule`."""
+    recipe = copy.copy(plan.recipe)
+    per_rank = recipe.batch_size
+    recipe.lr = scaled_lr(plan.recipe.lr, per_rank, per_rank * route.world, plan.switches.lr_rule)
+    plan.workload.configure(recipe)  # the recipe in force is the rank's
+    config = {**plan.config, "recipe_values": recipe.to_dict()}
+    return replace(plan, workload=_RankWorkload(plan.workload, route), recipe=recipe, config=config)
 
-    def __init__(self, opts: RunOptions, rank: int, world: int, backend_name: str) -> None:
-        super().__init__(opts)
-        self.rank, self.world = rank, world
-        self.rec.world_size = world
-        self.workload = _RankWorkload(self.workload, self)
-        per_rank = self.recipe.batch_size
-        recipe_lr = self.recipe.lr
-        self.recipe.lr = scaled_lr(recipe_lr, per_rank, per_rank * world, self.switches.lr_rule)
-        self.record["config"]["recipe_values"] = self.recipe.to_dict()
+
+class RankRoute(Route):
+    """One rank of a data-parallel run through the single-process stages; rank 0 owns the
+    record, the other ranks write theirs into a scratch folder."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        rank: int,
+        world: int,
+        backend_name: str,
+        on_open: Callable[[Path], None] | None = None,
+    ) -> None:
+        """`on_open`: called with the run folder once it exists (rank 0 tells the launcher)."""
+        self.rank, self.world, self.backend_name = rank, world, backend_name
+        self.recipe_lr = plan.recipe.lr
+        self.plan = rank_plan(plan, self)
         self.per_rank: list[dict[str, Any]] = [_rank_entry(k) for k in range(world)]
-        self.record["distributed"] = {
+        self.on_open = on_open
+        self.rec: Any = None
+        self.engine: Any = None
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def opened(self, rec: Any, engine: Any) -> None:
+        """The `distributed` section, and the accelerators the run used."""
+        self.rec, self.engine = rec, engine
+        if self.on_open is not None:
+            self.on_open(rec.run_dir)
+        rec.world_size = self.world
+        plan, world = self.plan, self.world
+        per_rank, rule = plan.recipe.batch_size, plan.switches.lr_rule
+        rec.record["distributed"] = {
             "world_size": world,
-            "backend": backend_name,
+            "backend": self.backend_name,
             "launcher": "torchrun (torch.distributed.run --standalone)",
-            "threads_per_rank": opts.threads,
+            "threads_per_rank": plan.options.threads,
             "per_rank_batch_size": per_rank,
             "global_batch_size": per_rank * world,
             "lr": {
-                "rule": self.switches.lr_rule,
-                "recipe": recipe_lr,
-                "used": self.recipe.lr,
-                "source": f"lr_rule={self.switches.lr_rule} from the per-rank batch "
-                f"{per_rank} to the global batch {per_rank * world}",
+                "rule": rule,
+                "recipe": self.recipe_lr,
+                "used": plan.recipe.lr,
+                "source": f"lr_rule={rule} from the per-rank batch {per_rank} to the global "
+                f"batch {per_rank * world}",
             },
             "sharding": None,
             "evaluation": "rank 0 evaluates its replica; the metrics are broadcast to the others",
             "per_rank": self.per_rank,
-            "communication": _no_comm(NO_WINDOW if not opts.capture else "no window taken yet"),
+            "communication": _no_comm(
+                NO_WINDOW if not plan.options.capture else "no window taken yet"
+            ),
         }
-        # the accelerators the run used: one GPU per rank (a CPU run stays one machine)
-        self.record["hardware"]["count"] = devices_used(self.record) or 1
-
-    # -- hooks --------------------------------------------------------------------------------
+        # one GPU per rank (a CPU run stays one machine)
+        rec.record["hardware"]["count"] = devices_used(rec.record) or 1
 
     def shard(self, data: Any) -> ShardedSource:
-        sharded = ShardedSource(data, self.rank, self.world, self.recipe.batch_size)
-        self.record["distributed"]["sharding"] = sharded.method
+        sharded = ShardedSource(data, self.rank, self.world, self.plan.recipe.batch_size)
+        self.rec.record["distributed"]["sharding"] = sharded.method
         if not sharded.by_index:
             self.rec.flag(
                 "data sharded by batch: every rank prepares the whole epoch and keeps its "
@@ -123,46 +156,41 @@ class DistributedRun(_Run):
             )
         return sharded
 
-    def _distribute(self) -> None:
+    def wrap_model(self, state: Any) -> None:
+        """DDP around the module, before the warm-up (DDP rebuilds its buckets after its
+        first step: that one-off cost stays out of the clock)."""
         import torch
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        st = self.state
-        dev = self.backend.device
-        ddp = DDP(st.module, device_ids=[dev.gpu_index] if dev.is_gpu else None)
-        if st.model is st.module:
-            st.model = ddp
+        dev = self.plan.backend.device
+        ddp = DDP(state.module, device_ids=[dev.gpu_index] if dev.is_gpu else None)
+        if state.model is state.module:
+            state.model = ddp
         else:
-            mode = self.switches.compile
-            st.model = torch.compile(ddp, mode=None if mode == "default" else mode)
+            mode = self.plan.switches.compile
+            state.model = torch.compile(ddp, mode=None if mode == "default" else mode)
 
-    def _setup(self) -> None:
-        super()._setup()
-        # DDP wraps the module; only torch.compile makes the run "compiled".
-        effect = self.record["switches"]["effect"]
-        if self.switches.compile is None and "compiled" in effect:
+    def set_up(self, rec: Any) -> None:
+        """DDP wraps the module; only torch.compile makes the run "compiled". Every rank's
+        thread count."""
+        effect = rec.record["switches"]["effect"]
+        if self.plan.switches.compile is None and "compiled" in effect:
             effect["compiled"] = None
         threads = _gather({"rank": self.rank, "threads": _threads()})
         for entry, got in zip(self.per_rank, threads, strict=True):
             entry["threads"] = got["threads"]
 
-    def _train_epoch(self, epoch: int) -> tuple[float, float, int, int]:
+    def epoch(self, epoch: int, plain: Callable[[int], EpochResult]) -> EpochResult:
+        """The epoch, then (off the clock) every rank's numbers to every rank; rank 0's
+        clock for all, so window sizes and stop decisions agree."""
         diverged = None
-        seconds, loss, steps, samples = 0.0, float("nan"), 0, 0
+        mine = EpochResult(0.0, float("nan"), 0, 0)
         try:
-            seconds, loss, steps, samples = super()._train_epoch(epoch)
+            mine = plain(epoch)
         except Diverged as exc:
             diverged = str(exc)
-        # Off the clock: every rank's numbers of this epoch, to every rank.
-        mine = {
-            "seconds": seconds,
-            "steps": steps,
-            "samples": samples,
-            "stall_s": self.stall_s[-1] if self.stall_s and diverged is None else None,
-            "loss": loss,
-            "diverged": diverged,
-        }
-        everyone = _gather(mine)
+        stall = self.engine.stall_s[-1] if self.engine.stall_s and diverged is None else None
+        everyone = _gather({**asdict(mine), "stall_s": stall, "diverged": diverged})
         for k, got in enumerate(everyone):
             if got["diverged"] is not None:
                 why = got["diverged"].removeprefix("did not converge: ")
@@ -175,14 +203,14 @@ class DistributedRun(_Run):
             entry["train_loss"].append(got["loss"])
             steady = entry["epoch_times_s"][1:] or entry["epoch_times_s"]
             entry["step_time_s"] = statistics.median(steady) / max(1, got["steps"])
-        # Rank 0's clock for every rank: equal window sizes and decisions everywhere.
-        seconds = everyone[0]["seconds"]
         mean_loss = statistics.fmean(g["loss"] for g in everyone)
-        return seconds, mean_loss, everyone[0]["steps"], sum(g["samples"] for g in everyone)
+        samples = sum(g["samples"] for g in everyone)
+        return EpochResult(everyone[0]["seconds"], mean_loss, everyone[0]["steps"], samples)
 
-    def _capture_timeline(self, epoch: int, epoch_step_s: float) -> None:
-        super()._capture_timeline(epoch, epoch_step_s)
-        tl = self.record.get("timeline") or {}
+    def after_window(self, trained: Trained) -> None:
+        """The collectives' in-flight time per step, from every rank's window."""
+        record = self.rec.record
+        tl = record.get("timeline") or {}
         comm = comm_from_ops(tl.get("ops") or [], int(tl.get("steps") or 0))
         step = (tl.get("step_time") or {}).get("value")
         everyone = _gather({"comm": comm, "step_s": step})
@@ -191,16 +219,16 @@ class DistributedRun(_Run):
             entry["comm_time_per_step_s"] = c["time_per_step_s"] if c else None
         if comm is None:
             why = "the profile window holds no collective op (gloo:/nccl:...)"
-            self.record["distributed"]["communication"] = _no_comm(why)
+            record["distributed"]["communication"] = _no_comm(why)
             return
         share = comm_share(comm["time_per_step_s"], step)
-        self.record["distributed"]["communication"] = {
+        record["distributed"]["communication"] = {
             "time_per_step": quantity(
                 comm["time_per_step_s"],
                 "s",
                 "measured",
-                f"torch.profiler window after epoch {epoch} on rank 0: inclusive time of the "
-                "process group's collectives (in flight from enqueue to completion; they "
+                f"torch.profiler window after epoch {trained.epoch} on rank 0: inclusive time "
+                "of the process group's collectives (in flight from enqueue to completion; they "
                 "overlap backward, so this bounds the exposed communication from above) / "
                 f"{tl.get('steps')} steps",
             ),
@@ -210,20 +238,15 @@ class DistributedRun(_Run):
             "why": None,
         }
 
-    def _measure_inference(self) -> None:
-        """Rank 0 alone (the other ranks skip inference and may have left): the inner
-        workload measures, so its `evaluate` broadcasts nothing and calls the `predict` that
-        the batch-1 timer stands in for (the wrapper's would not reach the inner one)."""
-        wrapper, self.workload = self.workload, self.workload._inner
-        try:
-            super()._measure_inference()
-        finally:
-            self.workload = wrapper
+    def inference_workload(self, workload: Any) -> Any:
+        """Rank 0 alone measures (the other ranks skip inference and may have left), through
+        the inner workload: its `evaluate` broadcasts nothing, and its `predict` is the one
+        the batch-1 timer stands in for."""
+        return workload._inner
 
-    def execute(self) -> Any:
-        """Rank 0's run folder after the run (None on the other ranks)."""
-        out = super().execute()
-        return out if self.rank == 0 else None
+    def result(self, run_dir: Path) -> Path | None:
+        """Rank 0's run folder (None on the other ranks)."""
+        return run_dir if self.rank == 0 else None
 
 
 def _rank_entry(rank: int) -> dict[str, Any]:
@@ -288,13 +311,15 @@ def worker(control: Path) -> int:
             out = control / f"rank-{rank}"
             opts = replace(opts, out=str(out), measure_peaks=False, inference_repeats=0)
             opts = replace(opts, progress=False)
-        run = DistributedRun(opts, rank, world, name)
-        if rank == 0:
-            reply["run_dir"] = str(run.run_dir)
+
+        def started(run_dir: Path) -> None:
+            reply["run_dir"] = str(run_dir)
             _write_reply(control, reply, "started")
-        run.execute()
+
+        route = RankRoute(plan_run(opts), rank, world, name, started if rank == 0 else None)
+        run_here(route.plan, route)
     except Exception as exc:  # every failure (Terminated included) becomes one line
-        fatal = isinstance(exc, config_error_types()) and not isinstance(exc, Terminated)
+        fatal = isinstance(exc, OPTIONS_ERRORS)
         first = (str(exc).splitlines() or [""])[0][:300]
         reply["error"] = first.strip("'\"") if fatal else f"{type(exc).__name__}: {first}"
         reply["fatal"] = fatal

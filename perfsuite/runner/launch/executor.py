@@ -4,16 +4,18 @@ An executor takes jobs (one `RunOptions` each, with a key saying which configura
 belongs to) and returns one `JobResult` per job, calling back when a job starts and ends so
 the caller can show progress per configuration. `LocalExecutor` runs each job in a fresh child
 process: one after another (the default: timings are not disturbed by a neighbour), or side by
-side with the cores split between them. `perfsuite.runner.launch.ray_executor` runs them on a Ray
-cluster, also one process per run. A job whose options are wrong (unknown switch, missing
-data) is `fatal`: no further job starts, since every other job would fail the same way.
+side with the cores split between them. `perfsuite.runner.launch.ray_executor` runs them on a
+Ray cluster, also one process per run.
 
-Why a process per run, even one at a time: repeats must be independent samples, as separate
-invocations would be. In one process the second run inherits the first one's allocator state
-(freed heap kept, pages already faulted in), cuDNN's autotuning cache, compiled kernels and
-warm GPU memory: on digits at one thread, in-process repeats 2-4 ran relu and
-threshold_backward above the DRAM roof (cache-resident) while fresh processes stayed at
-20-60% (docs/studies.md); on a GPU repeat 1 alone would pay cuDNN's autotuning.
+Errors by origin: a job whose options are wrong (the plan's `OptionsError`, or a `DataError`
+for data the options name) is `fatal`, and no further job starts, since every other job would
+fail the same way. Any other exception is that run's own failure (its workload's code, the
+machine): the run is recorded as crashed, its traceback is in its `perfsuite.log`, and the
+jobs after it go on. SIGTERM (`Terminated`) stops every job still to come.
+
+A process per run, even one at a time, because repeats must be independent samples: a second
+run in the same process would inherit the first one's allocator state, cuDNN's autotuning
+cache, compiled kernels and warm device memory (docs/studies.md shows the effect).
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from typing import Protocol
 
 from perfsuite.hostinfo import usable_cpus
 from perfsuite.record import load_record
-from perfsuite.runner.routes.run import RunOptions, Terminated, run_workload
+from perfsuite.runner.engine.engine import Terminated
+from perfsuite.runner.launch.start import run_workload
+from perfsuite.runner.options import RunOptions
+from perfsuite.runner.routes.plan import OptionsError
 from perfsuite.task_metrics import metric_info, metric_text, target_text
 from perfsuite.workloads.data import DataError
 
@@ -83,9 +88,8 @@ def local_devices(device: str) -> list[str]:
     return [f"cuda:{k}" for k in range(n)] if n > 1 else []
 
 
-def config_error_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean the options are wrong, not that the run crashed."""
-    return (ValueError, KeyError, DataError)
+# The exceptions that say the options are wrong, whatever run takes them.
+OPTIONS_ERRORS: tuple[type[Exception], ...] = (OptionsError, DataError)
 
 
 def outcome(run_dir: Path | None) -> str:
@@ -123,12 +127,13 @@ def outcome(run_dir: Path | None) -> str:
 
 
 def run_in_process(options: RunOptions) -> tuple[Path | None, str | None, bool]:
-    """One run here: (run folder, one-line error, fatal)."""
+    """One run here: (run folder, one-line error, fatal). `fatal` only for wrong options;
+    a run that crashed gives its folder (its record says "crashed") and its error."""
     try:
         return run_workload(options), None, False
     except Terminated:
         raise  # SIGTERM ends every run still to come, not only this one
-    except config_error_types() as exc:
+    except OPTIONS_ERRORS as exc:
         return None, str(exc).strip("'\""), True
     except Exception as exc:  # the record is already written with status "crashed"
         first = (str(exc).splitlines() or [""])[0]

@@ -148,7 +148,7 @@ class Recorder:
         rec["evaluations"].append(entry)
         crossing = record_crossing(rec)  # the task's direction, as every analyzer reads it
         rec["time_to_accuracy"] = crossing_dict(crossing, "measured")
-        self.write()  # the record first: a kill between the two never loses the evaluation
+        self.write()  # before the MLPerf line: a kill in between keeps the evaluation
         if self.mllog:
             self.mllog.eval(epoch, metrics[self.metric], samples or 0)
         return bool(crossing.reached)
@@ -161,9 +161,8 @@ class Recorder:
         loop may cut one short) give the median of each epoch's time / its own steps, since
         the median epoch's time over another epoch's steps is no step time; epochs without
         steps are left out. The sample rate is `samples_per_epoch` over that epoch's
-        `steps_per_epoch` steps when known (all ranks together): batch_size / step_time
-        overstates it by a partial last batch (digits: 1,438 samples in 23 steps of 64 would
-        read as 1,472); with neither known there is no rate."""
+        `steps_per_epoch` steps when known (all ranks together), since batch_size / step_time
+        would overstate it by a partial last batch; with neither known there is no rate."""
         times = self.epoch_times
         if not times or steps_per_epoch <= 0:
             return

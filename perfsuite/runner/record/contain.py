@@ -19,7 +19,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from perfsuite.runner.engine.chatter import LOG_NAME
+from perfsuite.runner.record.chatter import LOG_NAME
 
 LOGGER = logging.getLogger("perfsuite")
 
@@ -55,6 +55,13 @@ def run_log(rec: Any) -> Iterator[None]:
             handler.close()
         if path.is_file() and path.stat().st_size:
             rec.record["sidecars"]["log"] = LOG_NAME
+
+
+def log_run_failure(rec: Any, exc: BaseException) -> None:
+    """The traceback of the exception that ended a run (the workload's own, or the machine's)
+    into the run's `perfsuite.log`, where the record's one-line error points."""
+    with run_log(rec):
+        LOGGER.error("the run failed: %s", one_line(exc), exc_info=exc)
 
 
 def one_line(exc: BaseException) -> str:

@@ -9,17 +9,21 @@ it does not, the collector chooser says so and falls back to ncu if present.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from perfsuite.counters import counters_from_trace, profiler_experimental_config
 from perfsuite.counters.collect import choose_collector, collect_ncu
 from perfsuite.runner.engine import capture
 from perfsuite.runner.engine.profile_window import ProfileWindow
+from perfsuite.runner.options import RunOptions
+from perfsuite.runner.record.recorder import Recorder
+from perfsuite.runner.routes.prepare import Prepared
 
 COUNTER_TRACE = "counters-trace.json.gz"
 
 
-def replay_argv(opts: Any, steps: int) -> list[str]:
+def replay_argv(opts: RunOptions, steps: int) -> list[str]:
     """The `perfsuite` arguments that replay this run's window in a child process."""
     argv = ["run", opts.workload, "--device", opts.device, "--seed", str(opts.seed)]
     for flag, value in (
@@ -40,42 +44,45 @@ def replay_argv(opts: Any, steps: int) -> list[str]:
     return [*argv, "--quiet", "--replay-window", str(steps)]
 
 
-def collect_counters(run: Any) -> None:
-    """Fill `run.record["counters"]` (or leave it empty with a flag saying why)."""
-    rec, opts = run.record, run.opts
-    kind, why = choose_collector(opts.counters, run.backend.device.is_gpu)
+def collect_counters(prepared: Prepared, rec: Recorder) -> None:
+    """Fill the record's `counters` (or leave it empty with a flag saying why), for the run
+    `prepared` describes, after its training."""
+    record, opts, run_dir = rec.record, prepared.plan.options, rec.run_dir
+    kind, why = choose_collector(opts.counters, prepared.plan.backend.device.is_gpu)
     if kind != opts.counters:  # none, or a fallback: say why where every reader looks
-        run.rec.flag(f"counters: {why}")
+        rec.flag(f"counters: {why}")
     if kind is None:
-        rec["counters"] = None
+        record["counters"] = None
         return
     steps = max(1, opts.profile_steps)
     if kind == "ncu":
-        section, reason = collect_ncu(replay_argv(opts, steps), run.run_dir)
-        rec["counters"] = section
+        section, reason = collect_ncu(replay_argv(opts, steps), run_dir)
+        record["counters"] = section
         if section is None:
-            run.rec.flag(f"counters: ncu collected nothing: {reason}")
+            rec.flag(f"counters: ncu collected nothing: {reason}")
         else:
             section["collector_note"] = why
-            rec["sidecars"]["counters_ncu"] = section.get("file", "counters-ncu.csv")
+            record["sidecars"]["counters_ncu"] = section.get("file", "counters-ncu.csv")
         return
     try:
-        rec["counters"] = _cupti_window(run, steps)
-        rec["sidecars"]["counters_trace"] = COUNTER_TRACE
+        record["counters"] = _cupti_window(prepared, run_dir, steps)
+        record["sidecars"]["counters_trace"] = COUNTER_TRACE
     except Exception as exc:  # a counters failure never loses the run
-        rec["counters"] = None
-        run.rec.flag(f"counters: CUPTI collection failed: {type(exc).__name__}: {exc}")
+        record["counters"] = None
+        rec.flag(f"counters: CUPTI collection failed: {type(exc).__name__}: {exc}")
 
 
-def _cupti_window(run: Any, steps: int) -> dict[str, Any]:
+def _cupti_window(prepared: Prepared, run_dir: Path, steps: int) -> dict[str, Any]:
+    """CUPTI counters over `steps` replayed steps, on the window's batches (`seeds.window`)."""
     window = ProfileWindow(
-        run.run_dir,
-        run.backend,
+        run_dir,
+        prepared.plan.backend,
         wait=1,
         warmup=1,
         active=steps,
         experimental_config=profiler_experimental_config(),
         trace_name=COUNTER_TRACE,
     )
-    capture.profile_window(run.workload, run.state, run._batches(20_011), window)
-    return counters_from_trace(run.run_dir / COUNTER_TRACE, window_steps=steps)
+    batches = prepared.batches(prepared.plan.seeds.window)
+    capture.profile_window(prepared.plan.workload, prepared.state, batches, window)
+    return counters_from_trace(run_dir / COUNTER_TRACE, window_steps=steps)
