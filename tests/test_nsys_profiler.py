@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfsuite.cli import main
-from perfsuite.runner.measure.nsys_step import REPORT, profile_command, why_not
 from perfsuite.runner.options import RunOptions
+from perfsuite.runner.routes.nsys_profile import REPORT, profile_command, why_not
 
 
 def test_without_nsys_the_run_is_refused(tmp_path, capsys, monkeypatch):

@@ -100,7 +100,7 @@ def test_the_terminal_and_the_page_show_the_same_stream_and_queue_rows():
     import re
 
     from perfsuite.analyzers.timeline.analysis import analyze_file
-    from perfsuite.cli.timeline_analyses import launch_lines, queue_lines
+    from perfsuite.cli.timeline.analyses import launch_lines, queue_lines
     from perfsuite.report.timeline_analyses import launch_html, queue_html
     from perfsuite.views.timeline_rows import queue_rows, stream_rows
 

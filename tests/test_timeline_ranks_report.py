@@ -68,7 +68,7 @@ def test_ranks_section_carries_launches_queues_and_their_highest_rank(folder):
 def test_the_terminal_and_the_page_say_the_same_about_the_ranks(folder):
     """One row builder (`perfsuite.views.rank_rows`) for `timeline DIR` and the page: every
     straggler and extreme line, and every rank's step and compute cells, show in both."""
-    from perfsuite.cli.timeline_ranks import render_folder
+    from perfsuite.cli.timeline.ranks import render_folder
     from perfsuite.views.rank_rows import extreme_lines, rank_rows, straggler_lines
 
     scan = scan_folder(folder)

@@ -71,7 +71,7 @@ class TorchBackend:
         ranges = None
         if self.device.is_gpu:
             try:
-                # input shapes in each op's marker, for an nsys profile (runner.measure.nsys_step)
+                # input shapes in each op's marker, for an nsys profile (runner.routes.nsys_profile)
                 shapes = os.environ.get("PERFSUITE_NVTX_SHAPES") == "1"
                 ranges = torch.autograd.profiler.emit_nvtx(record_shapes=shapes)
                 ranges.__enter__()

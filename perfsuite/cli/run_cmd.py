@@ -140,42 +140,12 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError("--repeats and --parallel must be >= 1")
     if args.nproc > 1 and args.parallel > 1:
         raise CLIError("--nproc N already uses the machine's cores: --parallel must be 1")
-    if args.profiler:
-        _profiler_possible(args)
     if args.repeats == 1:
         run_dir = _one(args, args.seed)
-        if args.profiler and run_dir is not None:
-            _profile(args, run_dir)
         print(run_dir)
         _add_to_history(args, [run_dir] if run_dir is not None else [])
         return 0
     return _repeats(args)
-
-
-def _profiler_possible(args: argparse.Namespace) -> None:
-    """--profiler nsys refused before training where it cannot work, saying why."""
-    from perfsuite.runner.measure.nsys_step import why_not
-
-    why = why_not(args.device, args.framework)
-    if why:
-        raise CLIError(f"--profiler nsys: cannot record a profile: {why}")
-    if not args.capture or args.repeats > 1 or args.nproc > 1:
-        raise CLIError(
-            "--profiler nsys: one captured single-process run (no --no-capture, "
-            "--repeats or --nproc)"
-        )
-
-
-def _profile(args: argparse.Namespace, run_dir: Path) -> None:
-    from perfsuite.runner.measure.nsys_step import record_profile
-
-    status("[perfsuite] nsys profile of the window (a replay child under nsys) ...")
-    path, what = record_profile(options_from_args(args, seed=args.seed), run_dir)
-    status(f"[perfsuite] {what}")
-    if path is not None:
-        status(
-            f"[perfsuite] read it with `perfsuite timeline {path}` and `perfsuite roofline {path}`"
-        )
 
 
 def _repeats(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from perfsuite.cli.common import (
     status,
     top_rows,
 )
-from perfsuite.cli.timeline_ranks import add_flags as add_rank_flags
+from perfsuite.cli.timeline.ranks import add_flags as add_rank_flags
 from perfsuite.views.timeline_rows import CATEGORY_HEADERS, OP_HEADERS, category_rows, op_rows
 
 BIG_FILE = 8 << 20  # show a progress bar above this many bytes on disk
@@ -86,7 +86,7 @@ def _analyze(path: Path, top: int, device: int | None) -> Any:
 def run(args: Any) -> int:
     top = 0 if args.json else args.top  # --json is never cut
     top_rows(top)
-    from perfsuite.cli import timeline_ranks
+    from perfsuite.cli.timeline import ranks as timeline_ranks
 
     if args.diff:
         if args.paths:
@@ -221,7 +221,7 @@ def render(a: Any) -> str:
             table(rows, headers, "llrrrrr"),
         ]
     out += _analyses(a)
-    from perfsuite.cli.timeline_copies import copy_lines, projection_lines, roof_lines
+    from perfsuite.cli.timeline.copies import copy_lines, projection_lines, roof_lines
 
     out += copy_lines(a) + projection_lines(a) + roof_lines(a)
     out += [f"note: {n}" for n in a.notes]
@@ -230,7 +230,7 @@ def render(a: Any) -> str:
 
 def _analyses(a: Any) -> list[str]:
     """Launch statistics, queue length per stream and memory timeline sections."""
-    from perfsuite.cli.timeline_analyses import analyses_lines
+    from perfsuite.cli.timeline.analyses import analyses_lines
 
     return analyses_lines(a)
 

@@ -22,6 +22,7 @@ from perfsuite.runner.measure.energy import EnergyClock
 from perfsuite.runner.record.chatter import LOG_NAME
 from perfsuite.runner.record.recorder import Recorder
 from perfsuite.runner.routes.counters import collect_counters
+from perfsuite.runner.routes.nsys_profile import record_profile
 from perfsuite.runner.routes.prepare import Prepared
 from perfsuite.runner.routes.sections import threshold_model
 from perfsuite.runner.routes.train import Trained
@@ -124,7 +125,8 @@ def measure_inference(prepared: Prepared, rec: Recorder, engine: Engine, workloa
 def inference_and_counters(
     prepared: Prepared, rec: Recorder, engine: Engine, progress: RunProgress, workload: Any
 ) -> None:
-    """After telemetry stops: inference latency, then hardware counters, where asked."""
+    """After telemetry stops: inference latency, then hardware counters and an Nsight Systems
+    profile of the window, where asked."""
     opts = prepared.plan.options
     if opts.capture and opts.inference_repeats > 0:
         progress.phase("inference latency")
@@ -135,3 +137,14 @@ def inference_and_counters(
         )
         _, seconds = capture.timed(collect_counters, prepared, rec)
         engine.took("counters_s", seconds)
+    if opts.capture and opts.profiler == "nsys":
+        progress.phase("nsys profile of the window (a replay child under nsys)")
+        (path, what), seconds = capture.timed(record_profile, opts, rec.run_dir)
+        engine.took("nsys_profile_s", seconds)
+        if path is None:
+            rec.flag(what)
+        progress.note(
+            what
+            if path is None
+            else f"{what}; read it with `perfsuite timeline {path}` and `perfsuite roofline {path}`"
+        )

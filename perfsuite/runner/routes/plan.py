@@ -14,6 +14,7 @@ makes its own plan with `dataclasses.replace`.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -104,6 +105,8 @@ def check_options(opts: RunOptions) -> None:
         raise OptionsError(f"--inference-limit must be >= 1, got {opts.inference_limit}")
     if opts.nproc > 1 and opts.framework != "pytorch":
         raise OptionsError(f"--nproc: data-parallel runs are PyTorch only, not {opts.framework}")
+    if opts.profiler:
+        _check_profiler(opts)
     if not opts.counters:
         return
     if not opts.device.startswith("cuda"):
@@ -115,6 +118,30 @@ def check_options(opts: RunOptions) -> None:
             f"--counters: PyTorch runs only (the replay re-runs the PyTorch workload), not "
             f"{opts.framework}; run ncu yourself and attach its CSV with `perfsuite counters "
             "FILE --into RUN --steps N`"
+        )
+
+
+def why_not(device: str, framework: str) -> str | None:
+    """Why an nsys profile (`--profiler nsys`, runner/routes/nsys_profile.py) cannot be
+    recorded here; None when it can."""
+    if shutil.which("nsys") is None:
+        return "nsys (Nsight Systems) is not on PATH"
+    if not device.startswith("cuda"):
+        return f"it profiles NVIDIA GPUs; this run is on {device} (--device cuda)"
+    if framework != "pytorch":
+        return f"the replay re-runs the PyTorch workload; not {framework}"
+    return None
+
+
+def _check_profiler(opts: RunOptions) -> None:
+    """`--profiler nsys` replays the window of one captured single-process PyTorch run on an
+    NVIDIA GPU under nsys: refused before anything runs where that cannot happen."""
+    why = why_not(opts.device, opts.framework)
+    if why:
+        raise OptionsError(f"--profiler nsys: cannot record a profile: {why}")
+    if not opts.capture or opts.nproc > 1:
+        raise OptionsError(
+            "--profiler nsys: one captured single-process run (no --no-capture or --nproc)"
         )
 
 

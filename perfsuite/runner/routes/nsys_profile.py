@@ -11,29 +11,18 @@ read it. Needs `nsys` on PATH and an NVIDIA GPU; without them, `why_not` says wh
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.measure.counters_step import replay_argv
+from perfsuite.runner.routes.counters import replay_argv
+from perfsuite.runner.routes.plan import why_not
 from perfsuite.traces.profile import export_command
 
 REPORT = "profile-nsys"  # RUN/profile-nsys.nsys-rep and RUN/profile-nsys.sqlite
 SHAPES_ENV = "PERFSUITE_NVTX_SHAPES"
 TIMEOUT_S = 3600
-
-
-def why_not(device: str, framework: str) -> str | None:
-    """Why an nsys profile cannot be recorded here (None: it can)."""
-    if shutil.which("nsys") is None:
-        return "nsys (Nsight Systems) is not on PATH"
-    if not device.startswith("cuda"):
-        return f"it profiles NVIDIA GPUs; this run is on {device} (--device cuda)"
-    if framework != "pytorch":
-        return f"the replay re-runs the PyTorch workload; not {framework}"
-    return None
 
 
 def profile_command(opts: Any, run_dir: Path, steps: int) -> list[str]:
