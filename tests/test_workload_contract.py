@@ -237,7 +237,7 @@ def test_the_from_scratch_example_runs_through_the_cli(
         "--no-peaks",
         "--threshold",
         "0.9",
-        "--keep-going",
+        "--all-epochs",
         "--inference-limit",
         "64",
         "--profile-seconds",  # a 3-step window: 1 s of these tiny steps is 1,000 profiled steps
