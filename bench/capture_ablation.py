@@ -36,7 +36,9 @@ ARMS = ("off", "on", "off+count", "off-notail")
 def _child(arm: str, device: str, data: str | None) -> None:
     """One run in this process with the arm's pre-clock work; prints its epochs as JSON."""
     from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions, capture, loop
+    from perfsuite.runner import RunOptions
+    from perfsuite.runner.engine import capture
+    from perfsuite.runner.routes import run as loop
 
     run_cls = loop._Run  # the runner's phases, patched for this process only
     if arm == "off+count":

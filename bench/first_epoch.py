@@ -29,7 +29,8 @@ def _faults() -> int:
 def main() -> None:
     import torch
 
-    from perfsuite.runner import RunOptions, loop
+    from perfsuite.runner import RunOptions
+    from perfsuite.runner.routes import run as loop
 
     device = "cuda" if gpu_visible() else "cpu"
     data = cifar_data()

@@ -2,7 +2,7 @@
 
 Why: runs compared by a bench must be independent samples. In one process a later run
 inherits an earlier one's allocator state, autotuning caches and warm memory
-(perfsuite/runner/executor.py), which would show up as a difference between the arms.
+(perfsuite/runner/launch/executor.py), which would show up as a difference between the arms.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 from perfsuite.record import load_record
 from perfsuite.runner import RunOptions
-from perfsuite.runner.executor import Job, LocalExecutor
+from perfsuite.runner.launch.executor import Job, LocalExecutor
 
 
 def run_fresh(opts: RunOptions) -> tuple[float, dict]:

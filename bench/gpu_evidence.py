@@ -514,7 +514,7 @@ LATENCY_MODES = [
 
 def latency(ctx: Context, sec: Section) -> None:
     from perfsuite.backends import parse_device
-    from perfsuite.runner.inference import InferenceError, check_mode
+    from perfsuite.runner.measure.inference import InferenceError, check_mode
 
     device = parse_device(ctx.device)
     targets = []

@@ -51,7 +51,8 @@ def _child(argv: list[str]) -> None:
     os.sched_setaffinity(0, {int(cpu)})  # before torch starts its thread pool
 
     from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions, loop
+    from perfsuite.runner import RunOptions
+    from perfsuite.runner.routes import run as loop
 
     train_epoch = loop._Run._train_epoch
 

@@ -48,8 +48,9 @@ _API_NAMES = ("Run", "Group", "Trace")
 
 
 def track(task: str, **kwargs: object) -> object:
-    """Measure your own training loop into a perfsuite run record (see perfsuite.runner.track)."""
-    from perfsuite.runner.track import track as _track
+    """Measure your own training loop into a perfsuite run record (see
+    perfsuite.runner.routes.track)."""
+    from perfsuite.runner.routes.track import track as _track
 
     return _track(task, **kwargs)
 

@@ -325,7 +325,7 @@ def test_an_empty_cache_gives_absent_roofs_and_says_how_to_get_them(
     cache_dir, make_record, no_cpu_spec
 ):
     from perfsuite.record import validate_record
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     c = ceilings_for("cpu", "float32", measure=False)
     why = "no cached measurement (not asked to measure) and no spec value"
@@ -367,7 +367,7 @@ def test_an_absent_quantity_has_no_value(make_record):
 
 
 def test_a_dtype_without_a_benchmark_is_absent_even_when_measuring(cache_dir):
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     ceil, flag = resolve_ceilings("cpu", "float16", True)  # no CPU fp16 benchmark: none run
     assert ceil["peak_flops"]["provenance"] == "absent"

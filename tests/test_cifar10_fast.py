@@ -307,7 +307,7 @@ TINY = ["train_limit=256", "widths=8,16,16", "whiten_images=64", "tta_level=0"]
 def _fast_state(overrides=(), switch_items=()):
     """A cifar10 run's TrainState with the default CPU recipe (cpu-fast), tiny, synthetic."""
     from perfsuite.backends import torch_backend
-    from perfsuite.runner.assemble import build_state, prepare_recipe
+    from perfsuite.runner.frameworks.assemble import build_state, prepare_recipe
     from perfsuite.workloads import get_workload
     from perfsuite.workloads.switches import parse_switches
 

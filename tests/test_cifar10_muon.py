@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from perfsuite.runner.assemble import prepare_recipe
+from perfsuite.runner.frameworks.assemble import prepare_recipe
 from perfsuite.study.plan import plan
 from perfsuite.study.spec import StudySpec
 from perfsuite.workloads import get_workload
@@ -66,8 +66,8 @@ def test_a_switch_overrides_the_preset():
 
 
 def test_cpu_run_record_says_which_precision_ran(tmp_path):
-    from perfsuite.runner.loop import run_workload
     from perfsuite.runner.options import RunOptions
+    from perfsuite.runner.routes.run import run_workload
 
     opts = RunOptions(
         workload="cifar10",

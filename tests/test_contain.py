@@ -1,4 +1,5 @@
-"""Instrumentation never breaks the user's run (perfsuite/runner/contain.py): a failure injected
+"""Instrumentation never breaks the user's run (perfsuite/runner/engine/contain.py): a failure
+injected
 into each collector (FLOP count, a FLOP formula, profile window, telemetry, checkpoint), through
 both routes (`perfsuite run` and `perfsuite.track`), leaves a finished run whose record says
 what was lost and whose perfsuite.log holds the traceback."""
@@ -78,8 +79,9 @@ ROUTES = {"run": _run_route, "track": _track_route}
 
 def _inject(monkeypatch, collector):
     from perfsuite.flops import torch_counter
-    from perfsuite.runner import checkpoint, telemetry
-    from perfsuite.runner.profile_window import ProfileWindow
+    from perfsuite.runner.engine.profile_window import ProfileWindow
+    from perfsuite.runner.measure import telemetry
+    from perfsuite.runner.record import checkpoint
 
     target = {
         "FLOP count": (torch_counter.OpCounter, "__enter__"),

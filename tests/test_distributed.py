@@ -15,9 +15,9 @@ import pytest
 from perfsuite.analyzers.results.distributed import world_size
 from perfsuite.analyzers.runs.study import analyze_study
 from perfsuite.record.tta import crossing_dict, record_crossing
-from perfsuite.runner.comm import comm_from_ops, comm_share
-from perfsuite.runner.launch import _first_cause, check_options, threads_per_rank
-from perfsuite.runner.loop import RunOptions
+from perfsuite.runner.launch.torchrun import _first_cause, check_options, threads_per_rank
+from perfsuite.runner.measure.comm import comm_from_ops, comm_share
+from perfsuite.runner.routes.run import RunOptions
 from perfsuite.study.plan import plan
 from perfsuite.study.render import render
 from perfsuite.study.spec import StudyError, spec_from_dict
@@ -44,7 +44,7 @@ def _source(n=10):
 def test_shards_are_equal_disjoint_and_cover_the_epoch(n, world):
     import torch
 
-    from perfsuite.runner.shard import ShardedSource
+    from perfsuite.runner.launch.shard import ShardedSource
 
     shards = [ShardedSource(_source(n), r, world, batch_size=2) for r in range(world)]
     seen = []
@@ -63,7 +63,7 @@ def test_shards_are_equal_disjoint_and_cover_the_epoch(n, world):
 def test_ranks_draw_the_same_permutation_each_epoch_and_a_new_one_next_epoch():
     import torch
 
-    from perfsuite.runner.shard import ShardedSource
+    from perfsuite.runner.launch.shard import ShardedSource
 
     a, b = (ShardedSource(_source(12), r, 2, batch_size=12) for r in (0, 1))
     ga, gb = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
@@ -76,7 +76,7 @@ def test_ranks_draw_the_same_permutation_each_epoch_and_a_new_one_next_epoch():
 def test_a_source_without_indexable_tensors_is_sharded_by_batch():
     import torch
 
-    from perfsuite.runner.shard import BY_BATCH, ShardedSource
+    from perfsuite.runner.launch.shard import BY_BATCH, ShardedSource
 
     class Stream:
         num_train, num_eval, kind, description = 10, 0, "stream", "toy stream"
@@ -136,10 +136,10 @@ def test_the_error_names_the_rank_that_failed_first():
 
 def test_nproc_1_is_the_single_process_path(monkeypatch, tmp_path):
     """`--nproc 1` (the default) never reaches the launcher."""
-    import perfsuite.runner.launch as launch
+    import perfsuite.runner.launch.torchrun as launch
     from perfsuite.cli import build_parser
     from perfsuite.cli.run_flags import options_from_args
-    from perfsuite.runner import loop
+    from perfsuite.runner.routes import run as loop
 
     def no_launch(opts):
         raise AssertionError("launcher used for one process")
@@ -299,7 +299,7 @@ def test_a_two_process_run_that_reaches_its_threshold_measures_inference_on_rank
 def test_a_crash_on_one_rank_keeps_rank_0s_finished_epochs(tmp_path, private_cache):
     from perfsuite.record import load_record
     from perfsuite.runner import run_workload
-    from perfsuite.runner.launch import RankFailed
+    from perfsuite.runner.launch.torchrun import RankFailed
 
     opts = _ddp_options(tmp_path, workload=f"{CRASHING}:CrashOnRank1", capture=False)
     with pytest.raises(RankFailed, match=r"^rank 1 of 2 failed: RuntimeError: rank 1 fails") as e:
@@ -403,8 +403,8 @@ def test_hardware_count_is_the_gpus_a_data_parallel_run_used(
 ):
     """One GPU per rank: a 4-rank run on GPUs used 4 (it recorded 1, and was priced as a
     1-GPU instance); a data-parallel CPU run is one machine."""
-    from perfsuite.runner import recorder
-    from perfsuite.runner.distributed import DistributedRun
+    from perfsuite.runner.launch.distributed import DistributedRun
+    from perfsuite.runner.record import recorder
 
     def one_device(env, device, instance_type):
         return {"name": "Tesla V100-SXM2-16GB", "accelerator": accelerator, "count": 1,

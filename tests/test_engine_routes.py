@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.record.tta import record_crossing  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
-from perfsuite.runner.engine import Diverged  # noqa: E402
+from perfsuite.runner.engine.engine import Diverged  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "blobs_loop.py"
 

@@ -11,7 +11,7 @@ import numpy
 import psutil
 import sklearn
 
-from perfsuite.runner.environment import perf_env
+from perfsuite.runner.record.environment import perf_env
 
 
 def test_perf_env_keeps_speed_settings_and_nothing_else():
@@ -42,7 +42,7 @@ def test_library_versions_come_from_metadata_without_importing_them():
     process: this one may have imported them already)."""
     code = (
         "import json, sys\n"
-        "from perfsuite.runner.environment import collect_environment\n"
+        "from perfsuite.runner.record.environment import collect_environment\n"
         "env = collect_environment('cpu')\n"
         "print(json.dumps([env['frameworks'], 'sklearn' in sys.modules]))\n"
     )

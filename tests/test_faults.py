@@ -78,7 +78,7 @@ def test_owner_must_be_well_formed(tmp_path, make_record):
 
 
 def test_recorder_folder_never_appears_empty(tmp_path, monkeypatch):
-    import perfsuite.runner.recorder as recorder_mod
+    import perfsuite.runner.record.recorder as recorder_mod
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt  # a signal while the first record is being written
@@ -91,7 +91,7 @@ def test_recorder_folder_never_appears_empty(tmp_path, monkeypatch):
 
 
 def test_recorder_folder_holds_a_valid_record_with_owner(tmp_path):
-    from perfsuite.runner.recorder import Recorder
+    from perfsuite.runner.record.recorder import Recorder
 
     task = {"name": "t", "metric": "top1", "threshold": 0.9}
     rec = Recorder(tmp_path / "out", "t", task, "cpu", {}, framework="x")
@@ -182,7 +182,7 @@ def test_child_dies_when_its_parent_is_killed(tmp_path):
     """A parent spawning like the executor, then SIGKILLed: the child must not be orphaned."""
     script = (
         "import subprocess, sys, time\n"
-        "from perfsuite.runner.executor import _die_with_parent\n"
+        "from perfsuite.runner.launch.executor import _die_with_parent\n"
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
         " preexec_fn=_die_with_parent)\n"
         "print(p.pid, flush=True)\n"
@@ -210,7 +210,7 @@ def test_child_dies_when_its_parent_is_killed(tmp_path):
 
 
 def test_stop_child_terminates_a_running_child():
-    from perfsuite.runner.executor import _stop_child
+    from perfsuite.runner.launch.executor import _stop_child
 
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     _stop_child(proc, grace_s=20)
@@ -225,7 +225,7 @@ def test_native_stderr_goes_to_the_log_not_the_terminal(tmp_path):
     script = (
         "import os, sys\n"
         "from pathlib import Path\n"
-        "from perfsuite.runner.chatter import stderr_to\n"
+        "from perfsuite.runner.engine.chatter import stderr_to\n"
         "with stderr_to(Path(sys.argv[1])):\n"
         "    os.write(2, b'USDT: profiler_start\\n')\n"
         "os.write(2, b'after\\n')\n"

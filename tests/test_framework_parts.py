@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from perfsuite.runner.frameworks import FrameworkParts, TorchParts, run_parts
-from perfsuite.runner.tf_parts import TFRunParts
+from perfsuite.runner.frameworks.parts import FrameworkParts, TorchParts, run_parts
+from perfsuite.runner.frameworks.tf_parts import TFRunParts
 
 
 def _members() -> dict[str, object]:

@@ -12,8 +12,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfsuite.record import RecordError, load_record, validate_record  # noqa: E402
-from perfsuite.runner.loop import run_workload  # noqa: E402
 from perfsuite.runner.options import RunOptions  # noqa: E402
+from perfsuite.runner.routes.run import run_workload  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
 from perfsuite.workloads.gpt.data import (  # noqa: E402
     WindowSource,

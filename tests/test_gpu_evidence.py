@@ -143,7 +143,7 @@ def test_spread_and_gpt_lookup():
 
 def test_compile_cudagraphs_mode_is_gpu_only():
     from perfsuite.backends import parse_device
-    from perfsuite.runner.inference import InferenceError, check_mode
+    from perfsuite.runner.measure.inference import InferenceError, check_mode
 
     with pytest.raises(InferenceError, match="compile-cudagraphs needs a CUDA device"):
         check_mode("compile-cudagraphs", "fp16", parse_device("cpu"))

@@ -74,7 +74,7 @@ def test_minor_page_faults_count_fresh_pages_touched():
 
 
 def test_clock_readings_subtract_and_add_and_keep_unknown_faults_unknown():
-    from perfsuite.runner.clock import ClockReading
+    from perfsuite.runner.engine.clock import ClockReading
 
     used = ClockReading(2.0, 1.0, 10) - ClockReading(0.5, 0.25, 4)
     assert used == ClockReading(1.5, 0.75, 6)

@@ -1,4 +1,5 @@
-"""The DAWNBench inference rule (runner/inference.py) and the energy readers (runner/energy.py).
+"""The DAWNBench inference rule (runner/measure/inference.py) and the energy readers
+(runner/measure/energy.py).
 
 A tiny digits CNN is trained in-process for a second; the runner tests (marked slow) train a
 few epochs through the real loop with the profile window off.
@@ -15,8 +16,8 @@ from perfsuite.analyzers.results.inference import OLDER_RULE, inference_view  # 
 from perfsuite.analyzers.runs.leaderboard import leaderboard  # noqa: E402
 from perfsuite.backends import torch_backend  # noqa: E402
 from perfsuite.record import quantity  # noqa: E402
-from perfsuite.runner import inference  # noqa: E402
-from perfsuite.runner.energy import (  # noqa: E402
+from perfsuite.runner.measure import inference  # noqa: E402
+from perfsuite.runner.measure.energy import (  # noqa: E402
     EnergyClock,
     EnergyUnavailable,
     NvmlEnergy,

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from perfsuite.record import load_record  # noqa: E402
 from perfsuite.runner import RunOptions, run_workload  # noqa: E402
-from perfsuite.runner.energy import EnergyClock, NvmlEnergy  # noqa: E402
+from perfsuite.runner.measure.energy import EnergyClock, NvmlEnergy  # noqa: E402
 from tests.test_inference import FakeNvml  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("private_cache")]

@@ -24,7 +24,7 @@ from perfsuite.record.mllog_check import mllog_problems
 # of imports.
 FORKS = multiprocessing.get_context("forkserver")
 FORKS.set_forkserver_preload(
-    [__name__, "perfsuite.runner.recorder", "torch", "numpy", "sklearn", "psutil"]
+    [__name__, "perfsuite.runner.record.recorder", "torch", "numpy", "sklearn", "psutil"]
 )
 
 
@@ -32,7 +32,7 @@ def _child(out: str, say: Connection) -> None:
     """A run as the loop drives the recorder: evaluations, run_stop when training ends, then
     the work after training (inference, profile window) before the final write. It says
     (sends) a line at each step, so that the parent can kill it at chosen moments."""
-    from perfsuite.runner.recorder import Recorder
+    from perfsuite.runner.record.recorder import Recorder
 
     epochs = 4
     task = {"name": "toy", "metric": "top1", "threshold": 0.9}

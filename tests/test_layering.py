@@ -450,10 +450,10 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
 
 def test_a_planted_layer_violation_fails(tmp_path):
     modules = _plant(
-        tmp_path, {"perfsuite.analyzers.planted": "from perfsuite.runner import loop\n"}
+        tmp_path, {"perfsuite.analyzers.planted": "from perfsuite.runner.routes import run\n"}
     )
     assert [v for v in violations(modules) if "planted" in v] == [
-        "planted.py:1: perfsuite.analyzers (layer 5) imports perfsuite.runner.loop: "
+        "planted.py:1: perfsuite.analyzers (layer 5) imports perfsuite.runner.routes.run: "
         "capture (layer 5)"
     ]
 
@@ -462,14 +462,14 @@ def test_a_planted_capture_order_violation_fails(tmp_path):
     modules = _plant(
         tmp_path,
         {
-            "perfsuite.workloads.planted": "from perfsuite.runner import loop\n",
+            "perfsuite.workloads.planted": "from perfsuite.runner.routes import run\n",
             "perfsuite.ceilings.planted": "import perfsuite.counters.collect\n",
         },
     )
     assert sorted(v for v in violations(modules) if "planted" in v) == [
         "planted.py:1: perfsuite.ceilings (capture rank 0) imports perfsuite.counters.collect: "
         "perfsuite.counters (capture rank 0)",
-        "planted.py:1: perfsuite.workloads (capture rank 1) imports perfsuite.runner.loop: "
+        "planted.py:1: perfsuite.workloads (capture rank 1) imports perfsuite.runner.routes.run: "
         "perfsuite.runner (capture rank 2)",
     ]
 
@@ -538,14 +538,15 @@ def test_a_planted_function_level_import_inside_capture_fails(tmp_path):
         tmp_path,
         {
             "perfsuite.runner.planted": (
-                "def f():\n    from perfsuite.runner import checkpoint\n\n\n"
+                "def f():\n    from perfsuite.runner.record import checkpoint\n\n\n"
                 "def g():\n    from perfsuite.workloads.cifar10 import workload\n"
             )
         },
     )
     # checkpoint needs nothing heavy: flagged; cifar10's workload imports torch: allowed
     assert [f for f in lazy_imports(modules) if "planted" in f] == [
-        "planted.py:2: perfsuite.runner.planted imports perfsuite.runner.checkpoint in a function"
+        "planted.py:2: perfsuite.runner.planted imports perfsuite.runner.record.checkpoint "
+        "in a function"
     ]
 
 

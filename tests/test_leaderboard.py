@@ -80,7 +80,8 @@ def test_training_time_ties_and_dnc():
 @pytest.mark.parametrize(
     "flag",
     [
-        # as perfsuite/workloads/squad/examples.py, runner/loop.py and squad/workload.py write them
+        # as perfsuite/workloads/squad/examples.py, runner/routes/run.py and squad/workload.py
+        # write them
         "SMOKE TEST: trained on dev-v1.1.json articles (smoke_split), not on train-v1.1.json; "
         "F1/EM are not SQuAD results",
         "trained on a subset: train_limit=5000 examples",

@@ -13,7 +13,7 @@ from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.ceilings.probe import check_section, probe_plan, run_probe
 from perfsuite.record import quantity
 from perfsuite.record.io import validate_record
-from perfsuite.runner.capture import MachineCheck
+from perfsuite.runner.engine.capture import MachineCheck
 from tests.helpers import cpu_record
 
 QUIET = {"threads": 2, "size": 2048, "mode": "quick", "busy": False, "cpus": 2}
@@ -135,7 +135,8 @@ def test_run_records_the_check_around_its_window(tmp_path, monkeypatch, capsys):
     """A real digits run: both sides measured, next to the window, off the clock."""
     pytest.importorskip("torch")
     from perfsuite.record import load_record
-    from perfsuite.runner import RunOptions, capture, run_workload
+    from perfsuite.runner import RunOptions, run_workload
+    from perfsuite.runner.engine import capture
 
     ceil = _ceilings(peak=1e15, bw=1e15, n=64, copy_bytes=1 << 20)  # tiny, fast benchmarks
     ceil["roofs"] = {

@@ -344,7 +344,7 @@ def test_peaks_file_threads_and_load_reach_the_analysis(tmp_path, make_record):
 
 
 def test_a_run_on_a_busy_machine_is_flagged(env):
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     env.load = 3.0
     ceil, why = resolve_ceilings("cpu", "float32", True)
@@ -364,7 +364,7 @@ def test_peaks_threads_option_measures_the_one_thread_peak(env, monkeypatch, cap
 
 
 def test_a_runs_autocast_dtype_is_measured_unless_the_cpu_converts_it(env):
-    from perfsuite.runner.capture import resolve_ceilings
+    from perfsuite.runner.engine.capture import resolve_ceilings
 
     policy = {"autocast_dtype": "bfloat16", "autocast_native": False}
     ceil, _ = resolve_ceilings("cpu", "float32", True, policy)

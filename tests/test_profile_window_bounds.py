@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perfsuite.runner import profile_window as pw  # noqa: E402
+from perfsuite.runner.engine import profile_window as pw  # noqa: E402
 
 
 def _window(tmp_path, active):

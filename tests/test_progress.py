@@ -3,7 +3,7 @@ nothing at all with progress off."""
 
 from __future__ import annotations
 
-from perfsuite.runner.progress import RunProgress
+from perfsuite.runner.engine.progress import RunProgress
 
 
 def test_quiet_progress_prints_nothing(capsys):

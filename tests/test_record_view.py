@@ -62,7 +62,7 @@ def test_every_wrapper_agrees_on_a_reached_record(make_record):
 
 
 def test_recorder_stops_on_a_lower_is_better_target(tmp_path):
-    from perfsuite.runner.recorder import Recorder
+    from perfsuite.runner.record.recorder import Recorder
 
     task = {"name": "asr", "metric": "wer", "threshold": 0.1, "direction": "lower"}
     rec = Recorder(tmp_path, "asr", task, "cpu", {}, framework="test", write_files=False)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from perfsuite.record import load_record
-from perfsuite.runner.recorder import Recorder
+from perfsuite.runner.record.recorder import Recorder
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

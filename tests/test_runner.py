@@ -112,7 +112,7 @@ def test_the_default_target_of_digits_is_98_percent(tmp_path):
     CLI run sets its own, lower, target)."""
     from perfsuite.cli import build_parser
     from perfsuite.cli.run_flags import options_from_args
-    from perfsuite.runner.loop import _Run
+    from perfsuite.runner.routes.run import _Run
 
     args = build_parser().parse_args(["run", "digits", "--out", str(tmp_path)])
     task = _Run(options_from_args(args, seed=0)).record["task"]  # as the run starts
@@ -265,7 +265,7 @@ def test_the_outcome_of_a_run_that_missed_its_target_is_a_sentence(tmp_path, mak
     """A run that missed says by how much, as a reached one says when (it printed only
     `status not_reached`)."""
     from perfsuite.record import write_record
-    from perfsuite.runner.executor import outcome
+    from perfsuite.runner.launch.executor import outcome
 
     rec = make_record([(1, 2.0, 0.41), (2, 4.0, 0.62), (3, 6.0, 0.58)], status="not_reached")
     write_record(tmp_path / "missed", rec)

@@ -12,9 +12,10 @@ torch = pytest.importorskip("torch")
 from perfsuite.backends import parse_device, torch_backend  # noqa: E402
 from perfsuite.hostinfo import low_precision_note, native_on_cpu  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
-from perfsuite.runner import RunOptions, capture, run_workload  # noqa: E402
-from perfsuite.runner.assemble import build_state, prepare_recipe  # noqa: E402
-from perfsuite.runner.capture import count_step_work  # noqa: E402
+from perfsuite.runner import RunOptions, run_workload  # noqa: E402
+from perfsuite.runner.engine import capture  # noqa: E402
+from perfsuite.runner.engine.capture import count_step_work  # noqa: E402
+from perfsuite.runner.frameworks.assemble import build_state, prepare_recipe  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
 from perfsuite.workloads.data import Batch  # noqa: E402
 from perfsuite.workloads.state import detour  # noqa: E402
@@ -275,7 +276,7 @@ def test_the_flop_count_and_ceilings_follow_the_last_timed_epoch(tmp_path, monke
     """Before the clock, the count's allocations changed the allocator's state for every
     epoch (capture on: 2-3x the page faults, 4-7% slower epochs on the 2-core CPU); after
     the last timed epoch nothing timed follows it. Without a profile window too."""
-    from perfsuite.runner import loop
+    from perfsuite.runner.routes import run as loop
 
     timed_before: list[int] = []
     real = loop._Run._capture_work
@@ -361,7 +362,7 @@ def test_replay_window_writes_no_record(tmp_path, monkeypatch):
             yield
         seen.append("exit")
 
-    from perfsuite.runner import capture
+    from perfsuite.runner.engine import capture
 
     endless = capture.endless
 
@@ -380,7 +381,7 @@ def test_replay_window_writes_no_record(tmp_path, monkeypatch):
 
 
 def test_replay_argv_repeats_the_run(tmp_path):
-    from perfsuite.runner.counters_step import replay_argv
+    from perfsuite.runner.measure.counters_step import replay_argv
 
     opts = _opts(
         tmp_path,

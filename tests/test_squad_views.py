@@ -55,7 +55,7 @@ def test_cost_table_names_the_f1_target(tmp_path, capsys) -> None:
 
 
 def test_run_outcome_line_says_f1(tmp_path) -> None:
-    from perfsuite.runner.executor import outcome
+    from perfsuite.runner.launch.executor import outcome
 
     rec = _our_squad_run(tmp_path)
     assert load_record(tmp_path / "ours")["task"]["metric"] == rec["task"]["metric"]

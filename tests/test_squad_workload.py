@@ -257,8 +257,8 @@ def test_runner_run_reaches_f1_and_records_flags_and_flops(tmp_path: Path) -> No
     on held-out paragraphs within 8 epochs; on the held-out set of this construction it
     reached 1.0 after 5 epochs when written), and the record must say SMOKE TEST."""
     from perfsuite.record import load_record
-    from perfsuite.runner.executor import outcome
-    from perfsuite.runner.loop import RunOptions, run_workload
+    from perfsuite.runner.launch.executor import outcome
+    from perfsuite.runner.routes.run import RunOptions, run_workload
 
     tiny_squad(tmp_path / "dev-v1.1.json", articles=10)
     run_dir = run_workload(
@@ -346,7 +346,7 @@ def test_a_limited_batch_one_view_scores_only_the_questions_asked(tmp_path: Path
     divided by every question of the set (the unasked ones are not wrong answers)."""
     import torch
 
-    from perfsuite.runner.inference import BatchOneView
+    from perfsuite.runner.measure.inference import BatchOneView
 
     wl, data = _workload(tmp_path)
     ex = data.eval_examples

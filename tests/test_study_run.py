@@ -15,7 +15,7 @@ from perfsuite.analyzers.runs.study import analyze_study  # noqa: E402
 from perfsuite.hostinfo import usable_cpus  # noqa: E402
 from perfsuite.record import load_record, write_record  # noqa: E402
 from perfsuite.runner import RunOptions  # noqa: E402
-from perfsuite.runner.executor import Job, LocalExecutor, run_in_process  # noqa: E402
+from perfsuite.runner.launch.executor import Job, LocalExecutor, run_in_process  # noqa: E402
 from perfsuite.study.execute import open_study, run_study  # noqa: E402
 from perfsuite.study.folder import load_study, pending, refresh_runs  # noqa: E402
 from perfsuite.study.spec import StudyError, spec_from_dict  # noqa: E402
@@ -39,7 +39,7 @@ def runs_in_this_process(monkeypatch):
     costs seconds of imports). The processes are checked where they are the point:
     test_one_at_a_time_runs_each_repeat_in_a_fresh_process, and side by side on
     `digits_lesion_study`'s runs. torch's thread count, which a run sets, is put back."""
-    from perfsuite.runner import executor as ex
+    from perfsuite.runner.launch import executor as ex
 
     class Ran:
         def __init__(self, opts: RunOptions) -> None:
@@ -212,7 +212,7 @@ def test_local_executor_stops_at_a_wrong_option(tmp_path):
 
 def test_ray_executor_on_a_local_instance(tmp_path):
     ray = pytest.importorskip("ray", reason="ray not installed (pip install 'perfsuite[ray]')")
-    from perfsuite.runner.ray_executor import RayExecutor
+    from perfsuite.runner.launch.ray_executor import RayExecutor
 
     # ray.init installs a SIGTERM handler that ray.shutdown leaves in place; a pool forked
     # later in this process (HTA's parser) would inherit it and its terminate() can hang.
@@ -234,7 +234,7 @@ def test_ray_executor_on_a_local_instance(tmp_path):
 def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
     """Three jobs, two GPUs: the first two run on different devices, the third on the one
     that was freed first."""
-    from perfsuite.runner import executor as ex
+    from perfsuite.runner.launch import executor as ex
 
     class Done:
         def poll(self):
@@ -252,8 +252,8 @@ def test_side_by_side_runs_get_a_device_each(tmp_path, monkeypatch):
 def test_sigterm_stops_every_run_to_come(tmp_path, monkeypatch):
     """A terminated run ends the study (or the repeats), not only itself: the child says so
     in its reply and no further child starts."""
-    from perfsuite.runner import executor as ex
-    from perfsuite.runner.loop import Terminated
+    from perfsuite.runner.launch import executor as ex
+    from perfsuite.runner.routes.run import Terminated
 
     class Done:
         def poll(self):
@@ -275,8 +275,8 @@ def test_child_reports_a_terminated_run(tmp_path, monkeypatch):
     """The child's side of it: Terminated inside the run becomes `terminated` in its reply."""
     import io
 
-    from perfsuite.runner import child
-    from perfsuite.runner.loop import Terminated
+    from perfsuite.runner.launch import child
+    from perfsuite.runner.routes.run import Terminated
 
     def stopped(options):
         raise Terminated("terminated by SIGTERM")

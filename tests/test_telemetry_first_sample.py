@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("psutil")
 
-from perfsuite.runner.telemetry import TelemetrySampler
+from perfsuite.runner.measure.telemetry import TelemetrySampler
 
 SPIN = "import time\nprint('go', flush=True)\nend = time.time() + 3\nwhile time.time() < end: pass"
 

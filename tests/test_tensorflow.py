@@ -19,7 +19,7 @@ def _tf():
 def test_importing_perfsuite_does_not_import_tensorflow():
     code = (
         "import sys, perfsuite, perfsuite.cli, perfsuite.runner, perfsuite.flops, "
-        "perfsuite.workloads, perfsuite.runner.frameworks, perfsuite.backends\n"
+        "perfsuite.workloads, perfsuite.runner.frameworks.parts, perfsuite.backends\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "from perfsuite.workloads import get_workload\n"
         "get_workload('digits', 'tensorflow')\n"
@@ -76,7 +76,7 @@ def _tf_state(precision: str | None = None, batch_size: int = 64):
     """A TensorFlow digits train state and one real training batch."""
     from perfsuite.backends import parse_device
     from perfsuite.backends.tensorflow import TFBackend
-    from perfsuite.runner.tf_parts import TFRunParts
+    from perfsuite.runner.frameworks.tf_parts import TFRunParts
 
     _tf()
     from perfsuite.workloads.digits.tensorflow import TFDigitsWorkload
@@ -97,7 +97,8 @@ def _torch_work(batch_size: int = 64) -> dict:
     import torch
 
     from perfsuite.backends import torch_backend
-    from perfsuite.runner import assemble, capture
+    from perfsuite.runner.engine import capture
+    from perfsuite.runner.frameworks import assemble
     from perfsuite.workloads import get_workload
 
     wl = get_workload("digits")
@@ -167,7 +168,7 @@ def test_tensorflow_profiler_cross_check_counts_dead_ops(tf_work):
 
 def test_bf16_policy_computes_convolutions_in_bfloat16_with_same_flops():
     from perfsuite.flops.tf_graph import count_step
-    from perfsuite.runner.tf_parts import TFRunParts
+    from perfsuite.runner.frameworks.tf_parts import TFRunParts
 
     wl, state, batch, _ = _tf_state("bf16")
     loss = wl.train_step(state, batch)
@@ -205,7 +206,7 @@ def _space():
     """A tiny hand-made XSpace: one host plane, a python line with two step markers, a
     compute line with two ops and one executor event."""
     _tf()
-    from perfsuite.runner.xplane import xplane_pb2
+    from perfsuite.runner.frameworks.xplane import xplane_pb2
 
     pb = xplane_pb2()
     space = pb.XSpace()
@@ -231,8 +232,8 @@ def _space():
 
 def test_xspace_conversion_of_a_hand_made_message(tmp_path):
     from perfsuite.analyzers.timeline import analyze_file
-    from perfsuite.runner.tf_profile import write_trace
-    from perfsuite.runner.xplane import op_rows, read_xspace, to_chrome_trace
+    from perfsuite.runner.frameworks.tf_profile import write_trace
+    from perfsuite.runner.frameworks.xplane import op_rows, read_xspace, to_chrome_trace
 
     path = tmp_path / "host.xplane.pb"
     path.write_bytes(_space().SerializeToString())
@@ -262,7 +263,7 @@ def test_onednn_and_fused_kernels_are_named_by_the_graph_op_they_run():
     `_MklNativeConv2D` for the graph's `Conv2D`; the FLOP count names the graph op, so the
     timeline must too or the per-op join finds nothing to divide."""
     _tf()
-    from perfsuite.runner.xplane import to_chrome_trace, xplane_pb2
+    from perfsuite.runner.frameworks.xplane import to_chrome_trace, xplane_pb2
 
     space = xplane_pb2().XSpace()
     plane = space.planes.add(id=1, name="/host:CPU")
@@ -291,7 +292,7 @@ def test_onednn_and_fused_kernels_are_named_by_the_graph_op_they_run():
 
 def test_unreadable_xspace_is_one_line(tmp_path):
     _tf()
-    from perfsuite.runner.xplane import read_xspace
+    from perfsuite.runner.frameworks.xplane import read_xspace
 
     bad = tmp_path / "bad.xplane.pb"
     bad.write_bytes(b"\xff\xff\xff not a protobuf")

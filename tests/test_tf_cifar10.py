@@ -38,8 +38,9 @@ def works() -> tuple[dict, dict]:
     from perfsuite.backends import parse_device, torch_backend
     from perfsuite.backends.tensorflow import TFBackend
     from perfsuite.flops.tf_graph import count_step
-    from perfsuite.runner import assemble, capture
-    from perfsuite.runner.tf_parts import TFRunParts
+    from perfsuite.runner.engine import capture
+    from perfsuite.runner.frameworks import assemble
+    from perfsuite.runner.frameworks.tf_parts import TFRunParts
     from perfsuite.workloads import get_workload
     from perfsuite.workloads.data import Batch
 
@@ -247,7 +248,7 @@ def test_bf16_policy_runs_the_step_in_bfloat16_with_the_same_conv_flops(works):
     from perfsuite.backends import parse_device
     from perfsuite.backends.tensorflow import TFBackend
     from perfsuite.flops.tf_graph import count_step
-    from perfsuite.runner.tf_parts import TFRunParts
+    from perfsuite.runner.frameworks.tf_parts import TFRunParts
     from perfsuite.workloads import get_workload
     from perfsuite.workloads.data import Batch
 

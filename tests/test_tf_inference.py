@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from perfsuite.record import RecordError
-from perfsuite.runner import inference
+from perfsuite.runner.measure import inference
 
 tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
 
-from perfsuite.runner.checkpoint import _sha256  # noqa: E402
-from perfsuite.runner.tf_parts import TFRunParts, load_threshold_variables  # noqa: E402
+from perfsuite.runner.frameworks.tf_parts import TFRunParts, load_threshold_variables  # noqa: E402
+from perfsuite.runner.record.checkpoint import _sha256  # noqa: E402
 from perfsuite.workloads import get_workload  # noqa: E402
 
 WHERE = {"epoch": 3, "evaluation_index": 2, "metric": "top1", "value": 0.75}

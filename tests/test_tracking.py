@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 import perfsuite  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
-from perfsuite.runner.clock import ClockReading  # noqa: E402
-from perfsuite.runner.recorder import Recorder  # noqa: E402
+from perfsuite.runner.engine.clock import ClockReading  # noqa: E402
+from perfsuite.runner.record.recorder import Recorder  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -344,8 +344,8 @@ def test_integer_inputs_do_not_set_the_dtype(tmp_path):
     rec = load_record(run.run_dir)
     # no floating-point input: the parameters' dtype, not the ids' int64
     assert rec["work"]["dtype"] == "float64" and rec["math"]["activation_dtype"] == "float64"
-    from perfsuite.runner.capture import compute_dtype
-    from perfsuite.runner.step_parts import leaves
+    from perfsuite.runner.engine.capture import compute_dtype
+    from perfsuite.runner.engine.step_parts import leaves
 
     inputs = leaves(((ids, torch.zeros(2, dtype=torch.float16)), {}))
     assert compute_dtype(inputs, model.parameters()) == "float16"
@@ -366,7 +366,7 @@ def test_lower_is_better_metrics(tmp_path):
 
 def test_a_workload_direction_reaches_the_runners_record(tmp_path):
     from perfsuite.runner import RunOptions
-    from perfsuite.runner.loop import _Run
+    from perfsuite.runner.routes.run import _Run
 
     wl = tmp_path / "lower.py"
     wl.write_text(
@@ -656,7 +656,7 @@ def test_an_epoch_left_after_its_last_batch_is_whole(tmp_path):
 
 QUIET = """
 import os, sys, torch, perfsuite
-from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.engine.profile_window import ProfileWindow
 
 real_step = ProfileWindow.step
 def chatty_step(self):  # stands in for Kineto's own lines, written by C++ to fd 2

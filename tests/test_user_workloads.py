@@ -153,7 +153,7 @@ def test_track_keeps_the_model_that_first_met_the_threshold(tmp_path):
     """perfsuite.track saves the threshold model like `perfsuite run`: the weights at the first
     evaluation at or above the threshold, not the last epoch's."""
     import perfsuite
-    from perfsuite.runner.checkpoint import load_threshold_model
+    from perfsuite.runner.record.checkpoint import load_threshold_model
 
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

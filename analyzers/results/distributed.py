@@ -1,5 +1,5 @@
 """Data-parallel runs as their records say: processes, ranks, and the communication share
-the capture stored (`distributed.communication`, measured by `perfsuite.runner.comm`).
+the capture stored (`distributed.communication`, measured by `perfsuite.runner.measure.comm`).
 
 Pure: the record's `distributed` section in, numbers out.
 """

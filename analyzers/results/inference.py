@@ -2,7 +2,7 @@
 and report: which rule a latency follows, its percentiles, and the energy figures with the
 reason when there are none.
 
-Rules (`inference.rule`, in every loaded record): `dawnbench` (runner/inference.py: mean of
+Rules (`inference.rule`, in every loaded record): `dawnbench` (runner/measure/inference.py: mean of
 batch-1 predictions over the whole evaluation set by the threshold model), `older rule`
 (records of schema version 1 measured without it: the median of a few batch-1 calls of the
 last model), `imported` (DAWNBench or MLPerf results, their own rule).

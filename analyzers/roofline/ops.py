@@ -4,7 +4,7 @@ which unmodeled rows are wrappers.
 Split from perfsuite.analyzers.roofline.roofline to keep that module small. A wrapper row is one
 with no FLOP
 model and no time of its own: `timeline.ops` keeps, per op, its self time ("kernels launched
-by this op itself", perfsuite.runner.profile_window; on the host, duration minus its
+by this op itself", perfsuite.runner.engine.profile_window; on the host, duration minus its
 children) next to its inclusive time ("also by its children"), and a wrapper's self time is
 zero (autograd::engine::evaluate_function: ..., ConvolutionBackward0, aten::conv2d on a GPU),
 so whatever time it shows is its children's. Pure functions on record dicts.

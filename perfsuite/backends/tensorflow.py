@@ -4,7 +4,7 @@
 threads, version, the inference model and no-grad context). TensorFlow is imported only when a
 TensorFlow backend is built: `import perfsuite` never imports it, and a missing TensorFlow is a
 one-line error naming the extra to install. The runner's TensorFlow hooks (train state, switch
-effects, FLOP count, threshold checkpoint) are `perfsuite/runner/tf_parts.py`.
+effects, FLOP count, threshold checkpoint) are `perfsuite/runner/frameworks/tf_parts.py`.
 """
 
 from __future__ import annotations

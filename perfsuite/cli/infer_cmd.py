@@ -4,7 +4,7 @@ said in the entry's notes).
 
 The model is rebuilt as the run built it (data first, then the model, with the run's switches),
 so the figure that may replace the run's own is of the same configuration, or says how it is
-not. The rule and its timer are in perfsuite/runner/inference.py; see docs/inference.md.
+not. The rule and its timer are in perfsuite/runner/measure/inference.py; see docs/inference.md.
 """
 
 from __future__ import annotations
@@ -136,12 +136,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _rebuild(record: dict[str, Any], backend: Any, data_dir: str | None) -> tuple[Any, Any]:
-    """The run's threshold model and evaluation data, in the run's order (runner/loop.py):
+    """The run's threshold model and evaluation data, in the run's order (runner/routes/run.py):
     seed, data (the synthetic source for a --synthetic run), then the model, because a
     model may depend on its data (squad's vocabulary). Data and workload problems are
     one-line errors."""
     from perfsuite.generalization.threshold_model import rebuild
-    from perfsuite.runner.frameworks import run_parts
+    from perfsuite.runner.frameworks.parts import run_parts
 
     config = record.get("config") or {}
     seed = int(config.get("seed") or 0)
@@ -169,9 +169,9 @@ def run(args: argparse.Namespace) -> int:
     from perfsuite.backends import parse_device
     from perfsuite.cli.cost_cmd import check_instance_type, load_price_table
     from perfsuite.record import load_record, write_record
-    from perfsuite.runner import inference
-    from perfsuite.runner.energy import EnergyClock
-    from perfsuite.runner.frameworks import framework_backend, run_parts
+    from perfsuite.runner.frameworks.parts import framework_backend, run_parts
+    from perfsuite.runner.measure import inference
+    from perfsuite.runner.measure.energy import EnergyClock
 
     try:
         inference.check_mode(args.mode, args.precision or "fp32", parse_device(args.device))

@@ -60,8 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _one(args: argparse.Namespace, seed: int) -> Path | None:
-    from perfsuite.runner.executor import run_in_process
-    from perfsuite.runner.loop import Terminated
+    from perfsuite.runner.launch.executor import run_in_process
+    from perfsuite.runner.routes.run import Terminated
 
     try:
         run_dir, error, fatal = run_in_process(options_from_args(args, seed=seed))
@@ -80,7 +80,7 @@ def _one(args: argparse.Namespace, seed: int) -> Path | None:
 
 def outcome_line(run_dir: Path) -> str:
     """`[perfsuite] RUN-ID: reached top-1 >= 98% in 3.10 s (epoch 7)`, or its status."""
-    from perfsuite.runner.executor import outcome
+    from perfsuite.runner.launch.executor import outcome
 
     return f"[perfsuite] {run_dir.name}: {outcome(run_dir)}"
 
@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
 def _repeats(args: argparse.Namespace) -> int:
     """Repeats with seeds seed, seed+1, ... as one group, through the local executor."""
     from perfsuite.record import new_run_id
-    from perfsuite.runner.executor import Job, JobResult, LocalExecutor
+    from perfsuite.runner.launch.executor import Job, JobResult, LocalExecutor
 
     gid = new_run_id(f"{args.workload}-group")
     n = args.repeats
@@ -170,7 +170,7 @@ def _repeats(args: argparse.Namespace) -> int:
         elif not res.fatal:
             status(f"[perfsuite] {res.job.label} failed: {res.error}")
 
-    from perfsuite.runner.loop import Terminated
+    from perfsuite.runner.routes.run import Terminated
 
     try:
         results = LocalExecutor(args.parallel).run(

@@ -164,10 +164,10 @@ def spec_dict(args: argparse.Namespace) -> dict[str, Any]:
 
 def _executor(args: argparse.Namespace, device: str) -> Any:
     if args.executor == "ray":
-        from perfsuite.runner.ray_executor import RayExecutor
+        from perfsuite.runner.launch.ray_executor import RayExecutor
 
         return RayExecutor(args.ray_address, args.cpus_per_run, args.gpus_per_run)
-    from perfsuite.runner.executor import LocalExecutor, local_devices
+    from perfsuite.runner.launch.executor import LocalExecutor, local_devices
 
     if args.parallel == "auto":
         devices = local_devices(device)
@@ -179,7 +179,7 @@ def _executor(args: argparse.Namespace, device: str) -> Any:
 
 
 def _execute(spec: Any, out: str | None, args: argparse.Namespace) -> int:
-    from perfsuite.runner.loop import Terminated
+    from perfsuite.runner.routes.run import Terminated
     from perfsuite.study.execute import open_study, run_study
     from perfsuite.study.spec import StudyError
 

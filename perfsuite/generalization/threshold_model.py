@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from perfsuite.record import RecordError
-from perfsuite.runner.checkpoint import load_threshold_model
-from perfsuite.runner.tf_parts import rebuild_threshold_model
+from perfsuite.runner.frameworks.tf_parts import rebuild_threshold_model
+from perfsuite.runner.record.checkpoint import load_threshold_model
 from perfsuite.workloads import get_workload
 from perfsuite.workloads.base import Recipe, Workload
 from perfsuite.workloads.switches import parse_switches, resolve_preset
@@ -97,7 +97,7 @@ def rebuild(
     before_model: Callable[[Workload, Any], None] | None = None,
 ) -> ThresholdModel:
     """Workload, recipe, switches and threshold weights of a loaded record (a PyTorch or
-    TensorFlow run, by its `config.framework`; the TensorFlow model: runner/tf_parts.py).
+    TensorFlow run, by its `config.framework`; the TensorFlow model: runner/frameworks/tf_parts.py).
     The model is rebuilt as the run built it: PyTorch with its `channels_last` memory format,
     TensorFlow with its layout and compute dtype. `before_model(workload, switches)` runs
     between configuring the workload and building the model, where the run loaded its data:

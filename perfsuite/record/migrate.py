@@ -18,7 +18,8 @@ from typing import Any
 from perfsuite.record.maths import assumed_math
 from perfsuite.record.model import SCHEMA_VERSION
 
-# Which rule an inference latency follows (`inference.rule`): runner/inference.py measures by
+# Which rule an inference latency follows (`inference.rule`): runner/measure/inference.py measures
+# by
 # the DAWNBench rule; records written before version 2 measured the median of a few batch-1
 # calls of the last model; imported results follow their own benchmark's rule.
 INFERENCE_RULES = ("dawnbench", "older rule", "imported")

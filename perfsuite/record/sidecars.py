@@ -14,7 +14,8 @@ from typing import Any
 from perfsuite.record.checks import resolve_sidecar
 from perfsuite.record.io import RecordError
 
-# The telemetry CSV's columns, in order (written by perfsuite.runner.telemetry). GPU columns are
+# The telemetry CSV's columns, in order (written by perfsuite.runner.measure.telemetry). GPU
+# columns are
 # empty cells without an NVIDIA GPU. cpu_util_pct is machine-wide (all processes, percent of all
 # cores), proc_cpu_util_pct this process's (percent of one core).
 TELEMETRY_COLUMNS = (

@@ -1,5 +1,5 @@
 """What one `perfsuite run` is asked to do: the options the CLI, the Python API, studies and
-benches fill in and `runner.loop.run_workload` reads.
+benches fill in and `runner.routes.run.run_workload` reads.
 
 This dataclass is the one source of a run's options. Each field's `Flag` metadata says how it
 is written on the command line (flag, value kind, help) and whether a study file sets it (its
@@ -74,7 +74,7 @@ class RunOptions:
             choices=("pytorch", "tensorflow"),
             study="framework",
         ),
-    )  # runner/frameworks.py
+    )  # runner/frameworks/parts.py
     data_dir: str | None = field(
         default=None,
         metadata=_flag(
@@ -305,7 +305,7 @@ class RunOptions:
             "it; see docs/studies.md (default 1: one process, no torchrun)",
             value="int",
         ),
-    )  # >1: runner/distributed.py
+    )  # >1: runner/launch/distributed.py
 
     def __post_init__(self) -> None:
         # A FILE.py workload is kept absolute, so the record's config names the same file

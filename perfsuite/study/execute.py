@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfsuite.record import new_run_id
-from perfsuite.runner.executor import Executor, Job, JobResult, outcome
-from perfsuite.runner.loop import RunOptions
+from perfsuite.runner.launch.executor import Executor, Job, JobResult, outcome
+from perfsuite.runner.routes.run import RunOptions
 from perfsuite.study.folder import (
     MANIFEST,
     Study,

@@ -105,7 +105,7 @@ class _Ev:
 
 
 def test_step_cv_is_the_spread_of_an_ops_time_across_the_window_steps():
-    from perfsuite.runner.profile_window import step_cvs
+    from perfsuite.runner.engine.profile_window import step_cvs
 
     events = [_Ev("ProfilerStep#3", 0, 100), _Ev("ProfilerStep#4", 100, 200)]
     events += [_Ev("ProfilerStep#5", 200, 300)]
@@ -129,7 +129,7 @@ def test_step_cv_on_a_gpu_keeps_host_and_device_copies_of_the_steps_apart():
     (`gpu_user_annotation`), which starts later and overlaps the next host step. Mixed into one
     list they split each op between alternate half-steps and every CV read ~100% (seen on an
     H200 run); kept apart, an op that takes the same time every step has no spread."""
-    from perfsuite.runner.profile_window import step_cvs
+    from perfsuite.runner.engine.profile_window import step_cvs
 
     events = []
     for k in range(4):

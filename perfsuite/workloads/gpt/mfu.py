@@ -3,7 +3,7 @@
 `model_flops_section` reads the GPT model built here; `transformer_section` takes the figures
 from anyone (`perfsuite.track(..., model_flops={...})` on a user's own model). The runner
 completes the section at the end of the run (tokens/s, MFU, counted FLOPs per token:
-perfsuite/runner/model_flops.py, from perfsuite.flops.mfu).
+perfsuite/runner/measure/model_flops.py, from perfsuite.flops.mfu).
 """
 
 from __future__ import annotations

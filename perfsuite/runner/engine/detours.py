@@ -1,4 +1,4 @@
-"""The detours of `perfsuite.track` (runner/track.py): the FLOP count and the profile
+"""The detours of `perfsuite.track` (runner/routes/track.py): the FLOP count and the profile
 window, each on calls of the user's own step, with the track's clock paused.
 
 Which step: the FLOP count takes the first detour-safe call after a step ran whose batch has
@@ -11,7 +11,8 @@ epoch's length. A run that reaches its threshold, or ends, before that gets it a
 step's (a window away from the loop would otherwise profile other math). `timeline.batch`
 names the call and shapes replayed. A run without a window says why in its flags.
 
-Every detour is a collector (Engine.collecting, runner/contain.py): if it raises, the run goes
+Every detour is a collector (Engine.collecting, runner/engine/contain.py): if it raises, the run
+goes
 on without it and the record says what was lost.
 """
 
@@ -23,16 +24,16 @@ from typing import Any, Protocol
 
 from perfsuite.backends.torch_math import math_policy
 from perfsuite.hostinfo import low_precision_note
-from perfsuite.runner import capture
-from perfsuite.runner import step_parts as parts
-from perfsuite.runner.engine import Engine
-from perfsuite.runner.profile_window import ProfileWindow
-from perfsuite.runner.recorder import Recorder
+from perfsuite.runner.engine import capture
+from perfsuite.runner.engine import step_parts as parts
+from perfsuite.runner.engine.engine import Engine
+from perfsuite.runner.engine.profile_window import ProfileWindow
+from perfsuite.runner.record.recorder import Recorder
 from perfsuite.workloads.state import TrainState, detour
 
 
 class TrackedRun(Protocol):
-    """What the detours read of a track: `runner/track.py`'s Tracker, which owns them."""
+    """What the detours read of a track: `runner/routes/track.py`'s Tracker, which owns them."""
 
     backend: Any  # the device seam (backends.pytorch.TorchBackend)
     capture_on: bool

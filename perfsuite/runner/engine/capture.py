@@ -1,5 +1,5 @@
 """One-off measurements around the training loop: warm-up, FLOP count, profile window,
-ceilings (inference latency: runner/inference.py).
+ceilings (inference latency: runner/measure/inference.py).
 
 Each runs `Workload.train_step` (the step the clock times) inside a `detour`: the run's own
 model takes the extra steps off the clock and is then restored exactly, so capture changes
@@ -20,7 +20,7 @@ from perfsuite.workloads.state import TrainState, detour
 
 WARMUP_STEPS = 2
 
-# What a run loses when a collector fails (runner/contain.py says it in the record).
+# What a run loses when a collector fails (runner/engine/contain.py says it in the record).
 LOST_WORK = "FLOPs and bytes per step (work), so the roofline and FLOP/s"
 LOST_WINDOW = "the profile window (per-op times, trace), so the per-op roofline"
 LOST_CHECKPOINT = "the threshold model's checkpoint, so the inference latency on it"

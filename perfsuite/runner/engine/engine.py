@@ -1,7 +1,8 @@
 """The training engine: one object that both routes into a run record drive.
 
-`perfsuite run` (runner/loop.py) pulls: it calls the workload's `train_step` on each batch.
-`perfsuite.track` (runner/track.py) is pushed: the user's loop calls it. Either way the engine
+`perfsuite run` (runner/routes/run.py) pulls: it calls the workload's `train_step` on each batch.
+`perfsuite.track` (runner/routes/track.py) is pushed: the user's loop calls it. Either way the
+engine
 owns what a measured run is made of: the clock's edges (`ClockReading`, with the detours inside
 an epoch taken out), the input stall, the loss and its divergence check, evaluations and the
 threshold checkpoint, telemetry, energy, the bookkeeping of every detour (contained, off the
@@ -18,13 +19,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfsuite.record import quantity
-from perfsuite.runner import capture, model_flops
-from perfsuite.runner.chatter import LOG_NAME, stderr_to
-from perfsuite.runner.clock import ClockReading
-from perfsuite.runner.contain import collector, formula_error_flag
-from perfsuite.runner.energy import EnergyClock, training_energy
-from perfsuite.runner.recorder import Recorder
-from perfsuite.runner.telemetry import open_sampler
+from perfsuite.runner.engine import capture
+from perfsuite.runner.engine.chatter import LOG_NAME, stderr_to
+from perfsuite.runner.engine.clock import ClockReading
+from perfsuite.runner.engine.contain import collector, formula_error_flag
+from perfsuite.runner.measure import model_flops
+from perfsuite.runner.measure.energy import EnergyClock, training_energy
+from perfsuite.runner.measure.telemetry import open_sampler
+from perfsuite.runner.record.recorder import Recorder
 
 END = object()  # what `next_batch` returns once the epoch's batches ran out
 
@@ -324,7 +326,7 @@ class Engine:
     def keep_threshold_model(
         self, save: Callable[..., dict[str, Any]], module: Any, epoch: float, value: float
     ) -> None:
-        """Save the model that first met the threshold (off the clock; runner/checkpoint.py),
+        """Save the model that first met the threshold (off the clock; runner/record/checkpoint.py),
         once; a run that writes no files keeps none."""
         if "checkpoint" in self.record or not self.rec.write_files:
             return
@@ -346,7 +348,7 @@ class Engine:
 
     @contextlib.contextmanager
     def collecting(self, name: str, lost: str, seconds_key: str) -> Iterator[_Collected]:
-        """One detour (FLOP count, profile window): contained (runner/contain.py), its
+        """One detour (FLOP count, profile window): contained (runner/engine/contain.py), its
         profiler and tracing lines sent to the run's log, its seconds in `extra.setup_s`.
         Run its work through `.run(fn, *args)`: off the clock."""
         log = self.run_dir / LOG_NAME if self.rec.write_files else None

@@ -13,8 +13,8 @@ from typing import Any
 
 from perfsuite.counters import counters_from_trace, profiler_experimental_config
 from perfsuite.counters.collect import choose_collector, collect_ncu
-from perfsuite.runner import capture
-from perfsuite.runner.profile_window import ProfileWindow
+from perfsuite.runner.engine import capture
+from perfsuite.runner.engine.profile_window import ProfileWindow
 
 COUNTER_TRACE = "counters-trace.json.gz"
 

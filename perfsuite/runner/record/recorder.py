@@ -20,7 +20,7 @@ from perfsuite.record.io import clean_stale_staging
 from perfsuite.record.model import utc_now
 from perfsuite.record.owner import owner_section
 from perfsuite.record.tta import crossing_dict, record_crossing
-from perfsuite.runner.environment import collect_environment, hardware_section
+from perfsuite.runner.record.environment import collect_environment, hardware_section
 
 
 class Recorder:

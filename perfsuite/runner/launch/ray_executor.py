@@ -19,7 +19,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.executor import Callback, Job, JobResult, ResultCallback, run_in_process
+from perfsuite.runner.launch.executor import (
+    Callback,
+    Job,
+    JobResult,
+    ResultCallback,
+    run_in_process,
+)
 from perfsuite.runner.options import RunOptions
 
 
@@ -80,7 +86,7 @@ class RayExecutor:
         on_result: ResultCallback | None,
     ) -> list[JobResult]:
         # max_calls=1: a worker process serves one run and exits, so no run inherits another's
-        # allocator, autotuning or GPU memory state (see perfsuite/runner/executor.py)
+        # allocator, autotuning or GPU memory state (see perfsuite/runner/launch/executor.py)
         task = ray.remote(num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run, max_calls=1)(
             _remote_run
         )

@@ -5,7 +5,7 @@ process, percent of all cores: on a shared machine mostly other jobs) and this p
 (percent of one core, so a process keeping 4 threads busy reads 400). On NVIDIA GPUs,
 utilization, SM clock, power and memory come from NVML (nvidia-ml-py); without one, GPU
 columns stay empty and the summary says why. Sampling is cheap (two psutil calls and a few
-NVML queries per interval). A sampler that fails stops; the run goes on (runner/contain.py).
+NVML queries per interval). A sampler that fails stops; the run goes on (runner/engine/contain.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record.sidecars import TELEMETRY_COLUMNS as COLUMNS
-from perfsuite.runner.contain import LOGGER, collector, one_line, record_failure, run_log
+from perfsuite.runner.engine.contain import LOGGER, collector, one_line, record_failure, run_log
 
 LOST = "telemetry (CPU/GPU utilization, memory, clocks, power over time)"
 
@@ -216,7 +216,7 @@ class TelemetrySampler:
 
 def open_sampler(rec: Any, interval_s: float, gpu_index: int | None) -> TelemetrySampler | None:
     """The run's sampler writing `telemetry.csv`, or None when it cannot be built (recorded
-    as lost): telemetry never stops a run (runner/contain.py)."""
+    as lost): telemetry never stops a run (runner/engine/contain.py)."""
     sampler = None
     with collector(rec, "telemetry", LOST):
         sampler = TelemetrySampler(rec.run_dir / "telemetry.csv", interval_s, gpu_index, rec)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.profile_window import cvs_per_step
+from perfsuite.runner.engine.profile_window import cvs_per_step
 
 STEP_EVENT = "train"
 # oneDNN's kernel prefixes (TF_ENABLE_ONEDNN_OPTS, on by default on x86 CPUs with AVX-512

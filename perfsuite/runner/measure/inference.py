@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from perfsuite.record import quantity
-from perfsuite.runner.energy import EnergyClock
+from perfsuite.runner.measure.energy import EnergyClock
 from perfsuite.stats import percentile
 from perfsuite.workloads.data import Batch, DataSource
 
@@ -374,7 +374,7 @@ def model_of(record: dict[str, Any]) -> dict[str, Any]:
     """Which model was measured: the run's threshold checkpoint, as the record describes it."""
     ck = record.get("checkpoint") or {}
     return {
-        "source": "threshold checkpoint (runner/checkpoint.py)",
+        "source": "threshold checkpoint (runner/record/checkpoint.py)",
         "file": ck.get("file"),
         "sha256": ck.get("sha256"),
         "epoch": ck.get("epoch"),

@@ -1,4 +1,5 @@
-"""`perfsuite run`'s driver of the training engine (runner/engine.py): one workload run -> one
+"""`perfsuite run`'s driver of the training engine (runner/engine/engine.py): one workload run ->
+one
 run record. It pulls: each step is the workload's `train_step` on the next batch.
 
 Time-to-accuracy follows DAWNBench: the clock counts training steps and per-epoch data
@@ -17,16 +18,19 @@ from typing import Any
 
 from perfsuite.hostinfo import low_precision_note
 from perfsuite.record import quantity
-from perfsuite.runner import assemble, capture, inference, launch, model_flops
-from perfsuite.runner.chatter import LOG_NAME
-from perfsuite.runner.counters_step import collect_counters
-from perfsuite.runner.energy import EnergyClock
-from perfsuite.runner.engine import END, Diverged, Engine, LossMeter, Terminated, step_time
-from perfsuite.runner.frameworks import framework_backend, run_parts
+from perfsuite.runner.engine import capture
+from perfsuite.runner.engine.chatter import LOG_NAME
+from perfsuite.runner.engine.engine import END, Diverged, Engine, LossMeter, Terminated, step_time
+from perfsuite.runner.engine.progress import RunProgress
+from perfsuite.runner.engine.scheduling import SchedulerSteps
+from perfsuite.runner.frameworks import assemble
+from perfsuite.runner.frameworks.parts import framework_backend, run_parts
+from perfsuite.runner.launch import torchrun as launch
+from perfsuite.runner.measure import inference, model_flops
+from perfsuite.runner.measure.counters_step import collect_counters
+from perfsuite.runner.measure.energy import EnergyClock
 from perfsuite.runner.options import RunOptions
-from perfsuite.runner.progress import RunProgress
-from perfsuite.runner.recorder import Recorder
-from perfsuite.runner.scheduling import SchedulerSteps
+from perfsuite.runner.record.recorder import Recorder
 from perfsuite.workloads import get_workload
 from perfsuite.workloads.state import detour
 from perfsuite.workloads.switches import parse_switches, resolve_preset
@@ -178,7 +182,7 @@ class _Run:
         self.rec.start_mllog(self.recipe.batch_size, opts.seed, self.recipe.lr)
 
     def _distribute(self) -> None:
-        """Hook: a data-parallel rank wraps the model here (runner/distributed.py)."""
+        """Hook: a data-parallel rank wraps the model here (runner/launch/distributed.py)."""
 
     def _batches(self, salt: int) -> Any:
         """Real training batches from a generator of their own (the run's draws stay intact)."""
@@ -293,7 +297,8 @@ class _Run:
                 )
             if mllog:
                 mllog.eval_stop(epoch)
-            # n and samples: every rank's (runner/distributed.py), where the engine has its own
+            # n and samples: every rank's (runner/launch/distributed.py), where the engine has its
+            # own
             self.rec.set_throughput(self.steps_per_epoch, self.recipe.batch_size, n)
             self.rec.set_data(
                 self.data.kind, self.data.description, self.stall_s, self.data, samples

@@ -9,11 +9,11 @@
             if run.reached:
                 break
 
-The user's loop pushes into the engine that `perfsuite run` pulls through (runner/engine.py):
+The user's loop pushes into the engine that `perfsuite run` pulls through (runner/engine/engine.py):
 the same clock, loss check, evaluation, checkpoint, telemetry, energy and status. Training (data
 loading included) counts, evaluation does not. Leaving `run.epoch()` early (`break`, `return`,
 `zip` with a shorter iterable) ends the epoch there, flagged. Instrumentation runs in detours
-with the clock paused, on calls of your step (runner/detours.py: the FLOP count on the second
+with the clock paused, on calls of your step (runner/engine/detours.py: the FLOP count on the second
 step, the profile window from the middle epoch on). Each detour snapshots the model, every
 tensor the optimizer trains, gradients, scheduler and scaler, if given, and RNG state and
 restores them, so your training is unchanged; a step that changes other state (its own EMA copy,
@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.backends import torch_backend
-from perfsuite.runner import checkpoint
-from perfsuite.runner import step_parts as parts
-from perfsuite.runner.detours import Detours
-from perfsuite.runner.engine import END, Engine, LossMeter
-from perfsuite.runner.recorder import Recorder
+from perfsuite.runner.engine import step_parts as parts
+from perfsuite.runner.engine.detours import Detours
+from perfsuite.runner.engine.engine import END, Engine, LossMeter
+from perfsuite.runner.record import checkpoint
+from perfsuite.runner.record.recorder import Recorder
 from perfsuite.workloads.gpt.mfu import transformer_section
 from perfsuite.workloads.state import TrainState
 

@@ -1,6 +1,6 @@
 """`perfsuite run ... --nproc N`: start N data-parallel ranks with torchrun and collect the run.
 
-The ranks (`runner/distributed.py`) get their options through a private control folder and
+The ranks (`runner/launch/distributed.py`) get their options through a private control folder and
 answer there, one small JSON file per rank; rank 0's run folder holds the one record. Threads:
 N ranks share the machine's cores, so each gets cores / N (at least 1) unless `--threads` says
 otherwise, and `OMP_NUM_THREADS` says the same (torchrun would otherwise force 1). torchrun's
@@ -56,7 +56,7 @@ def command(control: Path, nproc: int) -> list[str]:
         "--nproc_per_node",
         str(nproc),
         "-m",
-        "perfsuite.runner.distributed",
+        "perfsuite.runner.launch.distributed",
         str(control),
     ]
 

@@ -1,10 +1,10 @@
-"""The runner's framework hooks: what `runner/loop.py` asks of PyTorch or TensorFlow.
+"""The runner's framework hooks: what `runner/routes/run.py` asks of PyTorch or TensorFlow.
 
 The loop owns the clock, evaluations, threshold rule and record for both frameworks; the few
 things that touch a framework's objects (building the model and train state, reading switch
 effects back, the FLOP count, the profile window, inference, the loss accumulator) go through
 one of these objects. `TorchParts` wraps the existing PyTorch code in `assemble` and `capture`;
-the TensorFlow hooks live in `runner/tf_parts.py`.
+the TensorFlow hooks live in `runner/frameworks/tf_parts.py`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from perfsuite.backends import parse_device, torch_backend
 from perfsuite.backends.tensorflow import TFBackend
-from perfsuite.runner import assemble, capture, checkpoint
-from perfsuite.runner.profile_window import ProfileWindow
-from perfsuite.runner.tf_parts import TFRunParts
+from perfsuite.runner.engine import capture
+from perfsuite.runner.engine.profile_window import ProfileWindow
+from perfsuite.runner.frameworks import assemble
+from perfsuite.runner.frameworks.tf_parts import TFRunParts
+from perfsuite.runner.record import checkpoint
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 
@@ -103,7 +105,7 @@ def run_parts(framework: str) -> FrameworkParts:
 
 
 class TorchParts:
-    """PyTorch: the hooks delegate to runner/assemble.py and runner/capture.py."""
+    """PyTorch: the hooks delegate to runner/frameworks/assemble.py and runner/engine/capture.py."""
 
     framework = "pytorch"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record import quantity
-from perfsuite.runner.profile_window import TRACE_NAME
-from perfsuite.runner.xplane import op_rows, read_xspace, to_chrome_trace
+from perfsuite.runner.engine.profile_window import TRACE_NAME
+from perfsuite.runner.frameworks.xplane import op_rows, read_xspace, to_chrome_trace
 from perfsuite.workloads.state import detour
 
 WAIT = 3  # unprofiled steps first (as wait=2 + warmup=1 of the PyTorch window)

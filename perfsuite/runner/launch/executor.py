@@ -4,7 +4,7 @@ An executor takes jobs (one `RunOptions` each, with a key saying which configura
 belongs to) and returns one `JobResult` per job, calling back when a job starts and ends so
 the caller can show progress per configuration. `LocalExecutor` runs each job in a fresh child
 process: one after another (the default: timings are not disturbed by a neighbour), or side by
-side with the cores split between them. `perfsuite.runner.ray_executor` runs them on a Ray
+side with the cores split between them. `perfsuite.runner.launch.ray_executor` runs them on a Ray
 cluster, also one process per run. A job whose options are wrong (unknown switch, missing
 data) is `fatal`: no further job starts, since every other job would fail the same way.
 
@@ -31,7 +31,7 @@ from typing import Protocol
 
 from perfsuite.hostinfo import usable_cpus
 from perfsuite.record import load_record
-from perfsuite.runner.loop import RunOptions, Terminated, run_workload
+from perfsuite.runner.routes.run import RunOptions, Terminated, run_workload
 from perfsuite.task_metrics import metric_info, metric_text, target_text
 from perfsuite.workloads.data import DataError
 
@@ -265,7 +265,7 @@ def _spawn(opts: RunOptions, live: bool = False) -> subprocess.Popen:
     files[0].write(json.dumps(asdict(opts)))
     files[0].seek(0)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "perfsuite.runner.child"],
+        [sys.executable, "-m", "perfsuite.runner.launch.child"],
         stdin=files[0],
         stdout=files[1],
         stderr=None if live else files[2],

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
-from perfsuite.runner.executor import run_in_process
-from perfsuite.runner.loop import RunOptions, Terminated
+from perfsuite.runner.launch.executor import run_in_process
+from perfsuite.runner.routes.run import RunOptions, Terminated
 
 
 def main() -> int:

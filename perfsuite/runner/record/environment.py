@@ -101,7 +101,7 @@ def collect_environment(device: str) -> dict[str, Any]:
 def hardware_section(env: dict[str, Any], device: str, instance_type: str | None) -> dict[str, Any]:
     """The record's `hardware`: the device this process runs on. `count` is the number of
     accelerators the run used: 1 here (one GPU; a CPU run counts one machine), set to the
-    number of ranks by a data-parallel run on GPUs (`runner/distributed.py`)."""
+    number of ranks by a data-parallel run on GPUs (`runner/launch/distributed.py`)."""
     index = parse_device(device).gpu_index
     if index is not None and env["gpus"]:
         return {

@@ -4,7 +4,8 @@ Every collector (FLOP count, profile window, telemetry, threshold checkpoint) ru
 `collector(...)`: an exception there is caught, its traceback goes to the run's log
 (`perfsuite.log`, a sidecar), and the record says what was lost, in `capture_failures`
 `{collector, error, lost}` and in a flag. The run goes on without that measurement. Both
-routes use it: `perfsuite run` (runner/loop.py) and `perfsuite.track` (runner/track.py).
+routes use it: `perfsuite run` (runner/routes/run.py) and `perfsuite.track`
+(runner/routes/track.py).
 
 A FLOP formula that raises is contained one level lower, by the counter itself: that op is
 listed in `work.unknown_ops` with `error: "formula error: ..."` (not modeled) and the count
@@ -18,7 +19,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from perfsuite.runner.chatter import LOG_NAME
+from perfsuite.runner.engine.chatter import LOG_NAME
 
 LOGGER = logging.getLogger("perfsuite")
 

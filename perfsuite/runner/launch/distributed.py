@@ -1,10 +1,11 @@
 """One rank of a data-parallel run (DistributedDataParallel), started by torchrun.
 
-`perfsuite run W --nproc N` starts N of these through `runner/launch.py`. Every rank runs the
+`perfsuite run W --nproc N` starts N of these through `runner/launch/torchrun.py`. Every rank runs
+the
 ordinary loop (`loop._Run`) with four differences, all made here so the loop keeps one code
 path:
 
-- data: the rank trains on its shard of every epoch (`runner/shard.py`); the global batch is
+- data: the rank trains on its shard of every epoch (`runner/launch/shard.py`); the global batch is
   the per-rank batch x N. The learning rate follows the run's `lr_rule` switch from the
   per-rank batch to the global batch (`none`, the default, keeps the recipe's rate);
 - model: wrapped in DistributedDataParallel after the state is built (`_distribute`), so the
@@ -41,11 +42,11 @@ from typing import Any
 from perfsuite.backends import torch_backend
 from perfsuite.devices.accelerators import devices_used
 from perfsuite.record import quantity
-from perfsuite.runner.comm import comm_from_ops, comm_share
-from perfsuite.runner.engine import Diverged, Terminated
-from perfsuite.runner.executor import config_error_types
-from perfsuite.runner.loop import RunOptions, _Run
-from perfsuite.runner.shard import ShardedSource
+from perfsuite.runner.engine.engine import Diverged, Terminated
+from perfsuite.runner.launch.executor import config_error_types
+from perfsuite.runner.launch.shard import ShardedSource
+from perfsuite.runner.measure.comm import comm_from_ops, comm_share
+from perfsuite.runner.routes.run import RunOptions, _Run
 from perfsuite.workloads.switches import scaled_lr
 
 NO_WINDOW = "capture off: no profiler window was taken, so no collective was timed"

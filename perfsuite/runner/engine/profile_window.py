@@ -126,7 +126,7 @@ class ProfileWindow:
         if active > MAX_WINDOW_STEPS:
             self.cap_note = (
                 f"profile window capped at {MAX_WINDOW_STEPS} steps ({active} asked): the "
-                "step bound (perfsuite.runner.profile_window.MAX_WINDOW_STEPS)"
+                "step bound (perfsuite.runner.engine.profile_window.MAX_WINDOW_STEPS)"
             )
             active = MAX_WINDOW_STEPS
         self.wait, self.warmup, self.active = wait, warmup, active
@@ -172,7 +172,7 @@ class ProfileWindow:
         if bound:  # stop inside the active phase: the trace holds the steps recorded so far
             self.cap_note = (
                 f"profile window cut at {recorded} of {self.active} steps: {bound} "
-                "(perfsuite.runner.profile_window)"
+                "(perfsuite.runner.engine.profile_window)"
             )
             self.active = recorded
             self.close()

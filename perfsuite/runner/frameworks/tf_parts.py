@@ -1,4 +1,4 @@
-"""The runner's framework hooks for a TensorFlow run (`runner/frameworks.py`'s Protocol).
+"""The runner's framework hooks for a TensorFlow run (`runner/frameworks/parts.py`'s Protocol).
 
 `TFRunParts` has the hooks (state, switch effects, math, FLOP count, profile window, the
 threshold checkpoint: named variables through `checkpoint.py`'s .npz writer and checked
@@ -19,8 +19,8 @@ from perfsuite.flops.tf_graph import count_step
 from perfsuite.hostinfo import native_on_cpu
 from perfsuite.record import RecordError
 from perfsuite.record.maths import math_fields
-from perfsuite.runner import tf_profile
-from perfsuite.runner.checkpoint import checkpoint_path, load_arrays, save_arrays
+from perfsuite.runner.frameworks import tf_profile
+from perfsuite.runner.record.checkpoint import checkpoint_path, load_arrays, save_arrays
 from perfsuite.workloads.base import one_cycle
 from perfsuite.workloads.digits.tensorflow import LossScale, SGDState, make_step_fn
 from perfsuite.workloads.switches import parse_switches
@@ -57,7 +57,7 @@ class TFTrainState:
 
 
 class TFRunParts:
-    """The runner's framework hooks for a TensorFlow workload (see runner/frameworks.py)."""
+    """The runner's framework hooks for a TensorFlow workload (see runner/frameworks/parts.py)."""
 
     framework = "tensorflow"
 

@@ -1,4 +1,4 @@
-"""The pieces of `perfsuite.track` (runner/track.py) that read a user's step: what it was
+"""The pieces of `perfsuite.track` (runner/routes/track.py) that read a user's step: what it was
 called with (batch size, dtype) and returned (the loss), and the process state that keeps
 detours and profile windows from nesting."""
 

@@ -1,0 +1,2 @@
+"""The run folder and its record: the Recorder, the environment section, the threshold
+checkpoint."""
