@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 import perfsuite  # noqa: E402
 from perfsuite.record import load_record  # noqa: E402
-from perfsuite.runner.engine.outside_state import outside_writes  # noqa: E402
+from perfsuite.runner.engine.outside_state import outside_writes, step_code  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -104,6 +104,9 @@ def test_cells_and_iterators_are_found_and_a_clean_step_is_not():
     assert outside_writes(clean) == []
     assert outside_writes(functools.partial(Stepper(), 1)) == ["global `X`"]
     assert outside_writes(len) == []  # a builtin: nothing to read
+    # a step re-wrapped on each call is read once: its code is the same object
+    assert step_code(functools.partial(clean, 1)) is step_code(clean) is clean.__code__
+    assert step_code(Stepper()) is Stepper.__call__.__code__ and step_code(len) is None
 
 
 def _numbered(tmp_path, where: str) -> list[dict]:

@@ -33,7 +33,7 @@ from perfsuite.hostinfo import low_precision_note
 from perfsuite.runner.engine import capture
 from perfsuite.runner.engine import step_parts as parts
 from perfsuite.runner.engine.engine import Engine
-from perfsuite.runner.engine.outside_state import outside_writes, refusal
+from perfsuite.runner.engine.outside_state import outside_writes, refusal, step_code
 from perfsuite.runner.engine.profile_window import ProfileWindow
 from perfsuite.runner.record.recorder import Recorder
 from perfsuite.workloads.state import TrainState, detour
@@ -85,8 +85,8 @@ class Detours:
         docstring); nothing runs here but reading the call, and a new step's code once."""
         run = self.run
         self.safe_calls += 1
-        code = getattr(getattr(fn, "__func__", fn), "__code__", fn)
-        if code is not self._inspected:
+        code = step_code(fn)
+        if code is not None and code is not self._inspected:
             self._inspected = code
             run.engine.off_clock(self._inspect, fn)
         if self.refused or (self.window_done and self.counted):

@@ -37,6 +37,13 @@ def _function(fn: Any) -> types.FunctionType | None:
     return None
 
 
+def step_code(fn: Any) -> types.CodeType | None:
+    """The code object a call of `fn` runs first (None for a builtin): a step re-wrapped on
+    each call (a new partial or bound method) has the same one, so it is read once."""
+    func = _function(fn)
+    return func.__code__ if func is not None else None
+
+
 def _call_of(klass: type) -> Any:
     """The `__call__` a class defines or inherits, or None."""
     return next((vars(k)["__call__"] for k in klass.__mro__ if "__call__" in vars(k)), None)
