@@ -111,7 +111,10 @@ def mfu(record: Mapping[str, Any]) -> MFU | None:
     math, spec_q, why_none = _peak(record)
     peak, prov = _value(spec_q), spec_q.get("provenance")
     if peak is None:
-        notes.append(f"no {math} spec peak: {why_none}; no MFU")
+        notes.append(
+            f"no {math} spec peak: {why_none}; no MFU (a peak you know for this device can be "
+            "named with `perfsuite peaks --set DTYPE=FLOP/s`)"
+        )
     value = _div(flops_s, peak)
     if value is not None and value > 1:
         notes.append(

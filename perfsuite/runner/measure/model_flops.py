@@ -75,7 +75,7 @@ def complete(record: dict[str, Any]) -> None:
             m.hfu,
             "fraction",
             "derived",
-            f"counted_per_token x tokens_per_s / the {m.peak_math} peak "
+            f"counted_per_token x tokens_per_s / the {m.peak_math} spec peak "
             "(hardware FLOPs utilization)",
         )
     s["why_counted_differs"] = why_counted_differs(m)
