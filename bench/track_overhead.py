@@ -17,7 +17,8 @@ step for step. Reported per shape: page faults per step in each stretch between 
 `on` arm's detours fall on the same steps in every round) and the steady-step ratios on/off and
 on/none, CPU time and wall, from the paired rounds. Goals (docs/seam.md): on/off within
 0.98-1.02 and page faults per step unchanged by any detour. PERFSUITE_BENCH_TRACK_ROUNDS sets
-the rounds (default 5).
+the rounds (default 5; 6 or more give the paired ratios a 95% CI), PERFSUITE_BENCH_TRACK_SHAPES
+the shapes (comma-separated; default both).
 """
 
 from __future__ import annotations
@@ -198,7 +199,11 @@ def main() -> None:
     from perfsuite.fmt import table
 
     rounds = int(os.environ.get("PERFSUITE_BENCH_TRACK_ROUNDS", "5"))
-    rows = [r for shape in SHAPES for r in shape_rows(shape, rounds)]
+    shapes = os.environ.get("PERFSUITE_BENCH_TRACK_SHAPES", ",".join(SHAPES)).split(",")
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        raise SystemExit(f"PERFSUITE_BENCH_TRACK_SHAPES: unknown shape(s) {', '.join(unknown)}")
+    rows = [r for shape in shapes for r in shape_rows(shape, rounds)]
     heads = ["run", "what", "none", "off", "on", "on/off paired [95% CI]", "on/none paired"]
     print(table(rows, heads, align="llrrrll"))
     print(
