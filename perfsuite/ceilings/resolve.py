@@ -197,6 +197,17 @@ def _roof_item(kernels: dict[str, Any]) -> dict[str, Any] | None:
     return roof
 
 
+def _set_roofs(meas: dict[str, Any], dtypes: list[str], cpu_spec: dict[str, Any] | None) -> None:
+    """Each dtype's compute roof in `meas["flops"]` from its benchmarks, after a CPU's
+    readings are judged against its spec (`judge_kernels`)."""
+    if cpu_spec is not None:
+        judge_kernels(cpu_spec, meas["kernels"])
+    for dt in dtypes:
+        roof = _roof_item(meas["kernels"].get(dt) or {})
+        if roof is not None:
+            meas["flops"][dt] = roof
+
+
 def judge_kernels(table: dict[str, Any], kernels: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The CPU spec entry after the compute readings (dtype -> kernel -> cache item) are
     judged against it (`cpuspec.physical_kernels`): a matmul above it leaves a spec with no
@@ -294,12 +305,7 @@ def measure_device(
                     progress(f"{kernel} {dt}")
                 m = _measure.measure_flops(device, dt, kernel, mode)
                 kernels[kernel], changed = taken(f"{kernel} {dt}", kernels.get(kernel), m), True
-    if session.cpu:
-        judge_kernels(this_cpu_spec(name, threads), meas["kernels"])
-    for dt in wanted:
-        roof = _roof_item(meas["kernels"].get(dt) or {})
-        if roof is not None:
-            meas["flops"][dt] = roof
+    _set_roofs(meas, wanted, this_cpu_spec(name, threads) if session.cpu else None)
     if bandwidth and _needs(meas["bandwidth"], mode, refresh, session.cpu):
         if progress:
             progress("copy bandwidth")
@@ -312,11 +318,7 @@ def measure_device(
         "device_name": name,
         "host": host,
         "env": _roofs_mod.env_key(tv, threads, gpu=device.startswith("cuda")),
-        "measured": {
-            "flops": dict(meas["flops"]),
-            "bandwidth": meas["bandwidth"],
-            "kernels": meas["kernels"],
-        },
+        "measured": {**meas, "flops": dict(meas["flops"])},  # flops, bandwidth, kernels
         "user": entry["user"],
         "warnings": warnings,
     }
