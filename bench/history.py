@@ -3,7 +3,9 @@
 - add: 10,000 run records on disk into a new SQLite store through `perfsuite history add`'s
   path (find, load and validate each record, make its rows, one transaction): goal <= 10 s.
   Made from one real-shaped record written with `write_record`, copied with new run ids and
-  times (the copying is not timed).
+  times (the copying is not timed). Beside it, validation alone on 1,000 of those records:
+  the loader's path (the schema compiled once into a yes/no test, perfsuite.record.fastschema)
+  and jsonschema's alone, the reference that words every error.
 - analyse: 100 seeded series of 1,000 points (a step in most), change points at Otava's
   defaults (window 50, p 0.001): goal <= 2 s for all 100. The same series go to
   `otava.analysis.compute_change_points` in a child process of a virtual environment that has
@@ -25,6 +27,7 @@ import numpy as np
 from perfsuite.fmt import table
 
 ADD_RECORDS = int(os.environ.get("PERFSUITE_BENCH_HISTORY_RECORDS", "10000"))
+VALIDATE_RECORDS = 1000  # records validated on each path for the side-by-side rows
 SERIES, POINTS = 100, 1000
 OTAVA_PYTHON = os.environ.get("PERFSUITE_OTAVA_PYTHON", "/tmp/otava-venv/bin/python")
 
@@ -83,6 +86,7 @@ def bench_add() -> list[list[str]]:
         with open_store(str(root / "copy.sqlite"), create=True) as store:
             store.add(rows)
         store_s = time.perf_counter() - t0
+        fast_s, reference_s, checked = _validation_paths(root / "runs")
     goal = 10 * ADD_RECORDS / 10000
     return [
         [f"add {ADD_RECORDS:,} records to SQLite (load, validate, rows, store)",
@@ -90,7 +94,29 @@ def bench_add() -> list[list[str]]:
          f"<= {goal:g} s: {'met' if seconds <= goal else 'MISSED'}"],
         [f"  of which the store alone: the same {len(rows):,} rows, one transaction",
          f"{store_s:.2f} s", f"{len(rows):,} rows", ""],
+        [f"  validating {checked:,} of the records: the loader (compiled schema test)",
+         f"{fast_s:.2f} s", f"{checked:,} valid", ""],
+        [f"  the same {checked:,} with jsonschema alone (the reference path)",
+         f"{reference_s:.2f} s", f"{checked:,} valid",
+         f"loader / reference: {fast_s / reference_s:.2f}"],
     ]  # fmt: skip
+
+
+def _validation_paths(runs: Path) -> tuple[float, float, int]:
+    """Seconds to validate up to VALIDATE_RECORDS of the records already on disk (loaded
+    first, untimed) on the loader's path and on jsonschema's alone, and how many."""
+    from perfsuite.record import find_records, load_record, validate_record
+    from perfsuite.record.io import strip_private
+
+    files = list(find_records([runs]))[:VALIDATE_RECORDS]
+    records = [strip_private(load_record(f)) for f in files]
+    seconds = []
+    for fast in (True, False):
+        t0 = time.perf_counter()
+        for record in records:
+            validate_record(record, "run.json", fast=fast)
+        seconds.append(time.perf_counter() - t0)
+    return seconds[0], seconds[1], len(records)
 
 
 def _series() -> list[list[float]]:

@@ -25,7 +25,9 @@ fewer, or PERFSUITE_BENCH_CIFAR_PAIRS), PERFSUITE_BENCH_THREADS to fix torch's t
 PERFSUITE_BENCH_DIGITS_ONLY=1 to leave cifar10 out. cifar10 evaluates only its last epoch:
 evaluation is off the training clock and would only lengthen the bench. Where torch sees a GPU,
 a third arm runs cifar10 on it (PERFSUITE_BENCH_GPU_PAIRS pairs, default max(6, pairs);
-PERFSUITE_BENCH_GPU_ONLY=1 runs that arm alone).
+PERFSUITE_BENCH_GPU_ONLY=1 runs that arm alone). Last, `perfsuite.track`'s rows
+(bench/track_overhead.py: two script shapes, no perfsuite / capture off / on, page faults per
+step around the detours; PERFSUITE_BENCH_TRACK_ROUNDS rounds, 0 leaves them out).
 """
 
 from __future__ import annotations
@@ -267,3 +269,7 @@ def main() -> None:
         "target <= 1.02 on the training clock. Lockstep: the two arms at once, one core "
         "each, every epoch started together (bench/lockstep.py); off vs off is its noise."
     )
+    if int(os.environ.get("PERFSUITE_BENCH_TRACK_ROUNDS", "5")) > 0 and not gpu_only:
+        from bench import track_overhead
+
+        track_overhead.main()

@@ -295,8 +295,32 @@ class DepthGuard:
         self.close()
 
 
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def _all_finite(obj: Any) -> bool:
+    """No NaN/Infinity (nor integer beyond float range) anywhere in `obj`: the common answer,
+    found without building the field path of every value."""
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return False
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > _FLOAT_MAX:
+                return False
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
+
+
 def nonfinite_path(obj: Any, prefix: str = "") -> str | None:
     """The field path of the first NaN/Infinity (or integer beyond float range) in `obj`."""
+    if _all_finite(obj):
+        return None
     stack: list[tuple[str, Any]] = [(prefix, obj)]
     while stack:
         where, value = stack.pop()
@@ -304,7 +328,7 @@ def nonfinite_path(obj: Any, prefix: str = "") -> str | None:
             if value != value or value in (float("inf"), float("-inf")):
                 return where or "(top level)"
         elif isinstance(value, int) and not isinstance(value, bool):
-            if abs(value) > 1.7976931348623157e308:
+            if abs(value) > _FLOAT_MAX:
                 return where or "(top level)"
         elif isinstance(value, dict):
             for k, v in reversed(list(value.items())):

@@ -42,6 +42,9 @@ TRACK_ONLY = {
     "timeline.batch": "which call of the user's step the window replayed (the runner's window "
     "draws batches of its own)",
     "timeline.note": "the window replays one call of the user's step",
+    "evaluations.train_loss_epoch": "a loop may evaluate inside an epoch, so beside the loss "
+    "since the previous evaluation a track keeps the epoch's so far (the runner evaluates "
+    "between epochs: its train_loss is the epoch's)",
 }
 
 

@@ -31,6 +31,23 @@ from perfsuite.workloads.gpt.model import (  # noqa: E402
 from perfsuite.workloads.gpt.presets import PRESETS, lr_factor  # noqa: E402
 from perfsuite.workloads.switches import parse_switches  # noqa: E402
 
+SPEC_HZ = 4.0e9  # a named CPU spec for the MFU tests: 16 lanes x 2 x 2 FMA x 4 GHz per core
+
+
+@pytest.fixture
+def named_spec(monkeypatch):
+    """The CPU spec as an avx512f core at 4 GHz (1.024e11 FLOP/s float32 per thread), above
+    any reading of this machine's benchmarks, so MFU has the same named denominator
+    wherever the tests run (a flags spec a matmul beats has none: test_peaks_load)."""
+    from perfsuite.ceilings import resolve
+    from perfsuite.ceilings.cpuspec import cpu_spec
+
+    def spec(name, threads):
+        return cpu_spec(name, {"avx512f"}, (SPEC_HZ, "given by the test"), threads or 1)
+
+    monkeypatch.setattr(resolve, "this_cpu_spec", spec)
+
+
 TINY = ["n_layer=2", "n_head=2", "n_embd=32", "block_size=16", "iters_per_epoch=4"]
 
 
@@ -192,7 +209,7 @@ def test_muon_trains_hidden_matrices_only():
     assert sched.state_dict()["step_count"] == 0
 
 
-def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
+def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path, named_spec):
     """The issue's done-when, tiny: config, 6N + 12·L·d·T, tokens/s and MFU in (0, 1]; the
     generous threshold is met, so the batch-1 generation latency is measured too."""
     opts = RunOptions(
@@ -222,6 +239,8 @@ def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
     assert rate == pytest.approx(12 / step)
     assert 0 < mf["mfu"]["value"] <= 1
     peak = mf["peak"]["value"]
+    assert peak == 64 * SPEC_HZ and mf["peak"]["provenance"] == "spec"  # 1 thread, named
+    assert "from the CPU flags: avx512f" in mf["peak"]["source"]
     assert mf["mfu"]["value"] == pytest.approx(mf["per_token"]["value"] * rate * 16 / peak)
     assert 1.0 < mf["counted_over_model"] < 1.5
     bad = json.loads(json.dumps({k: v for k, v in rec.items() if not k.startswith("_")}))
@@ -238,7 +257,7 @@ def test_run_synthetic_one_epoch_records_config_model_flops_and_mfu(tmp_path):
     assert gen["time_to_first_token"]["value"] > 0 and gen["decode_per_token"]["value"] > 0
 
 
-def test_gpt_track_example_records_mfu(tmp_path):
+def test_gpt_track_example_records_mfu(tmp_path, named_spec):
     """examples/gpt_track.py: a user's own GPT loop under perfsuite.track, model_flops given."""
     import sys
     from pathlib import Path

@@ -168,7 +168,7 @@ def test_muon_newton_schulz_products_are_counted():
 
 def test_mfu_inputs_by_hand():
     """One config worked by hand: L 2, d 32, T 16, N 26,800, batch 3, step 0.5 s, fp32 roof
-    1e9 FLOP/s. Per token 6 x 26,800 + 12 x 2 x 32 x 16 = 160,800 + 12,288 = 173,088; tokens/s
+    spec 1e9 FLOP/s. Per token 6 x 26,800 + 12 x 2 x 32 x 16 = 160,800 + 12,288 = 173,088; tokens/s
     3 x 16 / 0.5 = 96; MFU 173,088 x 96 / 1e9 = 0.016616448."""
     assert model_flops_per_token(26_800, 2, 32, 16) == 173_088
     q = {"unit": "FLOP/s", "provenance": "measured"}
@@ -181,7 +181,11 @@ def test_mfu_inputs_by_hand():
         },
         "throughput": {"step_time": {"value": 0.5, "unit": "s", "provenance": "measured"}},
         "work": {"flops_per_step": 3 * 16 * 200_000.0, "batch_size": 3},
-        "ceilings": {"device": "cpu", "roofs": {"fp32": {"peak_flops": {"value": 1e9, **q}}}},
+        "ceilings": {
+            "device": "cpu",
+            "spec": {"id": "t", "flops": {"float32": 1e9}, "source": "by hand"},
+            "roofs": {"fp32": {"peak_flops": {"value": 2e9, **q}}},
+        },
         "math": {"param_dtype": "float32", "source": "test"},
         "hardware": {"accelerator": "cpu"},
         "config": {"device": "cpu"},
@@ -189,7 +193,8 @@ def test_mfu_inputs_by_hand():
     m = mfu(record)
     assert m.tokens_per_s == 96
     assert m.peak_math == "fp32"
-    assert m.mfu == pytest.approx(0.016616448, rel=1e-12)
+    assert m.mfu == pytest.approx(0.016616448, rel=1e-12)  # over the spec, not the 2e9 roof
+    assert m.measured_peak_utilization == pytest.approx(0.016616448 / 2, rel=1e-12)
     assert m.counted_flops_per_token == 200_000
     assert m.hfu == pytest.approx(200_000 * 96 / 1e9)
     assert m.counted_over_model == pytest.approx(200_000 / 173_088)

@@ -17,8 +17,18 @@ from perfsuite.views.compare_rows import side_rows
 from tests.helpers import build_record
 
 # per token 1e6 FLOP (modeled); batch 32 x 64 tokens per step of 0.1 s -> 20,480 token/s;
-# 2.048e10 FLOP/s over the 1e11 fp32 roof -> MFU 0.2048; counted 2e9 / 2048 tokens -> 976,562.5
+# 2.048e10 FLOP/s over the 1e11 fp32 spec -> MFU 0.2048 (over the 8e10 measured roof: 0.256);
+# counted 2e9 / 2048 tokens -> 976,562.5
 PER_TOKEN, MFU = 1e6, 0.2048
+SPEC = {"id": "test-cpu", "name": "Test CPU", "flops": {"float32": 1e11}, "source": "test table"}
+
+
+def with_roof(rec, measured):
+    """`rec` with the test spec and a measured fp32 roof of `measured` FLOP/s."""
+    pk = quantity(measured, "FLOP/s", "measured", "matmul")
+    rec["ceilings"].update(spec=dict(SPEC), peak_flops=pk)
+    rec["ceilings"]["roofs"]["fp32"] = {"peak_flops": pk}
+    return rec
 
 
 def gpt_record(make_record, run_id="g1", step=0.1):
@@ -38,7 +48,7 @@ def gpt_record(make_record, run_id="g1", step=0.1):
         "tokens_per_sample": 64,
         "per_token": quantity(PER_TOKEN, "FLOP", "modeled", "6N + 12LdT"),
     }
-    return rec
+    return with_roof(rec, 8e10)
 
 
 def test_mfu_of_a_hand_built_record(make_record):
@@ -49,6 +59,22 @@ def test_mfu_of_a_hand_built_record(make_record):
     assert mfu(build_record(make_record)) is None  # no transformer section: no MFU
 
 
+def test_two_records_of_one_machine_share_the_mfu_denominator(make_record):
+    """MFU is over the fixed, named spec peak: a measured roof that grew between two runs
+    (1.95e11 -> 2.49e11 of a conv reading) moves the measured-peak utilization, never MFU."""
+    a = mfu(with_roof(gpt_record(make_record, "a"), 1.95e11))
+    b = mfu(with_roof(gpt_record(make_record, "b"), 2.49e11))
+    assert a.peak_flops == b.peak_flops == 1e11 and a.mfu == b.mfu == pytest.approx(MFU)
+    assert a.peak_provenance == "spec" and a.peak_source == "test table (test-cpu)"
+    assert a.measured_peak_utilization == pytest.approx(2.048e10 / 1.95e11)
+    assert b.measured_peak_utilization == pytest.approx(2.048e10 / 2.49e11)
+    rec = gpt_record(make_record)
+    rec["ceilings"]["spec"] = {"id": "cpu-flags", "flops": {}, "source": "spec unknown: no clock"}
+    none = mfu(rec)
+    assert none.mfu is None and none.measured_peak_utilization == pytest.approx(0.256)
+    assert "no fp32 spec peak: the spec has no fp32 value (spec unknown: no clock)" in none.notes[0]
+
+
 def test_roofline_cli_text_and_json(make_record, tmp_path, capsys):
     rec = gpt_record(make_record)
     rec["_path"] = None
@@ -57,6 +83,7 @@ def test_roofline_cli_text_and_json(make_record, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Model FLOPs utilization (transformer)" in text
     assert "20.48%" in text and "20.5 ktoken/s" in text
+    assert "the fp32 spec peak (100 GFLOP/s: test table (test-cpu))" in text  # named, not a roof
     assert main(["roofline", str(tmp_path / "g1"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["mfu"]["mfu"] == pytest.approx(MFU)
@@ -68,6 +95,7 @@ def test_report_overview_rows(make_record):
 
     rows = {r[0]: r[1] for r in _figures(gpt_record(make_record), None)}
     assert rows["MFU"] == "20.48%"
+    assert rows["of the measured peak"] == "25.60%"  # over the 8e10 measured roof, beside MFU
     assert rows["tokens/s"] == "20.5 ktoken/s"
     assert "MFU" not in {r[0] for r in _figures(build_record(make_record), None)}
 
@@ -78,6 +106,7 @@ def test_compare_rows_only_for_transformer_runs(make_record):
     assert [s.mfu for s in c.items] == pytest.approx([MFU, MFU / 2])
     _, table = side_rows(c)
     got = {r[0]: r[1:] for r in table}
+    assert got["MFU (6N + 12LdT, of the spec peak)"] == ["20.48%", "10.24%"]
     assert got["target"][0] == "top1 <= 0.9"  # the task's direction (a loss falls to it)
     assert got["tokens/s"][1] == "10.2 ktoken/s (x0.500)"
     x, y = build_record(make_record), build_record(make_record)

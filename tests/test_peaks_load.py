@@ -183,17 +183,42 @@ def test_the_cpu_spec_is_computed_from_its_flags_and_clock():
     assert clock("nothing") is None
 
 
-def test_a_spec_below_a_measured_rate_is_no_spec():
+def test_a_spec_below_a_measured_matmul_is_no_spec_and_names_the_assumption():
     """A spec is an upper bound or nothing: a clock read below the turbo clock gives a spec a
-    benchmark beats, and then the flags' spec is dropped with the reason."""
-    from perfsuite.ceilings.cpuspec import below_measured
+    dense matmul beats, and then the flags' spec is dropped, naming the clock."""
+    from perfsuite.ceilings.cpuspec import physical_kernels
 
     spec = cpu_spec("X", {"avx512f"}, (2.1e9, "cpu MHz"), 1)  # 134.4 GFLOP/s float32
-    assert below_measured(spec, {"float32": 1.0e11}) is spec
-    dropped = below_measured(spec, {"float32": 1.5e11, "bfloat16": 1.0e9})
+    assert physical_kernels(spec, "float32", {"matmul": 1.0e11}) == (spec, {})
+    dropped, refused = physical_kernels(spec, "float32", {"matmul": 1.5e11, "conv": 3e11})
     why = dropped["source"]
-    assert dropped["flops"] == {} and why.startswith("spec unknown:")
-    assert "float32 rate 1.5e+11 FLOP/s" in why and "1.344e+11 FLOP/s" in why
+    assert dropped["flops"] == {} and why.startswith("spec unknown:") and refused == {}
+    assert "float32 matmul rate 1.5e+11 FLOP/s" in why and "1.344e+11 FLOP/s" in why
+    assert "the assumption shown wrong is the clock" in why
+    maxed = cpu_spec("X", {"avx512f"}, (2.1e9, "cpufreq maximum"), 1)
+    assert (
+        "vector width or FMA units"
+        in physical_kernels(maxed, "float32", {"matmul": 2e11})[0]["source"]
+    )
+
+
+def test_a_conv_reading_above_a_standing_spec_is_refused_and_never_the_roof():
+    """The best-kept conv reading is physically possible: 2.49e11 FLOP/s of a 3x3 conv on a
+    core whose spec is 1.344e11 and whose matmul reads 1.1e11 is refused, and the roof is the
+    matmul's, naming the refusal."""
+    from perfsuite.ceilings.cpuspec import physical_kernels
+    from perfsuite.ceilings.resolve import _roof_item, judge_kernels
+
+    spec = cpu_spec("X", {"avx512f"}, (2.1e9, "cpu MHz"), 1)
+    table, refused = physical_kernels(spec, "float32", {"matmul": 1.1e11, "conv": 2.49e11})
+    assert table is spec and list(refused) == ["conv"]
+    kernels = {"float32": {"matmul": {"value": 1.1e11}, "conv": {"value": 2.49e11}}}
+    assert judge_kernels(spec, kernels) is spec
+    roof = _roof_item(kernels["float32"])
+    assert roof["kernel"] == "matmul" and roof["value"] == 1.1e11
+    assert "conv float32 reading 2.49e+11 FLOP/s refused" in roof["refused_kernels"][0]
+    kernels["float32"]["conv"] = {"value": 1.2e11}  # below the spec: a possible roof
+    assert _roof_item(kernels["float32"])["kernel"] == "conv"
 
 
 def test_the_spec_stands_beside_the_measured_roof_and_fills_in_without_one(env, monkeypatch):

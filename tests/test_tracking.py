@@ -401,23 +401,32 @@ def test_the_window_is_taken_when_the_threshold_comes_before_the_middle_epoch(tm
     assert not [f for f in rec["flags"] if f.startswith("no profile window")]
 
 
-def test_a_run_without_a_window_says_why(tmp_path):
+def test_detours_after_the_loop_replay_the_kept_call_in_its_own_math(tmp_path):
+    """The detours run after the loop, in the autocast and grad mode the kept call ran in:
+    a loop under bf16 autocast gets its window and count at the evaluate() outside it, and a
+    one-step run gets both at exit; a run that ends inside its loop says why it has neither."""
     model, opt = _tiny()
     step = _stepper(model, opt)
     with _track(tmp_path, model, opt, capture=True, epochs=4) as run:
         with torch.autocast("cpu", dtype=torch.bfloat16):  # the loop's math
             for x, y in run.epoch(_batches(2)):
                 run.step(step, x, y)
-        run.evaluate(top1=1.0)  # reached before epoch 2, outside the loop's autocast
+        run.evaluate(top1=1.0)  # reached, outside the loop's autocast
     rec = load_record(run.run_dir)
-    assert rec.get("timeline") is None
-    assert "at evaluate()" in _flag(rec["flags"], "no profile window: autocast")
+    assert rec["timeline"]["batch"]["call"] == 2 and rec["work"]["counted_on"]["call"] == 2
+    assert not [f for f in rec["flags"] if f.startswith(("no profile window", "no FLOP count"))]
     with _track(tmp_path, model, opt, capture=True) as run:
         for x, y in run.epoch(_batches(1)):
             run.step(step, x, y)
+    rec = load_record(run.run_dir)
+    assert rec["work"]["counted_on"]["call"] == 1 and rec["timeline"]["batch"]["call"] == 1
+    with pytest.raises(RuntimeError), _track(tmp_path, model, opt, capture=True) as run:
+        for x, y in run.epoch(_batches(3)):
+            run.step(step, x, y)
+            raise RuntimeError("the user's loop broke")
     flags = load_record(run.run_dir)["flags"]
-    assert "only one detour-safe run.step call" in _flag(flags, "no FLOP count")
-    assert "only 1 step call(s)" in _flag(flags, "no profile window")
+    assert "the run ended before its loop did" in _flag(flags, "no FLOP count")
+    assert "the run ended before its loop did" in _flag(flags, "no profile window")
 
 
 NESTED = """
@@ -506,8 +515,9 @@ def _sized(sizes, seed: int = 1):
 
 
 def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
-    """A partial batch is never the replayed one: not when the window is due (epoch 2 starts
-    with a 3-sample batch: the window waits for the next call), and not at evaluate()."""
+    """A partial batch is never the replayed one: the detours after the loop replay the last
+    call with the first call's shapes (epoch 2 ends on full batches: call 6), and at evaluate()
+    the last full one before it."""
     model, opt = _tiny()
     step = _stepper(model, opt)
     with _track(tmp_path, model, opt, capture=True, epochs=4, measure_peaks=False) as run:
@@ -516,10 +526,10 @@ def test_the_window_replays_a_batch_of_the_counted_shape(tmp_path):
                 run.step(step, x, y)
     rec = load_record(run.run_dir)
     assert rec["work"]["batch_size"] == 8
-    assert rec["work"]["counted_on"]["call"] == 2
+    assert rec["work"]["counted_on"]["call"] == 6
     assert rec["work"]["counted_on"]["shapes"] == [[8, 4], [8]]
     assert rec["timeline"]["batch"] == {
-        "call": 5, "epoch": 2, "shapes": [[8, 4], [8]], "same_as_flop_count": True,
+        "call": 6, "epoch": 2, "shapes": [[8, 4], [8]], "same_as_flop_count": True,
     }  # fmt: skip
     # the CPU trace's roofline points: host self time, addmm at the counted batch's shapes
     roof = perfsuite.trace(run.run_dir).roofline

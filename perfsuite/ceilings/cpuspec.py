@@ -4,11 +4,17 @@ flags name, the clock, and the cores a run uses.
     peak = cores x clock x FMA units x lanes x 2 FLOP (a multiply-add is 2)
 
 Why: GPUs have datasheets (specs.json); a CPU's peak follows from its vector width, which the
-flags tell, and its clock, which the OS tells with varying precision. Cores are the run's
-threads (one core per thread: an upper bound when two threads share a core). Two FMA units per
-core are assumed, what current server cores have; parts with one reach half, so the figure is
-an upper bound. Each assumption is written in the spec's `source`, and a CPU whose flags or
-clock cannot be read gets an entry that says the spec is unknown and why.
+flags tell, and its clock, which the OS tells with varying precision. The clock rule: cpufreq's
+maximum where the OS exposes it, else the model name's "@ x.xxGHz", else /proc/cpuinfo's
+"cpu MHz" (the last two may sit below a turbo clock; the source says which was used). Cores are
+the run's threads (one core per thread: an upper bound when two threads share a core). Two FMA
+units per core are assumed, what current server cores have; parts with one reach half, so the
+figure is an upper bound. Each assumption is written in the spec's `source`, and a CPU whose
+flags or clock cannot be read gets an entry that says the spec is unknown and why.
+
+A measured reading is judged against the spec (`physical_kernels`): a dense matmul above it
+shows an assumption wrong (named), and any other benchmark above a standing spec is refused as
+not physically possible, so the compute roof and MFU's denominator are never below a reading.
 """
 
 from __future__ import annotations
@@ -84,26 +90,59 @@ def cpu_spec(
     return entry
 
 
-def below_measured(entry: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
-    """`entry` unchanged, or, where a measured rate (dtype -> FLOP/s) exceeds the spec of its
-    dtype, an entry with no spec values saying so: a spec is an upper bound or nothing (the
-    clock read may be a base clock below the turbo clock the benchmark ran at)."""
-    over = [
-        (dt, v, entry["flops"][dt])
-        for dt, v in sorted(measured.items())
-        if v and entry.get("flops", {}).get(dt) and v > entry["flops"][dt]
-    ]
-    if not over:
-        return entry
-    dt, v, sp = over[0]
-    return {
-        **entry,
-        "flops": {},
-        "source": (
-            f"spec unknown: the measured {dt} rate {v:.4g} FLOP/s exceeds the {sp:.4g} FLOP/s "
-            f"the CPU flags and clock give ({entry['source']}), so that is no upper bound"
-        ),
+EXACT_KERNEL = "matmul"  # its FLOPs, 2n^3, are what the hardware executes: it can test a spec
+
+
+def _clock_rule(entry: dict[str, Any]) -> str:
+    """Which stated assumption a dense matmul above the spec shows wrong."""
+    src = str(entry.get("source", ""))
+    if "cpufreq maximum" in src:
+        return (
+            "the vector width or FMA units stated (the clock is cpufreq's maximum): the core "
+            "executes more multiply-adds per cycle than its flags tell"
+        )
+    return (
+        "the clock: the one read is no maximum (turbo may be higher), and the benchmark ran "
+        "faster than it allows"
+    )
+
+
+def physical_kernels(
+    entry: dict[str, Any], dtype: str, kernels: dict[str, float]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the spec entry, the readings refused with why) for one dtype's compute benchmarks
+    (kernel -> FLOP/s), so that no kept reading is above the spec and no spec is below a
+    reading it cannot explain.
+
+    A dense matmul's count is exact: one above the spec shows the spec wrong by its own
+    assumptions, so the entry comes back with no spec values and a `source` naming the
+    assumption. Any other reading above a spec that stands (a 3x3 convolution's direct count
+    2NKHWCr^2 is more than the multiply-adds of the Winograd or FFT algorithms a library may
+    pick) is not physically possible and is refused."""
+    spec = (entry.get("flops") or {}).get(dtype)
+    if not spec:
+        return entry, {}
+    exact = kernels.get(EXACT_KERNEL)
+    if exact and exact > spec:
+        return {
+            **entry,
+            "flops": {},
+            "source": (
+                f"spec unknown: the measured {dtype} {EXACT_KERNEL} rate {exact:.4g} FLOP/s "
+                f"exceeds the {spec:.4g} FLOP/s the CPU flags and clock give ("
+                f"{entry['source']}); the assumption shown wrong is {_clock_rule(entry)}"
+            ),
+        }, {}
+    refused = {
+        k: (
+            f"{k} {dtype} reading {v:.4g} FLOP/s refused: above the CPU spec {spec:.4g} "
+            f"FLOP/s, which the dense {EXACT_KERNEL} does not exceed; its counted FLOPs are "
+            "more than the multiply-adds its algorithm executed (Winograd or FFT)"
+        )
+        for k, v in sorted(kernels.items())
+        if k != EXACT_KERNEL and v and v > spec
     }
+    return entry, refused
 
 
 def this_cpu_spec(name: str, threads: int | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from perfsuite.ceilings import cache as _cache
 from perfsuite.ceilings import load as _load
 from perfsuite.ceilings import measure as _measure
-from perfsuite.ceilings.cpuspec import below_measured, this_cpu_spec
+from perfsuite.ceilings.cpuspec import physical_kernels, this_cpu_spec
 from perfsuite.devices import roofs as _roofs_mod
 from perfsuite.devices.specs import (
     DTYPES,
@@ -124,9 +124,11 @@ def _measured_source(item: dict[str, Any], cpu: bool) -> str:
     others = "".join(
         f"; {k} {v / 1e9:.4g} GFLOP/s" for k, v in (item.get("other_kernels") or {}).items()
     )
+    refused = "".join(f"; {why}" for why in item.get("refused_kernels") or [])
     return (
         f"{item.get('detail', 'measured')}; torch {item.get('torch')}, "
         f"threads {item.get('threads')}{load}, {item.get('measured_at', '')}{best}{others}"
+        f"{refused}"
     )
 
 
@@ -148,6 +150,8 @@ def _measured_under(item: dict[str, Any], cpu: bool) -> dict[str, Any]:
 def _needs(item: dict[str, Any] | None, mode: str, refresh: bool, cpu: bool) -> bool:
     if refresh or item is None:
         return True
+    if item.get("refused"):
+        return False  # above the spec by its algorithm's count, not by load: no retry helps
     if cpu and ("load_before" not in item or item.get("busy")):
         return True  # load unrecorded, or the best so far taken busy: it may improve
     return mode == "thorough" and item.get("mode") != "thorough"
@@ -158,7 +162,7 @@ def kept_best(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]
     only ever slows a benchmark, so a busy reading may still raise the best, and never lowers
     it), counting the measurements and keeping the latest one's value and load."""
     latest = {k: new.get(k) for k in ("value", "measured_at", "busy")}
-    if old is None or not old.get("value"):
+    if old is None or not old.get("value") or old.get("refused"):
         kept = dict(new)
     else:
         quieter = bool(old.get("busy")) and new.get("busy") is False  # as fast, not doubted
@@ -181,13 +185,44 @@ def _kernel_items(meas: dict[str, Any], dtype: str) -> dict[str, Any]:
 
 def _roof_item(kernels: dict[str, Any]) -> dict[str, Any] | None:
     """The compute roof: the best of the benchmarks, naming it and the others' values."""
-    usable = {k: v for k, v in kernels.items() if v and v.get("value")}
+    usable = {k: v for k, v in kernels.items() if v and v.get("value") and not v.get("refused")}
     if not usable:
         return None
     top = max(usable, key=lambda k: usable[k]["value"])
     roof = {**usable[top], "kernel": top}
     roof["other_kernels"] = {k: v["value"] for k, v in usable.items() if k != top}
+    refused = [v["refused"] for v in kernels.values() if v and v.get("refused")]
+    if refused:
+        roof["refused_kernels"] = refused
     return roof
+
+
+def _set_roofs(meas: dict[str, Any], dtypes: list[str], cpu_spec: dict[str, Any] | None) -> None:
+    """Each dtype's compute roof in `meas["flops"]` from its benchmarks, after a CPU's
+    readings are judged against its spec (`judge_kernels`)."""
+    if cpu_spec is not None:
+        judge_kernels(cpu_spec, meas["kernels"])
+    for dt in dtypes:
+        roof = _roof_item(meas["kernels"].get(dt) or {})
+        if roof is not None:
+            meas["flops"][dt] = roof
+
+
+def judge_kernels(table: dict[str, Any], kernels: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The CPU spec entry after the compute readings (dtype -> kernel -> cache item) are
+    judged against it (`cpuspec.physical_kernels`): a matmul above it leaves a spec with no
+    values naming the assumption shown wrong; any other reading above a standing spec is
+    marked `refused` in place, so it is never a roof."""
+    values = {
+        dt: {k: float(v["value"]) for k, v in ks.items() if v and v.get("value")}
+        for dt, ks in kernels.items()
+    }
+    for dt, vs in values.items():
+        table = physical_kernels(table, dt, vs)[0]
+    for dt, vs in values.items():
+        for k, why in physical_kernels(table, dt, vs)[1].items():
+            kernels[dt][k]["refused"] = why
+    return table
 
 
 class _Session:
@@ -270,9 +305,7 @@ def measure_device(
                     progress(f"{kernel} {dt}")
                 m = _measure.measure_flops(device, dt, kernel, mode)
                 kernels[kernel], changed = taken(f"{kernel} {dt}", kernels.get(kernel), m), True
-        roof = _roof_item(kernels)
-        if roof is not None:
-            meas["flops"][dt] = roof
+    _set_roofs(meas, wanted, this_cpu_spec(name, threads) if session.cpu else None)
     if bandwidth and _needs(meas["bandwidth"], mode, refresh, session.cpu):
         if progress:
             progress("copy bandwidth")
@@ -285,7 +318,7 @@ def measure_device(
         "device_name": name,
         "host": host,
         "env": _roofs_mod.env_key(tv, threads, gpu=device.startswith("cuda")),
-        "measured": {"flops": dict(meas["flops"]), "bandwidth": meas["bandwidth"]},
+        "measured": {**meas, "flops": dict(meas["flops"])},  # flops, bandwidth, kernels
         "user": entry["user"],
         "warnings": warnings,
     }
@@ -399,11 +432,14 @@ def ceilings_for(
     user = _cache.device_entry(_cache.load_cache(), host, name)["user"]
     cpu = _is_cpu(device)
     table = this_cpu_spec(name, threads) if cpu else device_spec(device, name)
-    if cpu:
-        rates = {dt: (it or {}).get("value") for dt, it in measured["flops"].items()}
-        table = below_measured(
-            table, {dt: float(v) for dt, v in rates.items() if isinstance(v, (int, float))}
-        )
+    if cpu:  # an older cache's readings are judged as a new one's
+        for dt in list(measured["flops"]):
+            _kernel_items(measured, dt)
+        table = judge_kernels(table, measured["kernels"])
+        for dt, ks in measured["kernels"].items():
+            roof = _roof_item(ks)
+            if roof is not None:
+                measured["flops"][dt] = roof
     mine = user_spec(name, user)  # a CPU's user values outrank what its flags suggest
     spec = (mine or _public_spec(table)) if cpu else (_public_spec(table) or mine)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.record import checks
+from perfsuite.record.fastschema import UnsupportedSchema, compile_schema
 from perfsuite.record.migrate import migrate, newer_problem
 from perfsuite.record.model import SCHEMA, utc_now
 from perfsuite.record.owner import stale_reason
@@ -61,11 +62,37 @@ def _import_jsonschema() -> Any:
 
 
 @cache
-def _validator() -> Any:
-    jsonschema = _import_jsonschema()
+def record_schema() -> dict[str, Any]:
+    """The record's JSON Schema (run.schema.json), read once per process; do not change it."""
+    return json.loads(resources.files("perfsuite.record").joinpath("run.schema.json").read_text())
 
-    schema = json.loads(resources.files("perfsuite.record").joinpath("run.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema)
+
+@cache
+def _validator() -> Any:
+    """jsonschema's validator of the record schema: the reference, and the wording of errors."""
+    return _import_jsonschema().Draft202012Validator(record_schema())
+
+
+@cache
+def _fast_valid() -> Callable[[Any], bool] | None:
+    """The record schema compiled into a yes/no test (perfsuite.record.fastschema), once per
+    process; None when the schema uses something that compiler does not implement."""
+    try:
+        return compile_schema(record_schema())
+    except UnsupportedSchema:
+        return None
+
+
+def schema_errors(record: Any, fast: bool = True) -> list[Any]:
+    """jsonschema's errors for `record`, sorted by field; [] when it is valid.
+
+    `fast`: ask the compiled test first and skip jsonschema when it says valid. jsonschema
+    decides whenever the compiled test says no, so its answer and wording are the result
+    either way; `fast=False` is the reference path (used by the tests that compare them)."""
+    check = _fast_valid() if fast else None
+    if check is not None and check(record):
+        return []
+    return sorted(_validator().iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path])
 
 
 def _field_path(parts: Iterable[Any]) -> str:
@@ -75,8 +102,9 @@ def _field_path(parts: Iterable[Any]) -> str:
     return out or "(top level)"
 
 
-def validate_record(record: Any, origin: str = "<record>") -> None:
-    """Raise RecordError naming `origin` and the first offending field."""
+def validate_record(record: Any, origin: str = "<record>", fast: bool = True) -> None:
+    """Raise RecordError naming `origin` and the first offending field (`fast`: see
+    `schema_errors`; the error is the same either way)."""
     if not isinstance(record, dict):
         raise RecordError(f"{origin}: field (top level): expected a JSON object")
     newer = newer_problem(record, origin)
@@ -90,9 +118,7 @@ def validate_record(record: Any, origin: str = "<record>") -> None:
         problem = check(record)
         if problem:
             raise RecordError(f"{origin}: field {_short(problem[0])}: {_short(problem[1])}")
-    errors = sorted(
-        _validator().iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path]
-    )
+    errors = schema_errors(record, fast)
     if errors:
         err = errors[0]
         raise RecordError(

@@ -141,7 +141,7 @@ def side_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     if any(s.tokens_per_s is not None or s.mfu is not None for s in items):
         spec += [  # transformer runs (perfsuite.flops.mfu)
             ("tokens/s", lambda s: fmt.si(s.tokens_per_s, "token/s") + _x(s.tokens_per_s_ratio)),
-            ("MFU (6N + 12LdT, of the matmul roof)", lambda s: fmt.pct(s.mfu, 2)),
+            ("MFU (6N + 12LdT, of the spec peak)", lambda s: fmt.pct(s.mfu, 2)),
         ]
     return headers, [[name] + [get(s) for s in items] for name, get in spec]
 

@@ -73,11 +73,14 @@ MFU_HEADERS = RUN_HEADERS
 
 def mfu_rows(m: MFU) -> list[list[str]]:
     """A transformer run's model FLOPs block (perfsuite.flops.mfu), shared by the CLI and the
-    report: the model's FLOPs per token, tokens/s, MFU against the matmul roof, and the
-    counted FLOPs of the step beside them."""
-    peak = f"the {m.peak_math} peak"
+    report: the model's FLOPs per token, tokens/s, MFU against the spec peak (named), the
+    utilization of the measured roof beside it, and the counted FLOPs of the step."""
+    peak = f"the {m.peak_math} spec peak"
     if m.peak_flops is not None:
-        peak += f" ({fmt.si(m.peak_flops, 'FLOP/s')}, {m.peak_provenance})"
+        peak += f" ({fmt.si(m.peak_flops, 'FLOP/s')}: {m.peak_source})"
+    roof = f"the measured {m.peak_math} roof"
+    if m.measured_peak_flops is not None:
+        roof += f" ({fmt.si(m.measured_peak_flops, 'FLOP/s')}), which moves between runs"
     return [
         ["model FLOPs/token", fmt.si(m.model_flops_per_token, "FLOP"), "modeled",
          "6N + 12·L·d·T (PaLM app. B), N = non-embedding parameters"],
@@ -86,6 +89,8 @@ def mfu_rows(m: MFU) -> list[list[str]]:
         ["model FLOP/s", fmt.si(m.model_flops_per_s, "FLOP/s"), "derived",
          "model FLOPs/token x tokens/s"],
         ["MFU", fmt.pct(m.mfu, 2), "derived", f"model FLOP/s / {peak}"],
+        ["of the measured peak", fmt.pct(m.measured_peak_utilization, 2), "derived",
+         f"model FLOP/s / {roof}; not MFU"],
         ["counted FLOPs/token", fmt.si(m.counted_flops_per_token, "FLOP"), "counted",
          "work.flops_per_step / tokens of the step: every executed op"
          + (f" ({m.counted_over_model:.3f}x the model FLOPs)" if m.counted_over_model else "")],

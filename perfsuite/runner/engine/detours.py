@@ -1,23 +1,29 @@
-"""The detours of `perfsuite.track` (runner/routes/track.py): the FLOP count and the profile
-window, each on calls of the user's own step, with the track's clock paused.
+"""The detours of `perfsuite.track` (runner/routes/track.py): the FLOP count, the device's
+ceilings and the profile window with its machine check, each on calls of the user's own step.
 
-Which step: the FLOP count takes the first detour-safe call after a step ran whose batch has
-the first call's shapes (a partial last batch is not a step's typical work), or, where shapes
-vary from call to call, the fourth such call. The window replays only calls with the counted
-call's shapes, so per-op times and per-op FLOPs describe the same work: from the middle epoch
-of `epochs` (the first without it) on, at the first such call after the count, whatever the
-epoch's length. A run that reaches its threshold, or ends, before that gets it at that
-`evaluate()` or at exit, on the last such call, provided autocast and grad mode there are the
-step's (a window away from the loop would otherwise profile other math). `timeline.batch`
-names the call and shapes replayed. A run without a window says why in its flags.
+Where: after the timed loop, at exit, or at the `evaluate()` that reaches the threshold (the
+time to accuracy is then fixed), never between timed steps. A detour allocates and frees its
+own large tensors, which moves the allocator's state (glibc's dynamic mmap and trim thresholds
+rise with the largest block freed; a GPU's caching allocator keeps the blocks), so steps after
+it would be steps of another process than the user's (docs/seam.md, "Detours leave the process
+as they found it").
 
-Every detour is a collector (Engine.collecting, runner/record/contain.py): if it raises, the run
-goes
-on without it and the record says what was lost.
+Which call: the loop keeps the last detour-safe call whose batch has the first call's shapes
+(a partial last batch is not a step's typical work), or, where shapes vary from call to call,
+the fourth call's shapes from then on; the count and the window both replay it, so per-op times
+and per-op FLOPs describe the same work, in the autocast and grad mode the call ran in.
+`work.counted_on` and `timeline.batch` name the call and shapes replayed. A step that writes
+globals or closure cells, or advances an iterator it reaches, is refused the detours with a
+warning (runner/engine/outside_state.py). A run without a count or window says why in its
+flags.
+
+Every detour is a collector (Engine.collecting, runner/record/contain.py): if it raises, the
+run goes on without it and the record says what was lost.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +33,7 @@ from perfsuite.hostinfo import low_precision_note
 from perfsuite.runner.engine import capture
 from perfsuite.runner.engine import step_parts as parts
 from perfsuite.runner.engine.engine import Engine
+from perfsuite.runner.engine.outside_state import outside_writes, refusal, step_code
 from perfsuite.runner.engine.profile_window import ProfileWindow
 from perfsuite.runner.record.recorder import Recorder
 from perfsuite.workloads.state import TrainState, detour
@@ -65,74 +72,67 @@ class Detours:
         self.counted = False
         self.window_done = False
         self.no_window = ""  # why no window was taken, once known
-        self.pending: tuple[Any, ...] | None = None  # a late window's call (counted shapes)
+        self.pending: tuple[Any, ...] | None = None  # the call the detours replay
         self.safe_calls = 0
         self.first_shapes: tuple | None = None  # the first detour-safe call's batch
-        self.counted_shapes: tuple | None = None  # the batch the FLOPs were counted on
+        self.counted_shapes: tuple | None = None  # the batch shapes the detours replay
         self.counted_call = 0  # which run.step call that was (1-based)
-
-    def window_epoch(self) -> int:
-        hint = self.run.epochs_hint
-        return max(1, (hint + 1) // 2) if hint else 1
+        self.refused = ""  # the warning of a step with outside writes, once found
+        self._inspected: Any = None  # the code object read last (a step's code rarely changes)
 
     def before_step(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
-        """FLOP count at a detour-safe call after a step ran (see the module docstring); the
-        window at a later one of the same shapes from the window's epoch on (any epoch length:
-        it need not be the epoch's third step)."""
+        """Keep this call for the detours when it has the replayed shapes (see the module
+        docstring); nothing runs here but reading the call, and a new step's code once."""
         run = self.run
         self.safe_calls += 1
-        if self.counted and (self.window_done or run.profile_steps <= 0):
-            return  # nothing left to take: no shape reading on the clock
+        code = step_code(fn)
+        if code is not None and code is not self._inspected:
+            self._inspected = code
+            run.engine.off_clock(self._inspect, fn)
+        if self.refused or (self.window_done and self.counted):
+            return
         shapes = parts.batch_shapes(args, kw)
         if self.first_shapes is None:
             self.first_shapes = shapes
-        if not self.counted:
-            if run.steps_total >= 1 and (shapes == self.first_shapes or self.safe_calls >= 4):
-                self.counted = True
-                self.counted_shapes, self.counted_call = shapes, run.steps_total + 1
-                self._remember(fn, args, kw)
-                run.say("counting FLOPs of one step (off the clock)")
+        if self.counted_shapes is None and (shapes == self.first_shapes or self.safe_calls >= 4):
+            self.counted_shapes = shapes
+        if shapes == self.counted_shapes:
+            context = parts.step_context(run.backend.device.kind)
+            self.pending = (fn, args, kw, context, run.steps_total + 1, run.epoch_number, size)
+
+    def _inspect(self, fn: Callable[..., Any]) -> None:
+        """Refuse the detours, with a warning, to a step that writes outside state."""
+        found = outside_writes(fn)
+        if found and not self.refused:
+            self.refused = refusal(found)
+            self.pending = None
+            print(self.refused, file=sys.stderr, flush=True)
+            self.run.rec.flag(self.refused, key="outside state")
+
+    def after_loop(self, where: str) -> None:
+        """The detours on the kept call (`where`: at evaluate() or at exit), in the autocast
+        and grad mode that call ran in: the FLOP count with the ceilings, then the window."""
+        run = self.run
+        if not run.capture_on or self.pending is None or self.refused:
+            return
+        fn, args, kw, context, call, epoch, size = self.pending
+        with parts.in_step_context(run.backend.device.kind, context):
+            if not self.counted:
+                self.counted, self.counted_call = True, call
+                run.say(f"counting FLOPs of one step {where} (off the clock)")
                 lost = capture.LOST_WORK
                 with run.engine.collecting("FLOP count", lost, "flop_count_s") as taking:
-                    taking.run(self.count, fn, args, kw, size)
-            return
-        if shapes != self.counted_shapes:
-            return  # a partial or odd batch: never the one the window replays
-        self._remember(fn, args, kw)
-        if run.epoch_number >= self.window_epoch():
-            self.take_window(fn, args, kw)
-
-    def _remember(self, fn: Callable[..., Any], args: tuple, kw: dict) -> None:
-        """This call, with the counted shapes, is the one a late window would replay."""
-        run = self.run
-        if not self.window_done and run.profile_steps > 0:
-            context = parts.step_context(run.backend.device.kind)
-            self.pending = (fn, args, kw, context, run.steps_total + 1, run.epoch_number)
-
-    def late_window(self, where: str) -> None:
-        """The window away from the loop (`where`: at evaluate() or at exit), on the last
-        detour-safe call, where autocast and grad mode are as they were in the loop."""
-        run = self.run
-        if self.window_done or not run.capture_on or run.profile_steps <= 0:
-            return
-        if self.pending is None or run.steps_total < 2:
-            return
-        fn, args, kw, context, call, epoch = self.pending
-        if context != parts.step_context(run.backend.device.kind):
-            self.window_done, self.pending = True, None
-            self.no_window = (
-                f"autocast or grad mode {where} differs from the step's (the window would "
-                "profile other math)"
-            )
-            return
-        self.take_window(fn, args, kw, call, epoch)
+                    taking.run(self.count, fn, args, kw, size, epoch)
+            if not self.window_done and run.profile_steps > 0:
+                self.take_window(fn, args, kw, call, epoch)
+        self.pending = None
 
     def take_window(
-        self, fn: Callable[..., Any], args: tuple, kw: dict, call: int = 0, epoch: int = 0
+        self, fn: Callable[..., Any], args: tuple, kw: dict, call: int, epoch: int
     ) -> None:
         """The window, contained: if it raises, the run goes on and says why."""
         run = self.run
-        self.window_done, self.pending = True, None
+        self.window_done = True
         if parts.profiler_active():
             self.no_window = (
                 "a profiler was already recording (an outer perfsuite.track's window or your "
@@ -140,27 +140,24 @@ class Detours:
             )
             return
         run.say(f"profile window: {run.profile_steps} calls of your step (off the clock)")
-        where = (call or run.steps_total + 1, epoch or run.epoch_number)
         lost = capture.LOST_WINDOW
         # the profiler's start/stop lines go to the run's log, not the user's terminal
         with run.engine.collecting("profile window", lost, "profile_window_s") as taking:
-            taking.run(self.window, fn, args, kw, where)
+            taking.run(self.window, fn, args, kw, (call, epoch))
         if taking.failed:
             self.no_window = f"the window raised: {taking.failed[0]}"
 
     def missing(self) -> list[str]:
         """Flags for a FLOP count or profile window that capture asked for and did not get."""
         run = self.run
-        if not run.capture_on:
-            return []
+        if not run.capture_on or self.refused:
+            return []  # a refused step is flagged with the refusal
         flags = []
         if "work" not in run.record and not self.counted:
             if not self.safe_calls:
                 why = "every run.step call was detour_safe=False"
-            elif self.safe_calls == 1:
-                why = "only one detour-safe run.step call (the count takes the second)"
             else:
-                why = "no later run.step call had the first call's batch shapes"
+                why = "the run ended before its loop did (the count runs after the loop)"
             flags.append(f"no FLOP count: {why}")
         why = self._no_window_reason()
         if why:
@@ -177,16 +174,9 @@ class Detours:
             return "the profiler recorded no ops"
         if not self.safe_calls:
             return "every run.step call was detour_safe=False"
-        if self.counted and self.pending is None and run.steps_total >= 2:
-            return "no call to replay with the counted step's batch shapes"
-        if run.epoch_number < self.window_epoch():
-            return (
-                f"the run ended in epoch {run.epoch_number}, before epoch {self.window_epoch()} "
-                f"(the middle of epochs={run.epochs_hint})"
-            )
-        return f"the run had only {run.steps_total} step call(s): too few for a warm window"
+        return "the run ended before its loop did (the window runs after the loop)"
 
-    def count(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any) -> None:
+    def count(self, fn: Callable[..., Any], args: tuple, kw: dict, size: Any, epoch: int) -> None:
         from perfsuite.flops.torch_counter import OpCounter  # imports torch
 
         run = self.run
@@ -202,7 +192,7 @@ class Detours:
         work["dtype"] = self.step_dtype(args, kw)
         work["counted_on"] = {
             "call": self.counted_call,
-            "epoch": run.epoch_number,
+            "epoch": epoch,
             "shapes": [list(s) for s, _ in self.counted_shapes or ()],
             "note": "the whole step as written, FLOPs of every op it ran; phases: "
             + parts.PHASE_NOTE,

@@ -59,8 +59,30 @@ class LossMeter:
         self.reset()
 
     def reset(self) -> None:
+        """A new epoch's sum; what the last one added since the mark is carried over."""
+        if getattr(self, "count", 0):
+            self.carried = (
+                self.carried[0] + float(self.total) - self.marked[0],
+                self.carried[1] + self.count - self.marked[1],
+            )
+        elif not hasattr(self, "carried"):
+            self.carried = (0.0, 0)
         self.total: Any = self.zero()
         self.count = 0
+        self.marked: tuple[float, int] = (0.0, 0)
+
+    def mark(self) -> None:
+        """An evaluation: `since_mark` counts from here (a sync on a GPU: off the clock)."""
+        self.marked = (float(self.total) if self.count else 0.0, self.count)
+        self.carried = (0.0, 0)
+
+    def since_mark(self) -> float | None:
+        """The mean loss of the steps since the last `mark` (across epochs), None if none."""
+        n = self.carried[1] + self.count - self.marked[1]
+        if n <= 0:
+            return None
+        part = float(self.total) - self.marked[0] if self.count else 0.0
+        return (self.carried[0] + part) / n
 
     def add(self, out: Any) -> bool:
         """Add a step's return value; False when it holds no loss."""
@@ -324,9 +346,11 @@ class Engine:
         train_loss: float | None,
         eval_time_s: float | None = None,
         samples: int | None = None,
+        train_loss_epoch: float | None = None,
     ) -> bool:
         """Record one evaluation; True once the threshold is reached. `samples`: trained so
-        far, where the driver counts more than this process (every rank's); else the engine's."""
+        far, where the driver counts more than this process (every rank's); else the engine's.
+        `train_loss_epoch`: the epoch's mean so far, where `train_loss` covers other steps."""
         self.record["telemetry"] = self.telemetry.summary() if self.telemetry else None
         return self.rec.add_evaluation(
             epoch,  # type: ignore[arg-type]  # a track's mid-epoch evaluation: a fraction
@@ -335,6 +359,7 @@ class Engine:
             train_loss=train_loss,
             eval_time_s=eval_time_s,
             samples=samples if samples is not None else self.samples if self.steps_total else None,
+            train_loss_epoch=train_loss_epoch,
         )
 
     def keep_threshold_model(

@@ -231,11 +231,27 @@ def autocast_dtype(kind: str) -> str | None:
 
 
 def step_context(kind: str) -> tuple[str | None, bool]:
-    """What a step's math depends on outside the step: autocast and grad mode. A window taken
-    away from the loop (at evaluate() or exit) is taken only where they are as in the loop."""
+    """What a step's math depends on outside the step: autocast and grad mode. A detour taken
+    after the loop replays a kept call in the ones it ran in (`in_step_context`)."""
     import torch
 
     return autocast_dtype(kind), torch.is_grad_enabled()
+
+
+@contextlib.contextmanager
+def in_step_context(kind: str, context: tuple[str | None, bool]) -> Iterator[None]:
+    """Autocast and grad mode as `context` (a `step_context` of device kind `kind`) inside,
+    as they were outside afterwards."""
+    import torch
+
+    dtype, grad = context
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.set_grad_enabled(grad))
+        if autocast_dtype(kind) != dtype:
+            on = dtype is not None
+            cast = getattr(torch, dtype) if on else None  # type: ignore[arg-type]
+            stack.enter_context(torch.autocast(kind, dtype=cast, enabled=on))
+        yield
 
 
 def device_error(exc: Exception) -> str:

@@ -43,15 +43,25 @@ def complete(record: dict[str, Any]) -> None:
         s["peak"] = quantity(
             m.peak_flops,
             "FLOP/s",
-            m.peak_provenance or "derived",
-            f"ceilings roof of {m.peak_math}, the math the run's matrix products used",
+            m.peak_provenance or "spec",
+            f"the {m.peak_math} spec peak, the math the run's matrix products used: "
+            f"{m.peak_source}",
         )
     s["peak_math"] = m.peak_math
     s["mfu"] = _q(
         m.mfu,
         "fraction",
         "derived",
-        f"per_s / the {m.peak_math} peak" if m.mfu is not None else "; ".join(m.notes),
+        f"per_s / the {m.peak_math} spec peak" if m.mfu is not None else "; ".join(m.notes),
+    )
+    s["measured_peak_utilization"] = _q(
+        m.measured_peak_utilization,
+        "fraction",
+        "derived",
+        f"per_s / the measured {m.peak_math} roof of the record's ceilings (not MFU: that roof "
+        "is the best benchmark reading kept, which moves between runs)"
+        if m.measured_peak_utilization is not None
+        else f"no measured {m.peak_math} roof in the record's ceilings",
     )
     if m.counted_flops_per_token is not None:
         s["counted_per_token"] = quantity(
@@ -65,7 +75,7 @@ def complete(record: dict[str, Any]) -> None:
             m.hfu,
             "fraction",
             "derived",
-            f"counted_per_token x tokens_per_s / the {m.peak_math} peak "
+            f"counted_per_token x tokens_per_s / the {m.peak_math} spec peak "
             "(hardware FLOPs utilization)",
         )
     s["why_counted_differs"] = why_counted_differs(m)

@@ -132,6 +132,7 @@ class Recorder:
         train_loss: float | None = None,
         eval_time_s: float | None = None,
         samples: int | None = None,
+        train_loss_epoch: float | None = None,
     ) -> bool:
         """Append one evaluation, update time-to-accuracy, rewrite; True once reached."""
         rec = self.record
@@ -140,6 +141,7 @@ class Recorder:
         entry: dict[str, Any] = {"epoch": epoch, "train_time_s": train_time_s, "metrics": metrics}
         for key, value in (
             ("train_loss", train_loss),
+            ("train_loss_epoch", train_loss_epoch),
             ("eval_time_s", eval_time_s),
             ("samples", samples),
         ):

@@ -13,12 +13,13 @@ The user's loop pushes into the engine that `perfsuite run` pulls through (runne
 the same clock, loss check, evaluation, checkpoint, telemetry, energy and status. Training (data
 loading included) counts, evaluation does not. Leaving `run.epoch()` early (`break`, `return`,
 `zip` with a shorter iterable) ends the epoch there, flagged. Instrumentation runs in detours
-with the clock paused, on calls of your step (runner/engine/detours.py: the FLOP count on the second
-step, the profile window from the middle epoch on). Each detour snapshots the model, every
-tensor the optimizer trains, gradients, scheduler and scaler, if given, and RNG state and
-restores them, so your training is unchanged; a step that changes other state (its own EMA copy,
-counters) should be passed `detour_safe=False`. The rules, with the why: docs/seam.md,
-"perfsuite.track".
+after the loop (runner/engine/detours.py: the FLOP count, the ceilings and the profile window
+replay a kept call of your step at exit, or at the evaluation that reaches the threshold), so
+no timed step follows one. Each detour snapshots the model, every tensor the optimizer trains,
+gradients, scheduler and scaler, if given, and RNG state and restores them; a step that writes
+globals or closure cells is refused them, with a warning (runner/engine/outside_state.py), and
+one that changes other state (its own EMA copy, counters) should be passed
+`detour_safe=False`. The rules, with the why: docs/seam.md, "perfsuite.track".
 """
 
 from __future__ import annotations
@@ -85,42 +86,20 @@ class Tracker:
         self.batch_size = batch_size
         self.measure_peaks = measure_peaks
         self.progress = progress and not self.inert
-        config = {
-            "source": "perfsuite.track (user training loop)",
-            "device": str(self.backend.device),
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "capture": self.capture_on,
-            "profile_steps": profile_steps,
-        }
-        task_section = {
-            "name": task,
-            "workload": "user loop",
-            "metric": metric,
-            "direction": direction,
-            "threshold": threshold,
-            "dataset": dataset,
-        }
+        task_section = {"name": task, "workload": "user loop", "metric": metric,
+                        "direction": direction, "threshold": threshold,
+                        "dataset": dataset}  # fmt: skip
         self.rec = Recorder(
             out,
             task,
             task_section,
             self.backend.device,
-            config,
+            self._config(epochs, batch_size),
             framework=f"pytorch {self.backend.version}",
             write_files=not self.inert,
         )
         self.run_dir, self.record = self.rec.run_dir, self.rec.record
-        if model_flops is not None:  # a transformer: MFU from 6N + 12·L·d·T (docs/gpt.md)
-            fields = dict(model_flops)
-            n = fields.pop("non_embedding_parameters", None)
-            if n is None:
-                raise ValueError("perfsuite.track: model_flops needs non_embedding_parameters")
-            self.record["model_flops"] = transformer_section(fields, n, ", as given")
-        if model is not None:
-            self.record["model"] = type(model).__name__
-            params = sum(p.numel() for p in model.parameters())
-            self.record["extra"] = {"parameters": params}
+        self._model_sections(model, model_flops)
         self.model = model
         self.optimizer = optimizer
         self.state = (
@@ -137,27 +116,58 @@ class Tracker:
             self.rec.flag(why_not)
         self.telemetry_interval_s = telemetry_interval_s
         self.reached = False
-        gpu = self.backend.device.is_gpu
-        self.engine = Engine(
-            self.rec,
-            self.backend,
-            LossMeter(  # on a GPU the sum stays on the device: a check is a sync
-                50 if gpu else 1,
-                read=parts.loss_of,
-                plus=(lambda total, loss: total + loss) if gpu else _host_sum,
-            ),
-        )
-        self.engine.data_kind = "user loader"
-        self.engine.data_description = "the user's own iterable"
-        self.engine.batch_size = batch_size
-        if self.capture_on:
-            self.engine.measure_energy()
+        self.engine = self._engine(batch_size)
         self.setup_s = self.engine.setup_s
         self._open: weakref.ref[Any] | None = None  # the current epoch's generator
         self._epoch_len: int | None = None  # len(batches), where it has one
         self._epoch_items = 0  # items it has yielded
         self.detours = Detours(self)
         self._early: list[tuple[int, int]] = []
+
+    def _config(self, epochs: int | None, batch_size: int | None) -> dict[str, Any]:
+        """The record's `config` section of a track."""
+        return {
+            "source": "perfsuite.track (user training loop)",
+            "device": str(self.backend.device),
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "capture": self.capture_on,
+            "profile_steps": self.profile_steps,
+        }
+
+    def _model_sections(self, model: Any, model_flops: Mapping[str, Any] | None) -> None:
+        """`model_flops` (a transformer: MFU from 6N + 12·L·d·T, docs/gpt.md), `model` and
+        the parameter count, where given."""
+        if model_flops is not None:
+            fields = dict(model_flops)
+            n = fields.pop("non_embedding_parameters", None)
+            if n is None:
+                raise ValueError("perfsuite.track: model_flops needs non_embedding_parameters")
+            self.record["model_flops"] = transformer_section(fields, n, ", as given")
+        if model is not None:
+            self.record["model"] = type(model).__name__
+            params = sum(p.numel() for p in model.parameters())
+            self.record["extra"] = {"parameters": params}
+
+    def _engine(self, batch_size: int | None) -> Engine:
+        """The engine the loop pushes into; on a GPU the loss sum stays on the device (a
+        check is a sync)."""
+        gpu = self.backend.device.is_gpu
+        engine = Engine(
+            self.rec,
+            self.backend,
+            LossMeter(
+                50 if gpu else 1,
+                read=parts.loss_of,
+                plus=(lambda total, loss: total + loss) if gpu else _host_sum,
+            ),
+        )
+        engine.data_kind = "user loader"
+        engine.data_description = "the user's own iterable"
+        engine.batch_size = batch_size
+        if self.capture_on:
+            engine.measure_energy()
+        return engine
 
     # what the detours and the loop read of the engine
     @property
@@ -187,7 +197,7 @@ class Tracker:
         self._close_open_epoch()
         if exc is None and self.record["status"] == "running":
             self.engine.end_training()  # the loop ended
-            self.detours.late_window("at exit")
+            self.detours.after_loop("at exit")
         self._flag_missing()
         self.engine.close(exc)
         self.say(f"{self.record['status']}: {self.run_dir}")
@@ -323,8 +333,8 @@ class Tracker:
 
     def _evaluate_mid_epoch(self, metrics: dict[str, Any]) -> bool:
         so_far = self.engine.so_far()
-        if self._epoch_len:
-            done = self._epoch_items / self._epoch_len
+        if self._epoch_len:  # by the steps taken before it, wherever it sits in the body
+            done = self.engine.epoch_steps / self._epoch_len
             epoch: float = round(self.epoch_number - 1 + done, 6)
         else:
             epoch = self.epoch_number
@@ -343,10 +353,18 @@ class Tracker:
         took = time.perf_counter() - t
         # the evaluation's seconds, where perfsuite ran it (callables); numbers come timed by none
         eval_s = took if any(callable(v) for v in metrics.values()) else None
-        loss = self.loss.mean() if mid_epoch else self.engine.epoch_loss
+        # the epoch's mean so far; at the top of an epoch's body (no step yet), the last one's
+        so_far = mid_epoch and self.engine.epoch_steps > 0
+        epoch_loss = self.loss.mean() if so_far else self.engine.epoch_loss
         self.reached = self.engine.evaluate(
-            epoch, train_time, values, train_loss=loss, eval_time_s=eval_s
+            epoch,
+            train_time,
+            values,
+            train_loss=self.loss.since_mark(),
+            train_loss_epoch=epoch_loss,
+            eval_time_s=eval_s,
         )
+        self.loss.mark()
         metric = self.rec.metric
         value = values.get(metric, float("nan"))
         self.say(
@@ -357,8 +375,8 @@ class Tracker:
             # through the module, so the one checkpoint function is what runs (and is patched)
             save = checkpoint.save_threshold_model
             self.engine.keep_threshold_model(save, self.model, epoch, value)
-        if self.reached:
-            self.detours.late_window("at evaluate()")
+        if self.reached:  # the time to accuracy is fixed: the detours can run now
+            self.detours.after_loop("at evaluate()")
             self.rec.write()
         return self.reached
 
