@@ -3,8 +3,8 @@
 `perfsuite run W --switch bf16,channels_last --switch lr_rule=linear` parses here. A workload
 declares which switches it supports (`Workload.switches`); an unknown or unsupported switch is
 a one-line ValueError. What each switch changed is read back from the live objects after the
-run is built (see runner/effects.py) and written into the record, so the record shows the
-effect, not just the request. Pure Python: no torch import.
+run is built (runner/frameworks/assemble.py) and written into the record, so the record shows
+the effect, not just the request. Pure Python: no torch import.
 """
 
 from __future__ import annotations
