@@ -8,6 +8,7 @@ Each benchmark is a module `bench/<name>.py` with `main() -> None` that prints i
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from pathlib import Path
 
@@ -34,7 +35,11 @@ def main(argv: list[str]) -> int:
     if options:  # NAME --opt ...: one benchmark, its options after its name
         if not argv or argv[0].startswith("-"):
             raise SystemExit("usage: python -m bench NAME [--option ...]")
-        importlib.import_module(f"bench.{argv[0]}").main(argv[1:])
+        bench_main = importlib.import_module(f"bench.{argv[0]}").main
+        if not inspect.signature(bench_main).parameters:
+            print(f"bench: error: {argv[0]} takes no options", file=sys.stderr)
+            return 2
+        bench_main(argv[1:])
         return 0
     names = argv or BENCHMARKS
     known = available()
