@@ -12,16 +12,14 @@ subtracted). Goal: the export read in at most the cold Kineto time, at most 1 GB
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench.nsys_export import synthetic_export
-from bench.trace_throughput import ROOT, SAMPLER, TIMEOUT_S, _measure, synthetic_trace
+from bench.trace_throughput import ROOT, measure, run_child, synthetic_trace
 from perfsuite.fmt import si, table
 
 SOURCE = Path(os.environ.get("PERFSUITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -56,23 +54,7 @@ print(json.dumps({"wall_s": wall, "read_s": read_s, "events": data.events_total,
 
 
 def _measure_export(path: Path) -> dict:
-    code = _CHILD.replace("@SAMPLER@", repr(SAMPLER))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            env=env,
-            cwd=ROOT,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {TIMEOUT_S} s"}
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        return {"error": lines[-1] if lines else f"exit {proc.returncode}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, str(path))
 
 
 def _row(label: str, res: dict | None, size: int) -> list[str]:
@@ -116,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         nsys = _measure_export(export)
-        cold = _measure("perfsuite-cold", kineto)
+        cold = measure("perfsuite-cold", kineto)
         if cold is not None and "error" not in cold:
             cold["events"] = n_kineto
         rows = [

@@ -204,11 +204,13 @@ def synthetic_trace(path: Path, n_events: int, seed: int = 0, rank: int = 0) -> 
     return n
 
 
-def _measure(mode: str, path: Path) -> dict | None:
+def run_child(code: str, *args: str) -> dict:
+    """Run a measuring child (`code`, with the memory sampler pasted in at @SAMPLER@) on
+    `args` in a fresh interpreter: its last stdout line as JSON, or {"error": why}."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", _CHILD.replace("@SAMPLER@", repr(SAMPLER)), mode, str(path)],
+            [sys.executable, "-c", code.replace("@SAMPLER@", repr(SAMPLER)), *args],
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
@@ -223,6 +225,11 @@ def _measure(mode: str, path: Path) -> dict | None:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def measure(mode: str, path: Path) -> dict:
+    """One read of `path` by perfsuite (`mode`: cold or warm column cache), in a fresh child."""
+    return run_child(_CHILD, mode, str(path))
+
+
 def _largest_shared() -> Path | None:
     folder = SHARED_TRACES / "traces"
     files = (
@@ -235,7 +242,7 @@ def _rows(label: str, path: Path, events: int, modes: list[str]) -> list[list[st
     results = {}
     for mode in modes:
         print(f"[bench] {label}: {mode} ...", file=sys.stderr, flush=True)
-        results[mode] = _measure(mode, path)
+        results[mode] = measure(mode, path)
     hta = results.get("hta") or {}
     rows = []
     for mode, res in results.items():
@@ -290,7 +297,7 @@ def _scale_rows(
                 rows.append([what, "gzip module read", "-", f"{gz['wall_s']:.2f}",
                              f"{gz['cpu_s']:.2f}", "-", "gzip.open(...).read(16 MiB)"])  # fmt: skip
             print(f"[bench] {what}: {mode} ...", file=sys.stderr, flush=True)
-            res = _measure(mode, target)
+            res = measure(mode, target)
             if mode == "perfsuite-cold" and target == path:
                 goal.append((gz, res))
             if res is None or "error" in res:

@@ -28,8 +28,6 @@ from perfsuite.traces import nsys_schema as S
 from perfsuite.traces.nvtx_ops import ASSUMED_DTYPE, parse_marker, shape_description
 from perfsuite.traces.reader import (
     DeviceEvents,
-    Interner,
-    MemoryEvents,
     RangeEvents,
     RuntimeEvents,
     TraceData,
@@ -496,15 +494,6 @@ def read_nsys(
         data = NsysTraceData(
             path=str(p),
             metadata={"deviceProperties": _gpu_properties(ex)},
-            names=Interner(),
-            threads=Interner(),
-            shapes=Interner(),
-            device=DeviceEvents(),
-            runtime=RuntimeEvents(),
-            ranges=RangeEvents(),
-            syncs=[],
-            profiler_ranges=[],
-            memory=MemoryEvents(),
             nsys_version=meta.get("EXPORT_PRODUCT_VERSION", ""),
             schema_version=meta.get("EXPORT_SCHEMA_VERSION", ""),
         )

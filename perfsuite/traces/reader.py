@@ -133,14 +133,19 @@ class TraceData:
 
     path: str
     metadata: dict[str, Any]
-    names: Interner
-    threads: Interner  # (pid, tid) keys of host threads
-    shapes: Interner  # (Input Dims, Input type, Concrete Inputs) as a tuple of JSON-ish values
-    device: DeviceEvents
-    runtime: RuntimeEvents
-    ranges: RangeEvents
-    syncs: list[tuple[int, int, float, float]]  # (device, stream, ts, dur) of cuda_sync records
-    profiler_ranges: list[tuple[str, int, float, float, dict[str, Any]]]
+    names: Interner = field(default_factory=Interner)
+    # (pid, tid) keys of host threads
+    threads: Interner = field(default_factory=Interner)
+    # (Input Dims, Input type, Concrete Inputs) as a tuple of JSON-ish values
+    shapes: Interner = field(default_factory=Interner)
+    device: DeviceEvents = field(default_factory=DeviceEvents)
+    runtime: RuntimeEvents = field(default_factory=RuntimeEvents)
+    ranges: RangeEvents = field(default_factory=RangeEvents)
+    # (device, stream, ts, dur) of cuda_sync records
+    syncs: list[tuple[int, int, float, float]] = field(default_factory=list)
+    profiler_ranges: list[tuple[str, int, float, float, dict[str, Any]]] = field(
+        default_factory=list
+    )
     memory: MemoryEvents = field(default_factory=MemoryEvents)
     events_total: int = 0
     events_by_phase: dict[str, int] = field(default_factory=dict)
@@ -352,20 +357,7 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 
 
 def _new(p: Path, meta: dict[str, Any], backend: str, bare_list: bool) -> TraceData:
-    return TraceData(
-        path=str(p),
-        metadata=meta,
-        names=Interner(),
-        threads=Interner(),
-        shapes=Interner(),
-        device=DeviceEvents(),
-        runtime=RuntimeEvents(),
-        ranges=RangeEvents(),
-        syncs=[],
-        profiler_ranges=[],
-        backend=backend,
-        bare_list=bare_list,
-    )
+    return TraceData(path=str(p), metadata=meta, backend=backend, bare_list=bare_list)
 
 
 class _NotFast(Exception):
