@@ -19,7 +19,6 @@ from perfsuite.analyzers.results.record_view import (
     batch_size_of,
     crossing,
     framework,
-    trusted_outcome,
 )
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
 from perfsuite.analyzers.roofline.roofline import roofline
@@ -134,12 +133,13 @@ def _roof_fraction(record: Mapping[str, Any]) -> float | None:
 def metrics(record: Mapping[str, Any]) -> dict[str, float]:
     """Every history metric the record holds (see the module docstring), SI units."""
     c = crossing(record)
-    _, reached, tta, _ = trusted_outcome(record, c.reached, c.time_s)
     throughput = record.get("throughput") or {}
     m = mfu(record)
+    # cost_of applies the consistency rule: an untrusted record is left out, with its reason,
+    # and a run that reached its target is left out for nothing else
     cost = cost_of(record, _prices())
     found = {
-        "time_to_accuracy_s": tta if reached else None,
+        "time_to_accuracy_s": c.time_s if c.reached and cost.left_out is None else None,
         "samples_per_s": qvalue(throughput.get("samples_per_s")),
         "tokens_per_s": m.tokens_per_s if m else None,
         "step_time_s": qvalue(throughput.get("step_time")),

@@ -17,7 +17,7 @@ from typing import Any
 
 from perfsuite.analyzers.results.hardware_match import instance_mismatch
 from perfsuite.analyzers.results.inference import energy_view, inference_view
-from perfsuite.analyzers.results.record_view import left_out, reached_time, task_direction
+from perfsuite.analyzers.results.record_view import ended_early, reached_time, task_direction
 from perfsuite.pricing import ITEMS, inference_cost_per_10k_usd, training_cost_usd
 from perfsuite.record import qvalue
 from perfsuite.record.consistency import untrusted
@@ -143,7 +143,7 @@ def cost_of(
     entry_type = (record.get("source") or {}).get("entry_type") or "training"
     reached, time_s = reached_time(record)
     bad = untrusted(record)  # claims the evaluations do not bear out: priced nowhere
-    gone = bad or (left_out(record) if entry_type != "inference" else None)
+    gone = bad or (ended_early(record) if entry_type != "inference" else None)
     if bad:
         reached, time_s = False, None
 

@@ -136,9 +136,13 @@ def left_out(record: Mapping[str, Any]) -> str | None:
     `cost` and `leaderboard` name it). A run that reached before it ended keeps its measured
     time. A record whose claims do not follow from its evaluations, or whose figures are out
     of bounds (`perfsuite.record.consistency`), is left out too, with the first problem."""
-    bad = untrusted(record)
-    if bad:
-        return bad
+    return untrusted(record) or ended_early(record)
+
+
+def ended_early(record: Mapping[str, Any]) -> str | None:
+    """`left_out`'s answer for a record already found consistent: "crashed", "interrupted" or
+    "still running" for a run that ended otherwise than by itself without reaching its target,
+    else None."""
     status = record.get("status")
     if not unfinished(reached_time(record)[0], status):
         return None
