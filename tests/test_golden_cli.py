@@ -31,7 +31,8 @@ UPDATE = os.environ.get("PERFSUITE_UPDATE_GOLDEN") == "1"
 
 def normalise(text: str, tmp: Path) -> str:
     """Folders that differ between machines, replaced by placeholders; trailing spaces cut."""
-    for path, name in ((tmp, "<TMP>"), (SHARED_DATA.resolve(), "<DATA>")):
+    # the data folder as the tests name it and as it resolves (../shared may be a link)
+    for path, name in ((tmp, "<TMP>"), (SHARED_DATA.absolute(), "<DATA>")):
         text = text.replace(str(path.resolve()), name).replace(str(path), name)
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
