@@ -4,17 +4,23 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 # torch is pinned to the CPU build that lies on this project's machines; an unpinned torch
-# would download a multi-GB CUDA build.
+# would download a multi-GB CUDA build. TORCH is pip arguments, so it may name an index too.
 TORCH ?= torch==2.13.0
 # The CPU build of TensorFlow, so the TensorFlow tests run in CI (docs/tensorflow.md).
 TENSORFLOW ?= tensorflow-cpu==2.21.0
 
 .PHONY: setup demo test lint bench fuzz gpu-evidence clean
 
+# pip byte-compiles every module it installs: about a minute of one core for torch, TensorFlow
+# and Ray, most of which no program imports. It is skipped (uv's default too) and Python caches
+# the bytecode of what is imported, on first import; except where the environment forbids that
+# cache (PYTHONDONTWRITEBYTECODE), where every import would compile its source again.
+PIP_COMPILE := $(if $(PYTHONDONTWRITEBYTECODE),--compile,--no-compile)
+
 $(STAMP): pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH)" -e '.[capture,test,ray,ncu,mlperf,history]'
-	$(BIN)/pip install -q --disable-pip-version-check "$(TENSORFLOW)"
+	$(BIN)/pip install -q --disable-pip-version-check $(PIP_COMPILE) \
+	  $(TORCH) -e '.[capture,test,ray,ncu,mlperf,history]' "$(TENSORFLOW)"
 	touch $(STAMP)
 
 setup: $(STAMP)

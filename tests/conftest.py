@@ -151,6 +151,15 @@ LESION_STUDY_FILE = (
 
 
 @pytest.fixture(scope="session")
+def tf():
+    """TensorFlow, imported by the first test that asks for it rather than at collection: every
+    test worker collects every file, and a worker that runs no TensorFlow test then never pays
+    its seconds of import. A file of such tests says `pytestmark =
+    pytest.mark.usefixtures("tf")`; they skip where it is not installed."""
+    return pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+
+
+@pytest.fixture(scope="session")
 def digits_lesion_study(tmp_path_factory):
     """`perfsuite study run lesion.toml --out DIR --json --quiet --parallel 2`
     (LESION_STUDY_FILE): a lesion study of channels_last on digits, one run per configuration

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats as ss
 
 from perfsuite import stats
 from perfsuite.analyzers.runs.ranktest import mann_whitney, midranks
 from perfsuite.analyzers.runs.verdict import FASTER, NONE, SAME, SLOWER, decide
+
+
+@pytest.fixture(scope="module")
+def ss():
+    """scipy.stats, the reference, imported by the first test here rather than at collection
+    (every test worker collects this file; one runs it)."""
+    import scipy.stats
+
+    return scipy.stats
+
 
 SAMPLES = [
     ([1.2, 3.4, 2.2], [4.1, 5.0, 3.9]),
@@ -29,7 +38,7 @@ def test_midranks_share_tied_ranks():
 
 
 @pytest.mark.parametrize(("a", "b"), SAMPLES)
-def test_exact_without_ties_matches_scipy(a, b):
+def test_exact_without_ties_matches_scipy(ss, a, b):
     mine = mann_whitney(a, b, method="exact")
     ref = ss.mannwhitneyu(a, b, alternative="two-sided", method="exact")
     assert mine.u_a == ref.statistic
@@ -39,7 +48,7 @@ def test_exact_without_ties_matches_scipy(a, b):
 
 
 @pytest.mark.parametrize(("a", "b"), SAMPLES + TIED)
-def test_normal_with_tie_correction_matches_scipy(a, b):
+def test_normal_with_tie_correction_matches_scipy(ss, a, b):
     mine = mann_whitney(a, b, method="normal")
     ref = ss.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic")
     assert mine.u_a == ref.statistic
@@ -47,7 +56,7 @@ def test_normal_with_tie_correction_matches_scipy(a, b):
 
 
 @pytest.mark.parametrize(("a", "b"), TIED)
-def test_exact_with_ties_matches_scipy_permutation_test(a, b):
+def test_exact_with_ties_matches_scipy_permutation_test(ss, a, b):
     """With ties the exact p-value is the permutation distribution of U given the midranks,
     which scipy computes by enumerating every split of the pooled sample."""
     mine = mann_whitney(a, b, method="exact")
@@ -154,7 +163,7 @@ def test_bad_options_are_refused():
         decide("t", "A", "B", [1.0, 2.0], [1.0, 2.0], min_effect=-0.1)
 
 
-def test_median_ci_is_the_order_statistic_interval_with_binomial_coverage():
+def test_median_ci_is_the_order_statistic_interval_with_binomial_coverage(ss):
     # n=10: (x_2, x_9) covers 1 - 2 * 11/1024 = 97.9%; (x_3, x_8) only 89.1%, below 95%
     assert stats.median_ci([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)
     # n=20 at 95%: k=6, coverage 1 - 2 P(Bin(20, 1/2) <= 5) = 95.9%, checked with scipy

@@ -9,7 +9,6 @@ import sys
 
 import numpy
 import psutil
-import sklearn
 
 from perfsuite.runner.record.environment import perf_env
 
@@ -40,6 +39,8 @@ def test_perf_env_keeps_speed_settings_and_nothing_else():
 def test_library_versions_come_from_metadata_without_importing_them():
     """The versions equal the libraries' own, and reading them imports none (in a fresh
     process: this one may have imported them already)."""
+    import sklearn  # here, not at collection: every test worker collects this file
+
     code = (
         "import json, sys\n"
         "from perfsuite.runner.record.environment import collect_environment\n"

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import pytest
 
-tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+from perfsuite.flops.tf_graph import count_graph
 
-from perfsuite.flops.tf_graph import count_graph  # noqa: E402
+pytestmark = pytest.mark.usefixtures("tf")
 
-X = tf.TensorSpec((1, 8, 8, 4), tf.float32)  # NHWC, 4 channels
+
+@pytest.fixture
+def X(tf):
+    return tf.TensorSpec((1, 8, 8, 4), tf.float32)  # NHWC, 4 channels
 
 
 def rows(fn, *specs) -> dict[str, tuple[float, float]]:
     """{TF op type: (flops, bytes)} of the live ops of `fn` traced for `specs`."""
+    import tensorflow as tf
+
     cf = tf.function(fn).get_concrete_function(*specs)
     res = count_graph(cf.graph, cf.outputs)
     out: dict[str, tuple[float, float]] = {}
@@ -24,27 +29,27 @@ def rows(fn, *specs) -> dict[str, tuple[float, float]]:
     return out
 
 
-def conv_flops(kh: int, kw: int, cin: int, stride: int, padding: str) -> float:
+def conv_flops(tf, X, kh: int, kw: int, cin: int, stride: int, padding: str) -> float:
     w = tf.TensorSpec((kh, kw, cin, 6), tf.float32)
     return rows(lambda x, w: tf.nn.conv2d(x, w, stride, padding), X, w)["Conv2D"][0]
 
 
-def test_conv_same_padding_uses_the_real_output_size():
+def test_conv_same_padding_uses_the_real_output_size(tf, X):
     # 3x3 stride 2 SAME on 8x8: out 4x4 -> 2 * 4*4 * 6 * 4 * 9 = 6,912 (was 3,888: 3x3)
-    assert conv_flops(3, 3, 4, 2, "SAME") == 2 * 16 * 6 * 4 * 9
+    assert conv_flops(tf, X, 3, 3, 4, 2, "SAME") == 2 * 16 * 6 * 4 * 9
     # 4x4 stride 1 SAME: out 8x8 (pads 1 before, 2 after) -> 2 * 64 * 6 * 4 * 16 = 49,152
-    assert conv_flops(4, 4, 4, 1, "SAME") == 2 * 64 * 6 * 4 * 16
-    assert conv_flops(3, 3, 4, 2, "VALID") == 2 * 9 * 6 * 4 * 9  # out 3x3, unchanged
+    assert conv_flops(tf, X, 4, 4, 4, 1, "SAME") == 2 * 64 * 6 * 4 * 16
+    assert conv_flops(tf, X, 3, 3, 4, 2, "VALID") == 2 * 9 * 6 * 4 * 9  # out 3x3, unchanged
 
 
-def test_grouped_conv_counts_its_groups():
+def test_grouped_conv_counts_its_groups(tf, X):
     # filter with 2 input channels on a 4-channel input: groups = 2;
     # 2 * 8*8 * 6 * (4 / 2) * 9 = 13,824 (was 27,648 with groups 1)
-    assert conv_flops(3, 3, 2, 1, "SAME") == 2 * 64 * 6 * 2 * 9
+    assert conv_flops(tf, X, 3, 3, 2, 1, "SAME") == 2 * 64 * 6 * 2 * 9
 
 
 @pytest.mark.parametrize(("cin", "stride", "out_hw"), [(2, 1, 8), (4, 2, 4)])
-def test_conv_backprops_grouped_and_strided(cin, stride, out_hw):
+def test_conv_backprops_grouped_and_strided(tf, X, cin, stride, out_hw):
     def grads(x, w):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
@@ -58,7 +63,7 @@ def test_conv_backprops_grouped_and_strided(cin, stride, out_hw):
     assert got["Conv2DBackpropFilter"][0] == macs2
 
 
-def test_max_pool_same_and_its_gradient_bytes():
+def test_max_pool_same_and_its_gradient_bytes(tf, X):
     pool = rows(lambda x: tf.nn.max_pool2d(x, 3, 2, "SAME"), X)
     # out 4x4x4 = 64 windows of 3x3 = 576 (was 324: a 3x3 output)
     assert pool["MaxPool"][0] == 64 * 9
@@ -74,7 +79,7 @@ def test_max_pool_same_and_its_gradient_bytes():
     assert rows(grad, X)["MaxPoolGrad"] == (64, 1024 + 256 + 256 + 1024)
 
 
-def test_assign_reads_the_value_and_writes_the_variable():
+def test_assign_reads_the_value_and_writes_the_variable(tf):
     v = tf.Variable(tf.zeros(1000))
 
     def assign(x):

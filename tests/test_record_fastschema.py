@@ -12,7 +12,6 @@ import copy
 import os
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +26,8 @@ COMPILED = compile_schema(record_schema())
 
 def _agree(schema: dict[str, Any], instance: Any) -> bool:
     """Whether the compiled test and jsonschema agree; returns the compiled answer."""
+    import jsonschema  # here, not at collection: seconds of import on every test worker
+
     compiled = compile_schema(schema)(instance)
     assert compiled == jsonschema.Draft202012Validator(schema).is_valid(instance), instance
     return compiled

@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 
 from perfsuite.record import RecordError
+from perfsuite.runner.frameworks.tf_parts import TFRunParts, load_threshold_variables
 from perfsuite.runner.measure import inference
+from perfsuite.runner.record.checkpoint import _sha256
+from perfsuite.workloads import get_workload
 
-tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
-
-from perfsuite.runner.frameworks.tf_parts import TFRunParts, load_threshold_variables  # noqa: E402
-from perfsuite.runner.record.checkpoint import _sha256  # noqa: E402
-from perfsuite.workloads import get_workload  # noqa: E402
+pytestmark = pytest.mark.usefixtures("tf")
 
 WHERE = {"epoch": 3, "evaluation_index": 2, "metric": "top1", "value": 0.75}
 
@@ -157,9 +156,7 @@ def test_tensorflow_inference_is_eager_or_a_graph():
         inference.check_mode("cudagraphs", "fp32", gpu, "tensorflow")
 
 
-def test_graph_model_computes_what_the_eager_model_does():
-    import tensorflow as tf
-
+def test_graph_model_computes_what_the_eager_model_does(tf):
     from perfsuite.backends.tensorflow import GraphModel
 
     model = _model(seed=0)
@@ -298,7 +295,7 @@ def test_tf_cifar10_inference_includes_its_flip_tta(tmp_path):
     assert "test-time augmentation included" in inf["latency"]["source"]
 
 
-def test_inference_precision_is_the_models_compute_dtype():
+def test_inference_precision_is_the_models_compute_dtype(tf):
     """--precision bf16 on a TensorFlow model: its convolutions compute in bfloat16 (logits
     move by rounding), fp32 restores float32 exactly."""
     from perfsuite.backends import parse_device
