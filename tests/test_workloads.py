@@ -38,6 +38,30 @@ def test_digits_split_is_fixed_stratified_and_disjoint():
     assert (te == te2).all()
 
 
+def test_digits_are_scikit_learns_read_without_importing_it():
+    """The file scikit-learn ships, read directly: the same pixels and labels as its
+    `load_digits()`, and a run's data loading imports neither scikit-learn nor scipy."""
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    from perfsuite.workloads.digits.workload import load_digits_table
+
+    pixels, labels = load_digits_table()
+    ref = load_digits()
+    assert pixels.dtype == ref.images.dtype and np.array_equal(pixels, ref.images)
+    assert labels.dtype == np.int64 and np.array_equal(labels, ref.target)
+    code = (
+        "import sys\n"
+        "from perfsuite.workloads.digits.workload import digits_split\n"
+        "assert len(digits_split()[0]) == 1797\n"
+        "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_recipe_overrides_convert_and_reject():
     r = get_workload("digits").default_recipe()
     r.override("lr", "0.05")
