@@ -11,14 +11,16 @@ import re
 
 import pytest
 
+from perfsuite import fmt
 from perfsuite.analyzers.roofline.roofline import roofline
 from perfsuite.figures import runs as figures
 from perfsuite.record import quantity, write_record
 from perfsuite.report import html as h
 from perfsuite.report.build import report_html
 from perfsuite.report.inference_section import inference_rows
-from perfsuite.report.overview_section import lost_places, overview_section
+from perfsuite.report.overview_section import overview_section
 from perfsuite.report.timeline_section import kernel_cell
+from perfsuite.views.roofline_view import answer, lost_time_sentences
 from tests.conftest import shared_path
 from tests.helpers import build_record, set_ceilings
 from tests.test_timeline_synthetic import scenario, write_trace
@@ -56,9 +58,15 @@ def test_overview_comes_first_with_tta_throughput_and_lost_time(tmp_path, make_r
     assert "Reached top-1 &gt;= 90% in 10.00 s" in overview  # worded as the summary words it
     assert "320 sample/s" in overview
     res = roofline(rec)
-    places = lost_places(res)
+    places = lost_time_sentences(res, 3)
     assert len(places) == min(3, len(res.ranking)) and places
-    assert places[0].startswith(res.ranking[0].op + ": loses ")
+    top = res.ranking[0]
+    assert places[0].startswith(f"{top.op}, {fmt.si(top.lost_time_s, 's')} per step of its ")
+    assert places[0].endswith(
+        f"; {fmt.pct(top.lost_time_s / res.reconciled_step_time_s)} of the step"
+    )
+    # the answer of `perfsuite roofline` names the same op in the same words
+    assert answer(res)[1].startswith(f"Most time lost: {top.op}, {fmt.si(top.lost_time_s, 's')}")
     assert all(p in overview or p.replace("'", "&#x27;") in overview for p in places)
 
 

@@ -16,6 +16,7 @@ from perfsuite.report import html as h
 from perfsuite.report.environment_section import flags_anchor
 from perfsuite.task_metrics import metric_info, metric_text, target_text
 from perfsuite.views.roofline_rows import mfu_rows, run_fraction_cell
+from perfsuite.views.roofline_view import LOST_TIME_RULE, lost_time_sentences
 
 LOST_PLACES = 3
 # frac_of_roof (docs/roofline.md), not achieved / attainable: each op is judged by its own roof
@@ -125,23 +126,6 @@ def _figures(rec: Mapping[str, Any], res: Roofline | None) -> list[list[str]]:
     return rows
 
 
-def lost_places(res: Roofline | None, n: int = LOST_PLACES) -> list[str]:
-    """The `n` ops losing the most time per step against their roofs, as sentences."""
-    if res is None:
-        return []
-    step = res.reconciled_step_time_s
-    out = []
-    for o in res.ranking[:n]:
-        p = o.placement
-        share = f" ({fmt.pct(o.lost_time_s / step)} of the step)" if step else ""
-        out.append(
-            f"{o.op}: loses {fmt.si(o.lost_time_s, 's')} per step{share}; it takes "
-            f"{fmt.si(o.time_s, 's')} at {fmt.pct(p.frac_of_roof)} of its {p.math or ''} "
-            f"{p.bound or ''}-bound roof".replace("  ", " ")
-        )
-    return out
-
-
 def overview_section(rec: Mapping[str, Any], res: Roofline | None, err: str | None) -> str:
     """HTML of the overview: a headline, the key figures, the top places time is lost."""
     parts = [
@@ -151,12 +135,12 @@ def overview_section(rec: Mapping[str, Any], res: Roofline | None, err: str | No
             ["figure", "value", "how it was obtained"], _figures(rec, res), [False, True, False]
         ),
     ]
-    places = lost_places(res)
+    places = lost_time_sentences(res, LOST_PLACES) if res is not None else []
     if places:
         parts.append(f"<h3>Where the step loses the most time (top {len(places)})</h3>")
         parts.append("<ol>" + "".join(f"<li>{h.esc(p)}</li>" for p in places) + "</ol>")
         parts.append(
-            '<p class="note">Lost time = op time x (1 - achieved/attainable), from '
+            f'<p class="note">{h.esc(LOST_TIME_RULE[0].upper() + LOST_TIME_RULE[1:])}, from '
             "the profiled window; details under Roofline and Per-op breakdown.</p>"
         )
     elif err:

@@ -16,6 +16,7 @@ from typing import Any
 from perfsuite import fmt
 from perfsuite.analyzers.roofline.above_roof import check_line
 from perfsuite.analyzers.roofline.measured import CountedVsMeasured
+from perfsuite.analyzers.roofline.results import OpRoofline
 from perfsuite.analyzers.roofline.roofline import Roofline
 from perfsuite.analyzers.roofline.utilization import Utilization
 from perfsuite.flops.mfu import MFU, why_counted_differs
@@ -225,14 +226,31 @@ def answer(res: Roofline) -> list[str]:
         )
     if not res.ranking:
         return [head]
-    o = res.ranking[0]
+    return [head, f"Most time lost: {lost_time_sentence(res.ranking[0])}."]
+
+
+# How the ranking's lost time is computed: the ranking table's heading and the report
+# overview's note say it in these words.
+LOST_TIME_RULE = "lost time = time x (1 - achieved/attainable)"
+
+
+def lost_time_sentence(o: OpRoofline, step_s: float | None = None) -> str:
+    """One ranked op's lost time in words: "op, 1.2 ms per step of its 3 ms (40% of its fp32
+    compute roof)", then its share of a `step_s` step when given. The answer's second line and
+    the report overview's list are this sentence."""
     p = o.placement
     roof = " ".join(x for x in (p.math, p.bound, "roof") if x)
-    return [
-        head,
-        f"Most time lost: {o.op}, {fmt.si(o.lost_time_s, 's')} per step of its "
-        f"{fmt.si(o.time_s, 's')} ({point_fraction_cell(p)} of its {roof}).",
-    ]
+    share = f"; {fmt.pct(o.lost_time_s / step_s)} of the step" if step_s else ""
+    return (
+        f"{o.op}, {fmt.si(o.lost_time_s, 's')} per step of its {fmt.si(o.time_s, 's')} "
+        f"({point_fraction_cell(p)} of its {roof}){share}"
+    )
+
+
+def lost_time_sentences(res: Roofline, n: int) -> list[str]:
+    """The `n` ops losing the most time per step against their roofs, as sentences with their
+    share of the reconciled step."""
+    return [lost_time_sentence(o, res.reconciled_step_time_s) for o in res.ranking[:n]]
 
 
 # Notes with evidence that the roofs or the window ran at another speed than the machine's
@@ -354,7 +372,7 @@ def _time_table(res: Roofline, top: int) -> Table | None:
 def _ranking_table(res: Roofline, top: int) -> Table | None:
     if not res.ranking:
         return None
-    heading = "Where to look first (lost time = time x (1 - achieved/attainable))"
+    heading = f"Where to look first ({LOST_TIME_RULE})"
     return Table(heading, RANKING_HEADERS, ranking_rows(res, top), "rlrrrl")
 
 
