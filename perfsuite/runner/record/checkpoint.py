@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from perfsuite.record import RecordError
+from perfsuite.safeio import atomic_binary_writer
 
 CHECKPOINT_NAME = "threshold_model.pt"
 FORMAT = "torch.save(state_dict), load with weights_only=True"
@@ -47,16 +47,8 @@ def write_checkpoint(
 ) -> dict[str, Any]:
     """`write(fh)` into `run_dir/name` atomically; returns the record's `checkpoint` section."""
     target = Path(run_dir) / name
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_binary_writer(target) as fh:
+        write(fh)
     return {
         "file": target.name,
         "size_bytes": target.stat().st_size,
