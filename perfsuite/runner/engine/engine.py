@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import signal
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,6 +39,25 @@ class Diverged(FloatingPointError):
 
 class Terminated(RuntimeError):
     """The process received SIGTERM."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Inside the block, SIGTERM raises Terminated (the run is recorded as interrupted);
+    outside the main thread, where no handler can be set, it does nothing."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise Terminated("terminated by SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not in the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class LossMeter:

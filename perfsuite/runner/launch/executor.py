@@ -33,7 +33,7 @@ from typing import Protocol
 
 from perfsuite.hostinfo import usable_cpus
 from perfsuite.record import load_record
-from perfsuite.runner.engine.engine import Terminated
+from perfsuite.runner.engine.engine import Terminated, sigterm_raises
 from perfsuite.runner.launch.start import run_workload
 from perfsuite.runner.options import RunOptions
 from perfsuite.runner.routes.plan import OptionsError
@@ -162,33 +162,22 @@ class LocalExecutor:
             raise ValueError("parallel must be >= 1")
         if self.devices and len(self.devices) < self.parallel:
             raise ValueError(f"{self.parallel} runs side by side need as many devices")
-        import signal
-
         done: dict[int, JobResult] = {}
         queue = list(enumerate(jobs))
         running: list[tuple[int, Job, subprocess.Popen, int]] = []
         free = list(range(self.parallel))  # slots; slot k runs on devices[k] when given
-
-        def on_term(signum: int, frame: object) -> None:
-            raise Terminated("terminated by SIGTERM")
-
-        try:
-            previous = signal.signal(signal.SIGTERM, on_term)
-        except ValueError:  # not the main thread: the caller handles signals
-            previous = None
-        try:
-            self._loop(queue, running, free, done, on_start, on_result)
-        except KeyboardInterrupt:
-            # Ctrl-C reaches the children too (one process group): a SIGTERM now would cut
-            # into each one's writing "interrupted by SIGINT" into its record
-            for _, _, proc, _ in running:
-                _stop_child(proc, term_first=False)
-            raise
-        finally:  # SIGTERM, Ctrl-C or an error here: no child outlives this parent
-            for _, _, proc, _ in running:
-                _stop_child(proc)
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+        with sigterm_raises():
+            try:
+                self._loop(queue, running, free, done, on_start, on_result)
+            except KeyboardInterrupt:
+                # Ctrl-C reaches the children too (one process group): a SIGTERM now would cut
+                # into each one's writing "interrupted by SIGINT" into its record
+                for _, _, proc, _ in running:
+                    _stop_child(proc, term_first=False)
+                raise
+            finally:  # SIGTERM, Ctrl-C or an error here: no child outlives this parent
+                for _, _, proc, _ in running:
+                    _stop_child(proc)
         return [done[i] for i in sorted(done)]
 
     def _options(self, job: Job, slot: int) -> RunOptions:

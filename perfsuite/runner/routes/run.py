@@ -18,13 +18,11 @@ runner/launch/.
 
 from __future__ import annotations
 
-import contextlib
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfsuite.runner.engine.engine import Diverged, Engine, Terminated
+from perfsuite.runner.engine.engine import Diverged, Engine, Terminated, sigterm_raises
 from perfsuite.runner.engine.progress import RunProgress
 from perfsuite.runner.record.contain import log_run_failure
 from perfsuite.runner.record.recorder import Recorder
@@ -123,22 +121,3 @@ def replay(plan: RunPlan) -> None:
             backend.sync()
     finally:
         restore_switches()
-
-
-@contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Inside the block, SIGTERM raises Terminated (the run is recorded as interrupted);
-    outside the main thread, where no handler can be set, it does nothing."""
-
-    def on_term(signum: int, frame: Any) -> None:
-        raise Terminated("terminated by SIGTERM")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not in the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
