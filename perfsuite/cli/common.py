@@ -15,6 +15,13 @@ from typing import Any
 
 from perfsuite.views.pages import HtmlPages
 
+# Exit codes of the commands that give a verdict (`compare`, `history check`), so a CI job
+# fails on a real regression and not on noise.
+EXIT_OK = 0  # no regression: faster, no significant difference, or nothing to compare
+EXIT_USAGE = 2  # bad arguments or a bad record (every perfsuite command)
+EXIT_SLOWER = 3  # significantly slower than the baseline: a regression
+EXIT_NO_VERDICT = 4  # compared, but no verdict could be reached (too few runs or points)
+
 
 class CLIError(Exception):
     """A user-facing error; `main` prints it as one line and exits with status 2."""

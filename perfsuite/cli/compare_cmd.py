@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsuite.cli.common import (
+    EXIT_NO_VERDICT,
+    EXIT_OK,
+    EXIT_SLOWER,
     CLIError,
     add_json_flag,
     add_top_flag,
@@ -15,12 +18,6 @@ from perfsuite.cli.common import (
     status,
     top_rows,
 )
-
-# Exit codes: the verdict, so a CI job fails on a real regression and not on noise.
-EXIT_OK = 0  # no candidate significantly slower (faster, no significant difference, runs only)
-EXIT_USAGE = 2  # bad arguments or a bad record (every perfsuite command)
-EXIT_SLOWER = 3  # a candidate group is significantly slower than the baseline
-EXIT_NO_VERDICT = 4  # groups were compared but a verdict could not be reached
 
 EPILOG = """\
 items (the first is the baseline; each later one is compared with it):

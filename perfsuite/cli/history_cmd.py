@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from perfsuite.cli.common import CLIError, add_json_flag, positive_int, print_json, status
-
-# Exit codes of `history check`: those of `perfsuite compare`.
-EXIT_OK = 0
-EXIT_REGRESSION = 3
-EXIT_INSUFFICIENT = 4
+from perfsuite.cli.common import (
+    EXIT_NO_VERDICT,
+    EXIT_OK,
+    EXIT_SLOWER,
+    CLIError,
+    add_json_flag,
+    positive_int,
+    print_json,
+    status,
+)
 
 EPILOG = """\
 actions (the first word):
@@ -148,8 +152,8 @@ def _show(args: argparse.Namespace, items: list[str]) -> int:
 def exit_code(labels: list[str]) -> int:
     """3 for any regression, else 4 for any series with too few points, else 0."""
     if "regression" in labels:
-        return EXIT_REGRESSION
-    return EXIT_INSUFFICIENT if "insufficient data" in labels else EXIT_OK
+        return EXIT_SLOWER
+    return EXIT_NO_VERDICT if "insufficient data" in labels else EXIT_OK
 
 
 def _check(args: argparse.Namespace, items: list[str]) -> int:
