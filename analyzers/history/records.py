@@ -21,7 +21,7 @@ from perfsuite.analyzers.results.record_view import (
     framework,
 )
 from perfsuite.analyzers.roofline.inputs import RooflineInputError
-from perfsuite.analyzers.roofline.roofline import roofline
+from perfsuite.analyzers.roofline.points import run_roofline
 from perfsuite.flops.mfu import mfu
 from perfsuite.history_store.series import Row
 from perfsuite.pricing import builtin_prices
@@ -115,50 +115,61 @@ def record_key(record: Mapping[str, Any]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _prices() -> dict[str, dict[str, Any]]:
-    """The built-in price table, read once per process (a record is priced by its own
-    `cost.usd_per_hour` first; the table prices the instance types it names)."""
+def _builtin_prices() -> dict[str, dict[str, Any]]:
+    """The built-in price table, read once per process."""
     return builtin_prices()
 
 
 def _roof_fraction(record: Mapping[str, Any]) -> float | None:
+    """The whole run's fraction of its roofs: only the run's placement, not the per-op table
+    (the per-op doubts never change this fraction)."""
     if not record.get("work") or not record.get("ceilings"):
         return None
     try:
-        return roofline(record).run.frac_of_roof
+        return run_roofline(record).frac_of_roof
     except RooflineInputError:
         return None
 
 
-def metrics(record: Mapping[str, Any]) -> dict[str, float]:
-    """Every history metric the record holds (see the module docstring), SI units."""
+def metrics(
+    record: Mapping[str, Any],
+    metric: str | None = None,
+    prices: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, float]:
+    """Every history metric the record holds (see the module docstring), SI units; only
+    `metric` when given, so that the roofline (which may read the run's trace) runs only for
+    the roof fraction. `prices`: the table `perfsuite cost` prices with (built-in when None);
+    a record is priced by its own `cost.usd_per_hour` first."""
     c = crossing(record)
     throughput = record.get("throughput") or {}
     m = mfu(record)
     # cost_of applies the consistency rule: an untrusted record is left out, with its reason,
     # and a run that reached its target is left out for nothing else
-    cost = cost_of(record, _prices())
+    cost = cost_of(record, _builtin_prices() if prices is None else prices)
     found = {
         "time_to_accuracy_s": c.time_s if c.reached and cost.left_out is None else None,
         "samples_per_s": qvalue(throughput.get("samples_per_s")),
         "tokens_per_s": m.tokens_per_s if m else None,
         "step_time_s": qvalue(throughput.get("step_time")),
         "mfu": m.mfu if m and m.mfu is not None and m.mfu <= 1 else None,
-        "roof_fraction": _roof_fraction(record),
+        "roof_fraction": _roof_fraction(record) if metric in (None, "roof_fraction") else None,
         "latency_s": cost.inference_latency_s,
         "cost_usd": cost.training_cost_usd,
         "energy_j": cost.energy_to_accuracy_j,
     }
-    return {k: float(v) for k, v in found.items() if v is not None}
+    return {k: float(v) for k, v in found.items() if v is not None and metric in (None, k)}
 
 
-def rows_of(record: Mapping[str, Any], metric: str | None = None) -> list[Row]:
-    """The record's rows (only `metric`'s when given; MissingMetric when it lacks it)."""
-    values = metrics(record)
-    if metric is not None:
-        if metric not in values:
-            raise MissingMetric(f"field {metric}: the record has no value for it")
-        values = {metric: values[metric]}
+def rows_of(
+    record: Mapping[str, Any],
+    metric: str | None = None,
+    prices: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Row]:
+    """The record's rows (only `metric`'s when given; MissingMetric when it lacks it);
+    `prices` as for `metrics`."""
+    values = metrics(record, metric, prices)
+    if metric is not None and metric not in values:
+        raise MissingMetric(f"field {metric}: the record has no value for it")
     key = series_key(record)
     name = series_name(key)
     ident = record_key(record)

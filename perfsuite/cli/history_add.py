@@ -25,16 +25,21 @@ def add_records(
     """(rows added, rows offered, store) for the records under `paths`."""
     from perfsuite.analyzers.history.records import MissingMetric, rows_of
     from perfsuite.history_store.store import HistoryError, open_store
+    from perfsuite.pricing import PriceError, load_prices
     from perfsuite.record import find_records, load_record
 
     files = list(find_records(paths))
     if not files:
         raise CLIError(f"no run.json found under {' '.join(paths)}")
+    try:  # as `perfsuite cost` prices: the built-in table and $PERFSUITE_PRICES
+        prices = load_prices()
+    except PriceError as exc:
+        raise CLIError(str(exc)) from None
     rows = []
     for path in files:
         record = load_record(path)
         try:
-            rows += rows_of(record, metric)
+            rows += rows_of(record, metric, prices)
         except MissingMetric as exc:
             raise CLIError(f"{path}: {exc}") from None
     try:

@@ -215,3 +215,28 @@ def test_a_fresh_improvement_does_not_undo_a_confirmed_regression(tmp_path, caps
     code, out, _ = history(capsys, "check", "--db", db, "--metric", "time_to_accuracy_s")
     assert code == 3
     assert "1 newer change(s) too recent to count" in out
+
+
+def test_add_prices_as_perfsuite_cost_does(tmp_path, capsys, monkeypatch) -> None:
+    """The cost to accuracy in the history uses the price table `perfsuite cost` uses: the
+    built-in one overlaid by $PERFSUITE_PRICES."""
+    from perfsuite.record import load_record, write_record
+
+    (run,) = write_nightly(tmp_path / "runs", [100.0])
+    record = load_record(run)
+    record["hardware"]["instance_type"] = "test-box-36"
+    write_record(run, record)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"instances": {"test-box-36": {"usd_per_hour": 36.0}}}))
+    db = str(tmp_path / "h.sqlite")
+    code, _, err = history(capsys, "add", str(run), "--db", db, "--metric", "cost_usd")
+    assert code == 2 and "field cost_usd: the record has no value for it" in err
+    monkeypatch.setenv("PERFSUITE_PRICES", str(prices))
+    code, _, err = history(capsys, "add", str(run), "--db", db, "--metric", "cost_usd")
+    assert code == 0, err
+    with open_store(db) as store:
+        (series,) = store.series()
+    assert series.metric == "cost_usd" and series.values == [pytest.approx(1.0)]  # 100 s x $36/h
+    prices.write_text("{")
+    code, _, err = history(capsys, "add", str(run), "--db", db)
+    assert code == 2 and "prices.json" in err
