@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -112,19 +112,7 @@ def _window_points(values: np.ndarray, start: int, stop: int, pvalue: float) -> 
             break
         found.append(point)
         found.sort(key=lambda c: c.index)
-    return [_moved(c, start) for c in found]
-
-
-def _moved(point: ChangePoint, offset: int) -> ChangePoint:
-    return ChangePoint(
-        point.index + offset,
-        point.qhat,
-        point.mean_before,
-        point.mean_after,
-        point.std_before,
-        point.std_after,
-        point.pvalue,
-    )
+    return [replace(c, index=c.index + start) for c in found]
 
 
 def weak_change_points(values: np.ndarray, window: int, pvalue: float) -> list[ChangePoint]:
